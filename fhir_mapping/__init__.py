@@ -1,0 +1,1 @@
+"""FHIR R4 resources to the evidence state, and (later) the summary back to FHIR. Pure functions."""

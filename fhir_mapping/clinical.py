@@ -1,0 +1,156 @@
+"""Condition, AllergyIntolerance and Procedure to facts, within the scope of one stay."""
+
+from __future__ import annotations
+
+from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
+from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.scope import Scope
+from pipeline.evidence import (
+    AllergyAttributes,
+    DiagnosisAttributes,
+    Fact,
+    ProcedureAttributes,
+    stable_id,
+)
+
+_VOID_VERIFICATION = frozenset({"refuted", "entered-in-error"})
+_ACTIVE_CLINICAL = frozenset({"active", "recurrence", "relapse"})
+
+
+def map_conditions(scope: Scope) -> Mapped:
+    """Encounter diagnoses, and other problems active at some time during the stay."""
+    mapped = Mapped()
+    for item in scope.index.of_type("Condition"):
+        condition = item.model
+        if not scope.is_patient(condition.subject):
+            continue
+        verification = code_of(condition.verificationStatus)
+        clinical = code_of(condition.clinicalStatus)
+        if verification in _VOID_VERIFICATION:
+            mapped.exclude(item, "status", f"verification status is {verification}")
+            continue
+        onset = as_datetime(
+            condition.onsetDateTime
+            or (condition.onsetPeriod.start if condition.onsetPeriod else None)
+            or condition.recordedDate
+        )
+        abatement = as_datetime(
+            condition.abatementDateTime
+            or (condition.abatementPeriod.end if condition.abatementPeriod else None)
+        )
+        if scope.is_encounter(condition.encounter):
+            role = "encounter_diagnosis"
+        else:
+            began_before_end = onset is not None and (scope.end is None or onset <= scope.end)
+            if abatement is not None:
+                still_active = scope.start is not None and abatement >= scope.start
+            else:
+                still_active = clinical in _ACTIVE_CLINICAL
+            if not (began_before_end and still_active):
+                when = f"onset {onset.isoformat() if onset else 'unknown'}, " + (
+                    f"abated {abatement.isoformat()}" if abatement else f"status {clinical}"
+                )
+                mapped.exclude(
+                    item, "out_of_scope", f"not active during the stay ({when})"
+                )
+                continue
+            role = "active_problem"
+        display = concept_text(condition.code) or "condition not named"
+        mapped.facts.append(
+            Fact(
+                id=stable_id("diagnosis", item.key),
+                category="diagnosis",
+                attributes=DiagnosisAttributes(
+                    display=display,
+                    code=first_coding(condition.code),
+                    role=role,
+                    clinical_status=clinical,
+                    verification_status=verification,
+                    onset=onset,
+                    abatement=abatement,
+                ),
+                sources=[ref(item, "code")],
+            )
+        )
+    return mapped
+
+
+def map_allergies(scope: Scope) -> Mapped:
+    """Allergies recorded by the end of the stay and not refuted, inactive or resolved."""
+    mapped = Mapped()
+    for item in scope.index.of_type("AllergyIntolerance"):
+        allergy = item.model
+        if not scope.is_patient(allergy.patient):
+            continue
+        verification = code_of(allergy.verificationStatus)
+        clinical = code_of(allergy.clinicalStatus)
+        if verification in _VOID_VERIFICATION:
+            mapped.exclude(item, "status", f"verification status is {verification}")
+            continue
+        if clinical in {"inactive", "resolved"}:
+            mapped.exclude(item, "status", f"clinical status is {clinical}")
+            continue
+        recorded = as_datetime(allergy.recordedDate or allergy.onsetDateTime)
+        if recorded is not None and scope.end is not None and recorded > scope.end:
+            mapped.exclude(item, "out_of_scope", f"recorded {recorded.isoformat()}, after the stay")
+            continue
+        reactions = allergy.reaction or []
+        substance = concept_text(allergy.code) or next(
+            (text for text in (concept_text(r.substance) for r in reactions) if text), None
+        )
+        manifestations = [
+            text
+            for reaction in reactions
+            for text in map(concept_text, reaction.manifestation or [])
+            if text
+        ]
+        mapped.facts.append(
+            Fact(
+                id=stable_id("allergy", item.key),
+                category="allergy",
+                attributes=AllergyAttributes(
+                    substance=substance or "substance not documented",
+                    code=first_coding(allergy.code),
+                    reactions=manifestations,
+                    criticality=allergy.criticality,
+                    clinical_status=clinical,
+                    verification_status=verification,
+                ),
+                sources=[ref(item, "code")],
+            )
+        )
+    return mapped
+
+
+def map_procedures(scope: Scope) -> Mapped:
+    """Procedures performed in the stay: by encounter reference, else by performed time."""
+    mapped = Mapped()
+    for item in scope.index.of_type("Procedure"):
+        procedure = item.model
+        if not scope.is_patient(procedure.subject):
+            continue
+        period = procedure.performedPeriod
+        start = as_datetime(procedure.performedDateTime or (period.start if period else None))
+        end = as_datetime(period.end) if period else None
+        if not (scope.is_encounter(procedure.encounter) or scope.during_stay(start)):
+            when = start.isoformat() if start else "no time documented"
+            mapped.exclude(item, "out_of_scope", f"not performed in the stay ({when})")
+            continue
+        if procedure.status in {"not-done", "entered-in-error"}:
+            mapped.exclude(item, "status", f"status is {procedure.status}")
+            continue
+        mapped.facts.append(
+            Fact(
+                id=stable_id("procedure", item.key),
+                category="procedure",
+                attributes=ProcedureAttributes(
+                    name=concept_text(procedure.code) or "procedure not named",
+                    code=first_coding(procedure.code),
+                    status=procedure.status,
+                    performed_start=start,
+                    performed_end=end,
+                ),
+                sources=[ref(item, "code")],
+            )
+        )
+    return mapped

@@ -1,0 +1,71 @@
+"""Patient and Encounter to facts: who the summary is about, and the stay it covers."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.mapped import ref
+from fhir_mapping.scope import Scope
+from pipeline.evidence import EncounterAttributes, Fact, PatientInfoAttributes, stable_id
+
+
+def _age(birth: date | None, on: date | None) -> int | None:
+    if birth is None or on is None:
+        return None
+    return on.year - birth.year - ((on.month, on.day) < (birth.month, birth.day))
+
+
+def _display_name(patient: object) -> str | None:
+    for name in getattr(patient, "name", None) or []:
+        if name.text:
+            return str(name.text)
+        parts = [*(name.given or []), name.family or ""]
+        joined = " ".join(part for part in parts if part)
+        if joined:
+            return joined
+    return None
+
+
+def patient_fact(scope: Scope) -> Fact:
+    patient = scope.patient.model
+    birth = patient.birthDate if isinstance(patient.birthDate, date) else None
+    start = scope.start
+    deceased = patient.deceasedBoolean
+    if deceased is None and patient.deceasedDateTime is not None:
+        deceased = True
+    attributes = PatientInfoAttributes(
+        name=_display_name(patient),
+        gender=patient.gender,
+        birth_date=birth,
+        age_at_encounter=_age(birth, start.date() if start else None),
+        deceased=deceased,
+    )
+    return Fact(
+        id=stable_id("patient", scope.patient.key),
+        category="patient_info",
+        attributes=attributes,
+        sources=[ref(scope.patient, "Patient")],
+    )
+
+
+def encounter_fact(scope: Scope) -> Fact:
+    encounter = scope.encounter.model
+    hospitalization = encounter.hospitalization
+    disposition = concept_text(hospitalization.dischargeDisposition) if hospitalization else None
+    reasons = [text for text in map(concept_text, encounter.reasonCode or []) if text]
+    attributes = EncounterAttributes(
+        kind="stay",
+        class_code=encounter.class_fhir.code if encounter.class_fhir else None,
+        types=[text for text in map(concept_text, encounter.type or []) if text],
+        start=as_datetime(encounter.period.start) if encounter.period else None,
+        end=as_datetime(encounter.period.end) if encounter.period else None,
+        reasons=reasons,
+        discharge_disposition=disposition,
+    )
+    return Fact(
+        id=stable_id("encounter", scope.encounter.key),
+        category="encounter",
+        attributes=attributes,
+        sources=[ref(scope.encounter, "Encounter")],
+    )

@@ -1,0 +1,149 @@
+"""DocumentReference attachments and DiagnosticReport.presentedForm to source documents.
+
+The same note is often presented twice (Synthea stores every note as a DocumentReference and as a
+DiagnosticReport with byte-identical data): attachments with the same bytes in one stay become one
+document that cites both resources. An attachment given by ``url`` is read from a Binary in the
+input; one that cannot be read still becomes a document, carrying the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.resources import ParsedResource
+from fhir_mapping.scope import Scope
+from pipeline.documents import document_id, ingest_document
+from pipeline.evidence import SourceDocument, SourceRef, stable_id
+from pipeline.settings import PipelineSettings
+
+
+@dataclass(slots=True)
+class _Attachment:
+    key: str
+    data: bytes
+    content_type: str | None
+    title: str | None
+    date: datetime | None
+    sources: list[SourceRef] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _attachment_bytes(
+    attachment: Any, path: str, item: ParsedResource, scope: Scope
+) -> tuple[bytes, str | None, str | None]:
+    """(data, content type, error) of one attachment, following ``url`` to a Binary."""
+    if path in item.attachment_errors:
+        return b"", attachment.contentType, item.attachment_errors[path]
+    if attachment.data is not None:
+        return attachment.data, attachment.contentType, None
+    if attachment.url:
+        binary = scope.index.resolve(attachment.url)
+        if binary is None or getattr(binary, "resource_type", None) != "Binary":
+            return b"", attachment.contentType, f"attachment url {attachment.url!r} is not in the input"
+        return binary.data or b"", attachment.contentType or binary.contentType, None
+    return b"", attachment.contentType, "attachment has neither data nor url"
+
+
+def _collect(
+    found: dict[str, _Attachment],
+    scope: Scope,
+    item: ParsedResource,
+    attachment: Any,
+    path: str,
+    title: str | None,
+    date: datetime | None,
+) -> None:
+    data, content_type, error = _attachment_bytes(attachment, path, item, scope)
+    encounter = scope.encounter.key
+    key = document_id(data, encounter) if data else stable_id("doc", item.key, path)
+    entry = found.setdefault(
+        key, _Attachment(key, data, content_type, attachment.title or title, date)
+    )
+    entry.sources.append(ref(item, path))
+    if error:
+        entry.errors.append(error)
+
+
+def _read(entry: _Attachment, encounter: str, settings: PipelineSettings) -> SourceDocument:
+    if entry.errors:
+        return SourceDocument(
+            id=entry.key,
+            sources=entry.sources,
+            title=entry.title,
+            date=entry.date,
+            encounter=encounter,
+            content_type=entry.content_type or "",
+            errors=entry.errors,
+        )
+    return ingest_document(
+        data=entry.data,
+        content_type=entry.content_type,
+        sources=entry.sources,
+        title=entry.title,
+        date=entry.date,
+        encounter=encounter,
+        settings=settings,
+    )
+
+
+def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
+    context = document.context
+    if context is not None and any(scope.is_encounter(e) for e in context.encounter or []):
+        return True
+    period_start = context.period.start if context and context.period else None
+    return scope.during_stay(as_datetime(period_start or document.date))
+
+
+def collect_documents(scope: Scope, settings: PipelineSettings) -> tuple[list[SourceDocument], Mapped]:
+    mapped = Mapped()
+    found: dict[str, _Attachment] = {}
+    for item in scope.index.of_type("DocumentReference"):
+        document = item.model
+        if not scope.is_patient(document.subject):
+            continue
+        if document.status == "entered-in-error":
+            mapped.exclude(item, "status", "status is entered-in-error")
+            continue
+        if not _document_reference_in_stay(scope, document):
+            mapped.exclude(item, "out_of_scope", "note not of this stay")
+            continue
+        title = document.description or concept_text(document.type)
+        for position, content in enumerate(document.content or []):
+            _collect(
+                found,
+                scope,
+                item,
+                content.attachment,
+                f"content[{position}].attachment",
+                title,
+                as_datetime(document.date),
+            )
+    for item in scope.index.of_type("DiagnosticReport"):
+        report = item.model
+        if not report.presentedForm or not scope.is_patient(report.subject):
+            continue
+        effective = report.effectiveDateTime or (
+            report.effectivePeriod.start if report.effectivePeriod else None
+        )
+        in_stay = scope.is_encounter(report.encounter) or scope.during_stay(
+            as_datetime(effective or report.issued)
+        )
+        if not in_stay or report.status in {"cancelled", "entered-in-error"}:
+            continue
+        for position, attachment in enumerate(report.presentedForm):
+            _collect(
+                found,
+                scope,
+                item,
+                attachment,
+                f"presentedForm[{position}]",
+                concept_text(report.code),
+                as_datetime(effective or report.issued),
+            )
+    documents = [_read(entry, scope.encounter.key, settings) for entry in found.values()]
+    documents.sort(key=lambda document: (document.date is None, document.date, document.id))
+    return documents, mapped

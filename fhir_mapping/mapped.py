@@ -1,0 +1,25 @@
+"""What each mapper returns: the facts it made and the resources it read but excluded, with why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fhir_mapping.resources import ParsedResource
+from pipeline.evidence import Exclusion, ExclusionKind, Fact, SourceRef
+
+
+@dataclass(slots=True)
+class Mapped:
+    facts: list[Fact] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    def exclude(self, resource: ParsedResource, kind: ExclusionKind, reason: str) -> None:
+        self.exclusions.append(Exclusion(resource=resource.key, kind=kind, reason=reason))
+
+    def extend(self, other: Mapped) -> None:
+        self.facts.extend(other.facts)
+        self.exclusions.extend(other.exclusions)
+
+
+def ref(resource: ParsedResource, path: str) -> SourceRef:
+    return SourceRef(resource=resource.key, version=resource.version, path=path)

@@ -1,0 +1,225 @@
+"""MedicationRequest to medication facts, each placed in a phase of the stay.
+
+Phase rules, applied in order (``phase_rule`` on every fact says which one placed it):
+
+1. ``entered-in-error``, ``cancelled`` or ``draft`` orders were never given: excluded.
+2. Ordered in this stay (it references the encounter, or was authored inside its period):
+   ``inpatient`` when its category is inpatient, otherwise ``discharge`` (ordered for after).
+3. Authored after the stay ended: excluded, it is not part of this stay.
+4. No authoredOn and no encounter reference: phase ``unknown`` (flagged, never guessed).
+5. Authored before admission:
+   - an end date (``dispenseRequest.validityPeriod.end`` or a dosage's ``boundsPeriod.end``)
+     before admission means it had ended: excluded as historical; an end during or after the stay
+     means it was taken at admission: ``admission``;
+   - otherwise ``active`` or ``on-hold`` means still taken: ``admission``;
+   - ``completed`` is a historical prescription, not a current medication: excluded;
+   - ``stopped`` or ``unknown`` without an end date cannot be placed: ``unknown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from fhir_mapping.codes import (
+    RXNORM,
+    as_datetime,
+    concept_text,
+    first_coding,
+    plain_decimal,
+    quantity_text,
+)
+from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.resources import ParsedResource
+from fhir_mapping.scope import Scope
+from pipeline.evidence import (
+    ExclusionKind,
+    Fact,
+    MedicationAttributes,
+    MedicationPhase,
+    SourceRef,
+    stable_id,
+)
+from pipeline.medications import strength_of
+
+_NEVER_GIVEN = frozenset({"entered-in-error", "cancelled", "draft"})
+_UNIT_NAMES = {
+    "s": "seconds",
+    "min": "minutes",
+    "h": "hours",
+    "d": "days",
+    "wk": "weeks",
+    "mo": "months",
+    "a": "years",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseDecision:
+    phase: MedicationPhase | None
+    rule: str
+    exclusion: ExclusionKind | None = None
+
+
+def classify_phase(
+    *,
+    status: str,
+    inpatient_category: bool,
+    authored: datetime | None,
+    ordered_in_stay: bool,
+    ends: datetime | None,
+    scope: Scope,
+) -> PhaseDecision:
+    """Place one order relative to the stay, by the rules in the module docstring."""
+    if status in _NEVER_GIVEN:
+        return PhaseDecision(None, f"status is {status}", "status")
+    if ordered_in_stay or scope.during_stay(authored):
+        if inpatient_category:
+            return PhaseDecision("inpatient", "ordered in the stay for inpatient use")
+        return PhaseDecision("discharge", "ordered in the stay for use after discharge")
+    if authored is not None and scope.end is not None and authored > scope.end:
+        return PhaseDecision(None, f"ordered {authored.isoformat()}, after the stay", "out_of_scope")
+    if authored is None:
+        return PhaseDecision("unknown", "no order date and no encounter: cannot place it")
+    if ends is not None and scope.start is not None:
+        if ends < scope.start:
+            return PhaseDecision(None, f"ended {ends.isoformat()}, before admission", "historical")
+        return PhaseDecision("admission", "ordered before admission, ending during or after it")
+    if status in {"active", "on-hold"}:
+        return PhaseDecision("admission", f"ordered before admission and still {status}")
+    if status == "completed":
+        return PhaseDecision(None, "completed prescription from before admission", "historical")
+    return PhaseDecision("unknown", f"ordered before admission, {status} on an undocumented date")
+
+
+def timing_text(timing: Any) -> str | None:
+    """A Timing as people write it: "2 times per day", "1 time per 8 hours"."""
+    if timing is None:
+        return None
+    if timing.code is not None:
+        return concept_text(timing.code)
+    repeat = timing.repeat
+    if repeat is None or not repeat.frequency or not repeat.period or not repeat.periodUnit:
+        return None
+    times = "time" if repeat.frequency == 1 else "times"
+    period = plain_decimal(repeat.period)
+    unit = _UNIT_NAMES.get(repeat.periodUnit, repeat.periodUnit)
+    if period == "1":
+        return f"{repeat.frequency} {times} per {unit.removesuffix('s')}"
+    return f"{repeat.frequency} {times} per {period} {unit}"
+
+
+def _end_date(request: Any) -> datetime | None:
+    dispense = request.dispenseRequest
+    if dispense is not None and dispense.validityPeriod is not None:
+        end = as_datetime(dispense.validityPeriod.end)
+        if end is not None:
+            return end
+    for dosage in request.dosageInstruction or []:
+        repeat = dosage.timing.repeat if dosage.timing is not None else None
+        if repeat is not None and repeat.boundsPeriod is not None:
+            end = as_datetime(repeat.boundsPeriod.end)
+            if end is not None:
+                return end
+    return None
+
+
+def _dose(dosage: Any) -> str | None:
+    for dose_and_rate in dosage.doseAndRate or []:
+        if dose_and_rate.doseQuantity is not None:
+            return quantity_text(dose_and_rate.doseQuantity)
+        if dose_and_rate.doseRange is not None:
+            low = quantity_text(dose_and_rate.doseRange.low)
+            high = quantity_text(dose_and_rate.doseRange.high)
+            return f"{low} to {high}"
+    return None
+
+
+def _reason(request: Any, scope: Scope) -> str | None:
+    for concept in [*(request.reasonCode or []), request.statusReason]:
+        text = concept_text(concept)
+        if text:
+            return text
+    for reference in request.reasonReference or []:
+        target = scope.index.resolve(reference.reference)
+        text = concept_text(getattr(target, "code", None)) or reference.display
+        if text:
+            return text
+    return None
+
+
+def _medication(item: ParsedResource, scope: Scope) -> tuple[Any, list[SourceRef]] | str:
+    """The medication concept and its sources, or why it cannot be read."""
+    request = item.model
+    if request.medicationCodeableConcept is not None:
+        return request.medicationCodeableConcept, [ref(item, "medicationCodeableConcept")]
+    reference = request.medicationReference.reference if request.medicationReference else None
+    target = scope.index.resolve(reference, container=item)
+    if target is None or getattr(target, "code", None) is None:
+        return f"medicationReference {reference!r} does not resolve to a coded Medication"
+    sources = [ref(item, "medicationReference")]
+    key = scope.index.resolve_key(reference)
+    if key is not None:
+        sources.append(ref(scope.index.by_key[key], "code"))
+    return target.code, sources
+
+
+def map_medications(scope: Scope) -> Mapped:
+    mapped = Mapped()
+    for item in scope.index.of_type("MedicationRequest"):
+        request = item.model
+        if not scope.is_patient(request.subject):
+            continue
+        categories = {
+            coding.code for concept in request.category or [] for coding in concept.coding or []
+        }
+        authored = as_datetime(request.authoredOn)
+        decision = classify_phase(
+            status=request.status,
+            inpatient_category="inpatient" in categories,
+            authored=authored,
+            ordered_in_stay=scope.is_encounter(request.encounter),
+            ends=_end_date(request),
+            scope=scope,
+        )
+        if decision.phase is None:
+            assert decision.exclusion is not None
+            mapped.exclude(item, decision.exclusion, decision.rule)
+            continue
+        medication = _medication(item, scope)
+        if isinstance(medication, str):
+            mapped.exclude(item, "unresolved", medication)
+            continue
+        concept, sources = medication
+        name = concept_text(concept) or "medication not named"
+        dosage = request.dosageInstruction[0] if request.dosageInstruction else None
+        as_needed = None
+        if dosage is not None:
+            as_needed = bool(dosage.asNeededBoolean or dosage.asNeededCodeableConcept)
+        attributes = MedicationAttributes(
+            name=name,
+            code=first_coding(concept, RXNORM) or first_coding(concept),
+            strength=strength_of(name),
+            dose=_dose(dosage) if dosage else None,
+            frequency=timing_text(dosage.timing) if dosage else None,
+            route=concept_text(dosage.route) if dosage else None,
+            as_needed=as_needed,
+            dosage_text=dosage.text if dosage else None,
+            status=request.status,
+            intent=request.intent,
+            request_category=", ".join(sorted(code for code in categories if code)) or None,
+            authored_on=authored,
+            phase=decision.phase,
+            phase_rule=decision.rule,
+            reason=_reason(request, scope),
+        )
+        mapped.facts.append(
+            Fact(
+                id=stable_id("medication", item.key),
+                category="medication",
+                attributes=attributes,
+                sources=sources,
+            )
+        )
+    return mapped

@@ -1,0 +1,194 @@
+"""FHIR input to an index of parsed resources, and reference resolution within it.
+
+Each resource is parsed on its own with ``fhir.resources.R4B``: one malformed resource is recorded
+(resource, reason) and the rest are still mapped, where validating the Bundle whole would lose them
+all. Types the mapping does not read are left unparsed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from fhir.resources.R4B import get_fhir_model_class
+from fhir.resources.R4B.resource import Resource
+from pydantic import ValidationError
+
+from pipeline.evidence import Exclusion
+
+MAPPED_TYPES = frozenset(
+    {
+        "Patient",
+        "Encounter",
+        "Condition",
+        "MedicationRequest",
+        "Medication",
+        "AllergyIntolerance",
+        "Procedure",
+        "DiagnosticReport",
+        "Observation",
+        "DocumentReference",
+        "Binary",
+    }
+)
+
+
+class EvidenceInputError(ValueError):
+    """The input as a whole cannot be mapped (not FHIR, no patient, unknown encounter)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedResource:
+    key: str
+    full_url: str | None
+    model: Any
+    # Attachments whose base64 data was broken, by element path: the resource is kept without them.
+    attachment_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def resource_type(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def version(self) -> str | None:
+        meta = getattr(self.model, "meta", None)
+        return meta.versionId if meta is not None else None
+
+
+@dataclass(slots=True)
+class ResourceIndex:
+    resources: list[ParsedResource] = field(default_factory=list)
+    failures: list[Exclusion] = field(default_factory=list)
+    by_key: dict[str, ParsedResource] = field(default_factory=dict)
+    by_url: dict[str, ParsedResource] = field(default_factory=dict)
+
+    def add(self, resource: ParsedResource) -> None:
+        self.resources.append(resource)
+        self.by_key.setdefault(resource.key, resource)
+        if resource.full_url:
+            self.by_url.setdefault(resource.full_url, resource)
+
+    def of_type(self, resource_type: str) -> list[ParsedResource]:
+        return [item for item in self.resources if item.resource_type == resource_type]
+
+    def resolve(self, reference: str | None, container: ParsedResource | None = None) -> Any:
+        """The model a reference points to: ``urn:uuid:…``, ``Type/id``, absolute or ``#contained``."""
+        if not reference:
+            return None
+        if reference.startswith("#"):
+            if container is None:
+                return None
+            for contained in getattr(container.model, "contained", None) or []:
+                if contained.id == reference[1:]:
+                    return contained
+            return None
+        if reference in self.by_url:
+            return self.by_url[reference].model
+        found = self.by_key.get(relative_key(reference))
+        return found.model if found is not None else None
+
+    def resolve_key(self, reference: str | None) -> str | None:
+        """The index key of a referenced resource in this input, if it is here."""
+        if not reference:
+            return None
+        if reference in self.by_url:
+            return self.by_url[reference].key
+        key = relative_key(reference)
+        return key if key in self.by_key else None
+
+
+def relative_key(reference: str) -> str:
+    """``http://x/fhir/Patient/1/_history/2`` → ``Patient/1``."""
+    parts = reference.split("/_history/")[0].rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 2 else reference
+
+
+def _entries(data: object) -> list[tuple[str | None, object]]:
+    if isinstance(data, dict) and data.get("resourceType") == "Bundle":
+        entries = data.get("entry") or []
+        if not isinstance(entries, list):
+            raise EvidenceInputError("Bundle.entry is not a list")
+        return [
+            (entry.get("fullUrl"), entry.get("resource"))
+            for entry in entries
+            if isinstance(entry, dict) and entry.get("resource") is not None
+        ]
+    if isinstance(data, list):
+        return [(None, item) for item in data]
+    if isinstance(data, dict) and "resourceType" in data:
+        return [(None, data)]
+    raise EvidenceInputError("input is neither a FHIR Bundle, a resource, nor a list of resources")
+
+
+def _first_error(error: ValidationError) -> str:
+    details = error.errors()
+    if not details:
+        return str(error)
+    first = details[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "resource"
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+_ATTACHMENT_LISTS = {
+    "DocumentReference": ("content", "attachment"),
+    "DiagnosticReport": ("presentedForm", None),
+}
+
+
+def _detach_broken_attachments(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Drop attachment data that is not valid base64, so the rest of the resource still maps."""
+    errors: dict[str, str] = {}
+    where = _ATTACHMENT_LISTS.get(raw["resourceType"])
+    if where is None:
+        return raw, errors
+    element, inner = where
+    items = raw.get(element)
+    if not isinstance(items, list):
+        return raw, errors
+    cleaned = copy.deepcopy(raw)
+    for position, item in enumerate(cleaned[element]):
+        attachment = item.get(inner) if inner and isinstance(item, dict) else item
+        if not isinstance(attachment, dict) or not isinstance(attachment.get("data"), str):
+            continue
+        compact = "".join(attachment["data"].split())
+        try:
+            base64.b64decode(compact, validate=True)
+            attachment["data"] = compact
+        except (binascii.Error, ValueError) as error:
+            path = f"{element}[{position}]" + (f".{inner}" if inner else "")
+            errors[path] = f"attachment data is not valid base64: {error}"
+            del attachment["data"]
+    return (cleaned, errors) if errors else (raw, errors)
+
+
+def index_resources(data: object) -> ResourceIndex:
+    """Parse every resource of a type the mapping reads; record the ones that fail."""
+    index = ResourceIndex()
+    for position, (full_url, raw) in enumerate(_entries(data)):
+        if not isinstance(raw, dict) or not isinstance(raw.get("resourceType"), str):
+            index.failures.append(
+                Exclusion(
+                    resource=full_url or f"entry[{position}]",
+                    kind="parse_error",
+                    reason="not a FHIR resource: resourceType is missing",
+                )
+            )
+            continue
+        resource_type = raw["resourceType"]
+        if resource_type not in MAPPED_TYPES:
+            continue
+        raw_id = raw.get("id")
+        key = f"{resource_type}/{raw_id}" if raw_id else f"{resource_type}/{full_url or position}"
+        raw, attachment_errors = _detach_broken_attachments(raw)
+        try:
+            model: Resource = get_fhir_model_class(resource_type).model_validate(raw)
+        except (ValidationError, ValueError, TypeError) as error:
+            reason = _first_error(error) if isinstance(error, ValidationError) else str(error)
+            index.failures.append(Exclusion(resource=key, kind="parse_error", reason=reason))
+            continue
+        index.add(ParsedResource(key, full_url, model, attachment_errors))
+    return index

@@ -1,0 +1,189 @@
+"""DiagnosticReport and Observation to results: final values, and pending reports.
+
+A final (or amended, corrected, appended) report gives one ``lab_result`` fact per Observation
+value, citing both the Observation element and the report's ``result[i]``. A registered, partial
+or preliminary report is a ``pending_result``. Observations of the stay outside any report are
+taken when their category is laboratory or vital-signs. A report that only presents a note is a
+document (``fhir_mapping.documents``), not a result.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
+from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.resources import ParsedResource
+from fhir_mapping.scope import Scope
+from pipeline.evidence import (
+    Fact,
+    LabResultAttributes,
+    PendingResultAttributes,
+    SourceRef,
+    stable_id,
+)
+
+FINAL_REPORT = frozenset({"final", "amended", "corrected", "appended"})
+PENDING_REPORT = frozenset({"registered", "partial", "preliminary"})
+_VOID = frozenset({"cancelled", "entered-in-error"})
+_STANDALONE_CATEGORIES = frozenset({"laboratory", "vital-signs"})
+_VALUE_ELEMENTS = (
+    "valueQuantity",
+    "valueString",
+    "valueCodeableConcept",
+    "valueInteger",
+    "valueBoolean",
+    "valueDateTime",
+)
+
+
+def _value(holder: Any) -> tuple[str, Decimal | None, str | None, str | None] | None:
+    """(element, number, text, unit) of an Observation or component value; None when absent."""
+    for element in _VALUE_ELEMENTS:
+        value = getattr(holder, element, None)
+        if value is None:
+            continue
+        if element == "valueQuantity":
+            number = Decimal(str(value.value)) if value.value is not None else None
+            return element, number, None, value.unit or value.code
+        if element == "valueCodeableConcept":
+            return element, None, concept_text(value), None
+        if element == "valueInteger":
+            return element, Decimal(value), None, None
+        return element, None, str(value), None
+    return None
+
+
+def _reference_range(holder: Any) -> tuple[Decimal | None, Decimal | None, str | None]:
+    ranges = getattr(holder, "referenceRange", None) or []
+    if not ranges:
+        return None, None, None
+    first = ranges[0]
+    low = Decimal(str(first.low.value)) if first.low and first.low.value is not None else None
+    high = Decimal(str(first.high.value)) if first.high and first.high.value is not None else None
+    return low, high, first.text
+
+
+def _categories(observation: Any) -> set[str]:
+    return {
+        coding.code
+        for concept in observation.category or []
+        for coding in concept.coding or []
+        if coding.code
+    }
+
+
+def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> list[Fact]:
+    """One fact per value of an Observation (its components included)."""
+    observation = item.model
+    effective = as_datetime(
+        observation.effectiveDateTime
+        or (observation.effectivePeriod.start if observation.effectivePeriod else None)
+        or observation.issued
+    )
+    interpretation = next(
+        (text for text in map(concept_text, observation.interpretation or []) if text), None
+    )
+    category = ", ".join(sorted(_categories(observation))) or None
+    holders: list[tuple[str, Any, Any]] = [("", observation, observation.code)]
+    holders += [
+        (f"component[{position}].", component, component.code)
+        for position, component in enumerate(observation.component or [])
+    ]
+    facts = []
+    for prefix, holder, code in holders:
+        value = _value(holder)
+        if value is None:
+            continue
+        element, number, text, unit = value
+        low, high, range_text = _reference_range(holder)
+        path = f"{prefix}{element}"
+        sources = [ref(item, path)] + ([report_source] if report_source else [])
+        facts.append(
+            Fact(
+                id=stable_id("lab", item.key, path),
+                category="lab_result",
+                attributes=LabResultAttributes(
+                    name=concept_text(code) or "test not named",
+                    code=first_coding(code, LOINC) or first_coding(code),
+                    value=number,
+                    value_text=text,
+                    unit=unit,
+                    reference_low=low,
+                    reference_high=high,
+                    reference_text=range_text,
+                    interpretation=interpretation,
+                    effective=effective,
+                    observation_category=category,
+                ),
+                sources=sources,
+            )
+        )
+    return facts
+
+
+def _in_stay(scope: Scope, resource: Any, moment: Any) -> bool:
+    return scope.is_encounter(resource.encounter) or scope.during_stay(as_datetime(moment))
+
+
+def map_results(scope: Scope) -> Mapped:
+    mapped = Mapped()
+    reported: set[str] = set()
+    for item in scope.index.of_type("DiagnosticReport"):
+        report = item.model
+        if not scope.is_patient(report.subject):
+            continue
+        effective = report.effectiveDateTime or (
+            report.effectivePeriod.start if report.effectivePeriod else None
+        )
+        if not _in_stay(scope, report, effective or report.issued):
+            mapped.exclude(item, "out_of_scope", "report not of this stay")
+            continue
+        if report.status in _VOID:
+            mapped.exclude(item, "status", f"status is {report.status}")
+            continue
+        if report.status in PENDING_REPORT:
+            mapped.facts.append(
+                Fact(
+                    id=stable_id("pending", item.key),
+                    category="pending_result",
+                    attributes=PendingResultAttributes(
+                        name=concept_text(report.code) or "report not named",
+                        code=first_coding(report.code, LOINC) or first_coding(report.code),
+                        status=report.status,
+                        ordered=as_datetime(effective or report.issued),
+                    ),
+                    sources=[ref(item, "status")],
+                )
+            )
+        for position, result in enumerate(report.result or []):
+            key = scope.index.resolve_key(result.reference)
+            if key is None:
+                mapped.exclude(
+                    item, "unresolved", f"result[{position}] {result.reference!r} is not in the input"
+                )
+                continue
+            reported.add(key)
+            observation = scope.index.by_key[key]
+            if observation.model.status in _VOID or (
+                report.status in PENDING_REPORT and observation.model.status != "final"
+            ):
+                continue
+            mapped.facts.extend(observation_facts(observation, ref(item, f"result[{position}]")))
+        if not report.result and not report.presentedForm and report.status in FINAL_REPORT:
+            mapped.exclude(item, "out_of_scope", "final report with no results and no text")
+    for item in scope.index.of_type("Observation"):
+        observation = item.model
+        if item.key in reported or not scope.is_encounter(observation.encounter):
+            continue
+        if not scope.is_patient(observation.subject):
+            continue
+        if observation.status in _VOID:
+            mapped.exclude(item, "status", f"status is {observation.status}")
+        elif not _categories(observation) & _STANDALONE_CATEGORIES:
+            kinds = ", ".join(sorted(_categories(observation))) or "no category"
+            mapped.exclude(item, "out_of_scope", f"observation category {kinds} not summarised")
+        else:
+            mapped.facts.extend(observation_facts(item, None))
+    return mapped

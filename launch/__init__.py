@@ -1,0 +1,1 @@
+"""Entry points: the ``provenote`` command line (and later the sandbox EHR)."""

@@ -1,0 +1,132 @@
+"""Attachment bytes to pages of text: plain text in any declared charset, HTML, PDF and images.
+
+A bad attachment never raises: its problem is returned as an error for the caller to record on
+the document, so every other document is still ingested (ARCHITECTURE.md, safety rules).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass, field
+from email.message import Message
+
+import charset_normalizer
+
+from pipeline.evidence import Page
+from pipeline.html_text import html_to_text
+from pipeline.ocr import OcrUnavailableError, ocr_image
+from pipeline.pdf import PdfUnreadableError, has_usable_text, read_pdf
+from pipeline.settings import PipelineSettings
+
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp"})
+_PDF_MAGIC = b"%PDF-"
+
+
+@dataclass(slots=True)
+class ReadAttachment:
+    pages: list[Page] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_media_type(content_type: str | None) -> tuple[str, dict[str, str]]:
+    """``text/plain; charset=ISO-8859-1`` → (``text/plain``, {``charset``: ``ISO-8859-1``})."""
+    message = Message()
+    message["content-type"] = content_type or ""
+    media_type = message.get_content_type() if content_type else ""
+    params = {key.lower(): str(value) for key, value in message.get_params(failobj=[])[1:]}
+    return media_type.lower(), params
+
+
+def _sniff(data: bytes) -> str | None:
+    head = data[:1024].lstrip()
+    if head.startswith(_PDF_MAGIC):
+        return "application/pdf"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head[:4] in (b"II*\x00", b"MM\x00*"):
+        return "image/tiff"
+    return None
+
+
+def _decode(data: bytes, charset: str | None) -> str:
+    """Text in its declared charset; undeclared text must be UTF-8 or confidently detected."""
+    if charset:
+        try:
+            codecs.lookup(charset)
+        except LookupError as error:
+            raise ValueError(f"unknown charset {charset!r}") from error
+        try:
+            return data.decode(charset)
+        except UnicodeDecodeError as error:
+            raise ValueError(f"text is not valid {charset}: {error.reason}") from error
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        best = charset_normalizer.from_bytes(data).best()
+        if best is None:
+            raise ValueError("text has no declared charset and none could be detected") from None
+        return str(best)
+
+
+def _text_page(text: str, settings: PipelineSettings) -> Page:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    usable = has_usable_text(text, settings) or bool(text.strip())
+    return Page(number=1, text=text, has_text=usable, error=None if usable else "no text")
+
+
+def read_attachment(
+    data: bytes, content_type: str | None, settings: PipelineSettings
+) -> ReadAttachment:
+    """Read one attachment; the result lists its pages, or the errors that kept them unread."""
+    media_type, params = parse_media_type(content_type)
+    if not data:
+        return ReadAttachment(errors=["empty attachment: it holds no data"])
+    if len(data) > settings.max_attachment_bytes:
+        return ReadAttachment(
+            errors=[
+                f"attachment too large: {len(data)} bytes, the limit is "
+                f"{settings.max_attachment_bytes}"
+            ]
+        )
+    sniffed = _sniff(data)
+    if sniffed and sniffed != media_type:
+        return ReadAttachment(
+            errors=[f"mislabelled attachment: declared {media_type or 'no type'}, holds {sniffed}"]
+        )
+    if media_type == "application/pdf" and sniffed is None:
+        return ReadAttachment(errors=["mislabelled attachment: declared application/pdf, not a PDF"])
+    try:
+        if media_type == "application/pdf":
+            pages, errors = read_pdf(data, settings)
+            return ReadAttachment(pages, errors)
+        if media_type in _IMAGE_TYPES:
+            return _read_image(data, settings)
+        if media_type in {"text/plain", "text/markdown", "text/html", "application/xhtml+xml"}:
+            if b"\x00" in data[:4096] and "16" not in params.get("charset", "").lower():
+                return ReadAttachment(errors=[f"mislabelled attachment: {media_type} is binary"])
+            text = _decode(data, params.get("charset"))
+            if media_type in {"text/html", "application/xhtml+xml"}:
+                text = html_to_text(text)
+            return ReadAttachment([_text_page(text, settings)])
+    except (PdfUnreadableError, ValueError) as error:
+        return ReadAttachment(errors=[str(error)])
+    return ReadAttachment(errors=[f"unsupported content type: {media_type or 'none declared'}"])
+
+
+def _read_image(data: bytes, settings: PipelineSettings) -> ReadAttachment:
+    try:
+        ocr = ocr_image(data, settings)
+    except OcrUnavailableError as error:
+        return ReadAttachment([Page(number=1, text="", has_text=False, error=str(error))])
+    usable = has_usable_text(ocr.text, settings)
+    page = Page(
+        number=1,
+        text=ocr.text,
+        has_text=usable,
+        ocr_applied=True,
+        ocr_confidence=ocr.confidence,
+        error=None if usable else "no readable text found by OCR",
+    )
+    return ReadAttachment([page])

@@ -1,0 +1,167 @@
+"""Source documents: an attachment read into pages, and the statements quoted from its sections.
+
+Only statements a note states verbatim become facts here (chief complaint, hospital course,
+plan and follow-up sentences, "no known allergies"), each quoted at its exact offsets. Medication
+lists in notes are not turned into medication facts: structured orders are authoritative, and
+extraction from free text is the language-model extractor's job, checked against the evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+
+from pipeline.attachments import read_attachment
+from pipeline.evidence import (
+    AllergyAttributes,
+    EncounterAttributes,
+    Fact,
+    NarrativeAttributes,
+    SourceDocument,
+    SourceRef,
+    TraceEvent,
+    stable_id,
+)
+from pipeline.sentences import Span, sentences_in, split_sections
+from pipeline.settings import PipelineSettings
+
+_COURSE_SECTIONS = frozenset(
+    {
+        "history of present illness",
+        "hpi",
+        "hospital course",
+        "brief hospital course",
+        "clinical course",
+        "assessment",
+        "assessment and plan",
+        "impression",
+        "impression and plan",
+    }
+)
+_FOLLOW_UP_SECTIONS = frozenset(
+    {
+        "plan",
+        "follow up",
+        "follow-up",
+        "followup",
+        "discharge instructions",
+        "disposition",
+        "recommendations",
+    }
+)
+_COMPLAINT_SECTIONS = frozenset(
+    {"chief complaint", "reason for admission", "reason for visit", "presenting complaint"}
+)
+_ALLERGY_SECTIONS = frozenset({"allergies", "allergy", "drug allergies"})
+_NO_KNOWN_ALLERGIES = re.compile(
+    r"\b(no known (drug )?allergies|nkda|nka|no allergies)\b", re.IGNORECASE
+)
+
+
+def document_id(data: bytes, encounter: str | None) -> str:
+    """One id per attachment content within an encounter: duplicates presented twice share it."""
+    return stable_id("doc", encounter or "", hashlib.sha256(data).hexdigest())
+
+
+def ingest_document(
+    *,
+    data: bytes,
+    content_type: str | None,
+    sources: list[SourceRef],
+    title: str | None,
+    date: datetime | None,
+    encounter: str | None,
+    settings: PipelineSettings,
+) -> SourceDocument:
+    read = read_attachment(data, content_type, settings)
+    return SourceDocument(
+        id=document_id(data, encounter),
+        sources=sources,
+        title=title,
+        date=date,
+        encounter=encounter,
+        content_type=content_type or "",
+        pages=read.pages,
+        errors=read.errors,
+    )
+
+
+def ingestion_events(documents: list[SourceDocument], step: int) -> list[TraceEvent]:
+    events = []
+    for document in documents:
+        resource = document.sources[0].resource if document.sources else None
+        if document.errors:
+            for error in document.errors:
+                events.append(
+                    TraceEvent(step=step, agent="ingest", action="document_error", detail=error,
+                               resource=resource, document=document.id)
+                )
+        read = sum(page.has_text for page in document.pages)
+        ocr = sum(page.ocr_applied for page in document.pages)
+        events.append(
+            TraceEvent(
+                step=step,
+                agent="ingest",
+                action="document_read",
+                detail=f"{read} of {len(document.pages)} pages read, {ocr} by OCR",
+                resource=resource,
+                document=document.id,
+            )
+        )
+    return events
+
+
+def _normal_title(title: str) -> str:
+    return " ".join(title.lower().replace(":", " ").split())
+
+
+def _quote(document: SourceDocument, page: int, span: Span) -> list[SourceRef]:
+    return [
+        SourceRef(
+            resource=source.resource,
+            version=source.version,
+            path=source.path,
+            document=document.id,
+            page=page,
+            start=span.start,
+            end=span.end,
+            quote=span.text,
+        )
+        for source in document.sources
+    ]
+
+
+def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> Fact | None:
+    key = _normal_title(section)
+    attributes: AllergyAttributes | EncounterAttributes | NarrativeAttributes
+    if key in _COURSE_SECTIONS:
+        attributes = NarrativeAttributes(category="course", text=span.text, section=section)
+    elif key in _FOLLOW_UP_SECTIONS:
+        attributes = NarrativeAttributes(category="follow_up", text=span.text, section=section)
+    elif key in _COMPLAINT_SECTIONS:
+        attributes = EncounterAttributes(kind="chief_complaint", text=span.text)
+    elif key in _ALLERGY_SECTIONS and _NO_KNOWN_ALLERGIES.search(span.text):
+        attributes = AllergyAttributes(substance=span.text, no_known_allergies=True)
+    else:
+        return None
+    return Fact(
+        id=stable_id("note", document.id, page, span.start, span.end),
+        category=attributes.category,
+        attributes=attributes,
+        sources=_quote(document, page, span),
+    )
+
+
+def facts_from_document(document: SourceDocument) -> list[Fact]:
+    """Verbatim statements from the sections of a note that a discharge summary draws on."""
+    facts = []
+    for page in document.pages:
+        if not page.has_text:
+            continue
+        for section in split_sections(page.text):
+            for span in sentences_in(page.text, section):
+                fact = _fact_for(document, page.number, section.title, span)
+                if fact is not None:
+                    facts.append(fact)
+    return facts

@@ -1,0 +1,358 @@
+"""The evidence state: every clinical fact Provenote may say, each with the place it came from.
+
+These models are the contract between the FHIR mapping, the agents and the summarizers. They know
+nothing of FHIR's object model: a source is named by a reference string (``MedicationRequest/123``)
+and an element path, so the pipeline can be fed from plain Python objects in tests.
+
+The safety rules are enforced here and in :mod:`pipeline.validate`: a fact with no provenance, or
+with a quote that is not found at its offsets, never reaches a summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FactCategory = Literal[
+    "diagnosis",
+    "medication",
+    "allergy",
+    "procedure",
+    "lab_result",
+    "pending_result",
+    "follow_up",
+    "course",
+    "patient_info",
+    "encounter",
+]
+FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
+
+MedicationPhase = Literal["admission", "inpatient", "discharge", "unknown"]
+
+
+def stable_id(prefix: str, *parts: object) -> str:
+    """Derive an id from content, so the same input always yields the same ids across runs."""
+    digest = hashlib.sha256("\x1f".join(str(part) for part in parts).encode("utf-8")).hexdigest()
+    return f"{prefix}-{digest[:16]}"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Coding(_Model):
+    system: str | None = None
+    code: str | None = None
+    display: str | None = None
+
+
+class SourceRef(_Model):
+    """Where a statement comes from: a resource element, and for text the exact span and quote."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resource: str
+    version: str | None = None
+    path: str
+    document: str | None = None
+    page: int | None = None
+    start: int | None = None
+    end: int | None = None
+    quote: str | None = None
+
+    @model_validator(mode="after")
+    def _text_span_is_whole(self) -> SourceRef:
+        span = (self.document, self.page, self.start, self.end, self.quote)
+        if any(part is not None for part in span) and any(part is None for part in span):
+            raise ValueError("a text SourceRef needs document, page, start, end and quote together")
+        if self.start is not None and self.end is not None and not 0 <= self.start < self.end:
+            raise ValueError("a text span needs 0 <= start < end")
+        return self
+
+    @property
+    def is_text(self) -> bool:
+        return self.quote is not None
+
+
+class Page(_Model):
+    number: int = Field(ge=1)
+    text: str
+    has_text: bool
+    ocr_applied: bool = False
+    ocr_confidence: float | None = None
+    error: str | None = None
+
+
+class SourceDocument(_Model):
+    """One note or report; the same note presented by several resources is one document."""
+
+    id: str
+    sources: list[SourceRef]
+    title: str | None = None
+    date: datetime | None = None
+    encounter: str | None = None
+    content_type: str
+    pages: list[Page] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+    def page(self, number: int) -> Page:
+        for page in self.pages:
+            if page.number == number:
+                return page
+        raise KeyError(f"{self.id} has no page {number}")
+
+
+class DiagnosisAttributes(_Model):
+    category: Literal["diagnosis"] = "diagnosis"
+    display: str
+    code: Coding | None = None
+    role: Literal["encounter_diagnosis", "active_problem"]
+    clinical_status: str | None = None
+    verification_status: str | None = None
+    onset: datetime | None = None
+    abatement: datetime | None = None
+
+
+class MedicationAttributes(_Model):
+    category: Literal["medication"] = "medication"
+    name: str
+    code: Coding | None = None
+    strength: str | None = None
+    dose: str | None = None
+    frequency: str | None = None
+    route: str | None = None
+    as_needed: bool | None = None
+    dosage_text: str | None = None
+    status: str
+    intent: str | None = None
+    request_category: str | None = None
+    authored_on: datetime | None = None
+    phase: MedicationPhase
+    phase_rule: str
+    reason: str | None = None
+
+
+class AllergyAttributes(_Model):
+    category: Literal["allergy"] = "allergy"
+    substance: str
+    code: Coding | None = None
+    no_known_allergies: bool = False
+    reactions: list[str] = Field(default_factory=list)
+    criticality: str | None = None
+    clinical_status: str | None = None
+    verification_status: str | None = None
+
+
+class ProcedureAttributes(_Model):
+    category: Literal["procedure"] = "procedure"
+    name: str
+    code: Coding | None = None
+    status: str
+    performed_start: datetime | None = None
+    performed_end: datetime | None = None
+
+
+class LabResultAttributes(_Model):
+    category: Literal["lab_result"] = "lab_result"
+    name: str
+    code: Coding | None = None
+    value: Decimal | None = None
+    value_text: str | None = None
+    unit: str | None = None
+    reference_low: Decimal | None = None
+    reference_high: Decimal | None = None
+    reference_text: str | None = None
+    interpretation: str | None = None
+    effective: datetime | None = None
+    observation_category: str | None = None
+
+
+class PendingResultAttributes(_Model):
+    category: Literal["pending_result"] = "pending_result"
+    name: str
+    code: Coding | None = None
+    status: str
+    ordered: datetime | None = None
+
+
+class NarrativeAttributes(_Model):
+    """A statement taken verbatim from a note (hospital course, follow-up, chief complaint)."""
+
+    category: Literal["course", "follow_up"]
+    text: str
+    section: str | None = None
+
+
+class PatientInfoAttributes(_Model):
+    category: Literal["patient_info"] = "patient_info"
+    name: str | None = None
+    gender: str | None = None
+    birth_date: date | None = None
+    age_at_encounter: int | None = None
+    deceased: bool | None = None
+
+
+class EncounterAttributes(_Model):
+    category: Literal["encounter"] = "encounter"
+    kind: Literal["stay", "chief_complaint"] = "stay"
+    class_code: str | None = None
+    types: list[str] = Field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+    reasons: list[str] = Field(default_factory=list)
+    discharge_disposition: str | None = None
+    text: str | None = None
+
+
+FactAttributes = Annotated[
+    DiagnosisAttributes
+    | MedicationAttributes
+    | AllergyAttributes
+    | ProcedureAttributes
+    | LabResultAttributes
+    | PendingResultAttributes
+    | NarrativeAttributes
+    | PatientInfoAttributes
+    | EncounterAttributes,
+    Field(discriminator="category"),
+]
+
+
+class Fact(_Model):
+    """One clinical statement. ``sources`` may be empty only so validation can reject it."""
+
+    id: str
+    category: FactCategory
+    attributes: FactAttributes
+    sources: list[SourceRef] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _attributes_match_category(self) -> Fact:
+        if self.attributes.category != self.category:
+            raise ValueError(
+                f"fact {self.id}: attributes are {self.attributes.category!r}, "
+                f"category is {self.category!r}"
+            )
+        return self
+
+
+ConflictKind = Literal[
+    "duplicate_active_medication", "medication_allergy", "condition_status", "lab_value"
+]
+
+
+class Conflict(_Model):
+    """Two pieces of evidence that cannot both be true; flagged, never decided by the system."""
+
+    id: str
+    kind: ConflictKind
+    description: str
+    fact_ids: list[str]
+
+
+FlagCode = Literal[
+    "conflict",
+    "unexplained_medication_change",
+    "incomplete_medication",
+    "medication_phase_unknown",
+    "document_error",
+    "page_unread",
+    "fact_rejected",
+    "loop_budget_exhausted",
+]
+
+
+class ReviewFlag(_Model):
+    id: str
+    code: FlagCode
+    reason: str
+    raised_by: str
+    fact_ids: list[str] = Field(default_factory=list)
+    document: str | None = None
+
+
+class TraceEvent(_Model):
+    step: int
+    agent: str
+    action: str
+    detail: str
+    resource: str | None = None
+    document: str | None = None
+
+
+ExclusionKind = Literal["out_of_scope", "status", "historical", "parse_error", "unresolved"]
+
+
+class Exclusion(_Model):
+    """A resource read but not turned into a fact, and why: nothing is dropped silently."""
+
+    resource: str
+    kind: ExclusionKind
+    reason: str
+
+
+class RejectedFact(_Model):
+    fact: Fact
+    reason: str
+
+
+MedicationChangeKind = Literal["new", "stopped", "changed", "continued"]
+
+
+class MedicationChange(_Model):
+    kind: MedicationChangeKind
+    name: str
+    admission: str | None = None
+    discharge: str | None = None
+    differences: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class MedicationLists(_Model):
+    admission: list[str] = Field(default_factory=list)
+    discharge: list[str] = Field(default_factory=list)
+    changes: list[MedicationChange] = Field(default_factory=list)
+
+
+class EvidenceState(_Model):
+    patient: str
+    encounter: str | None = None
+    documents: list[SourceDocument] = Field(default_factory=list)
+    facts: dict[FactCategory, list[Fact]] = Field(
+        default_factory=lambda: {category: [] for category in FACT_CATEGORIES}
+    )
+    medications: MedicationLists = Field(default_factory=MedicationLists)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    missing_fields: list[FactCategory] = Field(default_factory=list)
+    flags_for_review: list[ReviewFlag] = Field(default_factory=list)
+    exclusions: list[Exclusion] = Field(default_factory=list)
+    rejected_facts: list[RejectedFact] = Field(default_factory=list)
+    trace: list[TraceEvent] = Field(default_factory=list)
+    step_count: int = 0
+
+    def all_facts(self) -> list[Fact]:
+        return [fact for category in FACT_CATEGORIES for fact in self.facts.get(category, [])]
+
+    def fact(self, fact_id: str) -> Fact:
+        for fact in self.all_facts():
+            if fact.id == fact_id:
+                return fact
+        raise KeyError(fact_id)
+
+    def document(self, document_id: str) -> SourceDocument:
+        for document in self.documents:
+            if document.id == document_id:
+                return document
+        raise KeyError(document_id)
+
+
+def group_facts(facts: list[Fact]) -> dict[FactCategory, list[Fact]]:
+    """Facts by category, every category present, order kept within each."""
+    grouped: dict[FactCategory, list[Fact]] = {category: [] for category in FACT_CATEGORIES}
+    for fact in facts:
+        grouped[fact.category].append(fact)
+    return grouped

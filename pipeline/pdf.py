@@ -1,0 +1,101 @@
+"""PDF attachments page by page: the text layer with pdfminer.six, OCR where a page has none."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pypdfium2
+from pdfminer.converter import PDFPageAggregator
+from pdfminer.layout import LAParams, LTTextContainer
+from pdfminer.pdfdocument import PDFDocument, PDFPasswordIncorrect
+from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+from pdfminer.pdfpage import PDFPage
+from pdfminer.pdfparser import PDFParser
+
+from pipeline.evidence import Page
+from pipeline.ocr import OcrUnavailableError, ocr_image
+from pipeline.settings import PipelineSettings
+
+
+class PdfUnreadableError(ValueError):
+    """The PDF as a whole cannot be read: encrypted, corrupt or empty."""
+
+
+def has_usable_text(text: str, settings: PipelineSettings) -> bool:
+    return sum(ch.isalnum() for ch in text) >= max(1, settings.min_text_chars)
+
+
+def _open(data: bytes) -> list[PDFPage]:
+    try:
+        document = PDFDocument(PDFParser(io.BytesIO(data)))
+        return list(PDFPage.create_pages(document))
+    except PDFPasswordIncorrect as error:
+        raise PdfUnreadableError("encrypted PDF: it needs a password to open") from error
+    except Exception as error:  # pdfminer raises many unrelated types on malformed input
+        raise PdfUnreadableError(f"corrupt PDF: {type(error).__name__}: {error}") from error
+
+
+def _text_layers(pages: list[PDFPage]) -> Iterator[tuple[str, str | None]]:
+    """Each page's text layer, and the error if that page alone could not be parsed."""
+    resources = PDFResourceManager()
+    device = PDFPageAggregator(resources, laparams=LAParams())
+    interpreter = PDFPageInterpreter(resources, device)
+    for page in pages:
+        try:
+            interpreter.process_page(page)
+            layout = device.get_result()
+        except Exception as error:  # one broken page must not lose the others
+            yield "", f"page could not be parsed: {type(error).__name__}: {error}"
+            continue
+        yield "".join(item.get_text() for item in layout if isinstance(item, LTTextContainer)), None
+
+
+def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
+    document = pypdfium2.PdfDocument(data)
+    try:
+        bitmap = document[index].render(scale=settings.ocr_dpi / 72, grayscale=True)
+        buffer = io.BytesIO()
+        bitmap.to_pil().save(buffer, format="PNG")
+        return buffer.getvalue()
+    finally:
+        document.close()
+
+
+def read_pdf(data: bytes, settings: PipelineSettings) -> tuple[list[Page], list[str]]:
+    """Pages of a PDF, OCR'd where the text layer is unusable; errors that concern the whole file.
+
+    Raises :class:`PdfUnreadableError` when nothing at all can be read.
+    """
+    pdf_pages = _open(data)
+    if not pdf_pages:
+        raise PdfUnreadableError("empty PDF: it has no pages")
+    errors: list[str] = []
+    if len(pdf_pages) > settings.max_pdf_pages:
+        errors.append(
+            f"page limit: read the first {settings.max_pdf_pages} of {len(pdf_pages)} pages"
+        )
+        pdf_pages = pdf_pages[: settings.max_pdf_pages]
+    pages: list[Page] = []
+    for index, (text, page_error) in enumerate(_text_layers(pdf_pages)):
+        number = index + 1
+        if has_usable_text(text, settings):
+            pages.append(Page(number=number, text=text, has_text=True, error=page_error))
+            continue
+        try:
+            ocr = ocr_image(_page_png(data, index, settings), settings)
+        except (OcrUnavailableError, pypdfium2.PdfiumError) as error:
+            pages.append(Page(number=number, text=text, has_text=False, error=str(error)))
+            continue
+        usable = has_usable_text(ocr.text, settings)
+        pages.append(
+            Page(
+                number=number,
+                text=ocr.text,
+                has_text=usable,
+                ocr_applied=True,
+                ocr_confidence=ocr.confidence,
+                error=None if usable else "no readable text found by OCR",
+            )
+        )
+    return pages, errors

@@ -1,0 +1,28 @@
+"""The one Jinja environment over the ``templates`` package: prompts, pages and narratives.
+
+Autoescaping is on for HTML and XML templates, so note text (untrusted) can never add markup.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import jinja2
+
+
+@lru_cache(maxsize=1)
+def template_environment() -> jinja2.Environment:
+    root = resources.files("templates")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(root)),
+        autoescape=jinja2.select_autoescape(["html", "xml", "xhtml"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context: object) -> str:
+    return template_environment().get_template(template).render(**context)

@@ -1,0 +1,25 @@
+"""Settings of the pipeline, read once from ``PROVENOTE_*`` environment variables."""
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class PipelineSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROVENOTE_", extra="ignore")
+
+    max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
+    max_pdf_pages: int = Field(200, gt=0)
+    # A page with fewer letters and digits than this has no usable text layer and is OCR'd.
+    min_text_chars: int = Field(20, ge=0)
+    tesseract_cmd: str = "tesseract"
+    ocr_language: str = "eng"
+    ocr_dpi: int = Field(300, ge=72, le=600)
+    ocr_timeout_s: float = Field(120.0, gt=0)
+    max_agent_steps: int = Field(12, ge=3)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> PipelineSettings:
+    return PipelineSettings()

@@ -1,0 +1,1 @@
+"""Jinja templates: prompts, pages and narratives live here as files, never as strings in code."""
