@@ -132,7 +132,7 @@ def map_procedures(scope: Scope) -> Mapped:
         period = procedure.performedPeriod
         start = as_datetime(procedure.performedDateTime or (period.start if period else None))
         end = as_datetime(period.end) if period else None
-        if not (scope.is_encounter(procedure.encounter) or scope.during_stay(start)):
+        if not scope.in_stay(procedure.encounter, start):
             when = start.isoformat() if start else "no time documented"
             mapped.exclude(item, "out_of_scope", f"not performed in the stay ({when})")
             continue

@@ -42,7 +42,7 @@ def _attachment_bytes(
         return attachment.data, attachment.contentType, None
     if attachment.url:
         binary = scope.index.resolve(attachment.url)
-        if binary is None or getattr(binary, "resource_type", None) != "Binary":
+        if binary is None or binary.get_resource_type() != "Binary":
             return b"", attachment.contentType, f"attachment url {attachment.url!r} is not in the input"
         return binary.data or b"", attachment.contentType or binary.contentType, None
     return b"", attachment.contentType, "attachment has neither data nor url"
@@ -92,8 +92,9 @@ def _read(entry: _Attachment, encounter: str, settings: PipelineSettings) -> Sou
 
 def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
     context = document.context
-    if context is not None and any(scope.is_encounter(e) for e in context.encounter or []):
-        return True
+    encounters = context.encounter or [] if context is not None else []
+    if encounters:
+        return any(scope.is_encounter(encounter) for encounter in encounters)
     period_start = context.period.start if context and context.period else None
     return scope.during_stay(as_datetime(period_start or document.date))
 
@@ -129,9 +130,7 @@ def collect_documents(scope: Scope, settings: PipelineSettings) -> tuple[list[So
         effective = report.effectiveDateTime or (
             report.effectivePeriod.start if report.effectivePeriod else None
         )
-        in_stay = scope.is_encounter(report.encounter) or scope.during_stay(
-            as_datetime(effective or report.issued)
-        )
+        in_stay = scope.in_stay(report.encounter, effective or report.issued)
         if not in_stay or report.status in {"cancelled", "entered-in-error"}:
             continue
         for position, attachment in enumerate(report.presentedForm):

@@ -123,10 +123,6 @@ def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> 
     return facts
 
 
-def _in_stay(scope: Scope, resource: Any, moment: Any) -> bool:
-    return scope.is_encounter(resource.encounter) or scope.during_stay(as_datetime(moment))
-
-
 def map_results(scope: Scope) -> Mapped:
     mapped = Mapped()
     reported: set[str] = set()
@@ -137,7 +133,7 @@ def map_results(scope: Scope) -> Mapped:
         effective = report.effectiveDateTime or (
             report.effectivePeriod.start if report.effectivePeriod else None
         )
-        if not _in_stay(scope, report, effective or report.issued):
+        if not scope.in_stay(report.encounter, effective or report.issued):
             mapped.exclude(item, "out_of_scope", "report not of this stay")
             continue
         if report.status in _VOID:

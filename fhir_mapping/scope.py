@@ -49,6 +49,12 @@ class Scope:
             return False
         return self.start <= moment and (self.end is None or moment <= self.end)
 
+    def in_stay(self, encounter: Any, moment: Any) -> bool:
+        """By the encounter a resource references; by its time only where it references none."""
+        if encounter is not None and encounter.reference:
+            return self.is_encounter(encounter)
+        return self.during_stay(as_datetime(moment))
+
     def describe_period(self) -> str:
         start = self.start.isoformat() if self.start else "?"
         end = self.end.isoformat() if self.end else "ongoing"

@@ -1,0 +1,209 @@
+"""Hand-written FHIR R4 resources for rule tests: small, explicit, one concern each."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+PATIENT_ID = "pat-1"
+ENCOUNTER_ID = "enc-1"
+ADMIT = "2024-03-01T10:00:00+00:00"
+DISCHARGE = "2024-03-05T12:00:00+00:00"
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+
+
+def patient(patient_id: str = PATIENT_ID) -> dict[str, Any]:
+    return {
+        "resourceType": "Patient",
+        "id": patient_id,
+        "name": [{"given": ["Ada"], "family": "Lovelace"}],
+        "gender": "female",
+        "birthDate": "1950-06-15",
+    }
+
+
+def encounter(
+    encounter_id: str = ENCOUNTER_ID,
+    start: str = ADMIT,
+    end: str | None = DISCHARGE,
+    class_code: str = "IMP",
+    patient_id: str = PATIENT_ID,
+) -> dict[str, Any]:
+    period = {"start": start} | ({"end": end} if end else {})
+    return {
+        "resourceType": "Encounter",
+        "id": encounter_id,
+        "status": "finished",
+        "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": class_code},
+        "subject": {"reference": f"Patient/{patient_id}"},
+        "period": period,
+    }
+
+
+def medication_request(
+    request_id: str,
+    name: str,
+    *,
+    code: str | None = None,
+    status: str = "active",
+    authored: str | None = ADMIT,
+    encounter_id: str | None = None,
+    category: str | None = None,
+    dose: str | None = None,
+    frequency: tuple[int, int, str] | None = None,
+    route: str | None = None,
+    reason: str | None = None,
+    validity_end: str | None = None,
+) -> dict[str, Any]:
+    concept: dict[str, Any] = {"text": name}
+    if code:
+        concept["coding"] = [{"system": RXNORM, "code": code, "display": name}]
+    resource: dict[str, Any] = {
+        "resourceType": "MedicationRequest",
+        "id": request_id,
+        "status": status,
+        "intent": "order",
+        "medicationCodeableConcept": concept,
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+    }
+    if authored:
+        resource["authoredOn"] = authored
+    if encounter_id:
+        resource["encounter"] = {"reference": f"Encounter/{encounter_id}"}
+    if category:
+        resource["category"] = [{"coding": [{"code": category}]}]
+    dosage: dict[str, Any] = {}
+    if dose:
+        value, _, unit = dose.partition(" ")
+        number = float(value) if "." in value else int(value)
+        dosage["doseAndRate"] = [{"doseQuantity": {"value": number, "unit": unit}}]
+    if frequency:
+        count, period, unit = frequency
+        dosage["timing"] = {"repeat": {"frequency": count, "period": period, "periodUnit": unit}}
+    if route:
+        dosage["route"] = {"text": route}
+    if dosage:
+        resource["dosageInstruction"] = [dosage]
+    if reason:
+        resource["reasonCode"] = [{"text": reason}]
+    if validity_end:
+        resource["dispenseRequest"] = {"validityPeriod": {"end": validity_end}}
+    return resource
+
+
+def condition(
+    condition_id: str,
+    display: str,
+    *,
+    code: str = "38341003",
+    clinical: str = "active",
+    verification: str = "confirmed",
+    encounter_id: str | None = ENCOUNTER_ID,
+    onset: str = ADMIT,
+    abatement: str | None = None,
+) -> dict[str, Any]:
+    resource: dict[str, Any] = {
+        "resourceType": "Condition",
+        "id": condition_id,
+        "clinicalStatus": {"coding": [{"code": clinical}]},
+        "verificationStatus": {"coding": [{"code": verification}]},
+        "code": {"coding": [{"system": "http://snomed.info/sct", "code": code}], "text": display},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "onsetDateTime": onset,
+    }
+    if encounter_id:
+        resource["encounter"] = {"reference": f"Encounter/{encounter_id}"}
+    if abatement:
+        resource["abatementDateTime"] = abatement
+    return resource
+
+
+def allergy(allergy_id: str, substance: str, *, clinical: str = "active") -> dict[str, Any]:
+    return {
+        "resourceType": "AllergyIntolerance",
+        "id": allergy_id,
+        "clinicalStatus": {"coding": [{"code": clinical}]},
+        "verificationStatus": {"coding": [{"code": "confirmed"}]},
+        "code": {"text": substance},
+        "patient": {"reference": f"Patient/{PATIENT_ID}"},
+        "recordedDate": "2020-01-01",
+        "reaction": [{"manifestation": [{"text": "Hives"}]}],
+        "criticality": "high",
+    }
+
+
+def observation(
+    observation_id: str,
+    name: str,
+    value: float,
+    unit: str,
+    *,
+    loinc: str = "2345-7",
+    when: str = "2024-03-02T08:00:00+00:00",
+    status: str = "final",
+    category: str = "laboratory",
+) -> dict[str, Any]:
+    return {
+        "resourceType": "Observation",
+        "id": observation_id,
+        "status": status,
+        "category": [{"coding": [{"code": category}]}],
+        "code": {"coding": [{"system": "http://loinc.org", "code": loinc}], "text": name},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{ENCOUNTER_ID}"},
+        "effectiveDateTime": when,
+        "valueQuantity": {"value": value, "unit": unit},
+        "referenceRange": [{"low": {"value": 70}, "high": {"value": 100}}],
+    }
+
+
+def diagnostic_report(
+    report_id: str, status: str, results: list[str], name: str = "Basic metabolic panel"
+) -> dict[str, Any]:
+    return {
+        "resourceType": "DiagnosticReport",
+        "id": report_id,
+        "status": status,
+        "code": {"text": name},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{ENCOUNTER_ID}"},
+        "effectiveDateTime": "2024-03-02T08:00:00+00:00",
+        "result": [{"reference": f"Observation/{result}"} for result in results],
+    }
+
+
+def attachment(text: str | bytes, content_type: str = "text/plain; charset=utf-8") -> dict:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return {"contentType": content_type, "data": base64.b64encode(data).decode("ascii")}
+
+
+def document_reference(
+    document_id: str, content: dict[str, Any], *, encounter_id: str = ENCOUNTER_ID
+) -> dict[str, Any]:
+    return {
+        "resourceType": "DocumentReference",
+        "id": document_id,
+        "status": "current",
+        "type": {"text": "Discharge note"},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "date": "2024-03-05T11:00:00+00:00",
+        "content": [{"attachment": content}],
+        "context": {"encounter": [{"reference": f"Encounter/{encounter_id}"}]},
+    }
+
+
+def bundle(*resources: dict[str, Any], kind: str = "collection") -> dict[str, Any]:
+    return {
+        "resourceType": "Bundle",
+        "type": kind,
+        "entry": [
+            {"fullUrl": f"urn:uuid:{r.get('id', index) if isinstance(r, dict) else index}",
+             "resource": r}
+            for index, r in enumerate(resources)
+        ],
+    }
+
+
+def stay(*resources: dict[str, Any]) -> dict[str, Any]:
+    """A bundle with the patient and the inpatient encounter, plus ``resources``."""
+    return bundle(patient(), encounter(), *resources)

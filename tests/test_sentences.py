@@ -1,0 +1,77 @@
+"""The clinical sentence splitter: exact offsets, and none of the classic wrong splits."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.sentences import split_sections, split_sentences
+
+
+def texts(source: str) -> list[str]:
+    return [span.text for span in split_sentences(source)]
+
+
+def test_doses_and_titles_do_not_end_sentences() -> None:
+    assert texts("Metoprolol 5 mg b.i.d. with meals. Seen by Dr. Smith today.") == [
+        "Metoprolol 5 mg b.i.d. with meals.",
+        "Seen by Dr. Smith today.",
+    ]
+
+
+def test_dosing_abbreviation_before_a_new_sentence_ends_it() -> None:
+    assert texts("Take 5 mg b.i.d. Return in 2 weeks.") == ["Take 5 mg b.i.d.", "Return in 2 weeks."]
+
+
+def test_decimals_and_units_after_numbers() -> None:
+    assert texts("Temp 38.5 C. Potassium 3.9 mmol/L. Weight 70.5 kg vs. 68 kg.") == [
+        "Temp 38.5 C.",
+        "Potassium 3.9 mmol/L.",
+        "Weight 70.5 kg vs. 68 kg.",
+    ]
+
+
+def test_initials_stay_with_the_name() -> None:
+    assert texts("Discussed with J. Smith and Mrs. Jones. Agreed.") == [
+        "Discussed with J. Smith and Mrs. Jones.",
+        "Agreed.",
+    ]
+
+
+def test_headers_and_list_items_are_their_own_units() -> None:
+    source = "# Medications\n- aspirin 81 mg daily\n2) lisinopril 10mg p.o. q.d.\nHOSPITAL COURSE:\nStable."
+    spans = split_sentences(source)
+    assert [(span.kind, span.text) for span in spans] == [
+        ("header", "Medications"),
+        ("bullet", "aspirin 81 mg daily"),
+        ("bullet", "lisinopril 10mg p.o. q.d."),
+        ("header", "HOSPITAL COURSE"),
+        ("sentence", "Stable."),
+    ]
+
+
+def test_wrapped_lines_stay_one_sentence() -> None:
+    source = "The patient was admitted with chest pain and\nwas treated with aspirin. Discharged home."
+    assert texts(source) == [
+        "The patient was admitted with chest pain and\nwas treated with aspirin.",
+        "Discharged home.",
+    ]
+
+
+def test_sections_cover_the_text_under_each_header() -> None:
+    source = "# Chief Complaint\n- Hunger\n\n# Assessment and Plan\nStable.\n## Plan\nFollow up.\n"
+    sections = split_sections(source)
+    assert [section.title for section in sections] == ["Chief Complaint", "Assessment and Plan", "Plan"]
+    assert source[sections[1].start : sections[1].end].strip() == "Stable."
+    assert source[sections[2].start : sections[2].end].strip() == "Follow up."
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .?!\n-#:12DrM\t")), max_size=200))
+def test_every_span_is_exactly_its_source_slice_in_order(source: str) -> None:
+    spans = split_sentences(source)
+    previous_end = 0
+    for span in spans:
+        assert source[span.start : span.end] == span.text
+        assert span.text == span.text.strip() and span.text
+        assert span.start >= previous_end
+        previous_end = span.end
