@@ -50,9 +50,7 @@ def map_conditions(scope: Scope) -> Mapped:
                 when = f"onset {onset.isoformat() if onset else 'unknown'}, " + (
                     f"abated {abatement.isoformat()}" if abatement else f"status {clinical}"
                 )
-                mapped.exclude(
-                    item, "out_of_scope", f"not active during the stay ({when})"
-                )
+                mapped.exclude(item, "out_of_scope", f"not active during the stay ({when})")
                 continue
             role = "active_problem"
         display = concept_text(condition.code) or "condition not named"

@@ -43,7 +43,11 @@ def _attachment_bytes(
     if attachment.url:
         binary = scope.index.resolve(attachment.url)
         if binary is None or binary.get_resource_type() != "Binary":
-            return b"", attachment.contentType, f"attachment url {attachment.url!r} is not in the input"
+            return (
+                b"",
+                attachment.contentType,
+                f"attachment url {attachment.url!r} is not in the input",
+            )
         return binary.data or b"", attachment.contentType or binary.contentType, None
     return b"", attachment.contentType, "attachment has neither data nor url"
 
@@ -99,7 +103,9 @@ def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
     return scope.during_stay(as_datetime(period_start or document.date))
 
 
-def collect_documents(scope: Scope, settings: PipelineSettings) -> tuple[list[SourceDocument], Mapped]:
+def collect_documents(
+    scope: Scope, settings: PipelineSettings
+) -> tuple[list[SourceDocument], Mapped]:
     mapped = Mapped()
     found: dict[str, _Attachment] = {}
     for item in scope.index.of_type("DocumentReference"):

@@ -79,7 +79,9 @@ def classify_phase(
             return PhaseDecision("inpatient", "ordered in the stay for inpatient use")
         return PhaseDecision("discharge", "ordered in the stay for use after discharge")
     if authored is not None and scope.end is not None and authored > scope.end:
-        return PhaseDecision(None, f"ordered {authored.isoformat()}, after the stay", "out_of_scope")
+        return PhaseDecision(
+            None, f"ordered {authored.isoformat()}, after the stay", "out_of_scope"
+        )
     if authored is None:
         return PhaseDecision("unknown", "no order date and no encounter: cannot place it")
     if ends is not None and scope.start is not None:

@@ -75,7 +75,7 @@ class ResourceIndex:
         return [item for item in self.resources if item.resource_type == resource_type]
 
     def resolve(self, reference: str | None, container: ParsedResource | None = None) -> Any:
-        """The model a reference points to: ``urn:uuid:…``, ``Type/id``, absolute or ``#contained``."""
+        """The model a reference points to: ``urn:uuid:``, ``Type/id``, absolute or ``#local``."""
         if not reference:
             return None
         if reference.startswith("#"):

@@ -157,7 +157,9 @@ def map_results(scope: Scope) -> Mapped:
             key = scope.index.resolve_key(result.reference)
             if key is None:
                 mapped.exclude(
-                    item, "unresolved", f"result[{position}] {result.reference!r} is not in the input"
+                    item,
+                    "unresolved",
+                    f"result[{position}] {result.reference!r} is not in the input",
                 )
                 continue
             reported.add(key)

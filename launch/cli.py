@@ -59,13 +59,19 @@ def write_atomically(path: Path, text: str) -> None:
 
 def overview(state: EvidenceState) -> str:
     patient = next(
-        (f.attributes for f in state.facts["patient_info"]
-         if isinstance(f.attributes, PatientInfoAttributes)),
+        (
+            f.attributes
+            for f in state.facts["patient_info"]
+            if isinstance(f.attributes, PatientInfoAttributes)
+        ),
         PatientInfoAttributes(),
     )
     stay = next(
-        (f.attributes for f in state.facts["encounter"]
-         if isinstance(f.attributes, EncounterAttributes) and f.attributes.kind == "stay"),
+        (
+            f.attributes
+            for f in state.facts["encounter"]
+            if isinstance(f.attributes, EncounterAttributes) and f.attributes.kind == "stay"
+        ),
         None,
     )
     pages = [page for document in state.documents for page in document.pages]

@@ -96,7 +96,9 @@ def read_attachment(
             errors=[f"mislabelled attachment: declared {media_type or 'no type'}, holds {sniffed}"]
         )
     if media_type == "application/pdf" and sniffed is None:
-        return ReadAttachment(errors=["mislabelled attachment: declared application/pdf, not a PDF"])
+        return ReadAttachment(
+            errors=["mislabelled attachment: declared application/pdf, not a PDF"]
+        )
     try:
         if media_type == "application/pdf":
             pages, errors = read_pdf(data, settings)

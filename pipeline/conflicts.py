@@ -32,8 +32,10 @@ def _conflict(kind: str, description: str, facts: list[Fact]) -> Conflict:
 
 def _duplicate_active_medications(facts: list[Fact]) -> list[Conflict]:
     active = [
-        fact for fact in facts
-        if fact.category == "medication" and medication(fact).status in ACTIVE_STATUSES
+        fact
+        for fact in facts
+        if fact.category == "medication"
+        and medication(fact).status in ACTIVE_STATUSES
         and medication(fact).phase != "inpatient"
     ]
     by_drug: dict[str, list[Fact]] = defaultdict(list)
@@ -48,7 +50,9 @@ def _duplicate_active_medications(facts: list[Fact]) -> list[Conflict]:
                 for fact in group
             )
             conflicts.append(
-                _conflict("duplicate_active_medication", f"{key}: two active orders: {shown}", group)
+                _conflict(
+                    "duplicate_active_medication", f"{key}: two active orders: {shown}", group
+                )
             )
     return conflicts
 
@@ -59,7 +63,8 @@ def _allergen_key(attributes: AllergyAttributes) -> str:
 
 def _medication_allergies(facts: list[Fact]) -> list[Conflict]:
     allergies = [
-        fact for fact in facts
+        fact
+        for fact in facts
         if isinstance(fact.attributes, AllergyAttributes) and not fact.attributes.no_known_allergies
     ]
     medications = [fact for fact in facts if fact.category == "medication"]
@@ -127,7 +132,11 @@ def _lab_values(facts: list[Fact]) -> list[Conflict]:
     for fact in facts:
         attributes = fact.attributes
         if isinstance(attributes, LabResultAttributes) and attributes.effective is not None:
-            test = attributes.code.code if attributes.code and attributes.code.code else attributes.name
+            test = (
+                attributes.code.code
+                if attributes.code and attributes.code.code
+                else attributes.name
+            )
             by_test_and_time[(test, attributes.effective.isoformat())].append(fact)
     conflicts = []
     for (_, when), group in by_test_and_time.items():

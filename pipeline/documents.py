@@ -94,8 +94,14 @@ def ingestion_events(documents: list[SourceDocument], step: int) -> list[TraceEv
         if document.errors:
             for error in document.errors:
                 events.append(
-                    TraceEvent(step=step, agent="ingest", action="document_error", detail=error,
-                               resource=resource, document=document.id)
+                    TraceEvent(
+                        step=step,
+                        agent="ingest",
+                        action="document_error",
+                        detail=error,
+                        resource=resource,
+                        document=document.id,
+                    )
                 )
         read = sum(page.has_text for page in document.pages)
         ocr = sum(page.ocr_applied for page in document.pages)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 _BLOCK_TAGS = frozenset(
-    "address article aside blockquote dd div dl dt fieldset figcaption figure footer form h1 h2 "
-    "h3 h4 h5 h6 header hr li main nav ol p pre section table tbody thead tfoot tr ul".split()
+    """
+    address article aside blockquote dd div dl dt fieldset figcaption figure footer form h1 h2
+    h3 h4 h5 h6 header hr li main nav ol p pre section table tbody thead tfoot tr ul
+    """.split()
 )
 _SKIPPED_TAGS = frozenset({"script", "style", "head", "template", "noscript"})
 

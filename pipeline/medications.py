@@ -114,7 +114,9 @@ _TIMES_PER = re.compile(
     rf"(?:per|a|an|every|each|/)?\s*"
     rf"(?P<period>{_NUMBER})?\s*(?P<unit>daily|day|days|d|h|hours?|wk|weeks?|mo|months?)\b",
 )
-_EVERY = re.compile(rf"(?:every|q)\s*(?P<period>{_NUMBER})\s*(?P<unit>h|hours?|d|days?|wk|weeks?)\b")
+_EVERY = re.compile(
+    rf"(?:every|q)\s*(?P<period>{_NUMBER})\s*(?P<unit>h|hours?|d|days?|wk|weeks?)\b"
+)
 _ROUTES = {
     "po": "oral",
     "p.o": "oral",

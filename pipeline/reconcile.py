@@ -121,7 +121,9 @@ def reconcile_medications(facts: list[Fact]) -> tuple[MedicationLists, list[Revi
         discharge_ids.append(ordered.id)
         changes.append(
             MedicationChange(
-                kind="new", name=medication(ordered).name, discharge=ordered.id,
+                kind="new",
+                name=medication(ordered).name,
+                discharge=ordered.id,
                 reason=medication(ordered).reason,
             )
         )
@@ -153,8 +155,10 @@ def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
 def reconcile(state: EvidenceState) -> tuple[EvidenceState, str]:
     lists, flags = reconcile_medications(state.all_facts())
     kept = [flag for flag in state.flags_for_review if flag.raised_by != "reconcile"]
-    counts = {kind: sum(c.kind == kind for c in lists.changes) for kind in
-              ("new", "changed", "stopped", "continued")}
+    counts = {
+        kind: sum(c.kind == kind for c in lists.changes)
+        for kind in ("new", "changed", "stopped", "continued")
+    }
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     updated = state.model_copy(update={"medications": lists, "flags_for_review": kept + flags})
     return updated, f"reconciled {len(lists.admission)} admission medications: {detail}"

@@ -32,10 +32,16 @@ _NEXT_START = re.compile(r"\s+(?P<first>\S)")
 
 # Words that end in a period without ending the sentence (compared lower-case, without the dot).
 _NON_TERMINAL = frozenset(
-    "dr mr mrs ms prof sr jr st vs e.g i.e approx fig no nos dept univ inc ltd mt ft".split()
+    """
+    dr mr mrs ms prof sr jr st vs e.g i.e approx fig no nos dept univ inc ltd mt ft
+    """.split()
 )
 # Dosing abbreviations: they end a sentence only before a capitalised word.
-_DOSING = frozenset("b.i.d t.i.d q.i.d q.d q.o.d p.o p.r.n q.h.s h.s a.c p.c s.l i.v i.m".split())
+_DOSING = frozenset(
+    """
+    b.i.d t.i.d q.i.d q.d q.o.d p.o p.r.n q.h.s h.s a.c p.c s.l i.v i.m
+    """.split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +101,7 @@ def _trimmed(text: str, start: int, end: int, kind: SpanKind) -> Span | None:
 
 
 def _word_before(text: str, position: int) -> str:
-    """The whitespace-delimited word that ends at ``position`` (exclusive), without trailing dots."""
+    """The whitespace-delimited word ending at ``position`` (exclusive), trailing dots removed."""
     begin = position
     while begin > 0 and not text[begin - 1].isspace():
         begin -= 1
@@ -166,10 +172,7 @@ def split_sentences(text: str) -> list[Span]:
             flush()
             unit = (offset + bullet.end(), line_end, "bullet")
             continue
-        if unit is None:
-            unit = (offset, line_end, "sentence")
-        else:
-            unit = (unit[0], line_end, unit[2])
+        unit = (offset, line_end, "sentence") if unit is None else (unit[0], line_end, unit[2])
     flush()
     return spans
 
@@ -184,7 +187,9 @@ def split_sections(text: str) -> list[Section]:
     sections: list[Section] = []
     for index, (title, level, line_start, line_end) in enumerate(headers):
         next_start = headers[index + 1][2] if index + 1 < len(headers) else len(text)
-        sections.append(Section(title, level, line_start, min(line_end + 1, next_start), next_start))
+        sections.append(
+            Section(title, level, line_start, min(line_end + 1, next_start), next_start)
+        )
     return sections
 
 

@@ -116,8 +116,7 @@ def _document_flags(state: EvidenceState) -> list[ReviewFlag]:
                     ReviewFlag(
                         id=stable_id("flag", "page", document.id, page.number),
                         code="page_unread",
-                        reason=f"{name} page {page.number} was not read: "
-                        f"{page.error or 'no text'}",
+                        reason=f"{name} page {page.number} was not read: {page.error or 'no text'}",
                         raised_by="validate",
                         document=document.id,
                     )

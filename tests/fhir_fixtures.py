@@ -197,8 +197,10 @@ def bundle(*resources: dict[str, Any], kind: str = "collection") -> dict[str, An
         "resourceType": "Bundle",
         "type": kind,
         "entry": [
-            {"fullUrl": f"urn:uuid:{r.get('id', index) if isinstance(r, dict) else index}",
-             "resource": r}
+            {
+                "fullUrl": f"urn:uuid:{r.get('id', index) if isinstance(r, dict) else index}",
+                "resource": r,
+            }
             for index, r in enumerate(resources)
         ],
     }

@@ -33,9 +33,7 @@ def test_state_round_trips_through_json_exactly(sample_state: EvidenceState) -> 
 
 def test_same_input_gives_the_same_fact_ids(sample_state: EvidenceState) -> None:
     again = build_evidence(json.loads(DEFAULT_SAMPLE.read_bytes()))
-    assert [fact.id for fact in again.all_facts()] == [
-        fact.id for fact in sample_state.all_facts()
-    ]
+    assert [fact.id for fact in again.all_facts()] == [fact.id for fact in sample_state.all_facts()]
     assert again.model_dump_json() == sample_state.model_dump_json()
 
 

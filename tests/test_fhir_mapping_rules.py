@@ -117,8 +117,11 @@ def test_a_resource_that_fails_to_parse_is_recorded_and_the_rest_mapped() -> Non
         ({"authored": "2023-01-01T00:00:00+00:00"}, "admission"),
         ({"authored": "2023-01-01T00:00:00+00:00", "status": "on-hold"}, "admission"),
         (
-            {"authored": "2023-01-01T00:00:00+00:00", "status": "completed",
-             "validity_end": "2024-03-04T00:00:00+00:00"},
+            {
+                "authored": "2023-01-01T00:00:00+00:00",
+                "status": "completed",
+                "validity_end": "2024-03-04T00:00:00+00:00",
+            },
             "admission",
         ),
         ({"authored": None}, "unknown"),
@@ -160,12 +163,20 @@ def test_medications_outside_the_stay_are_excluded_with_a_reason(
 
 def test_dosage_is_read_from_dose_timing_and_route() -> None:
     request = fx.medication_request(
-        "m", "metoprolol 25 MG Oral Tablet", code="866924", dose="1 tablet",
-        frequency=(2, 1, "d"), route="Oral", encounter_id=fx.ENCOUNTER_ID,
+        "m",
+        "metoprolol 25 MG Oral Tablet",
+        code="866924",
+        dose="1 tablet",
+        frequency=(2, 1, "d"),
+        route="Oral",
+        encounter_id=fx.ENCOUNTER_ID,
     )
     attributes = medication_named(build_evidence(fx.stay(request)), "metoprolol 25 MG Oral Tablet")
     assert (attributes.strength, attributes.dose, attributes.frequency, attributes.route) == (
-        "25 MG", "1 tablet", "2 times per day", "Oral",
+        "25 MG",
+        "1 tablet",
+        "2 times per day",
+        "Oral",
     )
     assert attributes.code is not None and attributes.code.code == "866924"
 
@@ -227,12 +238,22 @@ def test_problems_active_during_the_stay_are_included_resolved_ones_are_not() ->
         fx.stay(
             fx.condition("active", "Diabetes", code="1", encounter_id=None, onset="2010-01-01"),
             fx.condition(
-                "resolved-before", "Sinusitis", code="2", encounter_id=None, onset="2019-01-01",
-                clinical="resolved", abatement="2019-02-01",
+                "resolved-before",
+                "Sinusitis",
+                code="2",
+                encounter_id=None,
+                onset="2019-01-01",
+                clinical="resolved",
+                abatement="2019-02-01",
             ),
             fx.condition(
-                "resolved-after", "Fracture", code="3", encounter_id=None, onset="2024-02-01",
-                clinical="resolved", abatement="2024-05-01",
+                "resolved-after",
+                "Fracture",
+                code="3",
+                encounter_id=None,
+                onset="2024-02-01",
+                clinical="resolved",
+                abatement="2024-05-01",
             ),
         )
     )
@@ -323,7 +344,10 @@ def test_observation_components_are_separate_results() -> None:
 
 # --- documents -----------------------------------------------------------------------------------
 
-NOTE = "# Hospital Course\nAdmitted with pneumonia. Treated with ceftriaxone.\n\n# Allergies\nNo Known Allergies.\n"
+NOTE = (
+    "# Hospital Course\nAdmitted with pneumonia. Treated with ceftriaxone.\n\n"
+    "# Allergies\nNo Known Allergies.\n"
+)
 
 
 def test_note_presented_as_document_and_report_is_one_document() -> None:
@@ -338,7 +362,10 @@ def test_note_presented_as_document_and_report_is_one_document() -> None:
     assert course == ["Admitted with pneumonia.", "Treated with ceftriaxone."]
     (allergy,) = state.facts["allergy"]
     assert allergy.attributes.no_known_allergies
-    assert {ref.resource for ref in allergy.sources} == {"DocumentReference/d1", "DiagnosticReport/r1"}
+    assert {ref.resource for ref in allergy.sources} == {
+        "DocumentReference/d1",
+        "DiagnosticReport/r1",
+    }
 
 
 def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
@@ -349,7 +376,9 @@ def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
         "data": base64.b64encode(NOTE.encode()).decode(),
     }
     state = build_evidence(
-        fx.stay(binary, fx.document_reference("d1", {"contentType": "text/plain", "url": "Binary/b1"}))
+        fx.stay(
+            binary, fx.document_reference("d1", {"contentType": "text/plain", "url": "Binary/b1"})
+        )
     )
     assert state.documents[0].pages[0].text == NOTE
 
@@ -377,10 +406,13 @@ def test_broken_attachment_is_recorded_on_its_document_and_others_still_ingested
     good = next(d for d in state.documents if d.sources[0].resource == "DocumentReference/good")
     assert broken.pages == [] and error in broken.errors[0]
     assert good.pages[0].has_text
-    assert any(flag.code == "document_error" and flag.document == broken.id
-               for flag in state.flags_for_review)
-    assert any(event.action == "document_error" and event.document == broken.id
-               for event in state.trace)
+    assert any(
+        flag.code == "document_error" and flag.document == broken.id
+        for flag in state.flags_for_review
+    )
+    assert any(
+        event.action == "document_error" and event.document == broken.id for event in state.trace
+    )
     assert state.facts["course"]
 
 

@@ -9,7 +9,6 @@ import re
 from collections import Counter
 from functools import cache
 
-
 import pypdfium2
 import pytest
 
@@ -63,7 +62,9 @@ def test_text_layer_pages_are_extracted_without_ocr(relative: str) -> None:
 
 def test_printed_aci_bench_note_matches_its_csv_text() -> None:
     with (SHARED_DATA / "aci-bench" / "train.csv").open(newline="", encoding="utf-8") as stream:
-        note = next(row["note"] for row in csv.DictReader(stream) if row["encounter_id"] == "D2N001")
+        note = next(
+            row["note"] for row in csv.DictReader(stream) if row["encounter_id"] == "D2N001"
+        )
     pages, _ = read_pdf_file("aci-bench-print/note_1_D2N001.pdf")
     token_recall = recall(note, "\n".join(page.text for page in pages))
     record("d2n001_token_recall", token_recall)
@@ -84,7 +85,10 @@ def test_mixed_pdf_ocrs_only_its_image_page_and_reads_it() -> None:
 
 @pytest.mark.parametrize(
     ("relative", "page_count"),
-    [("jsl/PDF_Deid_Deidentification_Hard_0.pdf", 2), ("jsl/PDF_Deid_Deidentification_Medium_0.pdf", 4)],
+    [
+        ("jsl/PDF_Deid_Deidentification_Hard_0.pdf", 2),
+        ("jsl/PDF_Deid_Deidentification_Medium_0.pdf", 4),
+    ],
 )
 def test_scanned_pages_are_all_ocrd(relative: str, page_count: int) -> None:
     pages, errors = read_pdf_file(relative)
@@ -118,5 +122,3 @@ def test_truncated_pdf_is_reported_corrupt(settings: PipelineSettings) -> None:
     read = read_attachment(data[: len(data) // 2], "application/pdf", settings)
     assert read.pages == []
     assert read.errors[0].startswith("corrupt PDF:")
-
-

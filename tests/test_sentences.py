@@ -20,7 +20,10 @@ def test_doses_and_titles_do_not_end_sentences() -> None:
 
 
 def test_dosing_abbreviation_before_a_new_sentence_ends_it() -> None:
-    assert texts("Take 5 mg b.i.d. Return in 2 weeks.") == ["Take 5 mg b.i.d.", "Return in 2 weeks."]
+    assert texts("Take 5 mg b.i.d. Return in 2 weeks.") == [
+        "Take 5 mg b.i.d.",
+        "Return in 2 weeks.",
+    ]
 
 
 def test_decimals_and_units_after_numbers() -> None:
@@ -39,7 +42,10 @@ def test_initials_stay_with_the_name() -> None:
 
 
 def test_headers_and_list_items_are_their_own_units() -> None:
-    source = "# Medications\n- aspirin 81 mg daily\n2) lisinopril 10mg p.o. q.d.\nHOSPITAL COURSE:\nStable."
+    source = (
+        "# Medications\n- aspirin 81 mg daily\n2) lisinopril 10mg p.o. q.d.\n"
+        "HOSPITAL COURSE:\nStable."
+    )
     spans = split_sentences(source)
     assert [(span.kind, span.text) for span in spans] == [
         ("header", "Medications"),
@@ -51,7 +57,9 @@ def test_headers_and_list_items_are_their_own_units() -> None:
 
 
 def test_wrapped_lines_stay_one_sentence() -> None:
-    source = "The patient was admitted with chest pain and\nwas treated with aspirin. Discharged home."
+    source = (
+        "The patient was admitted with chest pain and\nwas treated with aspirin. Discharged home."
+    )
     assert texts(source) == [
         "The patient was admitted with chest pain and\nwas treated with aspirin.",
         "Discharged home.",
@@ -61,7 +69,11 @@ def test_wrapped_lines_stay_one_sentence() -> None:
 def test_sections_cover_the_text_under_each_header() -> None:
     source = "# Chief Complaint\n- Hunger\n\n# Assessment and Plan\nStable.\n## Plan\nFollow up.\n"
     sections = split_sections(source)
-    assert [section.title for section in sections] == ["Chief Complaint", "Assessment and Plan", "Plan"]
+    assert [section.title for section in sections] == [
+        "Chief Complaint",
+        "Assessment and Plan",
+        "Plan",
+    ]
     assert source[sections[1].start : sections[1].end].strip() == "Stable."
     assert source[sections[2].start : sections[2].end].strip() == "Follow up."
 

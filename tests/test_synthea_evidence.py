@@ -94,5 +94,3 @@ def test_prescriptions_ordered_after_the_stay_are_excluded_with_their_date() -> 
     assert "Hydrochlorothiazide 25 MG Oral Tablet" not in names
     later = [e for e in state.exclusions if e.reason.startswith("ordered 2022-07-11")]
     assert later and all(e.kind == "out_of_scope" for e in later)
-
-

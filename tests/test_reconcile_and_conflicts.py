@@ -1,0 +1,211 @@
+"""Medication reconciliation and conflict detection, on hand-written FHIR fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence import EvidenceState
+from tests import fhir_fixtures as fx
+
+BEFORE = "2023-01-01T00:00:00+00:00"
+
+
+def home(request_id: str, name: str, **kwargs: object) -> dict:
+    """A medication ordered before admission (home medication)."""
+    return fx.medication_request(request_id, name, authored=BEFORE, **kwargs)
+
+
+def discharge(request_id: str, name: str, **kwargs: object) -> dict:
+    return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **kwargs)
+
+
+def changes(state: EvidenceState) -> dict[str, tuple[str, list[str]]]:
+    return {c.name: (c.kind, c.differences) for c in state.medications.changes}
+
+
+def flag_codes(state: EvidenceState) -> list[str]:
+    return sorted(flag.code for flag in state.flags_for_review)
+
+
+FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+
+
+def test_new_stopped_continued_and_changed() -> None:
+    state = build_evidence(
+        fx.stay(
+            home("a", "aspirin 81 MG Oral Tablet", **FULL),
+            home(
+                "s",
+                "ibuprofen 200 MG Oral Tablet",
+                status="completed",
+                validity_end="2024-03-03T00:00:00+00:00",
+                **FULL,
+            ),
+            home("l", "lisinopril 10 MG Oral Tablet", **FULL),
+            discharge("l2", "lisinopril 20 MG Oral Tablet", reason="BP above target", **FULL),
+            discharge("n", "atorvastatin 40 MG Oral Tablet", **FULL),
+        )
+    )
+    assert changes(state) == {
+        "aspirin 81 MG Oral Tablet": ("continued", []),
+        "ibuprofen 200 MG Oral Tablet": ("stopped", []),
+        "lisinopril 20 MG Oral Tablet": ("changed", ["strength: 10 MG → 20 MG"]),
+        "atorvastatin 40 MG Oral Tablet": ("new", []),
+    }
+    assert set(state.medications.discharge) == {
+        fact.id
+        for fact in state.facts["medication"]
+        if fact.attributes.name.startswith(("aspirin", "lisinopril 20", "atorvastatin"))
+    }
+    unexplained = [f for f in state.flags_for_review if f.code == "unexplained_medication_change"]
+    assert [flag.reason for flag in unexplained] == [
+        "ibuprofen 200 MG Oral Tablet: stopped, with no documented reason"
+    ]
+
+
+def test_units_and_spelling_are_normalised_before_comparing() -> None:
+    state = build_evidence(
+        fx.stay(
+            home(
+                "a", "Metoprolol 25mg", code="1", dose="1 tablet", frequency=(2, 1, "d"), route="PO"
+            ),
+            discharge(
+                "b",
+                "metoprolol 25 mg",
+                code="2",
+                dose="1 tablet",
+                frequency=(2, 1, "d"),
+                route="Oral",
+            ),
+        )
+    )
+    assert changes(state) == {"metoprolol 25 mg": ("continued", [])}
+
+
+def test_matching_uses_the_rxnorm_code_first() -> None:
+    state = build_evidence(
+        fx.stay(
+            home("a", "Brand X", code="197361", **FULL),
+            discharge(
+                "b",
+                "amlodipine 5 MG",
+                code="197361",
+                dose="1 tablet",
+                frequency=(2, 1, "d"),
+                route="oral",
+            ),
+        )
+    )
+    assert changes(state) == {
+        "amlodipine 5 MG": ("changed", ["frequency: 1 time per day → 2 times per day"])
+    }
+    assert "unexplained_medication_change" in flag_codes(state)
+
+
+def test_documented_reason_is_not_flagged() -> None:
+    state = build_evidence(
+        fx.stay(
+            home("a", "furosemide 20 MG", **FULL),
+            discharge("b", "furosemide 40 MG", reason="fluid overload", **FULL),
+        )
+    )
+    (change,) = state.medications.changes
+    assert (change.kind, change.reason) == ("changed", "fluid overload")
+    assert "unexplained_medication_change" not in flag_codes(state)
+
+
+def test_medication_missing_dose_frequency_or_route_is_flagged() -> None:
+    state = build_evidence(fx.stay(discharge("a", "aspirin 81 MG", dose="1 tablet")))
+    (flag,) = [f for f in state.flags_for_review if f.code == "incomplete_medication"]
+    assert flag.reason == "aspirin 81 MG: frequency, route not documented"
+
+
+def test_phase_unknown_is_flagged_not_guessed() -> None:
+    state = build_evidence(fx.stay(fx.medication_request("a", "aspirin", authored=None, **FULL)))
+    assert flag_codes(state) == ["medication_phase_unknown"]
+    assert state.medications.admission == [] and state.medications.discharge == []
+
+
+# --- conflicts -----------------------------------------------------------------------------------
+
+
+def conflict_kinds(state: EvidenceState) -> list[str]:
+    return sorted(conflict.kind for conflict in state.conflicts)
+
+
+def test_one_drug_with_two_active_doses_is_a_conflict() -> None:
+    state = build_evidence(
+        fx.stay(
+            discharge("a", "warfarin 5 MG", **FULL),
+            discharge("b", "Warfarin 2 MG", **FULL),
+        )
+    )
+    assert conflict_kinds(state) == ["duplicate_active_medication"]
+    assert "conflict" in flag_codes(state)
+
+
+def test_same_dose_twice_is_not_a_conflict() -> None:
+    state = build_evidence(
+        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "Warfarin 5mg", **FULL))
+    )
+    assert state.conflicts == []
+
+
+def test_prescribed_drug_matching_an_allergy_is_a_conflict() -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.allergy("al", "Penicillin V (substance)"),
+            discharge("m", "penicillin V potassium 250 MG Oral Tablet", **FULL),
+        )
+    )
+    (conflict,) = state.conflicts
+    assert conflict.kind == "medication_allergy"
+    assert "Penicillin V (substance)" in conflict.description
+
+
+def test_unrelated_allergy_is_not_a_conflict() -> None:
+    state = build_evidence(
+        fx.stay(fx.allergy("al", "Latex"), discharge("m", "aspirin 81 MG", **FULL))
+    )
+    assert state.conflicts == []
+
+
+def test_condition_both_active_and_resolved_is_a_conflict() -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.condition("c1", "Atrial fibrillation", code="49436004"),
+            fx.condition(
+                "c2",
+                "Atrial fibrillation",
+                code="49436004",
+                clinical="resolved",
+                abatement="2024-03-04T00:00:00+00:00",
+            ),
+        )
+    )
+    assert conflict_kinds(state) == ["condition_status"]
+
+
+@pytest.mark.parametrize(("second", "expected"), [(5.4, ["lab_value"]), (4.1, [])])
+def test_one_lab_at_one_time_with_two_values_is_a_conflict(
+    second: float, expected: list[str]
+) -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.observation("o1", "Potassium", 4.1, "mmol/L", loinc="2823-3"),
+            fx.observation("o2", "Potassium", second, "mmol/L", loinc="2823-3"),
+        )
+    )
+    assert conflict_kinds(state) == expected
+
+
+def test_conflicts_are_flagged_not_resolved() -> None:
+    state = build_evidence(
+        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "warfarin 2 MG", **FULL))
+    )
+    assert {f.attributes.name for f in state.facts["medication"]} == {
+        "warfarin 5 MG",
+        "warfarin 2 MG",
+    }
+    assert len(state.medications.discharge) == 2
