@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 INSTRUCTION_TOKENS = 32
 
