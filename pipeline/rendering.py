@@ -18,6 +18,7 @@ def template_environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)),
         autoescape=jinja2.select_autoescape(["html", "xml", "xhtml"]),
         undefined=jinja2.StrictUndefined,
+        extensions=["jinja2.ext.do"],
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -26,3 +27,8 @@ def template_environment() -> jinja2.Environment:
 
 def render(template: str, **context: object) -> str:
     return template_environment().get_template(template).render(**context)
+
+
+def macros(template: str) -> object:
+    """A template's macros, callable from Python (``macros("x.j2").name(...)``)."""
+    return template_environment().get_template(template).module

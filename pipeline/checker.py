@@ -1,0 +1,420 @@
+"""The fact checker: deterministic checks of each summary sentence against the evidence.
+
+Used by every summarizer backend. For a sentence it checks that
+
+- ``numbers``: every number (with its unit, if any) appears in the evidence, compared after
+  normalising ("10mg" = "10 mg" = "0.01 g");
+- ``dates``: every date appears in the evidence ("2024-01-03" = "Jan 3, 2024" = "01/03/2024");
+- ``drugs``: every drug or allergen named exists in the evidence;
+- ``negation``: a finding the sentence asserts is not only ever denied in the evidence, and the
+  reverse ("denies fever" is not "fever");
+- ``demographics``: an age or sex the sentence states is in the evidence;
+- ``citations``: every cited fact exists (structured mode);
+- ``terms`` (free text): every content word is in the retrieved evidence (stemmed), so an
+  invented diagnosis ("benign neurogenic tumor") is caught even with no number in it.
+
+Numbers and dates are checked against the sentence's own evidence (its citations, or the source
+sentences retrieved for it); drugs and demographics against all the evidence.
+
+The MA-RAG metrics: numeric precision is supported numeric mentions (numbers and dates) over all
+numeric mentions; the numeric hallucination rate is the share of sentences holding a numeric
+mention that hold at least one unsupported one. With no numeric mention at all they are 1 and 0.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from importlib import resources
+
+from nltk.stem.porter import PorterStemmer
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.evidence import EvidenceState, Fact
+from pipeline.focus import FUNCTION_WORDS
+from pipeline.medications import normalise_quantity
+from pipeline.summary import CheckResult, Sentence, Verdict
+
+_MONTHS = {name.lower(): index for index, name in enumerate(calendar.month_name) if name}
+_MONTHS |= {name.lower(): index for index, name in enumerate(calendar.month_abbr) if name}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DATE_PATTERNS = (
+    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?:T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?"),
+    re.compile(
+        rf"\b(?P<mon>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.I
+    ),
+    re.compile(rf"\b(?P<d>\d{{1,2}})\s+(?P<mon>{_MONTH})\.?,?\s+(?P<y>\d{{4}})\b", re.I),
+    re.compile(r"\b(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})\b"),
+)
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9.])(?P<value>\d+(?:\.\d+)?|\.\d+)"
+    r"(?:\s?(?P<unit>mg|mcg|µg|g|kg|ml|mL|l|L|meq|mmol|mol|units?|unt|iu|%|mmhg|mm\[hg\]|cm|mm|bpm)\b)?",
+    re.IGNORECASE,
+)
+_AGE = re.compile(
+    r"\b(?P<age>\d{1,3})[- ](?:year|yr)s?[- ]old\b|\baged?\s+(?P<aged>\d{1,3})\b", re.I
+)
+_SEX_WORDS = {
+    "male": "male",
+    "man": "male",
+    "boy": "male",
+    "gentleman": "male",
+    "men": "male",
+    "female": "female",
+    "woman": "female",
+    "girl": "female",
+    "lady": "female",
+    "women": "female",
+}
+_NEGATION_CUE = re.compile(
+    r"\b(no|not|denies|denied|deny|denying|without|negative for|absence of|free of|"
+    r"ruled out|never)\b",
+    re.I,
+)
+_SCOPE_END = re.compile(r"[.;:!?]|\bbut\b|\bhowever\b|\bexcept\b|\bwhich\b", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_DRUG_SUFFIXES = re.compile(
+    r"\b[a-z]+(?:pril|olol|sartan|statin|dipine|azole|prazole|oxacin|cycline|mycin|cillin|"
+    r"cef[a-z]+|parin|gliptin|gliflozin|lukast|tidine|afil|triptan|barbital|zepam|zolam|"
+    r"setron|tinib|mab|vir)\b",
+    re.I,
+)
+_ALLERGEN = re.compile(r"\ballerg(?:y|ies|ic)\s+to\s+(?P<what>[a-z][a-z-]+)", re.I)
+_STEMMER = PorterStemmer()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SentenceReport(_Model):
+    text: str
+    verdict: Verdict
+    spans: list[str]
+    checks: list[CheckResult]
+
+
+class VerificationReport(_Model):
+    sentences: list[SentenceReport]
+    numeric_precision: float
+    hallucination_rate: float
+
+
+@lru_cache(maxsize=1)
+def drug_lexicon() -> frozenset[str]:
+    text = resources.files("pipeline").joinpath("lexicon/drugs.txt").read_text(encoding="utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+def stem(word: str) -> str:
+    return _STEMMER.stem(word.lower())
+
+
+def normal_number(text: str) -> str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    normal = format(value.normalize(), "f")
+    return normal.rstrip("0").rstrip(".") if "." in normal else normal
+
+
+def find_dates(text: str) -> list[tuple[int, int, date]]:
+    """Dates written in ``text``, as (start, end, date), non-overlapping."""
+    found: list[tuple[int, int, date]] = []
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            if any(start < match.end() and match.start() < end for start, end, _ in found):
+                continue
+            parts = match.groupdict()
+            month = int(parts["m"]) if parts.get("m") else _MONTHS[parts["mon"].lower()]
+            try:
+                found.append(
+                    (match.start(), match.end(), date(int(parts["y"]), month, int(parts["d"])))
+                )
+            except ValueError:
+                continue
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class NumberMention:
+    start: int
+    end: int
+    text: str
+    value: str
+    quantity: str | None
+
+
+def find_numbers(text: str) -> list[NumberMention]:
+    """Numbers outside dates, with their unit when one follows."""
+    dates = find_dates(text)
+    mentions = []
+    for match in _NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end, _ in dates):
+            continue
+        unit = match.group("unit")
+        value = normal_number(match.group("value"))
+        quantity = normalise_quantity(f"{value} {unit}") if unit else None
+        mentions.append(NumberMention(match.start(), match.end(), match.group(0), value, quantity))
+    return mentions
+
+
+def _polarities(text: str) -> list[tuple[str, bool, str]]:
+    """(stem, negated, word) for each content word of ``text``."""
+    out = []
+    for clause in re.split(r"(?<=[.;!?])\s+|\n+", text):
+        cue = _NEGATION_CUE.search(clause)
+        scope_start = cue.end() if cue else len(clause)
+        scope_end = len(clause)
+        if cue:
+            end = _SCOPE_END.search(clause, cue.end())
+            scope_end = end.start() if end else len(clause)
+        for match in _WORD.finditer(clause):
+            word = match.group(0)
+            if word.lower() in FUNCTION_WORDS or len(word) < 3 or _NEGATION_CUE.fullmatch(word):
+                continue
+            negated = scope_start <= match.start() < scope_end
+            out.append((stem(word), negated, word))
+    return out
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What a sentence may be checked against: texts, and the values and dates they hold."""
+
+    texts: list[str] = field(default_factory=list)
+    values: set[str] = field(default_factory=set)
+    quantities: set[str] = field(default_factory=set)
+    dates: set[date] = field(default_factory=set)
+
+    def add_text(self, text: str) -> None:
+        self.texts.append(text)
+        for mention in find_numbers(text):
+            self.values.add(mention.value)
+            if mention.quantity:
+                self.quantities.add(mention.quantity)
+        self.dates |= {found for _, _, found in find_dates(text)}
+
+    def add_value(self, value: object) -> None:
+        if isinstance(value, datetime):
+            self.dates.add(value.date())
+        elif isinstance(value, date):
+            self.dates.add(value)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, (int, Decimal, float)):
+            self.values.add(normal_number(str(value)))
+        elif isinstance(value, str):
+            self.add_text(value)
+
+    @property
+    def joined(self) -> str:
+        return "\n".join(self.texts)
+
+    @property
+    def stems(self) -> set[str]:
+        return {stem(word) for word in _WORD.findall(self.joined)}
+
+    @classmethod
+    def of_text(cls, *texts: str) -> Evidence:
+        evidence = cls()
+        for text in texts:
+            evidence.add_text(text)
+        return evidence
+
+    @classmethod
+    def of_facts(cls, facts: Iterable[Fact]) -> Evidence:
+        evidence = cls()
+        for fact in facts:
+            _walk(fact.attributes.model_dump(), evidence)
+            for ref in fact.sources:
+                if ref.quote:
+                    evidence.add_text(ref.quote)
+        return evidence
+
+
+def _walk(value: object, evidence: Evidence) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key not in {"category", "system", "phase_rule"}:
+                _walk(item, evidence)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, evidence)
+    elif value is not None:
+        evidence.add_value(value)
+
+
+def _check(name: str, failing: Sequence[str], detail: str) -> CheckResult:
+    unique = list(dict.fromkeys(failing))
+    return CheckResult(check=name, passed=not unique, spans=unique, detail=detail if unique else "")
+
+
+def check_numbers(text: str, evidence: Evidence) -> CheckResult:
+    failing = [
+        mention.text
+        for mention in find_numbers(text)
+        if mention.value not in evidence.values
+        and (mention.quantity is None or mention.quantity not in evidence.quantities)
+    ]
+    return _check("numbers", failing, "numbers not found in the evidence")
+
+
+def check_dates(text: str, evidence: Evidence) -> CheckResult:
+    failing = [
+        text[start:end] for start, end, found in find_dates(text) if found not in evidence.dates
+    ]
+    return _check("dates", failing, "dates not found in the evidence")
+
+
+def drug_mentions(text: str) -> list[str]:
+    lexicon = drug_lexicon()
+    words = [word for word in _WORD.findall(text) if word.lower() in lexicon]
+    words += [match.group(0) for match in _DRUG_SUFFIXES.finditer(text)]
+    words += [match.group("what") for match in _ALLERGEN.finditer(text)]
+    return list(dict.fromkeys(words))
+
+
+def check_drugs(text: str, evidence: Evidence) -> CheckResult:
+    known = {word.lower() for word in _WORD.findall(evidence.joined)}
+    failing = [word for word in drug_mentions(text) if word.lower() not in known]
+    return _check("drugs", failing, "drugs or allergens not in the evidence")
+
+
+def check_demographics(text: str, evidence: Evidence) -> CheckResult:
+    failing = []
+    for match in _AGE.finditer(text):
+        age = match.group("age") or match.group("aged")
+        if age not in evidence.values:
+            failing.append(match.group(0))
+    evidence_sexes = {
+        _SEX_WORDS[word.lower()]
+        for word in _WORD.findall(evidence.joined)
+        if word.lower() in _SEX_WORDS
+    }
+    for word in _WORD.findall(text):
+        sex = _SEX_WORDS.get(word.lower())
+        if sex is not None and sex not in evidence_sexes:
+            failing.append(word)
+    return _check("demographics", failing, "age or sex not stated in the evidence")
+
+
+def check_negation(text: str, evidence: Evidence) -> CheckResult:
+    seen: dict[str, set[bool]] = {}
+    for word_stem, negated, _ in _polarities(evidence.joined):
+        seen.setdefault(word_stem, set()).add(negated)
+    failing = [
+        word
+        for word_stem, negated, word in _polarities(text)
+        if word_stem in seen and negated not in seen[word_stem]
+    ]
+    return _check("negation", failing, "asserted where the evidence denies it, or the reverse")
+
+
+def check_terms(text: str, evidence: Evidence) -> CheckResult:
+    """Runs of content words that the evidence does not contain (stemmed)."""
+    stems = evidence.stems
+    failing: list[str] = []
+    run: list[str] = []
+    for word in _WORD.findall(text):
+        if word.lower() not in FUNCTION_WORDS and len(word) >= 4 and stem(word) not in stems:
+            run.append(word)
+        elif run:
+            failing.append(" ".join(run))
+            run = []
+    if run:
+        failing.append(" ".join(run))
+    return _check("terms", failing, "words the evidence does not contain")
+
+
+def check_citations(citations: Sequence[str], state: EvidenceState) -> CheckResult:
+    known = {fact.id for fact in state.all_facts()}
+    missing = [citation for citation in citations if citation not in known]
+    if not citations:
+        return CheckResult(check="citations", passed=False, detail="the sentence cites nothing")
+    return _check("citations", missing, "citations that do not resolve")
+
+
+def check_cited_sentence(
+    text: str, citations: Sequence[str], state: EvidenceState, *, free_text: bool = False
+) -> list[CheckResult]:
+    """All checks of one summary sentence against its cited facts and the whole state."""
+    facts = {fact.id: fact for fact in state.all_facts()}
+    cited = Evidence.of_facts(facts[c] for c in citations if c in facts)
+    whole = Evidence.of_facts(facts.values())
+    checks = [
+        check_numbers(text, cited),
+        check_dates(text, cited),
+        check_drugs(text, whole),
+        check_negation(text, cited),
+        check_demographics(text, whole),
+        check_citations(citations, state),
+    ]
+    if free_text:
+        checks.append(check_terms(text, cited))
+    return checks
+
+
+def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list[CheckResult]:
+    """Checks of a sentence with no citations: evidence is what was retrieved for it."""
+    return [
+        check_numbers(text, whole),
+        check_dates(text, whole),
+        check_drugs(text, whole),
+        check_negation(text, retrieved),
+        check_demographics(text, whole),
+        check_terms(text, retrieved),
+    ]
+
+
+def numeric_metrics(
+    texts: Sequence[str], reports: Sequence[Sequence[CheckResult]]
+) -> tuple[float, float]:
+    """(numeric precision, numeric hallucination rate) over sentences and their checks."""
+    mentions = unsupported = numeric_sentences = hallucinating = 0
+    for text, checks in zip(texts, reports, strict=True):
+        count = len(find_numbers(text)) + len(find_dates(text))
+        if not count:
+            continue
+        failed = sum(len(check.spans) for check in checks if check.check in {"numbers", "dates"})
+        mentions += count
+        unsupported += min(failed, count)
+        numeric_sentences += 1
+        hallucinating += failed > 0
+    precision = 1.0 if not mentions else (mentions - unsupported) / mentions
+    rate = 0.0 if not numeric_sentences else hallucinating / numeric_sentences
+    return precision, rate
+
+
+def report_of(texts: Sequence[str], checks: Sequence[list[CheckResult]]) -> VerificationReport:
+    sentences = [
+        SentenceReport(
+            text=text,
+            verdict="supported" if all(c.passed for c in sentence_checks) else "unsupported",
+            spans=list(dict.fromkeys(s for c in sentence_checks for s in c.spans)),
+            checks=sentence_checks,
+        )
+        for text, sentence_checks in zip(texts, checks, strict=True)
+    ]
+    precision, rate = numeric_metrics(texts, checks)
+    return VerificationReport(
+        sentences=sentences, numeric_precision=precision, hallucination_rate=rate
+    )
+
+
+def check_summary_sentences(sentences: Sequence[Sentence], state: EvidenceState) -> list[Sentence]:
+    """The sentences with their checks filled in (structured mode)."""
+    return [
+        sentence.model_copy(
+            update={"checks": check_cited_sentence(sentence.text, sentence.citations, state)}
+        )
+        for sentence in sentences
+    ]

@@ -1,0 +1,318 @@
+"""The evidence-only summarizer: a discharge summary rendered from facts, no language model.
+
+Every sentence is rendered by a template (``templates/summary/sentences.txt.j2``) from the facts it
+cites, or quoted verbatim from a note, so it can state nothing the evidence does not hold. What is
+computed is computed here in code: medication changes (by :mod:`pipeline.reconcile`), result
+trends (first → last, min, max, direction), and the hospital course's selection by FOCUS.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pipeline.checker import check_summary_sentences
+from pipeline.evidence import (
+    AllergyAttributes,
+    DiagnosisAttributes,
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    ReviewFlag,
+    stable_id,
+)
+from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
+from pipeline.rendering import macros
+from pipeline.summary import (
+    NOT_DOCUMENTED,
+    SECTION_SPECS,
+    SECTIONS,
+    SectionKey,
+    Sentence,
+    SentenceFlag,
+    Summary,
+    SummarySection,
+)
+
+BACKEND = "provenote-evidence-only"
+BACKEND_VERSION = "1"
+_CATEGORY_SECTIONS: dict[str, SectionKey] = {
+    "diagnosis": "diagnoses",
+    "medication": "medications",
+    "allergy": "allergies",
+    "procedure": "procedures",
+    "lab_result": "results",
+    "pending_result": "pending_results",
+    "follow_up": "follow_up",
+    "course": "hospital_course",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    name: str
+    unit: str | None
+    count: int
+    first: Decimal
+    last: Decimal
+    low: Decimal
+    high: Decimal
+    first_date: str
+    last_date: str
+    direction: str
+
+
+def _sentence(section: SectionKey, text: str, citations: Sequence[str]) -> Sentence:
+    cited = list(dict.fromkeys(citations))
+    return Sentence(
+        id=stable_id("s", section, text, *cited),
+        section=section,
+        text=text.strip(),
+        citations=cited,
+    )
+
+
+def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
+    sentences = []
+    for fact in state.facts["patient_info"]:
+        sentences.append(_sentence("stay", render.patient(fact.attributes), [fact.id]))
+    for fact in state.facts["encounter"]:
+        stay = fact.attributes
+        assert isinstance(stay, EncounterAttributes)
+        if stay.kind == "chief_complaint":
+            sentences.append(_sentence("stay", render.chief_complaint(stay), [fact.id]))
+            continue
+        sentences.append(_sentence("stay", render.stay(stay), [fact.id]))
+        if stay.reasons:
+            sentences.append(_sentence("stay", render.reasons(stay), [fact.id]))
+        if stay.discharge_disposition:
+            sentences.append(_sentence("stay", render.disposition(stay), [fact.id]))
+    return sentences
+
+
+def _diagnoses(state: EvidenceState, render: Any) -> list[Sentence]:
+    facts = sorted(
+        state.facts["diagnosis"],
+        key=lambda f: (
+            (f.attributes.role != "encounter_diagnosis", f.attributes.display.lower())
+            if isinstance(f.attributes, DiagnosisAttributes)
+            else (True, "")
+        ),
+    )
+    return [_sentence("diagnoses", render.diagnosis(f.attributes), [f.id]) for f in facts]
+
+
+def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
+    ref = next(ref for ref in fact.sources if ref.is_text)
+    document = state.document(ref.document or "")
+    return (document.date is None, document.date, document.id, ref.page, ref.start)
+
+
+def _hospital_course(
+    state: EvidenceState, salience: TokenSalience | None, ratio: float, render: Any
+) -> list[Sentence]:
+    facts = [fact for fact in state.facts["course"] if any(ref.is_text for ref in fact.sources)]
+    if not facts:
+        return []
+    scorer = salience or default_salience()
+    by_page: dict[tuple[str, int], list[Fact]] = defaultdict(list)
+    for fact in facts:
+        ref = next(ref for ref in fact.sources if ref.is_text)
+        by_page[(ref.document or "", ref.page or 1)].append(fact)
+    kept: list[Fact] = []
+    for (document_id, page_number), page_facts in by_page.items():
+        text = state.document(document_id).page(page_number).text
+        refs = [next(ref for ref in f.sources if ref.is_text) for f in page_facts]
+        candidates = [Candidate(ref.start or 0, ref.end or 0, ref.quote or "") for ref in refs]
+        offsets, token_scores = scorer(text)
+        scores = sentence_scores(text, candidates, offsets, token_scores)
+        kept += [page_facts[index] for index in select(candidates, scores, ratio)]
+    kept.sort(key=lambda fact: _course_order(fact, state))
+    return [_sentence("hospital_course", render.quote(f.attributes), [f.id]) for f in kept]
+
+
+def _procedures(state: EvidenceState, render: Any) -> list[Sentence]:
+    facts = sorted(
+        state.facts["procedure"],
+        key=lambda f: (f.attributes.performed_start is None, f.attributes.performed_start),
+    )
+    return [_sentence("procedures", render.procedure(f.attributes), [f.id]) for f in facts]
+
+
+def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
+    sentences = []
+    for change in state.medications.changes:
+        before = state.fact(change.admission).attributes if change.admission else None
+        after = state.fact(change.discharge).attributes if change.discharge else None
+        citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
+        text = render.medication_change(change, before, after)
+        sentences.append(_sentence("medications", text, citations))
+    return sentences
+
+
+def _allergies(state: EvidenceState, render: Any) -> list[Sentence]:
+    facts = state.facts["allergy"]
+    none_known = [
+        f
+        for f in facts
+        if isinstance(f.attributes, AllergyAttributes) and f.attributes.no_known_allergies
+    ]
+    sentences = [
+        _sentence("allergies", render.allergy(f.attributes), [f.id])
+        for f in facts
+        if f not in none_known
+    ]
+    if none_known:
+        sentences.append(
+            _sentence(
+                "allergies",
+                render.none_known(none_known[0].attributes),
+                [f.id for f in none_known],
+            )
+        )
+    return sentences
+
+
+def _abnormal(result: LabResultAttributes) -> bool:
+    if result.interpretation and result.interpretation.strip().upper() not in {"N", "NORMAL"}:
+        return True
+    if result.value is None:
+        return False
+    below = result.reference_low is not None and result.value < result.reference_low
+    above = result.reference_high is not None and result.value > result.reference_high
+    return below or above
+
+
+def trend_of(results: Sequence[LabResultAttributes]) -> Trend:
+    """First, last, min, max and direction of one test's numeric values, oldest first."""
+    ordered = sorted(results, key=lambda r: r.effective or 0)
+    values = [r.value for r in ordered if r.value is not None]
+    first, last = values[0], values[-1]
+    direction = "rising" if last > first else "falling" if last < first else "unchanged"
+    return Trend(
+        name=ordered[0].name,
+        unit=ordered[0].unit,
+        count=len(values),
+        first=first,
+        last=last,
+        low=min(values),
+        high=max(values),
+        first_date=ordered[0].effective.date().isoformat() if ordered[0].effective else "?",
+        last_date=ordered[-1].effective.date().isoformat() if ordered[-1].effective else "?",
+        direction=direction,
+    )
+
+
+def _results(state: EvidenceState, render: Any) -> list[Sentence]:
+    by_test: dict[str, list[Fact]] = defaultdict(list)
+    for fact in state.facts["lab_result"]:
+        result = fact.attributes
+        assert isinstance(result, LabResultAttributes)
+        key = (
+            f"{result.code.code if result.code and result.code.code else result.name}|{result.unit}"
+        )
+        by_test[key].append(fact)
+    rendered: list[tuple[bool, str, Sentence]] = []
+    for facts in by_test.values():
+        results = [f.attributes for f in facts if isinstance(f.attributes, LabResultAttributes)]
+        numeric = [r for r in results if r.value is not None]
+        abnormal = any(_abnormal(r) for r in results)
+        if len(numeric) > 1 and len(numeric) == len(results):
+            text = render.trend(trend_of(numeric))
+            rendered.append(
+                (not abnormal, results[0].name, _sentence("results", text, [f.id for f in facts]))
+            )
+            continue
+        for fact, result in zip(facts, results, strict=True):
+            rendered.append(
+                (
+                    not _abnormal(result),
+                    result.name,
+                    _sentence("results", render.result(result), [fact.id]),
+                )
+            )
+    return [
+        sentence for _, _, sentence in sorted(rendered, key=lambda item: (item[0], item[1].lower()))
+    ]
+
+
+def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any) -> list[Sentence]:
+    return [_sentence(section, macro(f.attributes), [f.id]) for f in state.facts[category]]
+
+
+def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> list[Sentence]:
+    """Conflicts and flags first; incomplete medications grouped by what they lack."""
+    sentences = []
+    incomplete: dict[str, list[ReviewFlag]] = defaultdict(list)
+    for flag in state.flags_for_review:
+        if flag.code == "incomplete_medication":
+            incomplete[flag.reason.rsplit(": ", 1)[-1]].append(flag)
+            continue
+        citations = flag.fact_ids or ([stay_fact] if stay_fact else [])
+        sentence = _sentence("needs_review", render.review(flag.reason + "."), citations)
+        sentences.append(
+            sentence.model_copy(
+                update={"flags": [SentenceFlag(code=flag.code, reason=flag.reason)]}
+            )
+        )
+    for lacking, flags in incomplete.items():
+        names = [flag.reason.rsplit(": ", 1)[0] for flag in flags]
+        text = render.incomplete_medications(lacking, names)
+        citations = [fact_id for flag in flags for fact_id in flag.fact_ids]
+        sentence = _sentence("needs_review", text, citations)
+        flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
+        sentences.append(sentence.model_copy(update={"flags": flag_list}))
+    missing = [
+        SECTION_SPECS[_CATEGORY_SECTIONS[c]].title
+        for c in state.missing_fields
+        if c in _CATEGORY_SECTIONS
+    ]
+    if missing and stay_fact:
+        sentences.append(_sentence("needs_review", render.not_documented(missing), [stay_fact]))
+    return sentences
+
+
+def summarize_evidence(
+    state: EvidenceState, *, ratio: float = 0.5, salience: TokenSalience | None = None
+) -> Summary:
+    """The evidence-only discharge summary of a validated evidence state, checked."""
+    render = macros("summary/sentences.txt.j2")
+    stay_fact = next(
+        (
+            f.id
+            for f in state.facts["encounter"]
+            if isinstance(f.attributes, EncounterAttributes) and f.attributes.kind == "stay"
+        ),
+        None,
+    )
+    built: dict[SectionKey, list[Sentence]] = {
+        "needs_review": _needs_review(state, render, stay_fact),
+        "stay": _stay(state, render),
+        "diagnoses": _diagnoses(state, render),
+        "hospital_course": _hospital_course(state, salience, ratio, render),
+        "procedures": _procedures(state, render),
+        "medications": _medications(state, render),
+        "allergies": _allergies(state, render),
+        "results": _results(state, render),
+        "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
+        "follow_up": _simple(state, "follow_up", "follow_up", render.quote),
+    }
+    sections = [
+        SummarySection(
+            key=spec.key,
+            sentences=check_summary_sentences(built[spec.key], state),
+            empty_reason=None if built[spec.key] else NOT_DOCUMENTED,
+        )
+        for spec in SECTIONS
+    ]
+    return Summary(
+        patient=state.patient,
+        encounter=state.encounter,
+        sections=sections,
+        backend=BACKEND,
+        backend_version=BACKEND_VERSION,
+    )

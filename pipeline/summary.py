@@ -1,0 +1,121 @@
+"""The summary model: sections of sentences, each with its citations, checks and flags.
+
+Every sentence cites facts of the evidence state (and through them SourceRefs). Section codes are
+LOINC document-section codes, so the Composition built from a Summary is coded throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SectionKey = Literal[
+    "stay",
+    "diagnoses",
+    "hospital_course",
+    "procedures",
+    "medications",
+    "allergies",
+    "results",
+    "pending_results",
+    "follow_up",
+    "needs_review",
+]
+Verdict = Literal["supported", "unsupported"]
+NOT_DOCUMENTED = "Not documented"
+
+
+@dataclass(frozen=True, slots=True)
+class SectionSpec:
+    key: SectionKey
+    title: str
+    loinc: str
+    loinc_display: str
+
+
+SECTIONS: tuple[SectionSpec, ...] = (
+    SectionSpec("needs_review", "Needs review", "48767-8", "Annotation comment"),
+    SectionSpec("stay", "Patient and stay", "46240-8", "History of Hospitalizations"),
+    SectionSpec("diagnoses", "Discharge diagnoses", "11535-2", "Hospital discharge Dx"),
+    SectionSpec("hospital_course", "Hospital course", "8648-8", "Hospital course"),
+    SectionSpec("procedures", "Procedures", "47519-4", "History of Procedures"),
+    SectionSpec(
+        "medications", "Discharge medications", "10183-2", "Hospital discharge medications"
+    ),
+    SectionSpec("allergies", "Allergies", "48765-2", "Allergies and adverse reactions"),
+    SectionSpec("results", "Key results", "30954-2", "Relevant diagnostic tests/laboratory data"),
+    SectionSpec(
+        "pending_results", "Pending results", "11493-4", "Hospital discharge studies summary"
+    ),
+    SectionSpec("follow_up", "Follow-up", "18776-5", "Plan of care note"),
+)
+SECTION_SPECS = {spec.key: spec for spec in SECTIONS}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckResult(_Model):
+    """One deterministic check of one sentence; ``spans`` are the failing parts of its text."""
+
+    check: str
+    passed: bool
+    spans: list[str] = Field(default_factory=list)
+    detail: str = ""
+
+
+class SentenceFlag(_Model):
+    code: str
+    reason: str
+
+
+class Sentence(_Model):
+    id: str
+    section: SectionKey
+    text: str
+    citations: list[str]
+    grounding: float | None = None
+    entailment: Verdict | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    flags: list[SentenceFlag] = Field(default_factory=list)
+    revisions: list[str] = Field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        return "supported" if all(check.passed for check in self.checks) else "unsupported"
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags) or self.verdict == "unsupported"
+
+
+class SummarySection(_Model):
+    key: SectionKey
+    sentences: list[Sentence] = Field(default_factory=list)
+    empty_reason: str | None = None
+
+    @property
+    def spec(self) -> SectionSpec:
+        return SECTION_SPECS[self.key]
+
+
+class Summary(_Model):
+    patient: str
+    encounter: str | None
+    sections: list[SummarySection]
+    backend: str
+    backend_version: str
+    iterations: int = 1
+    stop_reason: str = "evidence-only: rendered from facts, nothing to revise"
+
+    def sentences(self) -> list[Sentence]:
+        return [sentence for section in self.sections for sentence in section.sentences]
+
+    def section(self, key: SectionKey) -> SummarySection:
+        for section in self.sections:
+            if section.key == key:
+                return section
+        raise KeyError(key)
