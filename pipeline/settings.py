@@ -18,6 +18,8 @@ class PipelineSettings(BaseSettings):
     ocr_dpi: int = Field(300, ge=72, le=600)
     ocr_timeout_s: float = Field(120.0, gt=0)
     max_agent_steps: int = Field(12, ge=3)
+    # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
+    focus_ratio: float = Field(0.5, gt=0, le=1)
 
 
 @lru_cache(maxsize=1)

@@ -91,6 +91,16 @@ class Sentence(_Model):
     def flagged(self) -> bool:
         return bool(self.flags) or self.verdict == "unsupported"
 
+    def review_reasons(self) -> str:
+        """Why the sentence needs review, for people: its flags, then its failed checks."""
+        reasons = [flag.reason for flag in self.flags]
+        reasons += [
+            f"{check.detail}: {', '.join(check.spans)}" if check.spans else check.detail
+            for check in self.checks
+            if not check.passed
+        ]
+        return "; ".join(reasons)
+
 
 class SummarySection(_Model):
     key: SectionKey
