@@ -24,4 +24,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
+# PyTorch first, pinned, so that the project's range does not pull a multi-GB CUDA build.
+if ! .venv/bin/python -c 'import torch' >/dev/null 2>&1; then
+  .venv/bin/python -m pip install --quiet "${PROVENOTE_TORCH_SPEC:-torch==2.13.0}"
+fi
 .venv/bin/python -m pip install --quiet -e ".[dev]"

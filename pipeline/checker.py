@@ -53,7 +53,8 @@ _DATE_PATTERNS = (
 )
 _NUMBER = re.compile(
     r"(?<![A-Za-z0-9.])(?P<value>\d+(?:\.\d+)?|\.\d+)"
-    r"(?:\s?(?P<unit>mg|mcg|µg|g|kg|ml|mL|l|L|meq|mmol|mol|units?|unt|iu|%|mmhg|mm\[hg\]|cm|mm|bpm)\b)?",
+    r"(?:\s?(?P<unit>mg|mcg|µg|g|kg|ml|mL|l|L|meq|mmol|mol|units?|unt|iu|%|mmhg|mm\[hg\]|cm|mm|bpm)"
+    r"(?![A-Za-z]))?",
     re.IGNORECASE,
 )
 _AGE = re.compile(

@@ -56,7 +56,6 @@ _CATEGORY_SECTIONS: dict[str, SectionKey] = {
 class Trend:
     name: str
     unit: str | None
-    count: int
     first: Decimal
     last: Decimal
     low: Decimal
@@ -196,7 +195,6 @@ def trend_of(results: Sequence[LabResultAttributes]) -> Trend:
     return Trend(
         name=ordered[0].name,
         unit=ordered[0].unit,
-        count=len(values),
         first=first,
         last=last,
         low=min(values),

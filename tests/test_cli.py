@@ -86,3 +86,72 @@ def test_installed_console_script_runs(tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr
     assert "Medication reconciliation:" in completed.stdout
     assert (tmp_path / "s.json").stat().st_size > 0
+
+
+def test_summarize_writes_a_transaction_bundle(tmp_path: Path) -> None:
+    output = tmp_path / "draft.json"
+    result = runner.invoke(app, ["summarize", "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    bundle = json.loads(output.read_text())
+    assert bundle["resourceType"] == "Bundle" and bundle["type"] == "transaction"
+    kinds = [entry["resource"]["resourceType"] for entry in bundle["entry"]]
+    assert kinds[:2] == ["Device", "Composition"] and set(kinds[2:]) == {"Provenance"}
+    assert "sentences" in result.stderr and "flagged" in result.stderr
+
+
+def test_summarize_markdown_shows_citations_and_flags() -> None:
+    result = runner.invoke(app, ["summarize", "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# Discharge summary: AI DRAFT, needs physician review")
+    assert "- CHANGED: simvastatin 40 MG Oral Tablet (strength: 20 MG → 40 MG). [" in result.stdout
+    assert "**⚠ needs review:" in result.stdout
+    assert "## Sources" in result.stdout
+
+
+def test_summarize_bad_input_exits_2(tmp_path: Path) -> None:
+    bundle = tmp_path / "bad.json"
+    bundle.write_text("[]")
+    result = runner.invoke(app, ["summarize", str(bundle), "-o", str(tmp_path / "out.json")])
+    assert result.exit_code == 2
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_focus_prints_kept_sentences_with_offsets_and_scores(tmp_path: Path) -> None:
+    note = tmp_path / "note.txt"
+    text = (
+        "# Course\nAdmitted with chest pain. Troponin elevated. Stable overnight. Ate lunch.\n"
+        "# Medications\n- aspirin 81 mg daily\n"
+    )
+    note.write_text(text)
+    result = runner.invoke(app, ["focus", str(note), "--ratio", "0.4", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["sentences"] == 5
+    kept = payload["kept"]
+    assert len(kept) == 2 and kept[-1]["text"] == "aspirin 81 mg daily" and kept[-1]["protected"]
+    assert all(text[k["start"] : k["end"]] == k["text"] for k in kept)
+    plain = runner.invoke(app, ["focus", str(note), "--ratio", "0.4"])
+    assert plain.stdout.startswith("Kept 2 of 5 sentences")
+
+
+def test_verify_exits_1_with_json_verdicts_when_a_sentence_is_unsupported(tmp_path: Path) -> None:
+    source, summary = tmp_path / "source.txt", tmp_path / "summary.txt"
+    source.write_text("The patient denies fever. Started aspirin 81 mg daily.")
+    summary.write_text("The patient has fever. Started aspirin 81 mg daily.")
+    result = runner.invoke(
+        app, ["verify", "--source", str(source), "--summary", str(summary), "--json"]
+    )
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert [s["verdict"] for s in report["sentences"]] == ["unsupported", "supported"]
+    assert report["sentences"][0]["spans"] == ["fever"]
+    assert set(report) == {"sentences", "numeric_precision", "hallucination_rate"}
+    summary.write_text("Started aspirin 81 mg daily.")
+    assert (
+        runner.invoke(app, ["verify", "--source", str(source), "--summary", str(summary)]).exit_code
+        == 0
+    )
+    missing = runner.invoke(
+        app, ["verify", "--source", str(tmp_path / "no.txt"), "--summary", str(summary)]
+    )
+    assert missing.exit_code == 2

@@ -52,8 +52,10 @@ def test_hook_rows_equal_eager_attention_on_a_tiny_bert(layer: int) -> None:
     ids = torch.randint(0, 200, (1, 40), generator=torch.Generator().manual_seed(2))
     rows = [0, 5, 39]
     torch.testing.assert_close(
-        attention_rows(model, ids, rows, layer), eager_rows(model, ids, rows, layer),
-        atol=1e-5, rtol=0,
+        attention_rows(model, ids, rows, layer),
+        eager_rows(model, ids, rows, layer),
+        atol=1e-5,
+        rtol=0,
     )
 
 
@@ -66,7 +68,9 @@ def test_hook_rows_equal_eager_attention_on_minilm() -> None:
         expected = eager_rows(model, ids, [0, 4, 9], 5)
     finally:
         model.set_attn_implementation(original)
-    torch.testing.assert_close(attention_rows(model, ids, [0, 4, 9], 5), expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        attention_rows(model, ids, [0, 4, 9], 5), expected, atol=1e-5, rtol=0
+    )
 
 
 def test_causal_rows_attend_only_to_the_past() -> None:
@@ -89,7 +93,9 @@ def test_salience_on_a_tiny_llama_scores_every_note_token_deterministically() ->
     tokenizer = word_tokenizer(NOTE)
     salience = AttentionSalience(tiny_llama(len(tokenizer)), tokenizer)
     offsets, scores = salience(NOTE)
-    assert len(offsets) == len(scores) == len(tokenizer(NOTE, add_special_tokens=False)["input_ids"])
+    assert (
+        len(offsets) == len(scores) == len(tokenizer(NOTE, add_special_tokens=False)["input_ids"])
+    )
     assert sum(scores) / len(scores) == pytest.approx(1.0)
     assert salience(NOTE) == (offsets, scores)
     assert len(set(round(score, 6) for score in scores)) > 1
@@ -104,8 +110,8 @@ def test_long_notes_are_read_in_overlapping_windows_covering_every_token() -> No
     token_count = len(tokenizer(long_note, add_special_tokens=False)["input_ids"])
     windows = salience._windows(token_count)
     assert len(windows) > 1 and windows[0][0] == 0 and windows[-1][1] == token_count
-    assert all(later[0] < earlier[1] for earlier, later in zip(windows, windows[1:], strict=False))
-    offsets, scores = salience(long_note)
+    assert all(later[0] < earlier[1] for earlier, later in itertools.pairwise(windows))
+    _offsets, scores = salience(long_note)
     assert len(scores) == token_count and all(score > 0 for score in scores)
 
 

@@ -6,7 +6,13 @@ import re
 
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    BertConfig,
+    BertModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 
 WORDS = (
     "the patient was admitted with chest pain and treated with aspirin metoprolol heparin "

@@ -1,0 +1,218 @@
+"""The fact checker: each check alone, the paper's example, and perturbed real summaries."""
+
+from __future__ import annotations
+
+import csv
+import re
+from functools import cache
+
+import pytest
+
+from pipeline.checker import (
+    Evidence,
+    check_dates,
+    check_demographics,
+    check_drugs,
+    check_negation,
+    check_numbers,
+    check_terms,
+    drug_lexicon,
+    numeric_metrics,
+)
+from pipeline.focus import FUNCTION_WORDS
+from pipeline.verify import verify_text
+from tests.conftest import SHARED_DATA
+
+
+def failing(check) -> list[str]:
+    return check.spans
+
+
+@pytest.mark.parametrize(
+    ("sentence", "evidence", "spans"),
+    [
+        ("Metoprolol 25mg daily.", "metoprolol 25 mg", []),
+        ("Dose 1 g.", "1000 mg", []),
+        ("Potassium 3.90 mmol/L.", "potassium 3.9", []),
+        ("Metoprolol 50 mg daily.", "metoprolol 25 mg", ["50 mg"]),
+        ("Ejection fraction 35%.", "ejection fraction 40%", ["35%"]),
+        ("Zane918 was admitted.", "Zane918", []),
+    ],
+)
+def test_numbers_are_compared_after_normalising(sentence, evidence, spans) -> None:
+    assert failing(check_numbers(sentence, Evidence.of_text(evidence))) == spans
+
+
+@pytest.mark.parametrize(
+    ("sentence", "spans"),
+    [
+        ("Admitted on Jan 3, 2024.", []),
+        ("Admitted on 2024-01-03.", []),
+        ("Admitted on 01/03/2024.", []),
+        ("Admitted on 3 January 2024.", []),
+        ("Admitted on Jan 4, 2024.", ["Jan 4, 2024"]),
+    ],
+)
+def test_dates_are_compared_as_dates(sentence, spans) -> None:
+    evidence = Evidence.of_text("Admission 2024-01-03T10:00:00+00:00")
+    assert failing(check_dates(sentence, evidence)) == spans
+    assert failing(check_numbers(sentence, evidence)) == []
+
+
+def test_drugs_and_allergens_must_exist_in_the_evidence() -> None:
+    evidence = Evidence.of_text("Started lisinopril 10 mg. Allergy to penicillin.")
+    assert failing(check_drugs("Continue lisinopril.", evidence)) == []
+    assert failing(check_drugs("Continue losartan and warfarin.", evidence)) == [
+        "warfarin",
+        "losartan",
+    ]
+    assert failing(check_drugs("Allergic to sulfa.", evidence)) == ["sulfa"]
+    assert "warfarin" in drug_lexicon()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "spans"),
+    [
+        ("The patient denies fever.", []),
+        ("No fever.", []),
+        ("The patient has a fever.", ["fever"]),
+        ("Reports chest pain.", []),
+        ("No chest pain.", ["chest", "pain"]),
+    ],
+)
+def test_negation_must_agree(sentence, spans) -> None:
+    evidence = Evidence.of_text("She denies fever. Reports chest pain since Monday.")
+    assert failing(check_negation(sentence, evidence)) == spans
+
+
+def test_demographics_must_be_stated() -> None:
+    evidence = Evidence.of_text("Patient is a 68 year-old male.")
+    assert failing(check_demographics("A 68-year-old man.", evidence)) == []
+    assert failing(check_demographics("A 10-year-old female.", evidence)) == [
+        "10-year-old",
+        "female",
+    ]
+
+
+def test_terms_not_in_the_evidence_are_reported_as_runs() -> None:
+    evidence = Evidence.of_text("A mediastinal mass was biopsied. Pathology is pending.")
+    assert failing(
+        check_terms("Biopsy of the mediastinal mass showed a benign neurogenic tumor.", evidence)
+    ) == ["showed", "benign neurogenic tumor"]
+
+
+PAPER_SOURCE = (
+    "The patient presented with a posterior mediastinal mass found on chest CT. "
+    "A biopsy of the mass was performed. Pathology is pending at the time of discharge."
+)
+PAPER_SUMMARY = (
+    "A 10-year-old male presented with a metastatic posterior mediastinal mass. "
+    "Biopsy showed a benign neurogenic tumor."
+)
+
+
+def test_the_papers_example_is_flagged_on_every_invented_span() -> None:
+    report = verify_text(PAPER_SOURCE, PAPER_SUMMARY)
+    assert [s.verdict for s in report.sentences] == ["unsupported", "unsupported"]
+    spans = " | ".join(span for s in report.sentences for span in s.spans)
+    for invented in ("10-year-old", "male", "metastatic", "benign neurogenic tumor"):
+        assert invented in spans
+    assert report.numeric_precision == 0.0
+    assert report.hallucination_rate == 1.0
+
+
+def test_a_faithful_summary_passes() -> None:
+    report = verify_text(
+        PAPER_SOURCE,
+        "A posterior mediastinal mass was found on chest CT. Pathology is pending at discharge.",
+    )
+    assert [s.verdict for s in report.sentences] == ["supported", "supported"]
+    assert (report.numeric_precision, report.hallucination_rate) == (1.0, 0.0)
+
+
+def test_numeric_metrics_count_mentions_and_sentences() -> None:
+    texts = ["Glucose 182 mg/dL.", "Glucose 140 mg/dL on 2024-01-03.", "Stable."]
+    evidence = Evidence.of_text("glucose 182 mg/dL, 2024-01-03")
+    checks = [[check_numbers(t, evidence), check_dates(t, evidence)] for t in texts]
+    precision, rate = numeric_metrics(texts, checks)
+    assert precision == pytest.approx(2 / 3)
+    assert rate == pytest.approx(1 / 2)
+
+
+# --- perturbed copies of real reference summaries (MTS-Dialog validation) ------------------------
+
+MTS = SHARED_DATA / "mts-dialog" / "MTS-Dialog-ValidationSet.csv"
+
+
+@cache
+def references() -> list[str]:
+    with MTS.open(newline="", encoding="utf-8") as stream:
+        return [row["section_text"] for row in csv.DictReader(stream)]
+
+
+def flagged_spans(source: str, summary: str) -> list[str]:
+    return [span for s in verify_text(source, summary).sentences for span in s.spans]
+
+
+@pytest.mark.shared_data
+def test_real_reference_summaries_verify_against_themselves() -> None:
+    for reference in references():
+        report = verify_text(reference, reference)
+        assert all(s.verdict == "supported" for s in report.sentences), reference
+
+
+@pytest.mark.shared_data
+def test_a_wrong_number_is_flagged_in_every_reference() -> None:
+    perturbed = 0
+    for reference in references():
+        match = re.search(r"(?<![\w/.])\d+(?![\w/.)])", reference)
+        if not match or "987" in reference:
+            continue
+        summary = reference[: match.start()] + "987" + reference[match.end() :]
+        assert "987" in " ".join(flagged_spans(reference, summary)), reference
+        perturbed += 1
+    assert perturbed >= 20
+
+
+@pytest.mark.shared_data
+def test_a_wrong_drug_is_flagged_in_every_reference() -> None:
+    lexicon = drug_lexicon()
+    perturbed = 0
+    for reference in references():
+        drugs = [w for w in re.findall(r"[A-Za-z]+", reference) if w.lower() in lexicon]
+        if not drugs or "warfarin" in reference.lower():
+            continue
+        summary = re.sub(rf"\b{drugs[0]}\b", "warfarin", reference, count=1)
+        assert "warfarin" in flagged_spans(reference, summary), reference
+        perturbed += 1
+    assert perturbed >= 5
+
+
+@pytest.mark.shared_data
+def test_a_flipped_negation_is_flagged_in_every_reference() -> None:
+    perturbed = 0
+    for reference in references():
+        match = re.search(r"\b(?:No|Denies|denies) (?:any )?(?P<finding>[a-z]{4,})\b", reference)
+        if not match or match.group("finding") in FUNCTION_WORDS:
+            continue
+        if len(re.findall(rf"\b{match.group('finding')}", reference, re.I)) > 1:
+            continue  # also stated positively elsewhere: no flip to detect
+        finding = match.group("finding")
+        summary = f"The patient has {finding}."
+        assert finding in flagged_spans(reference, summary), reference
+        perturbed += 1
+    assert perturbed >= 5
+
+
+@pytest.mark.shared_data
+def test_invented_demographics_are_flagged_in_every_reference() -> None:
+    sex_words = re.compile(r"\b(male|female|man|woman|boy|girl|men|women|gentleman|lady)\b", re.I)
+    perturbed = 0
+    for reference in references():
+        if sex_words.search(reference) or re.search(r"\b47\b", reference):
+            continue
+        summary = "The patient is a 47-year-old woman. " + reference
+        spans = flagged_spans(reference, summary)
+        assert "47-year-old" in spans and "woman" in spans, reference
+        perturbed += 1
+    assert perturbed >= 20

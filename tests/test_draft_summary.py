@@ -1,0 +1,194 @@
+"""The evidence-only summary and the draft Composition bundle built from it."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import pytest
+from fhir.resources.R4B import get_fhir_model_class
+from fhir.resources.R4B.bundle import Bundle
+
+from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_bundle
+from fhir_mapping.evidence import build_evidence
+from pipeline.checker import numeric_metrics
+from pipeline.evidence import EvidenceState
+from pipeline.evidence_summary import summarize_evidence, trend_of
+from pipeline.summary import Summary
+from pipeline.summary_text import render_markdown
+from tests import fhir_fixtures as fx
+from tests.conftest import ROOT, synthea_bundles
+
+WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+XHTML = "{http://www.w3.org/1999/xhtml}"
+
+
+@cache
+def drafted(path: Path) -> tuple[EvidenceState, Summary, dict]:
+    state = build_evidence(json.loads(path.read_bytes()))
+    summary = summarize_evidence(state)
+    return state, summary, draft_bundle(summary, state, WHEN)
+
+
+def resources_of(bundle: dict, kind: str) -> list[dict]:
+    return [e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == kind]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_every_synthea_stay_drafts_a_valid_fully_cited_checked_bundle(path: Path) -> None:
+    state, summary, bundle = drafted(path)
+    Bundle.model_validate(bundle)
+    assert bundle["type"] == "transaction"
+    assert all(
+        e["fullUrl"].startswith("urn:uuid:") and e["request"]["method"] == "POST"
+        for e in bundle["entry"]
+    )
+    sentences = summary.sentences()
+    assert sentences
+    fact_ids = {fact.id for fact in state.all_facts()}
+    assert all(s.citations and set(s.citations) <= fact_ids for s in sentences)
+    precision, rate = numeric_metrics([s.text for s in sentences], [s.checks for s in sentences])
+    assert (precision, rate) == (1.0, 0.0)
+    assert all(s.verdict == "supported" for s in sentences), [
+        (s.text, s.review_reasons()) for s in sentences if s.verdict != "supported"
+    ]
+    (composition,) = resources_of(bundle, "Composition")
+    assert all(
+        section["code"]["coding"][0]["system"] == "http://loinc.org"
+        for section in composition["section"]
+    )
+
+
+@pytest.mark.shared_data
+def test_every_sentence_has_its_provenance_extension_and_each_section_a_provenance() -> None:
+    _state, summary, bundle = drafted(synthea_bundles()[7])
+    (composition,) = resources_of(bundle, "Composition")
+    assert composition["status"] == "preliminary"
+    assert composition["type"]["coding"][0]["code"] == "18842-5"
+    assert composition["meta"]["security"][0]["code"] == "AIAST"
+    assert "AI DRAFT" in composition["title"]
+    (device,) = resources_of(bundle, "Device")
+    device_urn = next(e["fullUrl"] for e in bundle["entry"] if e["resource"] is device)
+    assert composition["author"] == [{"reference": device_urn}]
+    provenances = resources_of(bundle, "Provenance")
+    assert len(provenances) == len(composition["section"])
+    for section, provenance in zip(composition["section"], provenances, strict=True):
+        target = provenance["target"][0]["extension"][0]
+        assert target == {"url": TARGET_ELEMENT, "valueUri": section["id"]}
+        assert provenance["agent"][0]["who"]["reference"] == device_urn
+        model = summary.section(section["id"].removeprefix("section-").replace("-", "_"))
+        if not model.sentences:
+            assert section["emptyReason"]["text"] == "Not documented"
+            continue
+        extensions = [x for x in section["extension"] if x["url"] == SENTENCE_PROVENANCE]
+        assert [x["extension"][0]["valueString"] for x in extensions] == [
+            s.id for s in model.sentences
+        ]
+        for extension in extensions:
+            parts = {part["url"] for part in extension["extension"]}
+            assert {"sentence", "text", "source", "verdict"} <= parts
+        div = ET.fromstring(section["text"]["div"])
+        span_ids = [span.get("id") for span in div.iter(f"{XHTML}span")]
+        assert span_ids == [s.id for s in model.sentences]
+        assert all(e["role"] == "source" for e in provenance["entity"])
+        assert all(e["what"]["extension"][0]["valueString"] for e in provenance["entity"])
+
+
+def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.medication_request("a", "warfarin 5 MG", encounter_id=fx.ENCOUNTER_ID),
+            fx.medication_request("b", "warfarin 2 MG", encounter_id=fx.ENCOUNTER_ID),
+        )
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    bundle = draft_bundle(summary, state, WHEN)
+    (composition,) = resources_of(bundle, "Composition")
+    review = next(s for s in composition["section"] if s["id"] == "section-needs-review")
+    div = ET.fromstring(review["text"]["div"])
+    flagged = [span for span in div.iter(f"{XHTML}span") if "flagged" in span.get("class", "")]
+    assert any("two active orders" in (span.text or "") for span in flagged)
+    codes = {
+        part["valueCoding"]["code"]
+        for extension in review["extension"]
+        for part in extension["extension"]
+        if part["url"] == "flag"
+    }
+    assert {"conflict", "incomplete_medication"} <= codes
+
+
+def test_trends_are_computed_in_code() -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.observation("g1", "Glucose", 182, "mg/dL", when="2024-03-02T08:00:00+00:00"),
+            fx.observation("g2", "Glucose", 95, "mg/dL", when="2024-03-04T08:00:00+00:00"),
+            fx.observation("g3", "Glucose", 140, "mg/dL", when="2024-03-03T08:00:00+00:00"),
+        )
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    (sentence,) = summary.section("results").sentences
+    assert sentence.text == (
+        "Glucose over the stay: 182 to 95 mg/dL (2024-03-02 to 2024-03-04), "
+        "min 95, max 182, falling."
+    )
+    assert len(sentence.citations) == 3 and sentence.verdict == "supported"
+    trend = trend_of([f.attributes for f in state.facts["lab_result"]])
+    assert (trend.first, trend.last, trend.direction) == (182, 95, "falling")
+
+
+def test_medication_changes_are_labelled_and_empty_sections_say_not_documented() -> None:
+    state = build_evidence(
+        fx.stay(
+            fx.medication_request("a", "lisinopril 10 MG", authored="2023-01-01T00:00:00+00:00"),
+            fx.medication_request(
+                "b", "lisinopril 20 MG", encounter_id=fx.ENCOUNTER_ID, reason="BP above target"
+            ),
+            fx.medication_request("c", "atorvastatin 40 MG", encounter_id=fx.ENCOUNTER_ID),
+        )
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    texts = [s.text for s in summary.section("medications").sentences]
+    assert texts[0] == (
+        "CHANGED: lisinopril 20 MG (strength: 10 MG → 20 MG). Documented reason: BP above target."
+    )
+    assert texts[1].startswith("NEW: atorvastatin 40 MG (")
+    assert summary.section("procedures").empty_reason == "Not documented"
+    assert summary.section("procedures").sentences == []
+
+
+def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
+    note = (
+        "# Hospital Course\n"
+        "Patient improved <script>alert('x')</script> on day two.\n"
+        'Wound checked <img src=x onerror="alert(1)"> and clean.\n'
+    )
+    state = build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    summary = summarize_evidence(state, ratio=1.0)
+    bundle = draft_bundle(summary, state, WHEN)
+    (composition,) = resources_of(bundle, "Composition")
+    course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
+    div_text = course["text"]["div"]
+    assert "<script" not in div_text and "<img" not in div_text
+    assert "&lt;script&gt;" in div_text and "&lt;img" in div_text
+    div = ET.fromstring(div_text)
+    assert {element.tag.removeprefix(XHTML) for element in div.iter()} <= {
+        "div",
+        "ul",
+        "li",
+        "span",
+        "b",
+        "p",
+    }
+    assert any("<script>" in (span.text or "") for span in div.iter(f"{XHTML}span"))
+    get_fhir_model_class("Composition").model_validate(composition)
+    assert "<script>alert('x')</script>" in render_markdown(summary, state)
+
+
+def test_the_sentence_provenance_structure_definition_is_valid_fhir() -> None:
+    path = ROOT / "fhir_mapping" / "profiles" / "sentence-provenance.json"
+    definition = get_fhir_model_class("StructureDefinition").model_validate_json(path.read_bytes())
+    assert definition.url == SENTENCE_PROVENANCE
