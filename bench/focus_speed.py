@@ -65,7 +65,8 @@ def run_variant(variant: str, tokens: int, config: dict, device: str) -> dict:
         max_position_embeddings=max(tokens, 4096),
         attn_implementation="sdpa" if variant == "hook" else "eager",
     )
-    model = LlamaModel(model_config).to(device=device, dtype=dtype).eval()
+    with torch.device(device):
+        model = LlamaModel(model_config).to(dtype=dtype).eval()
     ids = torch.randint(0, model_config.vocab_size, (1, tokens), device=device)
     rows = range(tokens - INSTRUCTION_TOKENS, tokens)
     layer = model_config.num_hidden_layers - 1
