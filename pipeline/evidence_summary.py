@@ -188,7 +188,9 @@ def _abnormal(result: LabResultAttributes) -> bool:
 
 def trend_of(results: Sequence[LabResultAttributes]) -> Trend:
     """First, last, min, max and direction of one test's numeric values, oldest first."""
-    ordered = sorted(results, key=lambda r: r.effective or 0)
+    ordered = sorted(
+        results, key=lambda r: (r.effective is None, r.effective and r.effective.isoformat())
+    )
     values = [r.value for r in ordered if r.value is not None]
     first, last = values[0], values[-1]
     direction = "rising" if last > first else "falling" if last < first else "unchanged"
