@@ -29,3 +29,10 @@ if ! .venv/bin/python -c 'import torch' >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet "${PROVENOTE_TORCH_SPEC:-torch==2.13.0}"
 fi
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+
+# The sandbox EHR's FHIR server (Node.js 20): pinned packages from the committed lock file.
+if command -v npm >/dev/null 2>&1; then
+  (cd launch/sandbox/fhir_server && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "warning: npm not found; the sandbox EHR (provenote sandbox) needs Node.js 20 and npm" >&2
+fi

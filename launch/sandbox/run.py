@@ -1,0 +1,197 @@
+"""Starting and stopping the whole sandbox EHR: FHIR server (Node), authorization server, chart."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import uvicorn
+
+from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
+from launch.sandbox.ehr_app import create_ehr_app
+from launch.sandbox.seed import SeedReport, seed
+
+FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
+SAMPLES = Path(__file__).parents[1] / "samples"
+PRACTITIONER_ID = "sandbox-physician"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not start (Node.js or npm missing, a server that never came up)."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ensure_npm_packages(folder: Path = FHIR_SERVER_DIR) -> None:
+    """Install the FHIR server's pinned npm packages on first use (``npm ci``)."""
+    if (folder / "node_modules" / "@medplum" / "fhir-router").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SandboxError("npm is not installed: the sandbox FHIR server needs Node.js 20 and npm")
+    subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        check=True,
+        timeout=600,
+    )
+
+
+class ThreadedServer:
+    """An ASGI app served by uvicorn on 127.0.0.1 from a background thread."""
+
+    def __init__(self, app: Any, port: int) -> None:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self, timeout_s: float = 30) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise SandboxError("a sandbox web server did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class Sandbox:
+    """The sandbox EHR on loopback; use as a context manager, or ``start()`` and ``stop()``."""
+
+    def __init__(
+        self,
+        *,
+        app_launch_url: str,
+        seed_paths: list[Path] | None = None,
+        access_token_ttl_s: int = 300,
+    ) -> None:
+        self.app_launch_url = app_launch_url
+        self.seed_paths = seed_paths or [SAMPLES]
+        self.access_token_ttl_s = access_token_ttl_s
+        self.admin_token = os.urandom(16).hex()
+        self.auth_port = free_port()
+        self.fhir_port = free_port()
+        self.issuer = f"http://127.0.0.1:{self.auth_port}/auth"
+        self.fhir_base = f"http://127.0.0.1:{self.fhir_port}/fhir/R4"
+        self.chart_url = f"http://127.0.0.1:{self.auth_port}/chart"
+        self.practitioner = f"Practitioner/{PRACTITIONER_ID}"
+        self.auth = AuthorizationServer(
+            issuer=self.issuer,
+            fhir_base=self.fhir_base,
+            practitioner=self.practitioner,
+            access_token_ttl_s=access_token_ttl_s,
+        )
+        self.report = SeedReport()
+        self._node: subprocess.Popen[bytes] | None = None
+        self._web: ThreadedServer | None = None
+        self._workdir = tempfile.TemporaryDirectory(prefix="provenote-sandbox-")
+
+    def register(self, client: RegisteredClient) -> None:
+        self.auth.register(client)
+
+    def _start_fhir_server(self) -> None:
+        ensure_npm_packages()
+        node = shutil.which("node")
+        if node is None:
+            raise SandboxError("node is not installed: the sandbox FHIR server needs Node.js 20")
+        key_file = Path(self._workdir.name) / "token-signing.pem"
+        key_file.write_bytes(self.auth.public_pem())
+        env = os.environ | {
+            "PORT": str(self.fhir_port),
+            "PUBLIC_BASE": self.fhir_base,
+            "TOKEN_ISSUER": self.issuer,
+            "TOKEN_PUBLIC_KEY": str(key_file),
+            "AUTHORIZE_URL": f"{self.issuer}/authorize",
+            "TOKEN_URL": f"{self.issuer}/token",
+            "JWKS_URL": f"{self.issuer}/jwks",
+            "ADMIN_TOKEN": self.admin_token,
+        }
+        self._node = subprocess.Popen(
+            [node, "server.mjs"], cwd=FHIR_SERVER_DIR, env=env, stdout=subprocess.PIPE
+        )
+        assert self._node.stdout is not None
+        line = self._node.stdout.readline()
+        try:
+            json.loads(line)["listening"]
+        except (ValueError, KeyError) as error:
+            self.stop()
+            raise SandboxError(f"the FHIR server did not start: {line!r}") from error
+
+    def _seed(self) -> None:
+        practitioner = {
+            "resourceType": "Practitioner",
+            "id": PRACTITIONER_ID,
+            "name": [{"prefix": ["Dr."], "given": ["Sandra"], "family": "Box"}],
+        }
+        with httpx.Client(timeout=300) as client:
+            client.put(
+                f"{self.fhir_base}/{self.practitioner}",
+                json=practitioner,
+                headers={"x-admin-token": self.admin_token},
+            ).raise_for_status()
+            self.report = seed(client, self.fhir_base, self.admin_token, self.seed_paths)
+        self.auth.default_patient = self.report.patients[0] if self.report.patients else None
+
+    def start(self) -> Sandbox:
+        self._start_fhir_server()
+        self._seed()
+        app = create_ehr_app(
+            self.auth,
+            fhir_base=self.fhir_base,
+            admin_token=self.admin_token,
+            app_launch_url=self.app_launch_url,
+        )
+        self._web = ThreadedServer(app, self.auth_port)
+        self._web.start()
+        return self
+
+    def set_fault(self, mode: str, count: int = 1, retry_after: int = 1, delay_ms: int = 0) -> None:
+        """Make the FHIR server answer the next ``count`` requests with a fault (tests)."""
+        httpx.post(
+            f"http://127.0.0.1:{self.fhir_port}/__admin/faults",
+            json={"mode": mode, "count": count, "retry_after": retry_after, "delay_ms": delay_ms},
+            headers={"x-admin-token": self.admin_token},
+        ).raise_for_status()
+
+    def stop(self) -> None:
+        if self._web is not None:
+            self._web.stop()
+            self._web = None
+        if self._node is not None:
+            self._node.terminate()
+            try:
+                self._node.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._node.kill()
+            self._node = None
+        self._workdir.cleanup()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,263 @@
+"""The Litestar app: SMART App Launch (EHR and standalone), the launch context, the record pull."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import httpx
+from joserfc.jwk import ECKey, RSAKey
+from litestar import Litestar, Request, get
+from litestar.datastructures import Cookie
+from litestar.params import Parameter
+from litestar.response import Redirect, Response
+
+from pipeline.rendering import render
+from smartapp.fhir_client import FhirClient, FhirError, TokenGetter, pull_record
+from smartapp.keys import public_jwks, signing_key, token_cipher
+from smartapp.oauth import (
+    SmartError,
+    authorize_url,
+    discover,
+    exchange_code,
+    new_pkce,
+    refresh_tokens,
+    requested_scopes,
+    validate_id_token,
+)
+from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
+from smartapp.settings import AppSettings, get_app_settings
+
+SESSION_COOKIE = "provenote_session"
+
+
+@dataclass(slots=True)
+class AppState:
+    settings: AppSettings
+    store: SessionStore
+    key: RSAKey | ECKey | None
+    http: httpx.AsyncClient
+    refresh_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+
+def _error(message: str, status: int = 400) -> Response[str]:
+    return Response(
+        render("app/error.html.j2", message=message), status_code=status, media_type="text/html"
+    )
+
+
+def _session_cookie(settings: AppSettings, session_id: str) -> Cookie:
+    return Cookie(
+        key=SESSION_COOKIE,
+        value=session_id,
+        httponly=True,
+        samesite="lax",
+        secure=settings.secure_cookies,
+        path="/",
+    )
+
+
+def _expiry(expires_in: int | None) -> float | None:
+    return time.time() + expires_in if expires_in else None
+
+
+def token_getter(state: AppState, session_id: str) -> TokenGetter:
+    """Current access token; refreshed before expiry, or on demand after a 401 (once)."""
+
+    async def get_token(force_refresh: bool) -> str | None:
+        lock = state.refresh_locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            stored = state.store.tokens(session_id)
+            if stored is None:
+                return None
+            expiring = stored.expires_at is not None and (
+                stored.expires_at - time.time() < state.settings.refresh_margin_s
+            )
+            if not (force_refresh or expiring):
+                return stored.tokens.access_token
+            if not stored.tokens.refresh_token:
+                return None if force_refresh else stored.tokens.access_token
+            try:
+                fresh = await refresh_tokens(
+                    state.http,
+                    stored.config,
+                    state.settings,
+                    state.key,
+                    stored.tokens.refresh_token,
+                )
+            except SmartError:
+                return None
+            if fresh.refresh_token is None:
+                fresh.refresh_token = stored.tokens.refresh_token
+            context = state.store.context(session_id)
+            assert context is not None
+            state.store.save(
+                session_id,
+                context,
+                StoredTokens(
+                    config=stored.config, tokens=fresh, expires_at=_expiry(fresh.expires_in)
+                ),
+            )
+            return fresh.access_token
+
+    return get_token
+
+
+def fhir_client_for(state: AppState, session_id: str, context: LaunchContext) -> FhirClient:
+    settings = state.settings
+    return FhirClient(
+        context.iss,
+        state.http,
+        token_getter(state, session_id),
+        concurrency=settings.fhir_concurrency,
+        max_retries=settings.fhir_max_retries,
+        page_size=settings.fhir_page_size,
+        max_binary_bytes=settings.max_attachment_bytes,
+    )
+
+
+def create_app(settings: AppSettings | None = None) -> Litestar:
+    settings = settings or get_app_settings()
+    key = signing_key(settings) if settings.client_auth == "private_key_jwt" else None
+    state = AppState(
+        settings=settings,
+        store=SessionStore(token_cipher(settings)),
+        key=key,
+        http=httpx.AsyncClient(timeout=settings.http_timeout_s),
+    )
+
+    @get("/launch")
+    async def launch(
+        request: Request, iss: str | None = None, launch: str | None = None
+    ) -> Response[Any]:
+        if not iss:
+            return _error("The launch did not say which EHR it came from (no iss parameter).")
+        if settings.allowed_issuers and iss not in settings.allowed_issuers:
+            return _error(f"This app is not configured to be launched from {iss}.", 403)
+        try:
+            config = await discover(state.http, iss)
+        except SmartError as error:
+            return _error(str(error), 502)
+        if (
+            config.code_challenge_methods_supported
+            and "S256" not in config.code_challenge_methods_supported
+        ):
+            return _error(f"{iss} does not support PKCE S256, which this app requires.", 502)
+        session_id = request.cookies.get(SESSION_COOKIE) or SessionStore.new_id()
+        verifier, challenge = new_pkce()
+        state_value = secrets.token_urlsafe(32)
+        state.store.add_pending(
+            state_value, PendingLaunch(session_id, iss, config, verifier, time.time())
+        )
+        target = authorize_url(
+            config,
+            client_id=settings.client_id,
+            redirect_uri=settings.redirect_uri,
+            scope=requested_scopes(
+                config, ehr_launch=bool(launch), offline=settings.offline_access
+            ),
+            state=state_value,
+            aud=iss,
+            challenge=challenge,
+            launch=launch,
+        )
+        return Redirect(target, status_code=302, cookies=[_session_cookie(settings, session_id)])
+
+    @get("/callback")
+    async def callback(
+        request: Request,
+        code: str | None = None,
+        state_param: Annotated[str | None, Parameter(query="state")] = None,
+        error: str | None = None,
+        error_description: str | None = None,
+    ) -> Response[Any]:
+        session_id = request.cookies.get(SESSION_COOKIE)
+        pending = state.store.take_pending(state_param or "", session_id)
+        if error:
+            return _error(
+                f"The EHR refused the authorization: {error} {error_description or ''}", 403
+            )
+        if pending is None or session_id is None:
+            return _error("The launch's state is unknown, already used, or from another browser.")
+        if not code:
+            return _error("The EHR sent no authorization code.")
+        try:
+            tokens = await exchange_code(
+                state.http,
+                pending.config,
+                settings,
+                state.key,
+                code=code,
+                verifier=pending.verifier,
+            )
+            claims = (
+                await validate_id_token(
+                    state.http, pending.config, tokens.id_token, settings.client_id
+                )
+                if tokens.id_token
+                else {}
+            )
+        except SmartError as failure:
+            return _error(str(failure), 502)
+        context = LaunchContext(
+            iss=pending.iss,
+            patient=tokens.patient,
+            encounter=tokens.encounter,
+            fhir_user=claims.get("fhirUser"),
+            need_patient_banner=tokens.need_patient_banner,
+            smart_style_url=tokens.smart_style_url,
+            scope=tokens.scope,
+        )
+        stored = StoredTokens(
+            config=pending.config, tokens=tokens, expires_at=_expiry(tokens.expires_in)
+        )
+        state.store.save(session_id, context, stored)
+        return Redirect("/", status_code=302)
+
+    @get("/")
+    async def landing(request: Request) -> Response[str]:
+        context = state.store.context(request.cookies.get(SESSION_COOKIE))
+        return Response(render("app/landing.html.j2", context=context), media_type="text/html")
+
+    @get("/api/context")
+    async def context_api(request: Request) -> Response[Any]:
+        context = state.store.context(request.cookies.get(SESSION_COOKIE))
+        if context is None:
+            return Response({"error": "no launch in this session"}, status_code=401)
+        return Response(context.model_dump())
+
+    @get("/api/record")
+    async def record_api(request: Request) -> Response[Any]:
+        session_id = request.cookies.get(SESSION_COOKIE)
+        context = state.store.context(session_id)
+        if context is None or session_id is None or not context.patient:
+            return Response(
+                {"error": "no patient in this session's launch context"}, status_code=401
+            )
+        try:
+            bundle = await pull_record(fhir_client_for(state, session_id, context), context.patient)
+        except FhirError as failure:
+            return Response({"error": str(failure)}, status_code=502)
+        counts = Counter(entry["resource"]["resourceType"] for entry in bundle["entry"])
+        return Response(
+            {"patient": context.patient, "encounter": context.encounter, "counts": counts}
+        )
+
+    @get("/.well-known/jwks.json")
+    async def jwks() -> dict[str, Any]:
+        return public_jwks(state.key) if state.key is not None else {"keys": []}
+
+    async def close_http() -> None:
+        await state.http.aclose()
+
+    app = Litestar(
+        route_handlers=[launch, callback, landing, context_api, record_api, jwks],
+        on_shutdown=[close_http],
+        logging_config=None,
+    )
+    app.state.provenote = state
+    return app

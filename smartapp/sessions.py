@@ -1,0 +1,100 @@
+"""Server-side sessions: the browser holds only an opaque id; tokens are encrypted at rest.
+
+A pending launch (state, PKCE verifier, issuer) is bound to the browser session that started it
+and consumed on first use, so a replayed or foreign ``state`` is refused. Tokens live only in
+encrypted form: a leaked store reveals no token without the app's key.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from cryptography.fernet import Fernet, InvalidToken
+from pydantic import BaseModel
+
+from smartapp.oauth import SmartConfiguration, TokenResponse
+
+PENDING_TTL_S = 600
+
+
+class LaunchContext(BaseModel):
+    """What the launch established: who, for which patient and encounter, on which server."""
+
+    iss: str
+    patient: str | None = None
+    encounter: str | None = None
+    fhir_user: str | None = None
+    need_patient_banner: bool | None = None
+    smart_style_url: str | None = None
+    scope: str = ""
+
+
+class StoredTokens(BaseModel):
+    config: SmartConfiguration
+    tokens: TokenResponse
+    expires_at: float | None
+
+
+@dataclass(slots=True)
+class PendingLaunch:
+    session_id: str
+    iss: str
+    config: SmartConfiguration
+    verifier: str
+    created: float
+
+
+class SessionStore:
+    """In-process store; each record's tokens are Fernet-encrypted before they are kept."""
+
+    def __init__(self, cipher: Fernet) -> None:
+        self._cipher = cipher
+        self._lock = threading.Lock()
+        self._pending: dict[str, PendingLaunch] = {}
+        self._tokens: dict[str, bytes] = {}
+        self._contexts: dict[str, LaunchContext] = {}
+
+    @staticmethod
+    def new_id() -> str:
+        return secrets.token_urlsafe(32)
+
+    def add_pending(self, state: str, pending: PendingLaunch) -> None:
+        with self._lock:
+            self._pending[state] = pending
+
+    def take_pending(self, state: str, session_id: str | None) -> PendingLaunch | None:
+        """The launch for ``state`` if this browser session started it; it is used up either way."""
+        with self._lock:
+            pending = self._pending.pop(state, None)
+        if pending is None or session_id is None:
+            return None
+        if not secrets.compare_digest(pending.session_id, session_id):
+            return None
+        if time.time() - pending.created > PENDING_TTL_S:
+            return None
+        return pending
+
+    def save(self, session_id: str, context: LaunchContext, tokens: StoredTokens) -> None:
+        sealed = self._cipher.encrypt(tokens.model_dump_json().encode("utf-8"))
+        with self._lock:
+            self._tokens[session_id] = sealed
+            self._contexts[session_id] = context
+
+    def context(self, session_id: str | None) -> LaunchContext | None:
+        return self._contexts.get(session_id or "")
+
+    def tokens(self, session_id: str) -> StoredTokens | None:
+        sealed = self._tokens.get(session_id)
+        if sealed is None:
+            return None
+        try:
+            return StoredTokens.model_validate_json(self._cipher.decrypt(sealed))
+        except InvalidToken:
+            return None
+
+    def sealed(self, session_id: str) -> bytes | None:
+        """The stored form of a session's tokens (what is at rest)."""
+        return self._tokens.get(session_id)
