@@ -2,10 +2,11 @@
 
 import sys
 
-from bench import evidence, focus_quality, focus_speed
+from bench import evidence, fetch, focus_quality, focus_speed
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
     evidence.main()
+    fetch.main()
     focus_quality.main()
     focus_speed.main()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import uvicorn
 
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
+from launch.sandbox.run import Sandbox, SandboxError, app_client
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.focus import candidates_of as focus_candidates
@@ -25,6 +29,8 @@ from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from pipeline.verify import verify_text
+from smartapp.app import create_app
+from smartapp.settings import get_app_settings
 
 SAMPLES = Path(__file__).parent / "samples"
 DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
@@ -243,6 +249,43 @@ def verify(
         )
     if any(sentence.verdict == "unsupported" for sentence in report.sentences):
         raise typer.Exit(1)
+
+
+@app.command()
+def sandbox(
+    seed: Annotated[
+        list[Path] | None,
+        typer.Option("--seed", help="Bundle files or folders to load. Default: the samples."),
+    ] = None,
+) -> None:
+    """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
+    settings = get_app_settings()
+    box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        box.start()
+    except SandboxError as error:
+        box.stop()
+        raise fail(str(error)) from None
+    try:
+        box.register(app_client(settings))
+        typer.echo(f"FHIR base: {box.fhir_base}")
+        typer.echo(f"Chart: {box.chart_url}")
+        typer.echo(f"Loaded {len(box.report.patients)} patients; stop with Ctrl-C", err=True)
+        stop.wait()
+    finally:
+        box.stop()
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+) -> None:
+    """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_APP_* settings."""
+    uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import httpx
 from joserfc.jwk import ECKey, RSAKey
 from litestar import Litestar, Request, get
 from litestar.datastructures import Cookie
-from litestar.params import Parameter
+from litestar.params import FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
 from pipeline.rendering import render
@@ -132,7 +132,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
 
     @get("/launch")
     async def launch(
-        request: Request, iss: str | None = None, launch: str | None = None
+        request: Request, iss: FromQuery[str | None] = None, launch: FromQuery[str | None] = None
     ) -> Response[Any]:
         if not iss:
             return _error("The launch did not say which EHR it came from (no iss parameter).")
@@ -170,10 +170,10 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
     @get("/callback")
     async def callback(
         request: Request,
-        code: str | None = None,
-        state_param: Annotated[str | None, Parameter(query="state")] = None,
-        error: str | None = None,
-        error_description: str | None = None,
+        code: FromQuery[str | None] = None,
+        state_param: Annotated[str | None, QueryParameter(name="state")] = None,
+        error: FromQuery[str | None] = None,
+        error_description: FromQuery[str | None] = None,
     ) -> Response[Any]:
         session_id = request.cookies.get(SESSION_COOKIE)
         pending = state.store.take_pending(state_param or "", session_id)

@@ -41,3 +41,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def settings() -> PipelineSettings:
     return PipelineSettings()
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """The sandbox EHR with the shipped sample patients, on loopback, for this test worker."""
+    from launch.sandbox.run import Sandbox
+
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
+        yield box

@@ -155,3 +155,28 @@ def test_verify_exits_1_with_json_verdicts_when_a_sentence_is_unsupported(tmp_pa
         app, ["verify", "--source", str(tmp_path / "no.txt"), "--summary", str(summary)]
     )
     assert missing.exit_code == 2
+
+
+def test_sandbox_command_prints_its_urls_serves_the_chart_and_stops_on_sigterm() -> None:
+    import signal as signals
+
+    import httpx
+
+    script = Path(sys.executable).with_name("provenote")
+    process = subprocess.Popen(
+        [str(script), "sandbox"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        fhir_line = process.stdout.readline().strip()
+        chart_line = process.stdout.readline().strip()
+        assert fhir_line.startswith("FHIR base: http://127.0.0.1:")
+        assert chart_line.startswith("Chart: http://127.0.0.1:")
+        chart = httpx.get(chart_line.removeprefix("Chart: "), timeout=30)
+        assert chart.status_code == 200 and "Launch Provenote" in chart.text
+        metadata = httpx.get(fhir_line.removeprefix("FHIR base: ") + "/metadata", timeout=30)
+        assert metadata.json()["resourceType"] == "CapabilityStatement"
+        process.send_signal(signals.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()

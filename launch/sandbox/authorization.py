@@ -241,7 +241,14 @@ class AuthorizationServer:
         self._used_jtis.add(jti)
         return client
 
-    def _access_token(self, client_id: str, scope: str, context: LaunchContext | None) -> str:
+    def access_token(
+        self,
+        client_id: str,
+        scope: str,
+        context: LaunchContext | None,
+        ttl_s: int | None = None,
+    ) -> str:
+        """An RS256 access token for the FHIR server (also used by tests to mint expired ones)."""
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": self.issuer,
@@ -250,7 +257,7 @@ class AuthorizationServer:
             "client_id": client_id,
             "scope": scope,
             "iat": now,
-            "exp": now + self.access_token_ttl_s,
+            "exp": now + (self.access_token_ttl_s if ttl_s is None else ttl_s),
             "jti": secrets.token_hex(12),
         }
         if context is not None:
@@ -277,7 +284,7 @@ class AuthorizationServer:
     ) -> dict[str, Any]:
         scopes = scope.split()
         answer: dict[str, Any] = {
-            "access_token": self._access_token(client.client_id, scope, context),
+            "access_token": self.access_token(client.client_id, scope, context),
             "token_type": "Bearer",
             "expires_in": self.access_token_ttl_s,
             "scope": scope,

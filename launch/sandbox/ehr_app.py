@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,9 +27,16 @@ def _name(patient: dict[str, Any]) -> str:
 
 
 def create_ehr_app(
-    server: AuthorizationServer, *, fhir_base: str, admin_token: str, app_launch_url: str
+    server: AuthorizationServer,
+    *,
+    fhir_base: str,
+    admin_token: str,
+    app_launch_url: Callable[[], str],
 ) -> Litestar:
-    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance."""
+    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
+
+    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed.
+    """
 
     async def authorize(params: dict[str, str]) -> Response[Any]:
         try:
@@ -118,7 +126,7 @@ def create_ehr_app(
             f"Encounter/{form.get('encounter')}" if form.get("encounter") else None,
         )
         query = urlencode({"iss": fhir_base, "launch": launch_id})
-        return Redirect(f"{app_launch_url}?{query}", status_code=303)
+        return Redirect(f"{app_launch_url()}?{query}", status_code=303)
 
     return Litestar(
         route_handlers=[authorize_get, authorize_post, token, jwks, smart_style, chart, launch],

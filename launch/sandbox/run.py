@@ -20,6 +20,7 @@ import uvicorn
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
+from smartapp.settings import AppSettings
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"
@@ -48,6 +49,22 @@ def ensure_npm_packages(folder: Path = FHIR_SERVER_DIR) -> None:
         cwd=folder,
         check=True,
         timeout=600,
+    )
+
+
+def app_client(settings: AppSettings) -> RegisteredClient:
+    """The sandbox's registration of the Provenote app, as the app is configured."""
+    kinds = {
+        "public": "public",
+        "client_secret_basic": "secret",
+        "private_key_jwt": "private_key_jwt",
+    }
+    return RegisteredClient(
+        client_id=settings.client_id,
+        kind=kinds[settings.client_auth],  # type: ignore[arg-type]
+        redirect_uris=[settings.redirect_uri],
+        secret=settings.client_secret.get_secret_value() if settings.client_secret else None,
+        jwks_url=f"{settings.base_url.rstrip('/')}/.well-known/jwks.json",
     )
 
 
@@ -158,7 +175,7 @@ class Sandbox:
             self.auth,
             fhir_base=self.fhir_base,
             admin_token=self.admin_token,
-            app_launch_url=self.app_launch_url,
+            app_launch_url=lambda: self.app_launch_url,
         )
         self._web = ThreadedServer(app, self.auth_port)
         self._web.start()

@@ -1,0 +1,67 @@
+"""Running the Provenote app against the sandbox, and a browser that follows redirects."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from launch.sandbox.authorization import RegisteredClient
+from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
+from smartapp.app import AppState, create_app
+from smartapp.settings import AppSettings
+
+INPATIENT = "IMP"
+
+
+@dataclass(frozen=True, slots=True)
+class RunningApp:
+    settings: AppSettings
+    state: AppState
+
+    @property
+    def base_url(self) -> str:
+        return self.settings.base_url
+
+
+@contextmanager
+def running_app(sandbox: Sandbox, data_dir: Path, **overrides: object) -> Iterator[RunningApp]:
+    """The app on its own port, registered with the sandbox as configured, charts pointing at it."""
+    port = free_port()
+    fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
+    settings = AppSettings(**fields)  # type: ignore[arg-type]
+    sandbox.register(app_client(settings))
+    sandbox.app_launch_url = settings.launch_url
+    app = create_app(settings)
+    server = ThreadedServer(app, port)
+    server.start()
+    try:
+        yield RunningApp(settings, app.state.provenote)
+    finally:
+        server.stop()
+
+
+def chart_launch(
+    browser: httpx.Client, sandbox: Sandbox, patient: str, encounter: str
+) -> httpx.Response:
+    return browser.post(
+        f"{sandbox.chart_url}/launch", data={"patient": patient, "encounter": encounter}
+    )
+
+
+def inpatient_encounter(browser: httpx.Client, sandbox: Sandbox, patient: str) -> str:
+    """The first inpatient encounter the chart lists for ``patient`` (most recent first)."""
+    chart = browser.get(sandbox.chart_url).text
+    section = chart.split(f'id="{patient}"', 1)[1].split("<h2", 1)[0]
+    for row in re.findall(r"<tr>(.*?)</tr>", section, re.S):
+        if f"<td>{INPATIENT}</td>" in row:
+            return re.search(r'name="encounter" value="([^"]+)"', row).group(1)
+    raise AssertionError(f"no inpatient encounter for {patient}")
+
+
+def registered(client_id: str, kind: str, redirect_uri: str, **extra: object) -> RegisteredClient:
+    return RegisteredClient(client_id, kind, [redirect_uri], **extra)  # type: ignore[arg-type]

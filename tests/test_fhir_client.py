@@ -1,0 +1,232 @@
+"""The async FHIR client against the sandbox FHIR server: paging, faults, tokens, conditions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+from launch.sandbox.authorization import LaunchContext
+from launch.sandbox.run import Sandbox
+from smartapp.fhir_client import FhirClient, FhirError, pull_record, retry_after_seconds
+from smartapp.oauth import SmartError, discover
+
+PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+OTHER_PATIENT = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
+SCOPES = "patient/*.rs patient/Composition.cu"
+
+
+@pytest.fixture
+def faults(sandbox: Sandbox) -> Iterator[Sandbox]:
+    yield sandbox
+    sandbox.set_fault("none", count=0)
+
+
+def token_for(sandbox: Sandbox, patient: str = PATIENT, ttl_s: int | None = None) -> str:
+    return sandbox.auth.access_token("tests", SCOPES, LaunchContext(f"Patient/{patient}"), ttl_s)
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def with_client(sandbox: Sandbox, action, token: str | None = None, **options):
+    bearer = token or token_for(sandbox)
+
+    async def get_token(refresh: bool) -> str | None:
+        return bearer
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        client = FhirClient(sandbox.fhir_base, http, get_token, backoff_s=0.01, **options)
+        return await action(client)
+
+
+def test_search_follows_next_links_to_every_match(sandbox: Sandbox) -> None:
+    async def action(client: FhirClient) -> tuple[list, dict]:
+        everything = await client.search("Observation", {"patient": f"Patient/{PATIENT}"})
+        first_page = await client._json(
+            "GET", "Observation", params={"patient": f"Patient/{PATIENT}", "_count": 7}
+        )
+        return everything, first_page
+
+    everything, first_page = run(with_client(sandbox, action, page_size=7))
+    assert len(everything) == first_page["total"] == 62
+    assert len({o["id"] for o in everything}) == 62
+    assert any(link["relation"] == "next" for link in first_page["link"])
+
+
+@pytest.mark.parametrize(("mode", "count"), [("429", 2), ("503", 2), ("drop", 1), ("slow", 1)])
+def test_transient_faults_are_retried_and_succeed(faults: Sandbox, mode: str, count: int) -> None:
+    faults.set_fault(mode, count=count, retry_after=1, delay_ms=300)
+    patient = run(with_client(faults, lambda client: client.read("Patient", PATIENT)))
+    assert patient["id"] == PATIENT
+
+
+def test_retry_after_is_honoured(faults: Sandbox) -> None:
+    faults.set_fault("429", count=1, retry_after=1)
+    started = asyncio.run(asyncio.sleep(0, result=datetime.now(UTC)))
+    run(with_client(faults, lambda client: client.read("Patient", PATIENT)))
+    assert datetime.now(UTC) - started >= timedelta(seconds=1)
+
+
+def test_a_permanent_500_is_a_clear_error_and_no_partial_record(faults: Sandbox) -> None:
+    faults.set_fault("500", count=1000)
+    with pytest.raises(FhirError, match="500 injected fault 500") as raised:
+        run(with_client(faults, lambda client: pull_record(client, PATIENT), max_retries=2))
+    assert raised.value.status == 500
+
+
+def test_an_expired_token_without_refresh_is_refused(sandbox: Sandbox) -> None:
+    expired = token_for(sandbox, ttl_s=-10)
+    with pytest.raises(FhirError, match="401 a valid access token is required"):
+        run(with_client(sandbox, lambda client: client.read("Patient", PATIENT), token=expired))
+
+
+def test_a_401_refreshes_once_and_retries(sandbox: Sandbox) -> None:
+    tokens = [token_for(sandbox, ttl_s=-10)]
+    refreshes = []
+
+    async def get_token(refresh: bool) -> str | None:
+        if refresh:
+            refreshes.append(True)
+            tokens.append(token_for(sandbox))
+        return tokens[-1]
+
+    async def action() -> dict:
+        async with httpx.AsyncClient(timeout=30) as http:
+            return await FhirClient(sandbox.fhir_base, http, get_token).read("Patient", PATIENT)
+
+    assert run(action())["id"] == PATIENT
+    assert refreshes == [True]
+
+
+def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
+    with pytest.raises(FhirError, match="403 the resource is outside the patient") as raised:
+        run(with_client(sandbox, lambda client: client.read("Patient", OTHER_PATIENT)))
+    assert raised.value.status == 403
+    others = run(
+        with_client(
+            sandbox,
+            lambda client: client.search("Condition", {"patient": f"Patient/{OTHER_PATIENT}"}),
+        )
+    )
+    assert others == []
+
+
+def test_pull_record_gathers_everything_the_pipeline_reads(sandbox: Sandbox) -> None:
+    bundle = run(with_client(sandbox, lambda client: pull_record(client, PATIENT)))
+    kinds = {entry["resource"]["resourceType"] for entry in bundle["entry"]}
+    assert {
+        "Patient",
+        "Encounter",
+        "DocumentReference",
+        "MedicationRequest",
+        "Medication",
+        "DiagnosticReport",
+        "Observation",
+        "Condition",
+        "Procedure",
+    } <= kinds
+    from fhir_mapping.evidence import build_evidence
+
+    state = build_evidence(bundle)
+    assert state.patient == f"Patient/{PATIENT}" and state.documents
+
+
+def test_binary_over_the_size_limit_is_refused(sandbox: Sandbox) -> None:
+    big = {
+        "resourceType": "Binary",
+        "id": "big-note",
+        "contentType": "text/plain",
+        "data": "QUFB" * 50_000,
+    }
+    httpx.put(
+        f"{sandbox.fhir_base}/Binary/big-note",
+        json=big,
+        headers={"x-admin-token": sandbox.admin_token},
+    ).raise_for_status()
+    with pytest.raises(FhirError, match="exceeds the limit"):
+        run(
+            with_client(
+                sandbox, lambda client: client.binary("Binary/big-note"), max_binary_bytes=10_000
+            )
+        )
+    loaded = run(with_client(sandbox, lambda client: client.binary("Binary/big-note")))
+    assert loaded["id"] == "big-note"
+
+
+def test_conditional_create_and_if_match_update(sandbox: Sandbox) -> None:
+    composition = {
+        "resourceType": "Composition",
+        "status": "preliminary",
+        "type": {"text": "Discharge summary"},
+        "date": "2024-01-01",
+        "author": [{"display": "test"}],
+        "title": "draft",
+        "identifier": {"system": "urn:provenote:test", "value": "idempotency-1"},
+        "subject": {"reference": f"Patient/{PATIENT}"},
+    }
+    condition = "identifier=urn:provenote:test|idempotency-1"
+
+    async def action(client: FhirClient) -> tuple[dict, dict, dict]:
+        first = await client.create(composition, if_none_exist=condition)
+        second = await client.create(composition, if_none_exist=condition)
+        updated = await client.update(
+            first | {"title": "draft v2"}, if_match=f'W/"{first["meta"]["versionId"]}"'
+        )
+        return first, second, updated
+
+    first, second, updated = run(with_client(sandbox, action))
+    assert first["id"] == second["id"]
+    assert updated["title"] == "draft v2"
+    with pytest.raises(FhirError, match="412") as raised:
+        run(with_client(sandbox, lambda client: client.update(first, if_match='W/"stale"')))
+    assert raised.value.status == 412
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert retry_after_seconds(httpx.Response(429, headers={"retry-after": "5"})) == 5
+    assert 25 < retry_after_seconds(httpx.Response(429, headers={"retry-after": later})) <= 30
+    assert retry_after_seconds(httpx.Response(429)) is None
+
+
+def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
+    sandbox: Sandbox,
+) -> None:
+    async def live() -> object:
+        async with httpx.AsyncClient() as http:
+            return await discover(http, sandbox.fhir_base)
+
+    config = run(live())
+    assert config.authorization_endpoint == f"{sandbox.issuer}/authorize"
+    assert "permission-v2" in config.capabilities
+
+    statement = httpx.get(f"{sandbox.fhir_base}/metadata").json()
+
+    def older_server(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/.well-known/smart-configuration"):
+            return httpx.Response(404)
+        return httpx.Response(200, json=statement)
+
+    async def fallback() -> object:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(older_server)) as http:
+            return await discover(http, "https://old-ehr.example.org/fhir")
+
+    old = run(fallback())
+    assert (old.authorization_endpoint, old.token_endpoint) == (
+        f"{sandbox.issuer}/authorize",
+        f"{sandbox.issuer}/token",
+    )
+
+    async def nothing() -> object:
+        transport = httpx.MockTransport(lambda request: httpx.Response(404, json={}))
+        async with httpx.AsyncClient(transport=transport) as http:
+            return await discover(http, "https://no-smart.example.org/fhir")
+
+    with pytest.raises(SmartError, match="advertises no SMART authorization endpoints"):
+        run(nothing())

@@ -1,0 +1,345 @@
+"""SMART App Launch end to end: the sandbox EHR's chart, its authorization server, and the app.
+
+Real HTTP on loopback: the sandbox FHIR server (Medplum in Node), the sandbox authorization
+server and the Provenote app each listen on their own port; the test is the browser.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet
+
+from launch.sandbox.run import Sandbox
+from smartapp.keys import signing_key
+from smartapp.oauth import ASSERTION_TYPE, client_assertion
+from smartapp.settings import AppSettings
+from tests.smart_support import chart_launch, inpatient_encounter, running_app
+
+PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+SAMPLE = Path(__file__).parents[1] / "launch" / "samples" / f"{PATIENT}.json"
+
+
+def sample_counts() -> dict[str, int]:
+    bundle = json.loads(SAMPLE.read_bytes())
+    counts: dict[str, int] = {}
+    for entry in bundle["entry"]:
+        kind = entry["resource"]["resourceType"]
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        {"client_id": "app-public", "client_auth": "public"},
+        {
+            "client_id": "app-secret",
+            "client_auth": "client_secret_basic",
+            "client_secret": "s3cret",
+        },
+        {"client_id": "app-rs384", "client_auth": "private_key_jwt", "signing_alg": "RS384"},
+        {"client_id": "app-es384", "client_auth": "private_key_jwt", "signing_alg": "ES384"},
+    ],
+    ids=lambda client: client["client_id"],
+)
+def test_ehr_launch_gives_context_and_pulls_the_full_record(
+    sandbox: Sandbox, tmp_path: Path, client: dict
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, **client) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        encounter = inpatient_encounter(browser, sandbox, PATIENT)
+        landing = chart_launch(browser, sandbox, PATIENT, encounter)
+        assert landing.status_code == 200 and str(landing.url) == f"{app.base_url}/"
+        assert f'<code id="patient">{PATIENT}</code>' in landing.text
+        context = browser.get(f"{app.base_url}/api/context").json()
+        assert context["patient"] == PATIENT and context["encounter"] == encounter
+        assert context["fhir_user"] == f"{sandbox.fhir_base}/{sandbox.practitioner}"
+        assert "patient/Observation.rs" in context["scope"]
+        record = browser.get(f"{app.base_url}/api/record").json()
+        expected = sample_counts()
+        for kind in (
+            "Encounter",
+            "DocumentReference",
+            "MedicationRequest",
+            "DiagnosticReport",
+            "Observation",
+            "Condition",
+            "Procedure",
+        ):
+            assert record["counts"][kind] == expected[kind], kind
+        assert record["counts"]["Patient"] == 1
+
+
+def test_standalone_launch_asks_launch_patient_and_gets_a_patient(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-standalone") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        first = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        authorize = next(r for r in first.history if "/auth/authorize" in str(r.url))
+        scopes = parse_qs(urlparse(str(authorize.url)).query)["scope"][0].split()
+        assert "launch/patient" in scopes and "launch" not in scopes
+        context = browser.get(f"{app.base_url}/api/context").json()
+        assert f"Patient/{context['patient']}" == sandbox.auth.default_patient
+
+
+def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-cookie") as app,
+        httpx.Client(timeout=60) as browser,
+    ):
+        launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        set_cookie = launch.headers["set-cookie"].lower()
+        assert set_cookie.startswith("provenote_session=")
+        assert "httponly" in set_cookie and "samesite=lax" in set_cookie
+        assert "secure" not in set_cookie  # loopback; Secure is set for any other host
+        hop = launch
+        while hop.status_code in (302, 303):
+            location = hop.headers["location"]
+            hop = browser.get(location if location.startswith("http") else app.base_url + location)
+        session = browser.cookies.get("provenote_session")
+        assert session and len(session) >= 40
+        stored = app.state.store.tokens(session)
+        assert stored is not None and stored.tokens.access_token
+        sealed = app.state.store.sealed(session)
+        assert sealed and stored.tokens.access_token.encode() not in sealed
+        assert b"access_token" not in sealed
+    assert AppSettings(base_url="https://provenote.example.org").secure_cookies
+
+
+def test_a_state_mismatch_is_refused_and_stores_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-state") as app,
+        httpx.Client(timeout=60) as browser,
+    ):
+        encounter = inpatient_encounter(browser, sandbox, PATIENT)
+        hop = chart_launch(browser, sandbox, PATIENT, encounter)
+        while "/callback" not in hop.headers.get("location", ""):
+            hop = browser.get(hop.headers["location"])
+        callback = hop.headers["location"]
+        forged = callback.replace("state=", "state=x")
+        refused = browser.get(forged)
+        assert refused.status_code == 400 and "state is unknown" in refused.text
+        assert browser.get(f"{app.base_url}/api/context").status_code == 401
+        assert browser.get(callback).status_code == 302  # the genuine state still completes
+        assert browser.get(f"{app.base_url}/api/context").status_code == 200
+
+
+def test_state_replay_after_success_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-replay"),
+        httpx.Client(timeout=60) as browser,
+    ):
+        encounter = inpatient_encounter(browser, sandbox, PATIENT)
+        hop = chart_launch(browser, sandbox, PATIENT, encounter)
+        while "/callback" not in hop.headers.get("location", ""):
+            hop = browser.get(hop.headers["location"])
+        callback = hop.headers["location"]
+        assert browser.get(callback).status_code == 302
+        again = browser.get(callback)
+        assert again.status_code == 400 and "already used" in again.text
+
+
+def test_state_from_another_browser_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-csrf") as app,
+        httpx.Client(timeout=60) as victim,
+        httpx.Client(timeout=60) as attacker,
+    ):
+        launch = attacker.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        authorize = attacker.get(launch.headers["location"])
+        callback = authorize.headers["location"]
+        assert victim.get(callback).status_code == 400
+        assert victim.get(f"{app.base_url}/api/context").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "message"),
+    [
+        ({}, 400, "no iss parameter"),
+        ({"iss": "http://127.0.0.1:1/fhir"}, 502, "cannot read the SMART configuration"),
+    ],
+)
+def test_bad_launches_render_an_error_page(
+    sandbox: Sandbox, tmp_path: Path, params: dict, status: int, message: str
+) -> None:
+    with running_app(sandbox, tmp_path, client_id="app-errors") as app:
+        answer = httpx.get(f"{app.base_url}/launch", params=params, timeout=30)
+        assert answer.status_code == status and message in answer.text
+        assert "No token was exchanged" in answer.text
+
+
+def test_unknown_issuer_is_refused_when_an_allow_list_is_set(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with running_app(
+        sandbox, tmp_path, client_id="app-allow", allowed_issuers=["https://ehr.example.org/fhir"]
+    ) as app:
+        answer = httpx.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        assert answer.status_code == 403 and "not configured to be launched" in answer.text
+
+
+def test_denied_consent_renders_an_error_and_stores_nothing(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-denied") as app,
+        httpx.Client(timeout=60) as browser,
+    ):
+        launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        state = parse_qs(urlparse(launch.headers["location"]).query)["state"][0]
+        denied = browser.get(
+            f"{app.base_url}/callback", params={"error": "access_denied", "state": state}
+        )
+        assert denied.status_code == 403 and "access_denied" in denied.text
+        assert browser.get(f"{app.base_url}/api/context").status_code == 401
+
+
+# --- the authorization server's own refusals ----------------------------------------------------
+
+
+def authorize_code(
+    sandbox: Sandbox, client_id: str, redirect_uri: str, verifier_challenge: str
+) -> str:
+    launch_id = sandbox.auth.new_launch(f"Patient/{PATIENT}", None)
+    answer = httpx.get(
+        f"{sandbox.issuer}/authorize",
+        params={
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": redirect_uri,
+            "scope": "launch patient/*.rs",
+            "state": "s",
+            "aud": sandbox.fhir_base,
+            "launch": launch_id,
+            "code_challenge": verifier_challenge,
+            "code_challenge_method": "S256",
+        },
+    )
+    return parse_qs(urlparse(answer.headers["location"]).query)["code"][0]
+
+
+def test_pkce_verifier_mismatch_is_refused(sandbox: Sandbox) -> None:
+    from launch.sandbox.authorization import pkce_challenge
+    from tests.smart_support import registered
+
+    sandbox.register(registered("pkce-client", "public", "http://127.0.0.1:1/cb"))
+    code = authorize_code(
+        sandbox, "pkce-client", "http://127.0.0.1:1/cb", pkce_challenge("right" * 10)
+    )
+    answer = httpx.post(
+        f"{sandbox.issuer}/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": "http://127.0.0.1:1/cb",
+            "client_id": "pkce-client",
+            "code_verifier": "wrong" * 10,
+        },
+    )
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error": "invalid_grant",
+        "error_description": "PKCE code_verifier does not match",
+    }
+
+
+def test_a_reused_client_assertion_jti_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    from launch.sandbox.authorization import pkce_challenge
+    from tests.smart_support import registered
+
+    settings = AppSettings(client_id="jti-client", client_auth="private_key_jwt", data_dir=tmp_path)
+    key = signing_key(settings)
+    sandbox.register(
+        registered(
+            "jti-client",
+            "private_key_jwt",
+            "http://127.0.0.1:1/cb",
+            jwks=KeySet([key]).as_dict(private=False),
+        )
+    )
+    assertion = client_assertion(key, "RS384", "jti-client", sandbox.auth.token_url)
+
+    def exchange() -> httpx.Response:
+        code = authorize_code(
+            sandbox, "jti-client", "http://127.0.0.1:1/cb", pkce_challenge("v" * 50)
+        )
+        return httpx.post(
+            f"{sandbox.issuer}/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": "http://127.0.0.1:1/cb",
+                "code_verifier": "v" * 50,
+                "client_assertion_type": ASSERTION_TYPE,
+                "client_assertion": assertion,
+            },
+        )
+
+    assert exchange().status_code == 200
+    reused = exchange()
+    assert reused.status_code == 401
+    assert "jti missing or already used" in reused.json()["error_description"]
+
+
+def test_client_assertions_are_rs384_or_es384_with_fresh_jti_and_short_exp(tmp_path: Path) -> None:
+    for alg in ("RS384", "ES384"):
+        settings = AppSettings(
+            client_auth="private_key_jwt", signing_alg=alg, data_dir=tmp_path / alg
+        )
+        key = signing_key(settings)
+        first = client_assertion(key, alg, "c", "https://ehr/token")
+        second = client_assertion(key, alg, "c", "https://ehr/token")
+        decoded = [jwt.decode(token, key, algorithms=[alg]) for token in (first, second)]
+        assert all(token.header["alg"] == alg for token in decoded)
+        assert decoded[0].claims["jti"] != decoded[1].claims["jti"]
+        for token in decoded:
+            claims = token.claims
+            assert claims["iss"] == claims["sub"] == "c" and claims["aud"] == "https://ehr/token"
+            assert 0 < claims["exp"] - claims["iat"] <= 300
+
+
+def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> None:
+    with running_app(sandbox, tmp_path, client_id="app-jwks", client_auth="private_key_jwt") as app:
+        keys = httpx.get(f"{app.base_url}/.well-known/jwks.json").json()["keys"]
+        assert len(keys) == 1 and keys[0]["kty"] == "RSA" and "d" not in keys[0]
+        again = httpx.get(f"{app.base_url}/.well-known/jwks.json").json()["keys"]
+        assert again == keys
+
+
+def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
+    from smartapp.oauth import SmartConfiguration, requested_scopes
+
+    v2 = SmartConfiguration(
+        authorization_endpoint="a", token_endpoint="t", capabilities=["permission-v2"]
+    )
+    v1 = SmartConfiguration(authorization_endpoint="a", token_endpoint="t", capabilities=[])
+    ehr = requested_scopes(v2, ehr_launch=True, offline=False).split()
+    assert {
+        "patient/Observation.rs",
+        "patient/Composition.cu",
+        "launch",
+        "openid",
+        "fhirUser",
+        "online_access",
+    } <= set(ehr)
+    standalone = requested_scopes(v1, ehr_launch=False, offline=True).split()
+    assert {
+        "patient/Observation.read",
+        "patient/Provenance.write",
+        "launch/patient",
+        "offline_access",
+    } <= set(standalone)
+    assert not any(scope.endswith((".rs", ".cu")) for scope in standalone)
