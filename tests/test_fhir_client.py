@@ -230,3 +230,22 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
 
     with pytest.raises(SmartError, match="advertises no SMART authorization endpoints"):
         run(nothing())
+
+
+@pytest.mark.shared_data
+def test_seeding_the_california_folder_resolves_every_conditional_reference() -> None:
+    from tests.conftest import SYNTHEA
+
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch", seed_paths=[SYNTHEA]) as box:
+        assert len(box.report.patients) == 15
+        assert box.report.dropped_references == 0
+        headers = {"x-admin-token": box.admin_token}
+        encounter = httpx.get(
+            f"{box.fhir_base}/Encounter", params={"_count": 1}, headers=headers
+        ).json()["entry"][0]["resource"]
+        for reference in (
+            encounter["subject"]["reference"],
+            encounter["participant"][0]["individual"]["reference"],
+            encounter["serviceProvider"]["reference"],
+        ):
+            assert httpx.get(f"{box.fhir_base}/{reference}", headers=headers).status_code == 200

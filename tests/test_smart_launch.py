@@ -343,3 +343,99 @@ def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None
         "offline_access",
     } <= set(standalone)
     assert not any(scope.endswith((".rs", ".cu")) for scope in standalone)
+
+
+def test_an_expiring_token_is_refreshed_before_the_record_pull(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-refresh") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        encounter = inpatient_encounter(browser, sandbox, PATIENT)
+        chart_launch(browser, sandbox, PATIENT, encounter)
+        session = browser.cookies.get("provenote_session")
+        stored = app.state.store.tokens(session)
+        assert stored is not None and stored.tokens.refresh_token
+        context = app.state.store.context(session)
+        app.state.store.save(session, context, stored.model_copy(update={"expires_at": 0.0}))
+        record = browser.get(f"{app.base_url}/api/record")
+        assert record.status_code == 200 and record.json()["counts"]["Patient"] == 1
+        renewed = app.state.store.tokens(session)
+        assert renewed.tokens.access_token != stored.tokens.access_token
+        assert renewed.tokens.refresh_token != stored.tokens.refresh_token
+        assert renewed.expires_at > 0
+
+
+def test_a_refused_token_request_renders_an_error_page(sandbox: Sandbox, tmp_path: Path) -> None:
+    with running_app(
+        sandbox,
+        tmp_path,
+        client_id="app-bad-secret",
+        client_auth="client_secret_basic",
+        client_secret="right",
+    ) as app:
+        sandbox.auth.clients["app-bad-secret"].secret = "changed-at-the-ehr"
+        with httpx.Client(follow_redirects=True, timeout=60) as browser:
+            answer = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+            assert answer.status_code == 502
+            assert "the token request was refused (invalid_client" in answer.text
+            assert browser.get(f"{app.base_url}/api/context").status_code == 401
+
+
+def test_authorize_accepts_post(sandbox: Sandbox) -> None:
+    from launch.sandbox.authorization import pkce_challenge
+    from tests.smart_support import registered
+
+    sandbox.register(registered("post-client", "public", "http://127.0.0.1:1/cb"))
+    answer = httpx.post(
+        f"{sandbox.issuer}/authorize",
+        data={
+            "response_type": "code",
+            "client_id": "post-client",
+            "redirect_uri": "http://127.0.0.1:1/cb",
+            "scope": "launch/patient patient/*.rs",
+            "state": "abc",
+            "aud": sandbox.fhir_base,
+            "code_challenge": pkce_challenge("x" * 50),
+            "code_challenge_method": "S256",
+        },
+    )
+    assert answer.status_code == 302
+    query = parse_qs(urlparse(answer.headers["location"]).query)
+    assert query["state"] == ["abc"] and query["code"]
+
+
+def test_backend_services_get_system_tokens_by_client_credentials(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    from tests.smart_support import registered
+
+    settings = AppSettings(
+        client_id="backend", client_auth="private_key_jwt", signing_alg="ES384", data_dir=tmp_path
+    )
+    key = signing_key(settings)
+    sandbox.register(
+        registered(
+            "backend",
+            "private_key_jwt",
+            "http://127.0.0.1:1/cb",
+            jwks=KeySet([key]).as_dict(private=False),
+        )
+    )
+    answer = httpx.post(
+        f"{sandbox.issuer}/token",
+        data={
+            "grant_type": "client_credentials",
+            "scope": "system/Patient.rs system/Observation.rs",
+            "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": client_assertion(key, "ES384", "backend", sandbox.auth.token_url),
+        },
+    )
+    assert answer.status_code == 200
+    token = answer.json()
+    assert token["scope"] == "system/Patient.rs system/Observation.rs" and "patient" not in token
+    patients = httpx.get(
+        f"{sandbox.fhir_base}/Patient", headers={"authorization": f"Bearer {token['access_token']}"}
+    ).json()
+    assert patients["total"] >= 3
