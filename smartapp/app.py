@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections import Counter
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import httpx
 from joserfc.jwk import ECKey, RSAKey
-from litestar import Litestar, Request, get
+from litestar import Litestar, Request, get, post
 from litestar.datastructures import Cookie
 from litestar.params import FromQuery, QueryParameter
-from litestar.response import Redirect, Response
+from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
+from sqlalchemy import select
 
 from pipeline.rendering import render
+from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
 from smartapp.fhir_client import FhirClient, FhirError, TokenGetter, pull_record
+from smartapp.jobs import JobService, job_view
 from smartapp.keys import public_jwks, signing_key, token_cipher
 from smartapp.oauth import (
     SmartError,
@@ -38,9 +43,12 @@ SESSION_COOKIE = "provenote_session"
 @dataclass(slots=True)
 class AppState:
     settings: AppSettings
+    database: Database
     store: SessionStore
     key: RSAKey | ECKey | None
     http: httpx.AsyncClient
+    jobs: JobService | None = None
+    loop: asyncio.AbstractEventLoop | None = None
     refresh_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
 
@@ -71,7 +79,7 @@ def token_getter(state: AppState, session_id: str) -> TokenGetter:
     async def get_token(force_refresh: bool) -> str | None:
         lock = state.refresh_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
-            stored = state.store.tokens(session_id)
+            stored = await state.store.tokens(session_id)
             if stored is None:
                 return None
             expiring = stored.expires_at is not None and (
@@ -93,9 +101,9 @@ def token_getter(state: AppState, session_id: str) -> TokenGetter:
                 return None
             if fresh.refresh_token is None:
                 fresh.refresh_token = stored.tokens.refresh_token
-            context = state.store.context(session_id)
+            context = await state.store.context(session_id)
             assert context is not None
-            state.store.save(
+            await state.store.save(
                 session_id,
                 context,
                 StoredTokens(
@@ -122,13 +130,22 @@ def fhir_client_for(state: AppState, session_id: str, context: LaunchContext) ->
 
 def create_app(settings: AppSettings | None = None) -> Litestar:
     settings = settings or get_app_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
     key = signing_key(settings) if settings.client_auth == "private_key_jwt" else None
+    database = Database(settings.database_dsn)
     state = AppState(
         settings=settings,
-        store=SessionStore(token_cipher(settings)),
+        database=database,
+        store=SessionStore(database, token_cipher(settings)),
         key=key,
         http=httpx.AsyncClient(timeout=settings.http_timeout_s),
     )
+
+    async def client_for_job(job: JobRow) -> tuple[FhirClient, str]:
+        context = await state.store.context(job.session_id)
+        if context is None:
+            raise RuntimeError("the job's launch session is gone; launch again from the chart")
+        return fhir_client_for(state, job.session_id, context), context.scope
 
     @get("/launch")
     async def launch(
@@ -215,17 +232,132 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
         stored = StoredTokens(
             config=pending.config, tokens=tokens, expires_at=_expiry(tokens.expires_in)
         )
-        state.store.save(session_id, context, stored)
+        await state.store.save(session_id, context, stored)
+        if context.patient and state.jobs is not None:
+            await state.jobs.submit(session_id, context.iss, context.patient, context.encounter)
         return Redirect("/", status_code=302)
+
+    async def latest_job(session_id: str | None) -> tuple[JobRow | None, DraftRow | None]:
+        if not session_id:
+            return None, None
+        async with database.sessions() as session:
+            job = (
+                await session.execute(
+                    select(JobRow)
+                    .where(JobRow.session_id == session_id)
+                    .order_by(JobRow.created_at.desc())
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+            draft = None
+            if job is not None:
+                draft = (
+                    await session.execute(select(DraftRow).where(DraftRow.job_id == job.id))
+                ).scalar_one_or_none()
+        return job, draft
+
+    async def visible_job(request: Request, job_id: str) -> JobRow | None:
+        """The job, if the requesting session's launch context is about its patient."""
+        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        job = await state.jobs.get(job_id) if state.jobs is not None else None
+        if job is None or context is None or context.patient != job.patient:
+            return None
+        return job
 
     @get("/")
     async def landing(request: Request) -> Response[str]:
-        context = state.store.context(request.cookies.get(SESSION_COOKIE))
-        return Response(render("app/landing.html.j2", context=context), media_type="text/html")
+        session_id = request.cookies.get(SESSION_COOKIE)
+        context = await state.store.context(session_id)
+        job, draft = await latest_job(session_id)
+        page = render("app/landing.html.j2", context=context, job=job, draft=draft)
+        return Response(page, media_type="text/html")
+
+    @get("/jobs/{job_id:str}")
+    async def job_api(request: Request, job_id: str) -> Response[Any]:
+        job = await visible_job(request, job_id)
+        if job is None:
+            return Response({"error": "no such job in this launch context"}, status_code=404)
+        return Response(job_view(job))
+
+    @post("/jobs/{job_id:str}/retry")
+    async def job_retry(request: Request, job_id: str) -> Response[Any]:
+        job = await visible_job(request, job_id)
+        if job is None or state.jobs is None:
+            return Response({"error": "no such job in this launch context"}, status_code=404)
+        retried = await state.jobs.retry(job_id)
+        return Response(job_view(retried or job), status_code=202)
+
+    @get("/jobs/{job_id:str}/events")
+    async def job_events(request: Request, job_id: str) -> Response[Any] | ServerSentEvent:
+        job = await visible_job(request, job_id)
+        if job is None or state.jobs is None:
+            return Response({"error": "no such job in this launch context"}, status_code=404)
+        jobs = state.jobs
+
+        async def stream() -> AsyncGenerator[ServerSentEventMessage, None]:
+            queue = jobs.listen(job_id)
+            try:
+                current = await jobs.get(job_id)
+                view = job_view(current) if current is not None else {}
+                yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                while view.get("state") not in {"done", "failed"}:
+                    view = await queue.get()
+                    yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+            finally:
+                jobs.unlisten(job_id, queue)
+
+        return ServerSentEvent(stream())
+
+    async def visible_draft(request: Request, draft_id: str) -> tuple[DraftRow, Any] | None:
+        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        async with database.sessions() as session:
+            draft = await session.get(DraftRow, draft_id)
+            if draft is None or context is None or context.patient != draft.patient:
+                return None
+            written = (
+                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))
+            ).scalar_one_or_none()
+        return draft, written
+
+    @get("/drafts/{draft_id:str}")
+    async def draft_page(request: Request, draft_id: str) -> Response[str]:
+        found = await visible_draft(request, draft_id)
+        if found is None:
+            return _error("No such draft in this launch context.", 404)
+        draft, written = found
+        page = render("app/draft.html.j2", draft=draft, write_back=written)
+        return Response(page, media_type="text/html")
+
+    @get("/api/drafts/{draft_id:str}")
+    async def draft_api(request: Request, draft_id: str) -> Response[Any]:
+        found = await visible_draft(request, draft_id)
+        if found is None:
+            return Response({"error": "no such draft in this launch context"}, status_code=404)
+        draft, written = found
+        return Response(
+            {
+                "id": draft.id,
+                "version": draft.version,
+                "status": draft.status,
+                "patient": draft.patient,
+                "encounter": draft.encounter,
+                "bundle": draft.bundle,
+                "markdown": draft.markdown,
+                "write_back": None
+                if written is None
+                else {
+                    "strategy": written.strategy,
+                    "status": written.status,
+                    "remote": f"{written.remote_type}/{written.remote_id}"
+                    if written.remote_id
+                    else None,
+                },
+            }
+        )
 
     @get("/api/context")
     async def context_api(request: Request) -> Response[Any]:
-        context = state.store.context(request.cookies.get(SESSION_COOKIE))
+        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         if context is None:
             return Response({"error": "no launch in this session"}, status_code=401)
         return Response(context.model_dump())
@@ -233,7 +365,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
     @get("/api/record")
     async def record_api(request: Request) -> Response[Any]:
         session_id = request.cookies.get(SESSION_COOKIE)
-        context = state.store.context(session_id)
+        context = await state.store.context(session_id)
         if context is None or session_id is None or not context.patient:
             return Response(
                 {"error": "no patient in this session's launch context"}, status_code=401
@@ -251,12 +383,40 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
     async def jwks() -> dict[str, Any]:
         return public_jwks(state.key) if state.key is not None else {"keys": []}
 
-    async def close_http() -> None:
+    async def start_up() -> None:
+        state.loop = asyncio.get_running_loop()
+        await database.migrate()
+        state.jobs = JobService(
+            database,
+            client_for_job,
+            workers=settings.job_workers,
+            lease_s=settings.job_lease_s,
+            forced_strategies=settings.writeback_strategies,
+        )
+        await state.jobs.start()
+
+    async def shut_down() -> None:
+        if state.jobs is not None:
+            await state.jobs.stop()
         await state.http.aclose()
+        await database.dispose()
 
     app = Litestar(
-        route_handlers=[launch, callback, landing, context_api, record_api, jwks],
-        on_shutdown=[close_http],
+        route_handlers=[
+            launch,
+            callback,
+            landing,
+            job_api,
+            job_retry,
+            job_events,
+            draft_page,
+            draft_api,
+            context_api,
+            record_api,
+            jwks,
+        ],
+        on_startup=[start_up],
+        on_shutdown=[shut_down],
         logging_config=None,
     )
     app.state.provenote = state

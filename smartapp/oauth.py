@@ -40,8 +40,11 @@ READ_TYPES = (
     "AllergyIntolerance",
     "Procedure",
     "Practitioner",
+    "Composition",
+    "Provenance",
+    "Device",
 )
-WRITE_TYPES = ("Composition", "DocumentReference", "Provenance")
+WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 
 
 class SmartError(Exception):

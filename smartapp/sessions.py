@@ -1,8 +1,8 @@
 """Server-side sessions: the browser holds only an opaque id; tokens are encrypted at rest.
 
 A pending launch (state, PKCE verifier, issuer) is bound to the browser session that started it
-and consumed on first use, so a replayed or foreign ``state`` is refused. Tokens live only in
-encrypted form: a leaked store reveals no token without the app's key.
+and consumed on first use, so a replayed or foreign ``state`` is refused. Sessions are rows of the
+database whose tokens are Fernet-sealed: a leaked database reveals no token without the app's key.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 
+from smartapp.db import Database, SessionRow
 from smartapp.oauth import SmartConfiguration, TokenResponse
 
 PENDING_TTL_S = 600
@@ -48,14 +49,13 @@ class PendingLaunch:
 
 
 class SessionStore:
-    """In-process store; each record's tokens are Fernet-encrypted before they are kept."""
+    """Pending launches in process (short-lived); sessions in the database, tokens sealed."""
 
-    def __init__(self, cipher: Fernet) -> None:
+    def __init__(self, database: Database, cipher: Fernet) -> None:
+        self._database = database
         self._cipher = cipher
         self._lock = threading.Lock()
         self._pending: dict[str, PendingLaunch] = {}
-        self._tokens: dict[str, bytes] = {}
-        self._contexts: dict[str, LaunchContext] = {}
 
     @staticmethod
     def new_id() -> str:
@@ -77,24 +77,38 @@ class SessionStore:
             return None
         return pending
 
-    def save(self, session_id: str, context: LaunchContext, tokens: StoredTokens) -> None:
+    async def save(self, session_id: str, context: LaunchContext, tokens: StoredTokens) -> None:
         sealed = self._cipher.encrypt(tokens.model_dump_json().encode("utf-8"))
-        with self._lock:
-            self._tokens[session_id] = sealed
-            self._contexts[session_id] = context
+        async with self._database.sessions() as session, session.begin():
+            row = await session.get(SessionRow, session_id)
+            if row is None:
+                session.add(
+                    SessionRow(id=session_id, context=context.model_dump(), sealed_tokens=sealed)
+                )
+            else:
+                row.context = context.model_dump()
+                row.sealed_tokens = sealed
 
-    def context(self, session_id: str | None) -> LaunchContext | None:
-        return self._contexts.get(session_id or "")
+    async def _row(self, session_id: str | None) -> SessionRow | None:
+        if not session_id:
+            return None
+        async with self._database.sessions() as session:
+            return await session.get(SessionRow, session_id)
 
-    def tokens(self, session_id: str) -> StoredTokens | None:
-        sealed = self._tokens.get(session_id)
-        if sealed is None:
+    async def context(self, session_id: str | None) -> LaunchContext | None:
+        row = await self._row(session_id)
+        return LaunchContext.model_validate(row.context) if row is not None else None
+
+    async def tokens(self, session_id: str) -> StoredTokens | None:
+        row = await self._row(session_id)
+        if row is None:
             return None
         try:
-            return StoredTokens.model_validate_json(self._cipher.decrypt(sealed))
+            return StoredTokens.model_validate_json(self._cipher.decrypt(row.sealed_tokens))
         except InvalidToken:
             return None
 
-    def sealed(self, session_id: str) -> bytes | None:
+    async def sealed(self, session_id: str) -> bytes | None:
         """The stored form of a session's tokens (what is at rest)."""
-        return self._tokens.get(session_id)
+        row = await self._row(session_id)
+        return row.sealed_tokens if row is not None else None

@@ -24,6 +24,13 @@ class AppSettings(BaseSettings):
     signing_key_file: Path | None = None
     signing_alg: Literal["RS384", "ES384"] = "RS384"
     data_dir: Path = Path("data")
+    # SQLAlchemy async DSN; default: SQLite in data_dir. E.g. postgresql+asyncpg://user@host/db
+    database_url: str | None = None
+    job_workers: int = Field(2, ge=1, le=64)
+    job_lease_s: float = Field(120.0, gt=0)
+    # Per EHR (FHIR base URL): force a write-back strategy instead of reading it from the
+    # CapabilityStatement: composition | document-reference | final-only | none.
+    writeback_strategies: dict[str, str] = Field(default_factory=dict)
     # Empty: any issuer may launch the app. Otherwise only these FHIR base URLs.
     allowed_issuers: list[str] = Field(default_factory=list)
     offline_access: bool = False
@@ -35,6 +42,12 @@ class AppSettings(BaseSettings):
     fhir_page_size: int = Field(100, ge=1, le=1000)
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
     refresh_margin_s: int = Field(60, ge=0)
+
+    @property
+    def database_dsn(self) -> str:
+        return (
+            self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'provenote.db').resolve()}"
+        )
 
     @property
     def redirect_uri(self) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -16,6 +18,7 @@ from smartapp.app import AppState, create_app
 from smartapp.settings import AppSettings
 
 INPATIENT = "IMP"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,11 @@ class RunningApp:
     @property
     def base_url(self) -> str:
         return self.settings.base_url
+
+    def call(self, awaitable: Awaitable[T]) -> T:
+        """Run a coroutine on the app's own event loop (its database connections live there)."""
+        assert self.state.loop is not None
+        return asyncio.run_coroutine_threadsafe(awaitable, self.state.loop).result(timeout=60)
 
 
 @contextmanager

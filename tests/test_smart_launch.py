@@ -111,9 +111,9 @@ def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
             hop = browser.get(location if location.startswith("http") else app.base_url + location)
         session = browser.cookies.get("provenote_session")
         assert session and len(session) >= 40
-        stored = app.state.store.tokens(session)
+        stored = app.call(app.state.store.tokens(session))
         assert stored is not None and stored.tokens.access_token
-        sealed = app.state.store.sealed(session)
+        sealed = app.call(app.state.store.sealed(session))
         assert sealed and stored.tokens.access_token.encode() not in sealed
         assert b"access_token" not in sealed
     assert AppSettings(base_url="https://provenote.example.org").secure_cookies
@@ -355,13 +355,14 @@ def test_an_expiring_token_is_refreshed_before_the_record_pull(
         encounter = inpatient_encounter(browser, sandbox, PATIENT)
         chart_launch(browser, sandbox, PATIENT, encounter)
         session = browser.cookies.get("provenote_session")
-        stored = app.state.store.tokens(session)
+        stored = app.call(app.state.store.tokens(session))
         assert stored is not None and stored.tokens.refresh_token
-        context = app.state.store.context(session)
-        app.state.store.save(session, context, stored.model_copy(update={"expires_at": 0.0}))
+        context = app.call(app.state.store.context(session))
+        expired = stored.model_copy(update={"expires_at": 0.0})
+        app.call(app.state.store.save(session, context, expired))
         record = browser.get(f"{app.base_url}/api/record")
         assert record.status_code == 200 and record.json()["counts"]["Patient"] == 1
-        renewed = app.state.store.tokens(session)
+        renewed = app.call(app.state.store.tokens(session))
         assert renewed.tokens.access_token != stored.tokens.access_token
         assert renewed.tokens.refresh_token != stored.tokens.refresh_token
         assert renewed.expires_at > 0

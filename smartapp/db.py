@@ -1,0 +1,135 @@
+"""Persistence: SQLAlchemy 2 async over SQLite (default) or PostgreSQL, schema by Alembic.
+
+Tables: sessions (sealed tokens and launch context), jobs (state, stage, progress, error,
+attempts, the pulled record so a retry continues from it), drafts (the Composition bundle,
+version, status), write-backs (idempotency key, target, remote id and version, status) and audit
+events (who did what to which draft, when).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import ClassVar
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar = {datetime: DateTime(timezone=True), dict: JSON}
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    context: Mapped[dict] = mapped_column(JSON)
+    sealed_tokens: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(64), index=True)
+    iss: Mapped[str] = mapped_column(Text)
+    patient: Mapped[str] = mapped_column(String(128), index=True)
+    encounter: Mapped[str | None] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    stage: Mapped[str] = mapped_column(String(32))
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    detail: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    record: Mapped[dict | None] = mapped_column(JSON)
+    lease_until: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class DraftRow(Base):
+    __tablename__ = "drafts"
+    __table_args__ = (UniqueConstraint("patient", "encounter", "version"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), unique=True)
+    iss: Mapped[str] = mapped_column(Text)
+    patient: Mapped[str] = mapped_column(String(128), index=True)
+    encounter: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    bundle: Mapped[dict] = mapped_column(JSON)
+    markdown: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WriteBackRow(Base):
+    __tablename__ = "write_backs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    draft_id: Mapped[str] = mapped_column(ForeignKey("drafts.id"), index=True)
+    idempotency_key: Mapped[str] = mapped_column(String(64), unique=True)
+    target: Mapped[str] = mapped_column(Text)
+    strategy: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    remote_type: Mapped[str | None] = mapped_column(String(64))
+    remote_id: Mapped[str | None] = mapped_column(String(128))
+    remote_version: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class AuditRow(Base):
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    actor: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(64))
+    draft_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
+def _upgrade(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class Database:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.engine: AsyncEngine = create_async_engine(dsn, pool_pre_ping=True)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest migration (idempotent)."""
+        async with self.engine.begin() as connection:
+            await connection.run_sync(_upgrade)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,280 @@
+"""Summarization jobs: launch → pull the record → evidence → draft → write-back, durably.
+
+Every stage is persisted before it starts and its output when it ends (the pulled record on the
+job, the draft in its table, the write-back under its idempotency key), so a job interrupted at
+any point resumes from the last stored output, and running it again creates nothing twice.
+Workers run in-process; a running job holds a lease, and a job whose lease ran out (its process
+died) is queued again by whichever process sees it first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from fhir_mapping.composition import draft_bundle
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.settings import get_settings
+from pipeline.summary_text import render_markdown
+from smartapp.db import Database, DraftRow, JobRow
+from smartapp.fhir_client import FhirClient, FhirError, pull_record
+from smartapp.writeback import write_back
+
+ACTIVE = ("queued", "running")
+STAGES = ("queued", "fetching", "ingesting", "summarizing", "writing_back", "done")
+StageHook = Callable[[str, str], Awaitable[None]]
+ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
+
+
+def job_view(job: JobRow) -> dict[str, Any]:
+    """What ``GET /jobs/{id}`` and the progress events say about a job."""
+    return {
+        "id": job.id,
+        "patient": job.patient,
+        "encounter": job.encounter,
+        "state": job.state,
+        "stage": job.stage,
+        "progress": round(job.progress, 3),
+        "detail": job.detail,
+        "error": job.error,
+        "attempts": job.attempts,
+    }
+
+
+class JobService:
+    def __init__(
+        self,
+        database: Database,
+        client_for: ClientFactory,
+        *,
+        workers: int = 2,
+        lease_s: float = 120.0,
+        forced_strategies: dict[str, str] | None = None,
+        stage_hook: StageHook | None = None,
+    ) -> None:
+        self.database = database
+        self.client_for = client_for
+        self.workers = workers
+        self.lease = timedelta(seconds=lease_s)
+        self.forced_strategies = forced_strategies or {}
+        self.stage_hook = stage_hook
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._listeners: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._wake = asyncio.Event()
+        self._tasks = [asyncio.create_task(self._work()) for _ in range(self.workers)]
+
+    async def stop(self) -> None:
+        """Stop the workers where they are, as a dying process would; leases then run out."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    # --- submitting and watching -----------------------------------------------------------------
+
+    async def submit(
+        self, session_id: str, iss: str, patient: str, encounter: str | None
+    ) -> JobRow:
+        """A new job, or the one already queued or running for this patient and encounter."""
+        async with self.database.sessions() as session, session.begin():
+            existing = (
+                (
+                    await session.execute(
+                        select(JobRow).where(
+                            JobRow.patient == patient,
+                            JobRow.encounter == encounter,
+                            JobRow.iss == iss,
+                            JobRow.state.in_(ACTIVE),
+                        )
+                    )
+                )
+                .scalars()
+                .first()
+            )
+            if existing is not None:
+                existing.session_id = session_id
+                return existing
+            job = JobRow(
+                id=str(uuid.uuid4()),
+                session_id=session_id,
+                iss=iss,
+                patient=patient,
+                encounter=encounter,
+                state="queued",
+                stage="queued",
+                progress=0.0,
+                detail="waiting for a worker",
+                attempts=0,
+            )
+            session.add(job)
+        self._wake.set()
+        return job
+
+    async def retry(self, job_id: str) -> JobRow | None:
+        """Queue a failed job again; it continues from what it had stored."""
+        async with self.database.sessions() as session, session.begin():
+            job = await session.get(JobRow, job_id)
+            if job is None or job.state != "failed":
+                return job
+            job.state, job.error = "queued", None
+        self._wake.set()
+        return job
+
+    async def get(self, job_id: str) -> JobRow | None:
+        async with self.database.sessions() as session:
+            return await session.get(JobRow, job_id)
+
+    def listen(self, job_id: str) -> asyncio.Queue[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._listeners.setdefault(job_id, set()).add(queue)
+        return queue
+
+    def unlisten(self, job_id: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        self._listeners.get(job_id, set()).discard(queue)
+
+    # --- working ---------------------------------------------------------------------------------
+
+    async def _requeue_expired(self) -> None:
+        now = datetime.now(UTC)
+        async with self.database.sessions() as session, session.begin():
+            await session.execute(
+                update(JobRow)
+                .where(JobRow.state == "running", JobRow.lease_until < now)
+                .values(state="queued", detail="resumed after an interrupted run")
+            )
+
+    async def _claim(self) -> JobRow | None:
+        await self._requeue_expired()
+        async with self.database.sessions() as session, session.begin():
+            candidate = (
+                await session.execute(
+                    select(JobRow.id)
+                    .where(JobRow.state == "queued")
+                    .order_by(JobRow.created_at)
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+            if candidate is None:
+                return None
+            claimed = await session.execute(
+                update(JobRow)
+                .where(JobRow.id == candidate, JobRow.state == "queued")
+                .values(
+                    state="running",
+                    attempts=JobRow.attempts + 1,
+                    lease_until=datetime.now(UTC) + self.lease,
+                )
+            )
+            if claimed.rowcount != 1:
+                return None
+        return await self.get(candidate)
+
+    async def _work(self) -> None:
+        while True:
+            job = await self._claim()
+            if job is None:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=0.5)
+                continue
+            await self._run(job)
+
+    async def _update(self, job_id: str, **values: Any) -> JobRow:
+        values.setdefault("lease_until", datetime.now(UTC) + self.lease)
+        async with self.database.sessions() as session, session.begin():
+            job = await session.get(JobRow, job_id)
+            assert job is not None
+            for name, value in values.items():
+                setattr(job, name, value)
+        for queue in list(self._listeners.get(job_id, ())):
+            queue.put_nowait(job_view(job))
+        return job
+
+    async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
+        job = await self._update(job.id, stage=stage, progress=progress, detail=detail)
+        if self.stage_hook is not None:
+            await self.stage_hook(job.id, stage)
+        return job
+
+    async def _run(self, job: JobRow) -> None:
+        try:
+            client, scope = await self.client_for(job)
+            if job.record is None:
+                job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
+                record = await pull_record(client, job.patient)
+                job = await self._update(job.id, record=record)
+            draft = await self._existing_draft(job.id)
+            if draft is None:
+                documents = sum(
+                    e["resource"]["resourceType"] == "DocumentReference"
+                    for e in job.record["entry"]
+                )
+                job = await self._stage(
+                    job, "ingesting", 0.35, f"ingesting {documents} documents, building evidence"
+                )
+                state = await asyncio.to_thread(
+                    build_evidence, job.record, job.encounter and f"Encounter/{job.encounter}"
+                )
+                job = await self._stage(job, "summarizing", 0.6, "drafting the summary")
+                draft = await self._store_draft(job, state)
+            job = await self._stage(job, "writing_back", 0.85, "writing the draft back to the EHR")
+            outcome = await write_back(
+                self.database, client, draft, scope, self.forced_strategies.get(job.iss)
+            )
+            await self._update(
+                job.id,
+                state="done",
+                stage="done",
+                progress=1.0,
+                detail=f"draft {draft.id} stored; write-back {outcome.strategy}: {outcome.status}",
+                lease_until=None,
+            )
+        except (FhirError, ValueError, RuntimeError) as failure:
+            await self._update(job.id, state="failed", error=str(failure), lease_until=None)
+
+    async def _existing_draft(self, job_id: str) -> DraftRow | None:
+        async with self.database.sessions() as session:
+            return (
+                await session.execute(select(DraftRow).where(DraftRow.job_id == job_id))
+            ).scalar_one_or_none()
+
+    async def _store_draft(self, job: JobRow, state: Any) -> DraftRow:
+        summary = await asyncio.to_thread(
+            summarize_evidence, state, ratio=get_settings().focus_ratio
+        )
+        bundle = draft_bundle(summary, state, datetime.now(UTC))
+        markdown = render_markdown(summary, state)
+        encounter = (state.encounter or "").split("/")[-1]
+        async with self.database.sessions() as session, session.begin():
+            latest = (
+                await session.execute(
+                    select(func.max(DraftRow.version)).where(
+                        DraftRow.patient == job.patient, DraftRow.encounter == encounter
+                    )
+                )
+            ).scalar_one_or_none()
+            draft = DraftRow(
+                id=str(uuid.uuid4()),
+                job_id=job.id,
+                iss=job.iss,
+                patient=job.patient,
+                encounter=encounter,
+                version=(latest or 0) + 1,
+                status="preliminary",
+                bundle=bundle,
+                markdown=markdown,
+            )
+            session.add(draft)
+        return draft

@@ -1,0 +1,207 @@
+"""Writing the draft back to the EHR, once, in the form the EHR takes.
+
+Strategy (ARCHITECTURE.md), from the CapabilityStatement and the granted scopes unless a per-server
+setting forces one: a Composition where the server creates them; else a DocumentReference with
+``docStatus=preliminary``; where the server takes only ``final`` notes, nothing before sign-off;
+Provenance where allowed. Idempotency: the key (patient, encounter, draft version) is the
+resources' identifier and the write-back row's unique key; creates use ``If-None-Exist``, so a
+retried or duplicated job finds what it wrote instead of writing it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from fhir_mapping.composition import TARGET_ELEMENT
+from fhir_mapping.document_reference import draft_document_reference
+from smartapp.db import Database, DraftRow, WriteBackRow
+from smartapp.fhir_client import FhirClient
+
+Strategy = Literal["composition", "document-reference", "final-only", "none"]
+KEY_SYSTEM = "https://provenote.dev/fhir/draft-key"
+ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-status-accepted"
+
+
+def idempotency_key(patient: str, encounter: str, version: int) -> str:
+    return hashlib.sha256(f"{patient}|{encounter}|{version}".encode()).hexdigest()[:40]
+
+
+def granted(scope: str, resource_type: str, action: str) -> bool:
+    """Whether SMART scopes (v1 or v2) permit ``action`` (``c``, ``u``...) on the type."""
+    for item in scope.split():
+        head, _, tail = item.partition("/")
+        kind, _, permission = tail.partition(".")
+        if head not in {"patient", "user", "system"} or kind not in {resource_type, "*"}:
+            continue
+        permission = permission.split("?")[0]
+        if permission in {"*", "write"} or action in permission:
+            return True
+    return False
+
+
+def choose_strategy(statement: dict[str, Any], scope: str, forced: str | None = None) -> Strategy:
+    if forced:
+        return forced  # type: ignore[return-value]
+    creatable: dict[str, dict[str, Any]] = {}
+    for rest in statement.get("rest", []):
+        for resource in rest.get("resource", []):
+            codes = {i.get("code") for i in resource.get("interaction", [])}
+            if "create" in codes:
+                creatable[resource.get("type", "")] = resource
+    if "Composition" in creatable and granted(scope, "Composition", "c"):
+        return "composition"
+    document = creatable.get("DocumentReference")
+    if document is not None and granted(scope, "DocumentReference", "c"):
+        accepted = [
+            e.get("valueCode")
+            for e in document.get("extension", [])
+            if e.get("url") == ACCEPTED_STATUS
+        ]
+        return "final-only" if accepted and "preliminary" not in accepted else "document-reference"
+    return "none"
+
+
+def _provenance_allowed(statement: dict[str, Any], scope: str) -> bool:
+    return granted(scope, "Provenance", "c") and any(
+        resource.get("type") == "Provenance"
+        and any(i.get("code") == "create" for i in resource.get("interaction", []))
+        for rest in statement.get("rest", [])
+        for resource in rest.get("resource", [])
+    )
+
+
+def _identifier(key: str) -> dict[str, str]:
+    return {"system": KEY_SYSTEM, "value": key}
+
+
+def _rewrite(value: Any, targets: dict[str, str]) -> Any:
+    if isinstance(value, list):
+        return [_rewrite(item, targets) for item in value]
+    if isinstance(value, dict):
+        rewritten = {key: _rewrite(item, targets) for key, item in value.items()}
+        if rewritten.get("reference") in targets:
+            rewritten["reference"] = targets[rewritten["reference"]]
+        return rewritten
+    return value
+
+
+async def _write_composition(
+    client: FhirClient, draft: DraftRow, key: str, scope: str, with_provenance: bool
+) -> tuple[str, str, str | None]:
+    by_url = {entry["fullUrl"]: entry["resource"] for entry in draft.bundle["entry"]}
+    device_url, device = next((u, r) for u, r in by_url.items() if r["resourceType"] == "Device")
+    composition_url, composition = next(
+        (u, r) for u, r in by_url.items() if r["resourceType"] == "Composition"
+    )
+    if granted(scope, "Device", "c"):
+        identifier = device["identifier"][0]
+        written_device = await client.create(
+            device, if_none_exist=f"identifier={identifier['system']}|{identifier['value']}"
+        )
+        targets = {device_url: f"Device/{written_device['id']}"}
+    else:  # no right to create a Device: it travels inside the Composition
+        composition = composition | {"contained": [device | {"id": "device"}]}
+        targets = {device_url: "#device"}
+    composition = _rewrite(composition, targets) | {"identifier": _identifier(key)}
+    written = await client.create(composition, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    target = f"Composition/{written['id']}"
+    targets[composition_url] = target
+    if with_provenance:
+        provenances = [
+            _rewrite(r, targets) for r in by_url.values() if r["resourceType"] == "Provenance"
+        ]
+        await _create_missing_provenances(client, provenances, target)
+    return "Composition", written["id"], written.get("meta", {}).get("versionId")
+
+
+async def _create_missing_provenances(
+    client: FhirClient, provenances: list[dict[str, Any]], target: str
+) -> None:
+    existing = await client.search("Provenance", {"target": target})
+    written = {
+        extension.get("valueUri")
+        for provenance in existing
+        for item in provenance.get("target", [])
+        for extension in item.get("extension", [])
+        if extension.get("url") == TARGET_ELEMENT
+    }
+    for provenance in provenances:
+        element = provenance["target"][0].get("extension", [{}])[0].get("valueUri")
+        if element not in written:
+            await client.create(provenance)
+
+
+async def _write_document_reference(
+    client: FhirClient, draft: DraftRow, key: str, with_provenance: bool
+) -> tuple[str, str, str | None]:
+    resource = draft_document_reference(
+        text=draft.markdown,
+        patient=f"Patient/{draft.patient}",
+        encounter=f"Encounter/{draft.encounter}" if draft.encounter else None,
+        identifier=_identifier(key),
+        doc_status="preliminary",
+        date=datetime.now(UTC),
+    )
+    written = await client.create(resource, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    target = f"DocumentReference/{written['id']}"
+    if with_provenance:
+        composition_provenance = next(
+            (
+                e["resource"]
+                for e in draft.bundle["entry"]
+                if e["resource"]["resourceType"] == "Provenance"
+            ),
+            None,
+        )
+        if composition_provenance is not None:
+            provenance = composition_provenance | {"target": [{"reference": target}]}
+            provenance["agent"] = [
+                agent | {"who": {"display": "Provenote AI drafting software"}}
+                for agent in provenance["agent"]
+            ]
+            await _create_missing_provenances(client, [provenance], target)
+    return "DocumentReference", written["id"], written.get("meta", {}).get("versionId")
+
+
+async def write_back(
+    database: Database,
+    client: FhirClient,
+    draft: DraftRow,
+    scope: str,
+    forced: str | None = None,
+) -> WriteBackRow:
+    """Write ``draft`` to its EHR by the chosen strategy; the recorded outcome either way."""
+    key = idempotency_key(draft.patient, draft.encounter, draft.version)
+    async with database.sessions() as session, session.begin():
+        row = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+        if row is not None and row.status in {"done", "deferred"}:
+            return row
+    statement = await client.read_reference("metadata")
+    strategy = choose_strategy(statement, scope, forced)
+    provenance = _provenance_allowed(statement, scope)
+    remote: tuple[str | None, str | None, str | None] = (None, None, None)
+    status = "deferred" if strategy in {"final-only", "none"} else "done"
+    if strategy == "composition":
+        remote = await _write_composition(client, draft, key, scope, provenance)
+    elif strategy == "document-reference":
+        remote = await _write_document_reference(client, draft, key, provenance)
+    async with database.sessions() as session, session.begin():
+        row = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+        if row is None:
+            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft.id, idempotency_key=key)
+            session.add(row)
+        row.target = client.base
+        row.strategy = strategy
+        row.status = status
+        row.remote_type, row.remote_id, row.remote_version = remote
+        row.error = None
+    return row
