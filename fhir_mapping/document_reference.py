@@ -24,7 +24,7 @@ def draft_document_reference(
     doc_status: str,
     date: datetime,
 ) -> dict[str, Any]:
-    """A DocumentReference (LOINC 18842-5, clinical-note) whose text starts by saying it is a draft."""
+    """A DocumentReference (LOINC 18842-5, clinical-note) whose text first says it is a draft."""
     body = f"{DRAFT_FIRST_LINE}\n\n{text}"
     resource: dict[str, Any] = {
         "resourceType": "DocumentReference",

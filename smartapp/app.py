@@ -15,14 +15,14 @@ import httpx
 from joserfc.jwk import ECKey, RSAKey
 from litestar import Litestar, Request, get, post
 from litestar.datastructures import Cookie
-from litestar.params import FromQuery, QueryParameter
+from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
 from sqlalchemy import select
 
 from pipeline.rendering import render
 from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
 from smartapp.fhir_client import FhirClient, FhirError, TokenGetter, pull_record
-from smartapp.jobs import JobService, job_view
+from smartapp.jobs import JobService, StageHook, job_view
 from smartapp.keys import public_jwks, signing_key, token_cipher
 from smartapp.oauth import (
     SmartError,
@@ -128,7 +128,10 @@ def fhir_client_for(state: AppState, session_id: str, context: LaunchContext) ->
     )
 
 
-def create_app(settings: AppSettings | None = None) -> Litestar:
+def create_app(
+    settings: AppSettings | None = None, stage_hook: StageHook | None = None
+) -> Litestar:
+    """The app; ``stage_hook`` runs as each job stage starts (tests use it to interrupt a job)."""
     settings = settings or get_app_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     key = signing_key(settings) if settings.client_auth == "private_key_jwt" else None
@@ -256,7 +259,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
                 ).scalar_one_or_none()
         return job, draft
 
-    async def visible_job(request: Request, job_id: str) -> JobRow | None:
+    async def visible_job(request: Request, job_id: FromPath[str]) -> JobRow | None:
         """The job, if the requesting session's launch context is about its patient."""
         context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         job = await state.jobs.get(job_id) if state.jobs is not None else None
@@ -273,14 +276,14 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
         return Response(page, media_type="text/html")
 
     @get("/jobs/{job_id:str}")
-    async def job_api(request: Request, job_id: str) -> Response[Any]:
+    async def job_api(request: Request, job_id: FromPath[str]) -> Response[Any]:
         job = await visible_job(request, job_id)
         if job is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
         return Response(job_view(job))
 
     @post("/jobs/{job_id:str}/retry")
-    async def job_retry(request: Request, job_id: str) -> Response[Any]:
+    async def job_retry(request: Request, job_id: FromPath[str]) -> Response[Any]:
         job = await visible_job(request, job_id)
         if job is None or state.jobs is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
@@ -288,7 +291,9 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
         return Response(job_view(retried or job), status_code=202)
 
     @get("/jobs/{job_id:str}/events")
-    async def job_events(request: Request, job_id: str) -> Response[Any] | ServerSentEvent:
+    async def job_events(
+        request: Request, job_id: FromPath[str]
+    ) -> Response[Any] | ServerSentEvent:
         job = await visible_job(request, job_id)
         if job is None or state.jobs is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
@@ -308,7 +313,9 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
 
         return ServerSentEvent(stream())
 
-    async def visible_draft(request: Request, draft_id: str) -> tuple[DraftRow, Any] | None:
+    async def visible_draft(
+        request: Request, draft_id: FromPath[str]
+    ) -> tuple[DraftRow, Any] | None:
         context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         async with database.sessions() as session:
             draft = await session.get(DraftRow, draft_id)
@@ -320,7 +327,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
         return draft, written
 
     @get("/drafts/{draft_id:str}")
-    async def draft_page(request: Request, draft_id: str) -> Response[str]:
+    async def draft_page(request: Request, draft_id: FromPath[str]) -> Response[str]:
         found = await visible_draft(request, draft_id)
         if found is None:
             return _error("No such draft in this launch context.", 404)
@@ -329,7 +336,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
         return Response(page, media_type="text/html")
 
     @get("/api/drafts/{draft_id:str}")
-    async def draft_api(request: Request, draft_id: str) -> Response[Any]:
+    async def draft_api(request: Request, draft_id: FromPath[str]) -> Response[Any]:
         found = await visible_draft(request, draft_id)
         if found is None:
             return Response({"error": "no such draft in this launch context"}, status_code=404)
@@ -392,6 +399,7 @@ def create_app(settings: AppSettings | None = None) -> Litestar:
             workers=settings.job_workers,
             lease_s=settings.job_lease_s,
             forced_strategies=settings.writeback_strategies,
+            stage_hook=stage_hook,
         )
         await state.jobs.start()
 

@@ -15,6 +15,7 @@ import httpx
 from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import AppState, create_app
+from smartapp.jobs import StageHook
 from smartapp.settings import AppSettings
 
 INPATIENT = "IMP"
@@ -37,14 +38,16 @@ class RunningApp:
 
 
 @contextmanager
-def running_app(sandbox: Sandbox, data_dir: Path, **overrides: object) -> Iterator[RunningApp]:
+def running_app(
+    sandbox: Sandbox, data_dir: Path, stage_hook: StageHook | None = None, **overrides: object
+) -> Iterator[RunningApp]:
     """The app on its own port, registered with the sandbox as configured, charts pointing at it."""
     port = free_port()
     fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
     settings = AppSettings(**fields)  # type: ignore[arg-type]
     sandbox.register(app_client(settings))
     sandbox.app_launch_url = settings.launch_url
-    app = create_app(settings)
+    app = create_app(settings, stage_hook)
     server = ThreadedServer(app, port)
     server.start()
     try:

@@ -100,10 +100,12 @@ class Sandbox:
         app_launch_url: str,
         seed_paths: list[Path] | None = None,
         access_token_ttl_s: int = 300,
+        capability_profile: str = "composition",
     ) -> None:
         self.app_launch_url = app_launch_url
         self.seed_paths = seed_paths or [SAMPLES]
         self.access_token_ttl_s = access_token_ttl_s
+        self.capability_profile = capability_profile
         self.admin_token = os.urandom(16).hex()
         self.auth_port = free_port()
         self.fhir_port = free_port()
@@ -141,6 +143,7 @@ class Sandbox:
             "TOKEN_URL": f"{self.issuer}/token",
             "JWKS_URL": f"{self.issuer}/jwks",
             "ADMIN_TOKEN": self.admin_token,
+            "CAPABILITY_PROFILE": self.capability_profile,
         }
         self._node = subprocess.Popen(
             [node, "server.mjs"], cwd=FHIR_SERVER_DIR, env=env, stdout=subprocess.PIPE
@@ -181,11 +184,25 @@ class Sandbox:
         self._web.start()
         return self
 
-    def set_fault(self, mode: str, count: int = 1, retry_after: int = 1, delay_ms: int = 0) -> None:
-        """Make the FHIR server answer the next ``count`` requests with a fault (tests)."""
+    def set_fault(
+        self,
+        mode: str,
+        count: int = 1,
+        retry_after: int = 1,
+        delay_ms: int = 0,
+        match: str = "",
+    ) -> None:
+        """Make the FHIR server answer the next ``count`` requests (those starting with ``match``,
+        e.g. ``POST /Composition``) with a fault: 429, 503, 500, slow or drop (tests)."""
         httpx.post(
             f"http://127.0.0.1:{self.fhir_port}/__admin/faults",
-            json={"mode": mode, "count": count, "retry_after": retry_after, "delay_ms": delay_ms},
+            json={
+                "mode": mode,
+                "count": count,
+                "retry_after": retry_after,
+                "delay_ms": delay_ms,
+                "match": match,
+            },
             headers={"x-admin-token": self.admin_token},
         ).raise_for_status()
 

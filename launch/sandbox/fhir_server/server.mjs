@@ -9,6 +9,9 @@
 //   TOKEN_PUBLIC_KEY  path to the PEM public key that signs access tokens (RS256)
 //   AUTHORIZE_URL, TOKEN_URL, JWKS_URL, REVOCATION_URL   advertised in the SMART configuration
 //   ADMIN_TOKEN       secret for the /__admin endpoints and for seeding (sent as x-admin-token)
+//   CAPABILITY_PROFILE  what the server accepts for write-back: composition (default: creates
+//                     Composition), document-reference (no Composition; DocumentReference drafts),
+//                     final-only (no Composition; DocumentReference with docStatus final only)
 import { createPublicKey, timingSafeEqual, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -24,6 +27,8 @@ const ADMIN_TOKEN = env.ADMIN_TOKEN ?? '';
 const TOKEN_KEY = env.TOKEN_PUBLIC_KEY ? createPublicKey(readFileSync(env.TOKEN_PUBLIC_KEY)) : null;
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+const PROFILE = env.CAPABILITY_PROFILE ?? 'composition';
+const ACCEPTED_STATUS = 'https://provenote.dev/fhir/StructureDefinition/document-status-accepted';
 const SUPPORTED_TYPES = [
   'Patient', 'Encounter', 'Condition', 'MedicationRequest', 'Medication', 'AllergyIntolerance',
   'Procedure', 'DiagnosticReport', 'Observation', 'DocumentReference', 'Binary', 'Composition',
@@ -38,7 +43,7 @@ for (const file of SEARCH_PARAMETER_BUNDLE_FILES) {
 
 const repo = new MemoryRepository();
 const router = new FhirRouter();
-const faults = { mode: 'none', remaining: 0, retryAfter: 1, delayMs: 0 };
+const faults = { mode: 'none', remaining: 0, retryAfter: 1, delayMs: 0, match: '' };
 
 function outcome(status, code, text) {
   return {
@@ -193,12 +198,15 @@ function capabilityStatement() {
             },
           ],
         },
-        resource: SUPPORTED_TYPES.map((type) => ({
-          type,
-          interaction: ['read', 'vread', 'search-type', 'create', 'update'].map((code) => ({ code })),
-          conditionalCreate: true,
-          versioning: 'versioned',
-        })),
+        resource: SUPPORTED_TYPES.map((type) => {
+          const writable = !(type === 'Composition' && PROFILE !== 'composition');
+          const codes = ['read', 'vread', 'search-type', ...(writable ? ['create', 'update'] : [])];
+          const entry = { type, interaction: codes.map((code) => ({ code })), conditionalCreate: writable, versioning: 'versioned' };
+          if (type === 'DocumentReference' && PROFILE === 'final-only') {
+            entry.extension = [{ url: ACCEPTED_STATUS, valueCode: 'final' }];
+          }
+          return entry;
+        }),
         interaction: [{ code: 'transaction' }, { code: 'batch' }],
       },
     ],
@@ -234,6 +242,7 @@ async function admin(req, res, path) {
     faults.remaining = body?.count ?? (faults.mode === 'none' ? 0 : 1);
     faults.retryAfter = body?.retry_after ?? 1;
     faults.delayMs = body?.delay_ms ?? 0;
+    faults.match = body?.match ?? '';
     return send(res, 200, { ...faults });
   }
   if (path === '/__admin/reset') {
@@ -244,8 +253,9 @@ async function admin(req, res, path) {
 }
 
 // Returns true when a fault was injected (the request must not be handled further).
-async function injectFault(req, res) {
+async function injectFault(req, res, rest) {
   if (faults.mode === 'none' || faults.remaining <= 0) return false;
+  if (faults.match && !`${req.method} ${rest}`.startsWith(faults.match)) return false;
   faults.remaining -= 1;
   if (faults.mode === 'slow') {
     await new Promise((resolve) => setTimeout(resolve, faults.delayMs));
@@ -278,7 +288,7 @@ async function handleFhir(req, res, url) {
       });
     }
   }
-  if (await injectFault(req, res)) return undefined;
+  if (await injectFault(req, res, rest)) return undefined;
   const segments = rest.split('/').filter(Boolean);
   const scopes = claims ? parseScopes(claims.scope) : [];
   const patientId = claims && scopes.every((s) => s.context === 'patient') ? claims.patient : undefined;
@@ -290,6 +300,12 @@ async function handleFhir(req, res, url) {
     }
   }
   const body = ['POST', 'PUT', 'PATCH'].includes(req.method) ? await readBody(req) : undefined;
+  if (!admin && body && PROFILE !== 'composition' && segments[0] === 'Composition') {
+    return send(res, 405, outcome(405, 'not-supported', 'this EHR does not accept Composition').body);
+  }
+  if (!admin && body && PROFILE === 'final-only' && segments[0] === 'DocumentReference' && body.docStatus !== 'final') {
+    return send(res, 422, outcome(422, 'business-rule', 'this EHR accepts final notes only').body);
+  }
   if (patientId && body && !visibleTo(patientId, body)) {
     return send(res, 403, outcome(403, 'forbidden', 'the resource is outside the patient in context').body);
   }

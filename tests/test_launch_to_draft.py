@@ -1,0 +1,203 @@
+"""Launch → job → draft stored → written back, end to end, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from launch.sandbox.run import Sandbox
+from smartapp.writeback import KEY_SYSTEM, idempotency_key
+from tests.smart_support import RunningApp, chart_launch, inpatient_encounter, running_app
+
+PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+POSTGRES = os.environ.get(
+    "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+async def _postgres(statement: str) -> None:
+    connection = await asyncpg.connect(POSTGRES, timeout=5)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """None: the default SQLite file; else a fresh PostgreSQL database, dropped afterwards."""
+    if request.param == "sqlite":
+        yield None
+        return
+    name = f"provenote_{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_postgres(f"CREATE DATABASE {name}"))
+    except (OSError, asyncpg.PostgresError) as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL at {POSTGRES}: {error}")
+    base = POSTGRES.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    yield f"{base}/{name}"
+    asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+@pytest.fixture(scope="module", params=["composition", "document-reference", "final-only"])
+def profiled_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    with Sandbox(
+        app_launch_url="http://127.0.0.1:1/launch", capability_profile=request.param
+    ) as box:
+        yield box
+
+
+def launch(browser: httpx.Client, sandbox: Sandbox, patient: str = PATIENT) -> str:
+    """Launch from the chart as a browser would; the id of the job the launch started."""
+    encounter = inpatient_encounter(browser, sandbox, patient)
+    landing = chart_launch(browser, sandbox, patient, encounter)
+    assert landing.status_code == 200, landing.text[:300]
+    return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+
+
+def wait_for(browser: httpx.Client, app: RunningApp, job_id: str, timeout_s: float = 120) -> dict:
+    deadline = time.monotonic() + timeout_s
+    job: dict = {}
+    while time.monotonic() < deadline:
+        job = browser.get(f"{app.base_url}/jobs/{job_id}").json()
+        if job.get("state") in {"done", "failed"}:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+def draft_of(browser: httpx.Client, app: RunningApp) -> dict:
+    page = browser.get(f"{app.base_url}/").text
+    draft_id = page.split('href="/drafts/', 1)[1].split('"', 1)[0]
+    return browser.get(f"{app.base_url}/api/drafts/{draft_id}").json()
+
+
+def on_server(sandbox: Sandbox, kind: str, **params: str) -> list[dict]:
+    answer = httpx.get(
+        f"{sandbox.fhir_base}/{kind}",
+        params=params,
+        headers={"x-admin-token": sandbox.admin_token},
+    )
+    return [entry["resource"] for entry in answer.json().get("entry", [])]
+
+
+def identifier_of(draft: dict) -> str:
+    key = idempotency_key(draft["patient"], draft["encounter"], draft["version"])
+    return f"{KEY_SYSTEM}|{key}"
+
+
+def test_launch_to_draft_for_each_capability_profile(
+    profiled_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    sandbox = profiled_sandbox
+    profile = sandbox.capability_profile
+    with (
+        running_app(sandbox, tmp_path, client_id=f"app-{profile}") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch(browser, sandbox))
+        assert job["state"] == "done", job
+        draft = draft_of(browser, app)
+        assert draft["status"] == "preliminary" and draft["version"] == 1
+        assert draft["markdown"].startswith("# Discharge summary: AI DRAFT")
+        compositions = on_server(sandbox, "Composition", identifier=identifier_of(draft))
+        documents = on_server(sandbox, "DocumentReference", identifier=identifier_of(draft))
+        if profile == "composition":
+            assert draft["write_back"]["strategy"] == "composition"
+            (composition,) = compositions
+            assert composition["status"] == "preliminary"
+            assert composition["subject"]["reference"] == f"Patient/{PATIENT}"
+            assert draft["write_back"]["remote"] == f"Composition/{composition['id']}"
+            target = f"Composition/{composition['id']}"
+            assert len(on_server(sandbox, "Provenance", target=target)) == len(
+                composition["section"]
+            )
+        elif profile == "document-reference":
+            assert draft["write_back"]["strategy"] == "document-reference"
+            assert compositions == []
+            (document,) = documents
+            assert document["docStatus"] == "preliminary"
+            assert document["type"]["coding"][0]["code"] == "18842-5"
+            encounter = document["context"]["encounter"][0]["reference"]
+            assert encounter == f"Encounter/{draft['encounter']}"
+            attachment = document["content"][0]["attachment"]
+            assert attachment["contentType"] == "text/plain; charset=utf-8"
+            assert (
+                base64.b64decode(attachment["data"]).decode().startswith("AI DRAFT - NOT REVIEWED")
+            )
+        else:
+            assert draft["write_back"] == {
+                "strategy": "final-only",
+                "status": "deferred",
+                "remote": None,
+            }
+            assert compositions == [] and documents == []
+
+
+def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
+    sandbox: Sandbox, tmp_path: Path, database_url: str | None
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-twice", database_url=database_url) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job_id = launch(browser, sandbox)
+        assert wait_for(browser, app, job_id)["state"] == "done"
+        draft = draft_of(browser, app)
+        job = app.call(app.state.jobs.get(job_id))
+        app.call(app.state.jobs._run(job))  # the same job, run again from the start
+        assert browser.get(f"{app.base_url}/jobs/{job_id}").json()["state"] == "done"
+        assert len(on_server(sandbox, "Composition", identifier=identifier_of(draft))) == 1
+        assert draft_of(browser, app)["id"] == draft["id"]
+
+
+def test_a_write_back_retried_after_a_timeout_leaves_one_draft(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-timeout", http_timeout_s=1.0) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        sandbox.set_fault("slow", count=1, delay_ms=1500, match="POST /Composition")
+        try:
+            job = wait_for(browser, app, launch(browser, sandbox))
+        finally:
+            sandbox.set_fault("none", count=0)
+        assert job["state"] == "done", job
+        draft = draft_of(browser, app)
+        assert len(on_server(sandbox, "Composition", identifier=identifier_of(draft))) == 1
+
+
+def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
+    sandbox: Sandbox, tmp_path: Path, database_url: str | None
+) -> None:
+    reached = threading.Event()
+
+    async def die_at_write_back(job_id: str, stage: str) -> None:
+        if stage == "writing_back":
+            reached.set()
+            await asyncio.Event().wait()  # the process "dies" here: nothing after runs
+
+    options = {"client_id": "app-crash", "database_url": database_url, "job_lease_s": 1.0}
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        with running_app(sandbox, tmp_path, die_at_write_back, **options):
+            job_id = launch(browser, sandbox)
+            assert reached.wait(timeout=120)
+        with running_app(sandbox, tmp_path, **options) as second:
+            job = wait_for(browser, second, job_id)
+            assert job["state"] == "done" and job["attempts"] == 2
+            draft = draft_of(browser, second)
+            assert draft["version"] == 1
+            assert len(on_server(sandbox, "Composition", identifier=identifier_of(draft))) == 1
