@@ -240,14 +240,19 @@ def create_app(
             await state.jobs.submit(session_id, context.iss, context.patient, context.encounter)
         return Redirect("/", status_code=302)
 
-    async def latest_job(session_id: str | None) -> tuple[JobRow | None, DraftRow | None]:
-        if not session_id:
+    async def latest_job(context: LaunchContext | None) -> tuple[JobRow | None, DraftRow | None]:
+        """The newest job for the launch context's patient and encounter (it may be shared)."""
+        if context is None or not context.patient:
             return None, None
         async with database.sessions() as session:
             job = (
                 await session.execute(
                     select(JobRow)
-                    .where(JobRow.session_id == session_id)
+                    .where(
+                        JobRow.iss == context.iss,
+                        JobRow.patient == context.patient,
+                        JobRow.encounter == context.encounter,
+                    )
                     .order_by(JobRow.created_at.desc())
                     .limit(1)
                 )
@@ -269,9 +274,8 @@ def create_app(
 
     @get("/")
     async def landing(request: Request) -> Response[str]:
-        session_id = request.cookies.get(SESSION_COOKIE)
-        context = await state.store.context(session_id)
-        job, draft = await latest_job(session_id)
+        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        job, draft = await latest_job(context)
         page = render("app/landing.html.j2", context=context, job=job, draft=draft)
         return Response(page, media_type="text/html")
 

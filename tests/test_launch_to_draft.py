@@ -201,3 +201,43 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
             draft = draft_of(browser, second)
             assert draft["version"] == 1
             assert len(on_server(sandbox, "Composition", identifier=identifier_of(draft))) == 1
+
+
+@pytest.mark.shared_data
+def test_twenty_concurrent_launches_for_ten_patients_never_mix_patients(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.conftest import SYNTHEA
+
+    with (
+        Sandbox(app_launch_url="http://127.0.0.1:1/launch", seed_paths=[SYNTHEA]) as sandbox,
+        running_app(sandbox, tmp_path, client_id="app-load", job_workers=4) as app,
+    ):
+        chart = httpx.get(sandbox.chart_url, timeout=120).text
+        sections = chart.split('<h2 id="')[1:11]
+        encounters = {
+            part.split('"', 1)[0]: part.split('name="encounter" value="', 1)[1].split('"', 1)[0]
+            for part in sections
+        }
+        patients = list(encounters)
+        assert len(patients) == 10
+
+        def one_launch(patient: str) -> tuple[str, dict, dict]:
+            with httpx.Client(follow_redirects=True, timeout=120) as browser:
+                landing = chart_launch(browser, sandbox, patient, encounters[patient])
+                job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+                job = wait_for(browser, app, job_id, timeout_s=300)
+                return patient, job, draft_of(browser, app)
+
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            results = list(pool.map(one_launch, patients * 2))
+        for patient, job, draft in results:
+            assert job["state"] == "done", job
+            assert job["patient"] == patient and draft["patient"] == patient
+            assert draft["bundle"]["entry"][1]["resource"]["subject"]["reference"] == (
+                f"Patient/{patient}"
+            )
+        drafts = {draft["id"]: draft for _, _, draft in results}
+        for draft in drafts.values():
+            (written,) = on_server(sandbox, "Composition", identifier=identifier_of(draft))
+            assert written["subject"]["reference"] == f"Patient/{draft['patient']}"
