@@ -2,11 +2,12 @@
 
 import sys
 
-from bench import evidence, fetch, focus_quality, focus_speed
+from bench import evidence, fetch, focus_quality, focus_speed, launch_to_draft
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
     evidence.main()
     fetch.main()
+    launch_to_draft.main()
     focus_quality.main()
     focus_speed.main()

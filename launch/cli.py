@@ -20,6 +20,7 @@ import uvicorn
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
+from launch.demo import DemoError, run_demo
 from launch.sandbox.run import Sandbox, SandboxError, app_client
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.evidence_summary import summarize_evidence
@@ -277,6 +278,26 @@ def sandbox(
         stop.wait()
     finally:
         box.stop()
+
+
+@app.command()
+def demo(
+    keep_running: Annotated[
+        bool, typer.Option("--keep-running", help="Leave the sandbox and the app up afterwards.")
+    ] = False,
+    data_dir: Annotated[Path, typer.Option(help="Where the demo app keeps its data.")] = Path(
+        "data/demo"
+    ),
+) -> None:
+    """Launch Provenote from the sandbox chart and show the draft it writes back."""
+    try:
+        code = run_demo(data_dir, keep_running)
+    except (DemoError, SandboxError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main job on the embedded defaults: set up, build the evidence state of the shipped sample
-# patient, then draft its discharge summary (evidence-only) as a FHIR bundle and for people.
+# The main job on the embedded defaults: set up, then run the demo. The sandbox EHR (a real FHIR
+# server and SMART authorization server) and the app start; Provenote is launched from the chart
+# for a Synthea patient, pulls the record, drafts the summary, stores it (SQLite) and writes it
+# back; the draft and its URLs are printed. Extra arguments go to `provenote demo`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash launch/setup.sh
-.venv/bin/provenote evidence --output data/evidence.json "$@"
-.venv/bin/provenote summarize --output data/draft-bundle.json "$@"
-exec .venv/bin/provenote summarize --format markdown "$@"
+exec .venv/bin/provenote demo "$@"

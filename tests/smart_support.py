@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,13 +11,13 @@ from typing import TypeVar
 
 import httpx
 
+from launch.demo import inpatient_encounter as chart_inpatient_encounter
 from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import AppState, create_app
 from smartapp.jobs import StageHook
 from smartapp.settings import AppSettings
 
-INPATIENT = "IMP"
 T = TypeVar("T")
 
 
@@ -65,13 +64,8 @@ def chart_launch(
 
 
 def inpatient_encounter(browser: httpx.Client, sandbox: Sandbox, patient: str) -> str:
-    """The first inpatient encounter the chart lists for ``patient`` (most recent first)."""
-    chart = browser.get(sandbox.chart_url).text
-    section = chart.split(f'id="{patient}"', 1)[1].split("<h2", 1)[0]
-    for row in re.findall(r"<tr>(.*?)</tr>", section, re.S):
-        if f"<td>{INPATIENT}</td>" in row:
-            return re.search(r'name="encounter" value="([^"]+)"', row).group(1)
-    raise AssertionError(f"no inpatient encounter for {patient}")
+    """The most recent inpatient encounter the chart lists for ``patient``."""
+    return chart_inpatient_encounter(browser.get(sandbox.chart_url).text, patient)
 
 
 def registered(client_id: str, kind: str, redirect_uri: str, **extra: object) -> RegisteredClient:

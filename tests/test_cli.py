@@ -180,3 +180,21 @@ def test_sandbox_command_prints_its_urls_serves_the_chart_and_stops_on_sigterm()
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_demo_launches_drafts_writes_back_and_prints_the_urls(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("provenote")
+    completed = subprocess.run(
+        [str(script), "demo", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    lines = completed.stdout.splitlines()
+    assert lines[0] == "# Discharge summary: AI DRAFT, needs physician review"
+    tail = lines[-4:]
+    assert [line.split(": ", 1)[0] for line in tail] == ["Chart", "App", "Draft", "Composition"]
+    assert "/fhir/R4/Composition/" in tail[3]
+    assert "done" in completed.stderr and "writing_back" in completed.stderr

@@ -1,0 +1,112 @@
+"""Launch to stored draft for 10 Synthea inpatient stays, by stage, against the I/O floor.
+
+The sandbox is seeded with ../shared/data/synthea/california (the shipped samples when that is
+absent); 10 inpatient encounters are launched from the chart one after another, each through the
+whole path (SMART launch, job, record pull, evidence, summary, write-back). A stage hook stamps
+when each stage starts. The floor is only pulling the same patients' records with the same client.
+
+Run: ``python -m bench.launch_to_draft``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+
+from launch.sandbox.authorization import LaunchContext
+from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, app_client, free_port
+from smartapp.app import create_app
+from smartapp.fhir_client import FhirClient, pull_record
+from smartapp.settings import AppSettings
+
+SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
+STAYS = 10
+
+
+def stays(chart: str) -> list[tuple[str, str]]:
+    found = []
+    for part in chart.split('<h2 id="')[1:]:
+        patient = part.split('"', 1)[0]
+        for row in re.findall(r"<tr>(.*?)</tr>", part.split("<h2", 1)[0], re.S):
+            if "<td>IMP</td>" in row:
+                found.append(
+                    (patient, re.search(r'name="encounter" value="([^"]+)"', row).group(1))
+                )
+    return found[:STAYS]
+
+
+async def _pull(sandbox: Sandbox, patient: str) -> float:
+    token = sandbox.auth.access_token("bench", "patient/*.rs", LaunchContext(f"Patient/{patient}"))
+
+    async def get_token(refresh: bool) -> str:
+        return token
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        start = time.perf_counter()
+        await pull_record(FhirClient(sandbox.fhir_base, http, get_token), patient)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    seeds = [SYNTHEA] if SYNTHEA.is_dir() else [SAMPLES]
+    stamps: dict[str, list[tuple[str, float]]] = defaultdict(list)
+
+    async def stamp(job_id: str, stage: str) -> None:
+        stamps[job_id].append((stage, time.perf_counter()))
+
+    port = free_port()
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch", seed_paths=seeds) as sandbox,
+    ):
+        settings = AppSettings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(data_dir))
+        sandbox.register(app_client(settings))
+        server = ThreadedServer(create_app(settings, stamp), port)
+        server.start()
+        try:
+            chart = httpx.get(sandbox.chart_url, timeout=300).text
+            chosen = stays(chart)
+            totals, floors = [], []
+            by_stage: dict[str, list[float]] = defaultdict(list)
+            for patient, encounter in chosen:
+                with httpx.Client(follow_redirects=True, timeout=300) as browser:
+                    start = time.perf_counter()
+                    landing = browser.post(
+                        f"{sandbox.chart_url}/launch",
+                        data={"patient": patient, "encounter": encounter},
+                    )
+                    job_id = re.search(r'data-job="([^"]+)"', landing.text).group(1)
+                    while browser.get(f"{settings.base_url}/jobs/{job_id}").json()["state"] not in {
+                        "done",
+                        "failed",
+                    }:
+                        time.sleep(0.02)
+                    end = time.perf_counter()
+                marks = [("launch", start), *stamps[job_id], ("end", end)]
+                for (stage, at), (_, following) in itertools.pairwise(marks):
+                    by_stage[stage].append(following - at)
+                totals.append(end - start)
+                floors.append(asyncio.run(_pull(sandbox, patient)))
+        finally:
+            server.stop()
+    print(f"Launch to stored, written-back draft: {len(totals)} inpatient stays (median seconds)")
+    for stage in ("launch", "fetching", "ingesting", "summarizing", "writing_back"):
+        if by_stage.get(stage):
+            print(f"  {stage:<13} {statistics.median(by_stage[stage]):7.3f}")
+    total, floor = statistics.median(totals), statistics.median(floors)
+    print(f"  total         {total:7.3f}")
+    print(
+        f"  record pull only (the I/O floor) {floor:.3f} s; total / floor = {total / floor:.2f}\n"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""``provenote demo``: the whole flow on one machine, as a physician and an EHR would drive it.
+
+Starts the sandbox EHR and the app, launches Provenote from the chart for a Synthea patient with
+an inpatient stay (following the redirects as a browser does), follows the job's progress over
+Server-Sent Events, then prints the draft and where to look at it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+
+from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
+from smartapp.app import create_app
+from smartapp.settings import AppSettings
+
+DEMO_PATIENT = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
+
+
+class DemoError(RuntimeError):
+    pass
+
+
+def inpatient_encounter(chart_html: str, patient: str) -> str:
+    """The most recent inpatient encounter the chart lists for ``patient``."""
+    if f'id="{patient}"' not in chart_html:
+        raise DemoError(f"the chart does not list patient {patient}")
+    section = chart_html.split(f'id="{patient}"', 1)[1].split("<h2", 1)[0]
+    for row in re.findall(r"<tr>(.*?)</tr>", section, re.S):
+        if "<td>IMP</td>" in row:
+            found = re.search(r'name="encounter" value="([^"]+)"', row)
+            if found:
+                return found.group(1)
+    raise DemoError(f"patient {patient} has no inpatient encounter")
+
+
+def follow_progress(browser: httpx.Client, base_url: str, job_id: str) -> dict:
+    """Print each progress event until the job is done or failed; the last event."""
+    last: dict = {}
+    with browser.stream("GET", f"{base_url}/jobs/{job_id}/events", timeout=600) as events:
+        for line in events.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            last = json.loads(line.removeprefix("data:").strip())
+            filled = int(last.get("progress", 0) * 30)
+            bar = "#" * filled + "." * (30 - filled)
+            print(f"[{bar}] {last['stage']:<13} {last['detail']}", file=sys.stderr, flush=True)
+            if last.get("state") in {"done", "failed"}:
+                break
+    return last
+
+
+def run_demo(data_dir: Path, keep_running: bool) -> int:
+    port = free_port()
+    settings = AppSettings(
+        base_url=f"http://127.0.0.1:{port}",
+        data_dir=data_dir,
+        client_auth="private_key_jwt",
+        client_id="provenote-demo",
+    )
+    with Sandbox(app_launch_url=settings.launch_url) as sandbox:
+        sandbox.register(app_client(settings))
+        server = ThreadedServer(create_app(settings), port)
+        server.start()
+        try:
+            with httpx.Client(follow_redirects=True, timeout=120) as browser:
+                encounter = inpatient_encounter(browser.get(sandbox.chart_url).text, DEMO_PATIENT)
+                landing = browser.post(
+                    f"{sandbox.chart_url}/launch",
+                    data={"patient": DEMO_PATIENT, "encounter": encounter},
+                )
+                found = re.search(r'data-job="([^"]+)"', landing.text)
+                if landing.status_code != 200 or found is None:
+                    raise DemoError(f"the launch did not start a job (HTTP {landing.status_code})")
+                job = follow_progress(browser, settings.base_url, found.group(1))
+                if job.get("state") != "done":
+                    raise DemoError(f"the job failed at {job.get('stage')}: {job.get('error')}")
+                page = browser.get(f"{settings.base_url}/").text
+                draft_id = re.search(r'href="/drafts/([^"]+)"', page)
+                if draft_id is None:
+                    raise DemoError("the job finished without a stored draft")
+                draft = browser.get(f"{settings.base_url}/api/drafts/{draft_id.group(1)}").json()
+            written = draft.get("write_back") or {}
+            print(draft["markdown"])
+            print(f"Chart: {sandbox.chart_url}")
+            print(f"App: {settings.base_url}/")
+            print(f"Draft: {settings.base_url}/drafts/{draft['id']}")
+            remote = written.get("remote")
+            print(f"Composition: {sandbox.fhir_base}/{remote}" if remote else "Composition: none")
+            sys.stdout.flush()
+            if written.get("status") != "done":
+                raise DemoError(f"the draft was not written back ({written})")
+            if keep_running:
+                print("Everything stays up; stop with Ctrl-C.", file=sys.stderr, flush=True)
+                threading.Event().wait()
+            return 0
+        finally:
+            server.stop()
