@@ -284,7 +284,11 @@ def create_app(
         job = await visible_job(request, job_id)
         if job is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
-        return Response(job_view(job))
+        async with database.sessions() as session:
+            draft = (
+                await session.execute(select(DraftRow.id).where(DraftRow.job_id == job_id))
+            ).scalar_one_or_none()
+        return Response(job_view(job) | {"draft": draft})
 
     @post("/jobs/{job_id:str}/retry")
     async def job_retry(request: Request, job_id: FromPath[str]) -> Response[Any]:

@@ -227,7 +227,8 @@ def test_twenty_concurrent_launches_for_ten_patients_never_mix_patients(tmp_path
                 landing = chart_launch(browser, sandbox, patient, encounters[patient])
                 job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
                 job = wait_for(browser, app, job_id, timeout_s=300)
-                return patient, job, draft_of(browser, app)
+                draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
+                return patient, job, draft
 
         with ThreadPoolExecutor(max_workers=20) as pool:
             results = list(pool.map(one_launch, patients * 2))
