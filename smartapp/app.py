@@ -20,7 +20,7 @@ from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEve
 from sqlalchemy import select
 
 from pipeline.rendering import render
-from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
+from smartapp.db import AuditRow, Database, DraftRow, JobRow, WriteBackRow
 from smartapp.fhir_client import FhirClient, FhirError, TokenGetter, pull_record
 from smartapp.jobs import JobService, StageHook, job_view
 from smartapp.keys import public_jwks, signing_key, token_cipher
@@ -340,6 +340,10 @@ def create_app(
         if found is None:
             return _error("No such draft in this launch context.", 404)
         draft, written = found
+        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        async with database.sessions() as session, session.begin():
+            actor = (context.fhir_user if context else None) or "unknown user"
+            session.add(AuditRow(actor=actor, action="draft_viewed", draft_id=draft.id, detail=""))
         page = render("app/draft.html.j2", draft=draft, write_back=written)
         return Response(page, media_type="text/html")
 

@@ -23,7 +23,7 @@ from fhir_mapping.evidence import build_evidence
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from smartapp.db import Database, DraftRow, JobRow
+from smartapp.db import AuditRow, Database, DraftRow, JobRow
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.writeback import write_back
 
@@ -233,6 +233,13 @@ class JobService:
             outcome = await write_back(
                 self.database, client, draft, scope, self.forced_strategies.get(job.iss)
             )
+            await self._audit(
+                f"provenote job {job.id}",
+                f"write_back_{outcome.status}",
+                draft.id,
+                f"{outcome.strategy} at {outcome.target}"
+                + (f": {outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else ""),
+            )
             await self._update(
                 job.id,
                 state="done",
@@ -243,6 +250,10 @@ class JobService:
             )
         except (FhirError, ValueError, RuntimeError) as failure:
             await self._update(job.id, state="failed", error=str(failure), lease_until=None)
+
+    async def _audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
+        async with self.database.sessions() as session, session.begin():
+            session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))
 
     async def _existing_draft(self, job_id: str) -> DraftRow | None:
         async with self.database.sessions() as session:
@@ -277,4 +288,12 @@ class JobService:
                 markdown=markdown,
             )
             session.add(draft)
+            session.add(
+                AuditRow(
+                    actor=f"provenote job {job.id}",
+                    action="draft_created",
+                    draft_id=draft.id,
+                    detail=f"version {draft.version} for Patient/{job.patient}",
+                )
+            )
         return draft

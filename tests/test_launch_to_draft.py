@@ -242,3 +242,69 @@ def test_twenty_concurrent_launches_for_ten_patients_never_mix_patients(tmp_path
         for draft in drafts.values():
             (written,) = on_server(sandbox, "Composition", identifier=identifier_of(draft))
             assert written["subject"]["reference"] == f"Patient/{draft['patient']}"
+
+
+def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-retry", fhir_max_retries=1) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        sandbox.set_fault("500", count=1000, match="POST /Composition")
+        try:
+            job_id = launch(browser, sandbox)
+            failed = wait_for(browser, app, job_id)
+        finally:
+            sandbox.set_fault("none", count=0)
+        assert failed["state"] == "failed" and failed["stage"] == "writing_back"
+        assert "500 injected fault 500" in failed["error"]
+        assert failed["draft"] is not None  # what was stored is kept
+        retried = browser.post(f"{app.base_url}/jobs/{job_id}/retry")
+        assert retried.status_code == 202
+        done = wait_for(browser, app, job_id)
+        assert done["state"] == "done" and done["draft"] == failed["draft"]
+        assert done["attempts"] == 2
+        browser.get(f"{app.base_url}/drafts/{done['draft']}")
+
+        async def audit() -> list[tuple[str, str]]:
+            from sqlalchemy import select
+
+            from smartapp.db import AuditRow
+
+            async with app.state.database.sessions() as session:
+                rows = await session.execute(
+                    select(AuditRow.action, AuditRow.actor).where(
+                        AuditRow.draft_id == done["draft"]
+                    )
+                )
+                return [tuple(row) for row in rows]
+
+        actions = [action for action, _ in app.call(audit())]
+        assert actions == ["draft_created", "write_back_done", "draft_viewed"]
+        assert app.call(audit())[-1][1].endswith("Practitioner/sandbox-physician")
+
+
+def test_write_back_strategy_follows_the_capability_statement_scopes_and_overrides() -> None:
+    from smartapp.writeback import ACCEPTED_STATUS, choose_strategy
+
+    def statement(*types: str, final_only: bool = False) -> dict:
+        resources = []
+        for kind in types:
+            entry = {"type": kind, "interaction": [{"code": "create"}]}
+            if final_only and kind == "DocumentReference":
+                entry["extension"] = [{"url": ACCEPTED_STATUS, "valueCode": "final"}]
+            resources.append(entry)
+        return {"rest": [{"resource": resources}]}
+
+    both = statement("Composition", "DocumentReference")
+    write_all = "patient/Composition.cu patient/DocumentReference.cu"
+    assert choose_strategy(both, write_all) == "composition"
+    assert choose_strategy(both, "patient/DocumentReference.cu") == "document-reference"
+    assert choose_strategy(both, "patient/*.write") == "composition"
+    assert choose_strategy(statement("DocumentReference"), write_all) == "document-reference"
+    assert (
+        choose_strategy(statement("DocumentReference", final_only=True), write_all) == "final-only"
+    )
+    assert choose_strategy(statement("Observation"), write_all) == "none"
+    assert choose_strategy(both, write_all, forced="document-reference") == "document-reference"
