@@ -257,11 +257,7 @@ def create_app(
                     .limit(1)
                 )
             ).scalar_one_or_none()
-            draft = None
-            if job is not None:
-                draft = (
-                    await session.execute(select(DraftRow).where(DraftRow.job_id == job.id))
-                ).scalar_one_or_none()
+        draft = await state.jobs.draft_of(job.id) if job is not None and state.jobs else None
         return job, draft
 
     async def visible_job(request: Request, job_id: FromPath[str]) -> JobRow | None:
@@ -284,11 +280,8 @@ def create_app(
         job = await visible_job(request, job_id)
         if job is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
-        async with database.sessions() as session:
-            draft = (
-                await session.execute(select(DraftRow.id).where(DraftRow.job_id == job_id))
-            ).scalar_one_or_none()
-        return Response(job_view(job) | {"draft": draft})
+        draft = await state.jobs.draft_of(job_id) if state.jobs is not None else None
+        return Response(job_view(job) | {"draft": draft.id if draft else None})
 
     @post("/jobs/{job_id:str}/retry")
     async def job_retry(request: Request, job_id: FromPath[str]) -> Response[Any]:

@@ -215,7 +215,7 @@ class JobService:
                 job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
                 record = await pull_record(client, job.patient)
                 job = await self._update(job.id, record=record)
-            draft = await self._existing_draft(job.id)
+            draft = await self.draft_of(job.id)
             if draft is None:
                 documents = sum(
                     e["resource"]["resourceType"] == "DocumentReference"
@@ -255,7 +255,7 @@ class JobService:
         async with self.database.sessions() as session, session.begin():
             session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))
 
-    async def _existing_draft(self, job_id: str) -> DraftRow | None:
+    async def draft_of(self, job_id: str) -> DraftRow | None:
         async with self.database.sessions() as session:
             return (
                 await session.execute(select(DraftRow).where(DraftRow.job_id == job_id))
