@@ -105,35 +105,7 @@ def _encoder_rows(module: nn.Module, hidden: torch.Tensor, rows: torch.Tensor) -
     return (query @ key.transpose(-1, -2)).float() * module.scaling
 
 
-@torch.no_grad()
-def attention_rows(
-    model: nn.Module, input_ids: torch.Tensor, rows: Sequence[int], layer: int
-) -> torch.Tensor:
-    """Softmax attention of ``layer`` for query positions ``rows``: (heads, len(rows), tokens).
-
-    ``input_ids`` is one unpadded sequence of shape (1, tokens).
-    """
-    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError("attention_rows reads one unpadded sequence of shape (1, tokens)")
-    module = attention_module(model, layer)
-    captured: dict[str, Any] = {}
-
-    def capture(_: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        captured["hidden"] = args[0] if args else kwargs["hidden_states"]
-        captured["position_embeddings"] = kwargs.get(
-            "position_embeddings", args[1] if len(args) > 1 else None
-        )
-        raise _StopForwardSignal
-
-    handle = module.register_forward_pre_hook(capture, with_kwargs=True)
-    try:
-        model(input_ids=input_ids)
-    except _StopForwardSignal:
-        pass
-    finally:
-        handle.remove()
-    if "hidden" not in captured:
-        raise UnsupportedModelError(f"layer {layer} attention was never called")
+def _rows_of(module: nn.Module, captured: dict[str, Any], rows: Sequence[int]) -> torch.Tensor:
     hidden = captured["hidden"][0]
     index = torch.as_tensor(list(rows), dtype=torch.long, device=hidden.device)
     if hasattr(module, "q_proj"):
@@ -143,3 +115,55 @@ def attention_rows(
     else:
         raise UnsupportedModelError(f"unsupported attention module {type(module).__name__}")
     return torch.softmax(scores, dim=-1)
+
+
+@torch.no_grad()
+def attention_rows_by_layer(
+    model: nn.Module, input_ids: torch.Tensor, rows: Sequence[int], layers: Sequence[int]
+) -> dict[int, torch.Tensor]:
+    """Softmax attention for query positions ``rows`` in each of ``layers``.
+
+    Each value is (heads, len(rows), tokens); the forward pass stops at the last layer asked for.
+    ``input_ids`` is one unpadded sequence of shape (1, tokens).
+    """
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError("attention rows are read from one unpadded sequence of shape (1, tokens)")
+    if not layers:
+        raise ValueError("name at least one layer")
+    last = max(layers)
+    modules = {layer: attention_module(model, layer) for layer in sorted(set(layers))}
+    captured: dict[int, dict[str, Any]] = {}
+    handles = []
+    for layer, module in modules.items():
+
+        def capture(
+            _: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], layer: int = layer
+        ) -> None:
+            captured[layer] = {
+                "hidden": args[0] if args else kwargs["hidden_states"],
+                "position_embeddings": kwargs.get(
+                    "position_embeddings", args[1] if len(args) > 1 else None
+                ),
+            }
+            if layer == last:
+                raise _StopForwardSignal
+
+        handles.append(module.register_forward_pre_hook(capture, with_kwargs=True))
+    try:
+        model(input_ids=input_ids)
+    except _StopForwardSignal:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    missing = [layer for layer in modules if layer not in captured]
+    if missing:
+        raise UnsupportedModelError(f"layers {missing} were never called")
+    return {layer: _rows_of(modules[layer], captured[layer], rows) for layer in modules}
+
+
+def attention_rows(
+    model: nn.Module, input_ids: torch.Tensor, rows: Sequence[int], layer: int
+) -> torch.Tensor:
+    """Softmax attention of ``layer`` for query positions ``rows``: (heads, len(rows), tokens)."""
+    return attention_rows_by_layer(model, input_ids, rows, [layer])[layer]
