@@ -25,7 +25,7 @@ def test_rows_of_several_layers_equal_eager_attention_with_gqa_and_rotary() -> N
         torch.testing.assert_close(hooked[layer], eager[layer][0][:, rows], atol=1e-5, rtol=0)
 
 
-def reference_aura(model, tokenizer, sentence_spans):  # noqa: ANN001, ANN201 - eager re-derivation
+def reference_aura(model, tokenizer, sentence_spans):
     text = CONTEXT + SUMMARY
     encoded = tokenizer(text, return_offsets_mapping=True)
     offsets = encoded["offset_mapping"]
