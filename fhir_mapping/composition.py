@@ -73,6 +73,8 @@ def sentence_extension(sentence: Sentence, state: EvidenceState) -> dict[str, An
     if sentence.grounding is not None:
         parts.append({"url": "grounding", "valueDecimal": round(sentence.grounding, 4)})
     parts.append({"url": "verdict", "valueCode": sentence.verdict})
+    if sentence.entailment is not None:
+        parts.append({"url": "entailment", "valueCode": sentence.entailment})
     flags = list(sentence.flags)
     for check in sentence.checks:
         if not check.passed:
@@ -178,6 +180,8 @@ def _provenance(
 
 def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> dict[str, Any]:
     """The transaction Bundle of the draft; validated with ``fhir.resources.R4B`` before return."""
+    if generated_at.tzinfo is None:
+        raise ValueError("generated_at needs a time zone: FHIR instants carry one")
     recorded = generated_at.isoformat()
     key = f"{summary.patient}|{summary.encounter}|{summary.backend}|{recorded}"
     device_urn, composition_urn = _urn(key, "device"), _urn(key, "composition")

@@ -11,10 +11,15 @@ from importlib import resources
 import jinja2
 
 
+def as_data(value: object) -> str:
+    """Untrusted text for a prompt's <data> block: it cannot close the block or open a tag."""
+    return str(value).replace("<", "‹").replace(">", "›")
+
+
 @lru_cache(maxsize=1)
 def template_environment() -> jinja2.Environment:
     root = resources.files("templates")
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         autoescape=jinja2.select_autoescape(
             ["html", "xml", "xhtml", "html.j2", "xml.j2", "xhtml.j2"], default_for_string=True
@@ -25,6 +30,8 @@ def template_environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    environment.filters["data"] = as_data
+    return environment
 
 
 def render(template: str, **context: object) -> str:

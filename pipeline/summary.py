@@ -120,6 +120,7 @@ class Summary(_Model):
     backend_version: str
     iterations: int = 1
     stop_reason: str = "evidence-only: rendered from facts, nothing to revise"
+    decisions: list[str] = Field(default_factory=list)
 
     def sentences(self) -> list[Sentence]:
         return [sentence for section in self.sections for sentence in section.sentences]
