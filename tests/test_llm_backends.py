@@ -1,0 +1,115 @@
+"""The language-model backends: a tiny local Llama, and an OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
+
+import pytest
+
+from pipeline.llm import BackendError, OpenAIBackend, TransformersBackend
+from tests.tiny_models import tiny_llama, word_tokenizer
+
+MESSAGES = [
+    {"role": "system", "content": "answer with json"},
+    {"role": "user", "content": "summarize the patient was admitted with chest pain"},
+]
+
+
+def test_tiny_llama_backend_decodes_greedily_and_deterministically() -> None:
+    tokenizer = word_tokenizer("system user assistant : answer with json")
+    backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, max_new_tokens=6)
+    prompt = backend.chat_text(MESSAGES)
+    assert prompt.startswith("system: answer with json\nuser: summarize") and prompt.endswith(
+        "assistant:"
+    )
+    first = backend.complete(MESSAGES)
+    assert first == backend.complete(MESSAGES)
+    assert 0 < len(first.split()) <= 6
+
+
+def test_tiny_llama_backend_scores_grounding_per_sentence() -> None:
+    context = "summarize : the patient was admitted with chest pain ."
+    tokenizer = word_tokenizer(context + " user :")
+    backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, grounding_layers=[0, 1])
+    summary = "the patient was admitted . chest pain ."
+    spans = [(0, 25), (26, len(summary))]
+    scores = backend.grounding(context, [(12, len(context))], summary, spans)
+    assert len(scores) == 2 and all(score is not None and 0 <= score <= 1 for score in scores)
+
+
+class _Script:
+    """What the local server answers next, and what it was sent (reset by the fixture)."""
+
+    answers: ClassVar[list[tuple[int, dict | str, dict[str, str]]]] = []
+    bodies: ClassVar[list[dict]] = []
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers["content-length"])
+        _Script.bodies.append(json.loads(self.rfile.read(length)))
+        status, body, headers = _Script.answers.pop(0)
+        payload = body if isinstance(body, str) else json.dumps(body)
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def openai_server() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Script.answers.clear()
+    _Script.bodies.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def completion(content: str) -> dict:
+    return {"choices": [{"message": {"role": "assistant", "content": content}}]}
+
+
+def test_openai_backend_asks_for_json_and_retries_429(openai_server: str) -> None:
+    _Script.answers = [
+        (429, {"error": "slow down"}, {"retry-after": "0"}),
+        (200, completion('{"label": "supported"}'), {}),
+    ]
+    backend = OpenAIBackend(openai_server, "local-model", backoff_s=0.01)
+    assert backend.complete(MESSAGES) == '{"label": "supported"}'
+    assert len(_Script.bodies) == 2
+    assert _Script.bodies[-1]["response_format"] == {"type": "json_object"}
+    assert _Script.bodies[-1]["temperature"] == 0 and _Script.bodies[-1]["model"] == "local-model"
+
+
+def test_openai_backend_drops_response_format_when_the_server_refuses_it(
+    openai_server: str,
+) -> None:
+    _Script.answers = [
+        (400, {"error": {"message": "response_format is not supported"}}, {}),
+        (200, completion("{}"), {}),
+    ]
+    backend = OpenAIBackend(openai_server, "m", backoff_s=0.01)
+    assert backend.complete(MESSAGES) == "{}"
+    assert "response_format" not in _Script.bodies[-1]
+
+
+def test_openai_backend_reports_malformed_answers_and_timeouts(openai_server: str) -> None:
+    _Script.answers = [(200, "this is not json", {})]
+    with pytest.raises(BackendError, match="malformed answer"):
+        OpenAIBackend(openai_server, "m").complete(MESSAGES)
+    backend = OpenAIBackend(
+        "http://127.0.0.1:1/v1", "m", max_retries=1, backoff_s=0.01, timeout_s=0.5
+    )
+    with pytest.raises(BackendError, match="no answer"):
+        backend.complete(MESSAGES)
