@@ -22,10 +22,18 @@ from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
 from launch.demo import DemoError, run_demo
 from launch.sandbox.run import Sandbox, SandboxError, app_client
+from pipeline.agentic import (
+    ChatBackend,
+    GroundingScorer,
+    LoopSettings,
+    ModelOutputError,
+    agentic_summary,
+)
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.focus import candidates_of as focus_candidates
 from pipeline.focus import default_salience, focus, keep_count
+from pipeline.llm import BackendError, OpenAIBackend, TransformersBackend
 from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
@@ -62,6 +70,20 @@ EncounterOption = Annotated[
     str | None,
     typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
 ]
+
+
+def language_model(spec: str, scorer: Path | None) -> tuple[ChatBackend, GroundingScorer | None]:
+    """``transformers:DIR`` or ``openai:URL#MODEL`` to a backend and its grounding scorer."""
+    kind, _, target = spec.partition(":")
+    if kind == "transformers" and target:
+        local = TransformersBackend.from_directory(Path(target))
+        return local, local.grounding
+    if kind == "openai" and "#" in target:
+        url, _, model = target.rpartition("#")
+        remote = OpenAIBackend(url, model, api_key=os.environ.get("PROVENOTE_LLM_API_KEY"))
+        grounding = TransformersBackend.from_directory(scorer).grounding if scorer else None
+        return remote, grounding
+    raise fail(f"--llm {spec!r}: expected none, transformers:DIR or openai:URL#MODEL")
 
 
 def read_text(path: Path) -> str:
@@ -172,10 +194,29 @@ def summarize(
         SummaryFormat,
         typer.Option("--format", help="bundle: a FHIR transaction Bundle; markdown: for people."),
     ] = SummaryFormat.bundle,
+    llm: Annotated[
+        str,
+        typer.Option(help="none | transformers:DIR | openai:URL#MODEL (the hospital course)."),
+    ] = "none",
+    scorer: Annotated[
+        Path | None,
+        typer.Option(help="A local causal LM directory that scores grounding (AURA) for openai."),
+    ] = None,
 ) -> None:
-    """Draft the discharge summary of one stay (evidence-only: no language model)."""
+    """Draft the discharge summary of one stay (evidence-only unless --llm names a model)."""
     state = load_evidence(bundle, encounter)
-    summary = summarize_evidence(state, ratio=get_settings().focus_ratio)
+    ratio = get_settings().focus_ratio
+    if llm == "none":
+        summary = summarize_evidence(state, ratio=ratio)
+    else:
+        backend, grounding = language_model(llm, scorer)
+        try:
+            summary = agentic_summary(
+                state, backend, settings=LoopSettings(ratio=ratio), grounding=grounding
+            )
+        except (ModelOutputError, BackendError) as error:
+            typer.echo(f"error: the language model failed: {error}", err=True)
+            raise typer.Exit(1) from None
     if output_format is SummaryFormat.markdown:
         text = render_markdown(summary, state)
     else:

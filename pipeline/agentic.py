@@ -34,7 +34,7 @@ from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
-from pipeline.summary import Sentence, SentenceFlag, Summary
+from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
@@ -316,7 +316,7 @@ def agentic_summary(
         section.model_copy(
             update={
                 "sentences": narrative,
-                "empty_reason": None if narrative else section.empty_reason,
+                "empty_reason": None if narrative else NOT_DOCUMENTED,
             }
         )
         if section.key == NARRATIVE

@@ -46,13 +46,17 @@ class _Script:
 
     answers: ClassVar[list[tuple[int, dict | str, dict[str, str]]]] = []
     bodies: ClassVar[list[dict]] = []
+    responder: ClassVar[list] = []  # when set, answers every request from its body
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers["content-length"])
         _Script.bodies.append(json.loads(self.rfile.read(length)))
-        status, body, headers = _Script.answers.pop(0)
+        if _Script.responder:
+            status, body, headers = _Script.responder[0](_Script.bodies[-1])
+        else:
+            status, body, headers = _Script.answers.pop(0)
         payload = body if isinstance(body, str) else json.dumps(body)
         self.send_response(status)
         for key, value in headers.items():
@@ -72,6 +76,7 @@ def openai_server() -> Iterator[str]:
     thread.start()
     _Script.answers.clear()
     _Script.bodies.clear()
+    _Script.responder.clear()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
 
@@ -113,3 +118,54 @@ def test_openai_backend_reports_malformed_answers_and_timeouts(openai_server: st
     )
     with pytest.raises(BackendError, match="no answer"):
         backend.complete(MESSAGES)
+
+
+def test_summarize_cli_drafts_the_hospital_course_with_an_openai_compatible_model(
+    openai_server: str, tmp_path
+) -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def answer(body: dict) -> tuple[int, dict, dict]:
+        prompt = body["messages"][1]["content"]
+        task = re.search(r"TASK: (\w+)", prompt).group(1)
+        if task == "draft":
+            notes = prompt.split("Note sentences", 1)[1].split("<data>", 1)[1]
+            first = next(line for line in notes.splitlines() if ": " in line)
+            fact_id, text = first.split(": ", 1)
+            reply = {"sentences": [{"text": text, "citations": [fact_id]}]}
+        else:
+            reply = {"label": "supported", "spans": []}
+        return 200, completion(json.dumps(reply)), {}
+
+    _Script.responder.append(answer)
+    output = tmp_path / "draft.json"
+    script = Path(sys.executable).with_name("provenote")
+    completed = subprocess.run(
+        [
+            str(script),
+            "summarize",
+            "--llm",
+            f"openai:{openai_server}#local-model",
+            "-o",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-1500:]
+    bundle = json.loads(output.read_text())
+    device = bundle["entry"][0]["resource"]
+    assert device["deviceName"][0]["name"] == "openai:local-model"
+    composition = bundle["entry"][1]["resource"]
+    course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
+    parts = {p["url"] for p in course["extension"][0]["extension"]}
+    assert "entailment" in parts
+    tasks = [
+        re.search(r"TASK: (\w+)", b["messages"][1]["content"]).group(1) for b in _Script.bodies
+    ]
+    assert tasks[0] == "draft" and "entailment" in tasks
