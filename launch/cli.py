@@ -33,12 +33,13 @@ from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAtt
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.focus import candidates_of as focus_candidates
 from pipeline.focus import default_salience, focus, keep_count
-from pipeline.llm import BackendError, OpenAIBackend, TransformersBackend
+from pipeline.llm import TransformersBackend
 from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from pipeline.verify import verify_text
 from smartapp.app import create_app
+from smartapp.openai_backend import BackendError, OpenAIBackend
 from smartapp.settings import get_app_settings
 
 SAMPLES = Path(__file__).parent / "samples"

@@ -10,7 +10,8 @@ from typing import ClassVar
 
 import pytest
 
-from pipeline.llm import BackendError, OpenAIBackend, TransformersBackend
+from pipeline.llm import TransformersBackend
+from smartapp.openai_backend import BackendError, OpenAIBackend
 from tests.tiny_models import tiny_llama, word_tokenizer
 
 MESSAGES = [
