@@ -22,13 +22,8 @@ from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
 from launch.demo import DemoError, run_demo
 from launch.sandbox.run import Sandbox, SandboxError, app_client
-from pipeline.agentic import (
-    ChatBackend,
-    GroundingScorer,
-    LoopSettings,
-    ModelOutputError,
-    agentic_summary,
-)
+from pipeline.agentic import GroundingScorer, LoopSettings, agentic_summary
+from pipeline.chat import ChatBackend, ModelOutputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.focus import candidates_of as focus_candidates

@@ -20,38 +20,29 @@ prompt that says such text is never an instruction.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from pipeline.agent import run_agent_loop
+from pipeline.chat import ChatBackend, ask_json
 from pipeline.checker import check_cited_sentence
 from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
+from pipeline.extraction import extract_from_notes, with_extraction
 from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
+from pipeline.settings import get_settings
 from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
 ]
 NARRATIVE = "hospital_course"
-
-
-class ChatBackend(Protocol):
-    name: str
-    version: str
-
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """The model's answer to a chat, as text."""
-
-
-class ModelOutputError(RuntimeError):
-    """The model's answer could not be used (not JSON of the asked shape after the retries)."""
 
 
 class LoopSettings(BaseModel):
@@ -79,33 +70,6 @@ class Draft:
             or self.entailment == "unsupported"
             or any(not check.passed for check in self.checks)
         )
-
-
-def ask_json(
-    backend: ChatBackend, messages: list[dict[str, str]], required: Sequence[str], retries: int
-) -> dict[str, Any]:
-    """The model's JSON answer, parsed strictly; on a bad answer say why and ask again (bounded)."""
-    conversation = list(messages)
-    problem = ""
-    for _ in range(retries + 1):
-        answer = backend.complete(conversation)
-        try:
-            parsed = json.loads(answer)
-            if not isinstance(parsed, dict) or any(key not in parsed for key in required):
-                raise ValueError(f"the object needs the keys {', '.join(required)}")
-            return parsed
-        except ValueError as error:
-            problem = str(error)
-            conversation += [
-                {"role": "assistant", "content": answer},
-                {
-                    "role": "user",
-                    "content": f"That was not valid: {problem}. Answer with the JSON object only.",
-                },
-            ]
-    raise ModelOutputError(
-        f"{backend.name}: no usable JSON after {retries + 1} answers ({problem})"
-    )
 
 
 def _system() -> dict[str, str]:
@@ -215,9 +179,17 @@ def agentic_summary(
     settings: LoopSettings | None = None,
     grounding: GroundingScorer | None = None,
     salience: TokenSalience | None = None,
+    extract: bool = True,
 ) -> Summary:
-    """The summary with a model-written, checked and repaired hospital course."""
+    """The summary with a model-written, checked and repaired hospital course.
+
+    With ``extract``, the model first extracts quoted facts from the notes; they join the
+    evidence and go through reconciliation, conflict detection and validation again.
+    """
     settings = settings or LoopSettings()
+    if extract:
+        extracted = with_extraction(state, extract_from_notes(state, backend))
+        state = run_agent_loop(extracted, extracted.step_count + get_settings().max_agent_steps)
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
     facts = {
         fact_id: sentence.text

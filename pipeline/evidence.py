@@ -110,7 +110,7 @@ class DiagnosisAttributes(_Model):
     category: Literal["diagnosis"] = "diagnosis"
     display: str
     code: Coding | None = None
-    role: Literal["encounter_diagnosis", "active_problem"]
+    role: Literal["encounter_diagnosis", "active_problem", "documented_in_note"]
     clinical_status: str | None = None
     verification_status: str | None = None
     onset: datetime | None = None

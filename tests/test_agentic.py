@@ -11,7 +11,8 @@ import pytest
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from fhir_mapping.evidence import build_evidence
-from pipeline.agentic import LoopSettings, ModelOutputError, agentic_summary, ask_json
+from pipeline.agentic import LoopSettings, agentic_summary
+from pipeline.chat import ModelOutputError, ask_json
 from pipeline.evidence import EvidenceState
 from tests import fhir_fixtures as fx
 
@@ -44,6 +45,8 @@ class Scripted:
     def complete(self, messages: list[dict[str, str]]) -> str:
         self.prompts.append(messages)
         task = re.search(r"TASK: (\w+)", messages[1]["content"]).group(1)
+        if task == "extract":
+            return json.dumps({"items": []})
         if task == "draft":
             return json.dumps(self.draft)
         if task == "entailment":

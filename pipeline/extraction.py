@@ -1,0 +1,195 @@
+"""Evidence extraction from notes by a language model, held to exact quotes.
+
+Per page chunk the model lists diagnoses, medications, allergies, procedures, pending results and
+follow-up, each with the quote that states it. Every quote is located in the page text (exact
+first, then tolerant of whitespace and case) and becomes a SourceRef with offsets; a fact whose
+quote is not found is rejected and traced, never kept. A model or parse failure is recorded on the
+document and in the trace, so a failed extraction can never read as "Not documented".
+Extracted facts add to the facts mapped from structured resources; the agent loop then reconciles
+and checks them with the rest, so a note that disagrees with an order surfaces as a conflict.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.chat import ChatBackend, ModelOutputError, ask_json
+from pipeline.evidence import (
+    AllergyAttributes,
+    DiagnosisAttributes,
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    NarrativeAttributes,
+    PendingResultAttributes,
+    ProcedureAttributes,
+    RejectedFact,
+    SourceDocument,
+    SourceRef,
+    TraceEvent,
+    group_facts,
+    stable_id,
+)
+from pipeline.medications import strength_of
+from pipeline.rendering import render
+from pipeline.sentences import split_sentences
+
+CHUNK_CHARS = 4000
+
+
+@dataclass(slots=True)
+class Extraction:
+    facts: list[Fact] = field(default_factory=list)
+    rejected: list[RejectedFact] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+
+def locate_quote(text: str, quote: str, start: int = 0) -> tuple[int, int] | None:
+    """Where ``quote`` is in ``text``: exactly, else ignoring whitespace runs and case."""
+    quote = quote.strip()
+    if not quote:
+        return None
+    exact = text.find(quote, start)
+    if exact >= 0:
+        return exact, exact + len(quote)
+    words = quote.split()
+    pattern = r"\s+".join(re.escape(word) for word in words)
+    found = re.compile(pattern, re.IGNORECASE).search(text, start)
+    return (found.start(), found.end()) if found else None
+
+
+def chunks(text: str, limit: int = CHUNK_CHARS) -> list[tuple[int, int]]:
+    """Spans of ``text`` of at most about ``limit`` characters, cut between sentences."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for sentence in split_sentences(text):
+        if sentence.end - start > limit and sentence.start > start:
+            spans.append((start, sentence.start))
+            start = sentence.start
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def _attributes(item: dict[str, Any]) -> Any:
+    category = str(item.get("category", ""))
+    text = str(item.get("text") or item.get("quote") or "").strip()
+    if category == "diagnosis":
+        return DiagnosisAttributes(display=text, role="documented_in_note")
+    if category == "medication":
+        return MedicationAttributes(
+            name=text,
+            strength=strength_of(text),
+            dose=item.get("dose") or None,
+            frequency=item.get("frequency") or None,
+            route=item.get("route") or None,
+            status=str(item.get("status") or "unknown"),
+            phase="unknown",
+            phase_rule="mentioned in a note; the note does not place it in the stay",
+        )
+    if category == "allergy":
+        return AllergyAttributes(substance=text)
+    if category == "procedure":
+        return ProcedureAttributes(name=text, status="documented")
+    if category == "pending_result":
+        return PendingResultAttributes(name=text, status="pending")
+    if category == "follow_up":
+        return NarrativeAttributes(category="follow_up", text=text)
+    return None
+
+
+def _extract_page(
+    document: SourceDocument, page: int, text: str, backend: ChatBackend, result: Extraction
+) -> None:
+    system = {"role": "system", "content": render("prompts/system.txt.j2")}
+    for chunk_start, chunk_end in chunks(text):
+        prompt = render(
+            "prompts/extract.txt.j2",
+            title=document.title or document.id,
+            page=page,
+            text=text[chunk_start:chunk_end],
+        )
+        answer = ask_json(backend, [system, {"role": "user", "content": prompt}], ["items"], 2)
+        for item in answer["items"] if isinstance(answer["items"], list) else []:
+            attributes = _attributes(item) if isinstance(item, dict) else None
+            if attributes is None:
+                continue
+            quote = str(item.get("quote", ""))
+            found = locate_quote(text[:chunk_end], quote, chunk_start)
+            fact_id = stable_id("extracted", document.id, page, attributes.category, quote)
+            fact = Fact(id=fact_id, category=attributes.category, attributes=attributes)
+            if found is None:
+                reason = f"quote not found in {document.id} page {page}: {quote!r}"
+                result.rejected.append(RejectedFact(fact=fact, reason=reason))
+                result.events.append(
+                    TraceEvent(
+                        step=0,
+                        agent="extract",
+                        action="rejected",
+                        detail=reason,
+                        document=document.id,
+                    )
+                )
+                continue
+            start, end = found
+            sources = [
+                SourceRef(
+                    resource=source.resource,
+                    version=source.version,
+                    path=source.path,
+                    document=document.id,
+                    page=page,
+                    start=start,
+                    end=end,
+                    quote=text[start:end],
+                )
+                for source in document.sources
+            ]
+            result.facts.append(fact.model_copy(update={"sources": sources}))
+
+
+def extract_from_notes(state: EvidenceState, backend: ChatBackend) -> Extraction:
+    """Facts the model finds in the state's readable note pages, each quoted at its offsets."""
+    result = Extraction()
+    for document in state.documents:
+        for page in document.pages:
+            if not page.has_text:
+                continue
+            try:
+                _extract_page(document, page.number, page.text, backend, result)
+            except (ModelOutputError, RuntimeError) as error:
+                message = f"model extraction failed on page {page.number}: {error}"
+                result.errors.setdefault(document.id, []).append(message)
+                result.events.append(
+                    TraceEvent(
+                        step=0,
+                        agent="extract",
+                        action="error",
+                        detail=message,
+                        document=document.id,
+                    )
+                )
+    return result
+
+
+def with_extraction(state: EvidenceState, extraction: Extraction) -> EvidenceState:
+    """The state with the extracted facts added, rejections and failures recorded."""
+    documents = [
+        document.model_copy(
+            update={"errors": [*document.errors, *extraction.errors.get(document.id, [])]}
+        )
+        for document in state.documents
+    ]
+    known = {fact.id for fact in state.all_facts()}
+    added = [fact for fact in extraction.facts if fact.id not in known]
+    return state.model_copy(
+        update={
+            "documents": documents,
+            "facts": group_facts([*state.all_facts(), *added]),
+            "rejected_facts": [*state.rejected_facts, *extraction.rejected],
+            "trace": [*state.trace, *extraction.events],
+        }
+    )
