@@ -26,6 +26,7 @@ from pipeline.agentic import GroundingScorer, LoopSettings, agentic_summary
 from pipeline.chat import ChatBackend, ModelOutputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.evidence_summary import summarize_evidence
+from pipeline.extraction import with_model_extraction
 from pipeline.focus import candidates_of as focus_candidates
 from pipeline.focus import default_salience, focus, keep_count
 from pipeline.llm import TransformersBackend
@@ -207,6 +208,7 @@ def summarize(
     else:
         backend, grounding = language_model(llm, scorer)
         try:
+            state = with_model_extraction(state, backend)
             summary = agentic_summary(
                 state, backend, settings=LoopSettings(ratio=ratio), grounding=grounding
             )

@@ -26,23 +26,48 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from pipeline.agent import run_agent_loop
 from pipeline.chat import ChatBackend, ask_json
 from pipeline.checker import check_cited_sentence
 from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
-from pipeline.extraction import extract_from_notes, with_extraction
 from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
-from pipeline.settings import get_settings
 from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
 ]
 NARRATIVE = "hospital_course"
+
+
+ENTAILMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"enum": ["supported", "unsupported"]},
+        "spans": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 12}},
+    },
+    "required": ["label", "spans"],
+}
+
+
+def _sentences_schema(citable: list[str], ids: list[str] | None = None) -> dict[str, Any]:
+    """Draft and fix answers: sentences citing only ids that exist (and, for fixes, which one)."""
+    item: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "maxLength": 40},
+            "citations": {"type": "array", "maxItems": 2, "items": {"enum": citable}},
+        },
+    }
+    if ids is not None:
+        item["properties"] = {"id": {"enum": ids}, **item["properties"]}
+    return {
+        "type": "object",
+        "properties": {"sentences": {"type": "array", "maxItems": 4, "items": item}},
+        "required": ["sentences"],
+    }
 
 
 class LoopSettings(BaseModel):
@@ -108,6 +133,7 @@ def _detect(
             [_system(), {"role": "user", "content": prompt}],
             ["label"],
             settings.json_retries,
+            ENTAILMENT_SCHEMA,
         )
         sentence.entailment = "supported" if verdict.get("label") == "supported" else "unsupported"
         sentence.spans = [str(span) for span in verdict.get("spans", []) if str(span).strip()]
@@ -153,6 +179,7 @@ def _fix(
         [_system(), {"role": "user", "content": prompt}],
         ["sentences"],
         settings.json_retries,
+        _sentences_schema(list(facts), [item["id"] for item in items]),
     )
     replaced: dict[int, list[Draft]] = {}
     for item in answer["sentences"]:
@@ -179,17 +206,13 @@ def agentic_summary(
     settings: LoopSettings | None = None,
     grounding: GroundingScorer | None = None,
     salience: TokenSalience | None = None,
-    extract: bool = True,
 ) -> Summary:
     """The summary with a model-written, checked and repaired hospital course.
 
-    With ``extract``, the model first extracts quoted facts from the notes; they join the
-    evidence and go through reconciliation, conflict detection and validation again.
+    Pass the state from :func:`pipeline.extraction.with_model_extraction` to draft from the
+    model's quoted extractions too; build the Composition from that same state.
     """
     settings = settings or LoopSettings()
-    if extract:
-        extracted = with_extraction(state, extract_from_notes(state, backend))
-        state = run_agent_loop(extracted, extracted.step_count + get_settings().max_agent_steps)
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
     facts = {
         fact_id: sentence.text
@@ -210,6 +233,7 @@ def agentic_summary(
         [_system(), {"role": "user", "content": prompt}],
         ["sentences"],
         settings.json_retries,
+        _sentences_schema(list(facts)),
     )
     sentences = [
         Draft(span.text, [str(c) for c in item.get("citations", [])])

@@ -11,8 +11,8 @@ class ChatBackend(Protocol):
     name: str
     version: str
 
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """The model's answer to a chat, as text."""
+    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
+        """The model's answer to a chat, as text; JSON matching ``schema`` where it can."""
 
 
 class ModelOutputError(RuntimeError):
@@ -20,13 +20,17 @@ class ModelOutputError(RuntimeError):
 
 
 def ask_json(
-    backend: ChatBackend, messages: list[dict[str, str]], required: Sequence[str], retries: int
+    backend: ChatBackend,
+    messages: list[dict[str, str]],
+    required: Sequence[str],
+    retries: int,
+    schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The model's JSON answer, parsed strictly; on a bad answer say why and ask again (bounded)."""
     conversation = list(messages)
     problem = ""
     for _ in range(retries + 1):
-        answer = backend.complete(conversation)
+        answer = backend.complete(conversation, schema)
         try:
             parsed = json.loads(answer)
             if not isinstance(parsed, dict) or any(key not in parsed for key in required):

@@ -247,12 +247,14 @@ def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any
 def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> list[Sentence]:
     """Conflicts and flags first; incomplete medications grouped by what they lack."""
     sentences = []
+    known = {fact.id for fact in state.all_facts()}
     incomplete: dict[str, list[ReviewFlag]] = defaultdict(list)
     for flag in state.flags_for_review:
         if flag.code == "incomplete_medication":
             incomplete[flag.reason.rsplit(": ", 1)[-1]].append(flag)
             continue
-        citations = flag.fact_ids or ([stay_fact] if stay_fact else [])
+        # A rejected fact is not evidence: its flag cites the stay instead.
+        citations = [f for f in flag.fact_ids if f in known] or ([stay_fact] if stay_fact else [])
         sentence = _sentence("needs_review", render.review(flag.reason + "."), citations)
         sentences.append(
             sentence.model_copy(

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.agent import run_agent_loop
 from pipeline.chat import ChatBackend, ModelOutputError, ask_json
 from pipeline.evidence import (
     AllergyAttributes,
@@ -35,8 +36,28 @@ from pipeline.evidence import (
 from pipeline.medications import strength_of
 from pipeline.rendering import render
 from pipeline.sentences import split_sentences
+from pipeline.settings import get_settings
 
 CHUNK_CHARS = 4000
+CATEGORIES = ["diagnosis", "medication", "allergy", "procedure", "pending_result", "follow_up"]
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"enum": CATEGORIES},
+                    "text": {"type": "string", "maxLength": 16},
+                    "quote": {"type": "string", "maxLength": 24},
+                },
+            },
+        }
+    },
+    "required": ["items"],
+}
 
 
 @dataclass(slots=True)
@@ -112,7 +133,9 @@ def _extract_page(
             page=page,
             text=text[chunk_start:chunk_end],
         )
-        answer = ask_json(backend, [system, {"role": "user", "content": prompt}], ["items"], 2)
+        answer = ask_json(
+            backend, [system, {"role": "user", "content": prompt}], ["items"], 2, EXTRACTION_SCHEMA
+        )
         for item in answer["items"] if isinstance(answer["items"], list) else []:
             attributes = _attributes(item) if isinstance(item, dict) else None
             if attributes is None:
@@ -193,3 +216,9 @@ def with_extraction(state: EvidenceState, extraction: Extraction) -> EvidenceSta
             "trace": [*state.trace, *extraction.events],
         }
     )
+
+
+def with_model_extraction(state: EvidenceState, backend: ChatBackend) -> EvidenceState:
+    """The state with the model's quoted extractions, reconciled, checked and validated again."""
+    extended = with_extraction(state, extract_from_notes(state, backend))
+    return run_agent_loop(extended, extended.step_count + get_settings().max_agent_steps)

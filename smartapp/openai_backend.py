@@ -61,14 +61,14 @@ class OpenAIBackend:
             return response
         raise BackendError(f"{self.name}: no answer after {self.max_retries + 1} tries")
 
-    def complete(self, messages: list[dict[str, str]]) -> str:
+    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
         if self.json_mode:
             body["response_format"] = {"type": "json_object"}
         response = self._post(body)
         if response.status_code == 400 and self.json_mode and "response_format" in response.text:
             self.json_mode = False  # the server does not take response_format: parse strictly
-            return self.complete(messages)
+            return self.complete(messages, schema)
         if response.status_code != 200:
             raise BackendError(f"{self.name}: HTTP {response.status_code}: {response.text[:200]}")
         try:

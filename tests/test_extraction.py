@@ -27,7 +27,7 @@ class Extractor:
         self.items, self.fail = items, fail
         self.prompts: list[list[dict[str, str]]] = []
 
-    def complete(self, messages: list[dict[str, str]]) -> str:
+    def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
         self.prompts.append(messages)
         return "not json at all" if self.fail else json.dumps({"items": self.items})
 

@@ -172,3 +172,43 @@ def test_summarize_cli_drafts_the_hospital_course_with_an_openai_compatible_mode
         re.search(r"TASK: (\w+)", b["messages"][1]["content"]).group(1) for b in _Script.bodies
     ]
     assert tasks[0] == "extract" and "draft" in tasks and "entailment" in tasks
+
+
+def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> None:
+    from datetime import UTC, datetime
+
+    from fhir.resources.R4B.bundle import Bundle
+
+    from fhir_mapping.composition import draft_bundle
+    from fhir_mapping.evidence import build_evidence
+    from pipeline.agentic import LoopSettings, agentic_summary
+    from pipeline.extraction import with_model_extraction
+    from tests import fhir_fixtures as fx
+
+    note = (
+        "# Hospital Course\nAdmitted with chest pain. Troponin elevated. Treated with aspirin.\n"
+        "# Plan\nFollow up with cardiology in two weeks.\n"
+    )
+    tokenizer = word_tokenizer(note + " system user assistant")
+    backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, grounding_layers=[1])
+    state = with_model_extraction(
+        build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(note)))), backend
+    )
+    assert any(e.agent == "extract" for e in state.trace)
+    summary = agentic_summary(
+        state,
+        backend,
+        settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1),
+        grounding=backend.grounding,
+        salience=lambda text: ([], []),
+    )
+    assert summary.stop_reason in {"no_flags", "grounding_converged", "no_new_flags", "budget"}
+    assert 1 <= summary.iterations <= 2 and summary.decisions
+    course = summary.section("hospital_course").sentences
+    known = {fact.id for fact in state.all_facts()}
+    for sentence in course:
+        assert sentence.entailment in {"supported", "unsupported"}
+        assert sentence.grounding is None or 0 <= sentence.grounding <= 1
+        assert set(sentence.citations) <= known
+    Bundle.model_validate(draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC)))
+    assert summary.backend == "transformers"
