@@ -56,8 +56,11 @@ def run_variant(variant: str, tokens: int, config: dict, device: str) -> dict:
     import torch
     from transformers import LlamaConfig, LlamaModel
 
-    from pipeline.attention import attention_rows
+    from pipeline.attention import attention_rows_by_layer
 
+    config = dict(config)
+    query_rows = config.pop("query_rows", INSTRUCTION_TOKENS)
+    all_layers = config.pop("all_layers", False)
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     model_config = LlamaConfig(
@@ -68,13 +71,14 @@ def run_variant(variant: str, tokens: int, config: dict, device: str) -> dict:
     with torch.device(device):
         model = LlamaModel(model_config).to(dtype=dtype).eval()
     ids = torch.randint(0, model_config.vocab_size, (1, tokens), device=device)
-    rows = range(tokens - INSTRUCTION_TOKENS, tokens)
-    layer = model_config.num_hidden_layers - 1
+    rows = range(tokens - query_rows, tokens)
+    last = model_config.num_hidden_layers - 1
+    layers = list(range(last + 1)) if all_layers else [last]
 
     def once() -> None:
         with torch.no_grad():
             if variant == "hook":
-                attention_rows(model, ids, rows, layer)
+                attention_rows_by_layer(model, ids, rows, layers)
             else:
                 model(input_ids=ids, output_attentions=True)  # the baseline being measured
 

@@ -208,7 +208,26 @@ class JobService:
             await self.stage_hook(job.id, stage)
         return job
 
+    async def _heartbeat(self, job_id: str) -> None:
+        """Renew the lease while the job runs, so no other worker takes a slow job over."""
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 4)
+            async with self.database.sessions() as session, session.begin():
+                await session.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.state == "running")
+                    .values(lease_until=datetime.now(UTC) + self.lease)
+                )
+
     async def _run(self, job: JobRow) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(job.id))
+        try:
+            await self._stages(job)
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+
+    async def _stages(self, job: JobRow) -> None:
         try:
             client, scope = await self.client_for(job)
             if job.record is None:

@@ -190,7 +190,7 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
             reached.set()
             await asyncio.Event().wait()  # the process "dies" here: nothing after runs
 
-    options = {"client_id": "app-crash", "database_url": database_url, "job_lease_s": 1.0}
+    options = {"client_id": "app-crash", "database_url": database_url, "job_lease_s": 2.0}
     with httpx.Client(follow_redirects=True, timeout=60) as browser:
         with running_app(sandbox, tmp_path, die_at_write_back, **options):
             job_id = launch(browser, sandbox)
@@ -308,3 +308,18 @@ def test_write_back_strategy_follows_the_capability_statement_scopes_and_overrid
     )
     assert choose_strategy(statement("Observation"), write_all) == "none"
     assert choose_strategy(both, write_all, forced="document-reference") == "document-reference"
+
+
+def test_a_stage_slower_than_the_lease_is_not_taken_over(sandbox: Sandbox, tmp_path: Path) -> None:
+    async def slow_summary(job_id: str, stage: str) -> None:
+        if stage == "summarizing":
+            await asyncio.sleep(2.0)
+
+    with (
+        running_app(
+            sandbox, tmp_path, slow_summary, client_id="app-slow", job_lease_s=0.5, job_workers=2
+        ) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch(browser, sandbox))
+        assert job["state"] == "done" and job["attempts"] == 1
