@@ -210,7 +210,7 @@ def summarize(
         try:
             state = with_model_extraction(state, backend)
             summary = agentic_summary(
-                state, backend, settings=LoopSettings(ratio=ratio), grounding=grounding
+                state, backend, settings=LoopSettings.from_settings(), grounding=grounding
             )
         except (ModelOutputError, BackendError) as error:
             typer.echo(f"error: the language model failed: {error}", err=True)

@@ -34,6 +34,7 @@ from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
+from pipeline.settings import get_settings
 from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
@@ -71,12 +72,24 @@ def _sentences_schema(citable: list[str], ids: list[str] | None = None) -> dict[
 
 
 class LoopSettings(BaseModel):
+    """τ, ε, T_max and r; ``from_settings`` reads them from the PROVENOTE_* environment."""
+
     tau: float = Field(0.35, ge=0, le=1)
     epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
     ratio: float = Field(0.5, gt=0, le=1)
     top_k: int = Field(3, ge=0)
     json_retries: int = Field(2, ge=0, le=5)
+
+    @classmethod
+    def from_settings(cls) -> LoopSettings:
+        settings = get_settings()
+        return cls(
+            tau=settings.aura_tau,
+            epsilon=settings.aura_epsilon,
+            max_iterations=settings.max_iterations,
+            ratio=settings.focus_ratio,
+        )
 
 
 @dataclass(slots=True)
@@ -212,7 +225,7 @@ def agentic_summary(
     Pass the state from :func:`pipeline.extraction.with_model_extraction` to draft from the
     model's quoted extractions too; build the Composition from that same state.
     """
-    settings = settings or LoopSettings()
+    settings = settings or LoopSettings.from_settings()
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
     facts = {
         fact_id: sentence.text

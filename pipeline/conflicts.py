@@ -158,10 +158,29 @@ def _lab_values(facts: list[Fact]) -> list[Conflict]:
     return conflicts
 
 
+def _allergy_statuses(facts: list[Fact]) -> list[Conflict]:
+    """A documented allergy alongside a statement that there are none."""
+    allergies = [f for f in facts if isinstance(f.attributes, AllergyAttributes)]
+    none_known = [f for f in allergies if f.attributes.no_known_allergies]  # type: ignore[union-attr]
+    known = [f for f in allergies if not f.attributes.no_known_allergies]  # type: ignore[union-attr]
+    if not none_known or not known:
+        return []
+    substances = ", ".join(f.attributes.substance for f in known)  # type: ignore[union-attr]
+    stated = none_known[0].attributes.substance  # type: ignore[union-attr]
+    return [
+        _conflict(
+            "allergy_status",
+            f"the record lists {substances}, and also says '{stated.rstrip('.')}'",
+            none_known + known,
+        )
+    ]
+
+
 def find_conflicts(facts: list[Fact]) -> list[Conflict]:
     found = (
         _duplicate_active_medications(facts)
         + _medication_allergies(facts)
+        + _allergy_statuses(facts)
         + _condition_statuses(facts)
         + _lab_values(facts)
     )

@@ -241,7 +241,11 @@ class Fact(_Model):
 
 
 ConflictKind = Literal[
-    "duplicate_active_medication", "medication_allergy", "condition_status", "lab_value"
+    "duplicate_active_medication",
+    "medication_allergy",
+    "allergy_status",
+    "condition_status",
+    "lab_value",
 ]
 
 

@@ -20,6 +20,11 @@ class PipelineSettings(BaseSettings):
     max_agent_steps: int = Field(12, ge=3)
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)
+    # The agentic loop: AURA below tau flags a sentence; a mean AURA change below epsilon stops;
+    # at most max_iterations passes.
+    aura_tau: float = Field(0.35, ge=0, le=1)
+    aura_epsilon: float = Field(0.01, ge=0)
+    max_iterations: int = Field(3, ge=1, le=10)
 
 
 @lru_cache(maxsize=1)

@@ -209,3 +209,14 @@ def test_conflicts_are_flagged_not_resolved() -> None:
         "warfarin 2 MG",
     }
     assert len(state.medications.discharge) == 2
+
+
+def test_no_known_allergies_beside_a_documented_allergy_is_a_conflict() -> None:
+    note = "# Allergies\nNo Known Allergies.\n"
+    state = build_evidence(
+        fx.stay(fx.document_reference("d1", fx.attachment(note)), fx.allergy("a1", "Latex"))
+    )
+    (conflict,) = state.conflicts
+    assert conflict.kind == "allergy_status"
+    assert conflict.description == "the record lists Latex, and also says 'No Known Allergies'"
+    assert len(conflict.fact_ids) == 2
