@@ -122,7 +122,10 @@ def _normal_title(title: str) -> str:
     return " ".join(title.lower().replace(":", " ").split())
 
 
-def _quote(document: SourceDocument, page: int, span: Span) -> list[SourceRef]:
+def quote_refs(
+    document: SourceDocument, page: int, start: int, end: int, quote: str
+) -> list[SourceRef]:
+    """The span ``[start:end]`` of a page quoted from each resource that presents the document."""
     return [
         SourceRef(
             resource=source.resource,
@@ -130,9 +133,9 @@ def _quote(document: SourceDocument, page: int, span: Span) -> list[SourceRef]:
             path=source.path,
             document=document.id,
             page=page,
-            start=span.start,
-            end=span.end,
-            quote=span.text,
+            start=start,
+            end=end,
+            quote=quote,
         )
         for source in document.sources
     ]
@@ -155,7 +158,7 @@ def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> 
         id=stable_id("note", document.id, page, span.start, span.end),
         category=attributes.category,
         attributes=attributes,
-        sources=_quote(document, page, span),
+        sources=quote_refs(document, page, span.start, span.end, span.text),
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.agent import run_agent_loop
 from pipeline.chat import ChatBackend, ModelOutputError, ask_json
+from pipeline.documents import quote_refs
 from pipeline.evidence import (
     AllergyAttributes,
     DiagnosisAttributes,
@@ -28,7 +29,6 @@ from pipeline.evidence import (
     ProcedureAttributes,
     RejectedFact,
     SourceDocument,
-    SourceRef,
     TraceEvent,
     group_facts,
     stable_id,
@@ -158,19 +158,7 @@ def _extract_page(
                 )
                 continue
             start, end = found
-            sources = [
-                SourceRef(
-                    resource=source.resource,
-                    version=source.version,
-                    path=source.path,
-                    document=document.id,
-                    page=page,
-                    start=start,
-                    end=end,
-                    quote=text[start:end],
-                )
-                for source in document.sources
-            ]
+            sources = quote_refs(document, page, start, end, text[start:end])
             result.facts.append(fact.model_copy(update={"sources": sources}))
 
 
