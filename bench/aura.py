@@ -17,23 +17,14 @@ import json
 import statistics
 from pathlib import Path
 
-from bench.focus_speed import measure
+from bench.focus_speed import llama_shape, measure
 
 SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 SUMMARY_TOKENS = 64
 
 
 def attention_table(args: argparse.Namespace) -> None:
-    config = {
-        "vocab_size": 32000,
-        "hidden_size": args.hidden,
-        "intermediate_size": int(args.hidden * 2.6875),
-        "num_hidden_layers": args.layers,
-        "num_attention_heads": args.heads,
-        "num_key_value_heads": args.kv_heads,
-        "query_rows": SUMMARY_TOKENS,
-        "all_layers": True,
-    }
+    config = llama_shape(args) | {"query_rows": SUMMARY_TOKENS, "all_layers": True}
     print(
         f"AURA rows ({SUMMARY_TOKENS} summary tokens, all {args.layers} layers) by hook vs "
         f"eager output_attentions=True ({args.device}, hidden {args.hidden}, {args.heads} heads)"

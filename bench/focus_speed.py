@@ -102,6 +102,18 @@ def run_variant(variant: str, tokens: int, config: dict, device: str) -> dict:
     return {"seconds": seconds, "peak_bytes": max(peak, 0)}
 
 
+def llama_shape(args: argparse.Namespace) -> dict:
+    """A Llama-shaped config (Llama's MLP ratio) from --hidden, --heads, --kv-heads, --layers."""
+    return {
+        "vocab_size": 32000,
+        "hidden_size": args.hidden,
+        "intermediate_size": int(args.hidden * 2.6875),
+        "num_hidden_layers": args.layers,
+        "num_attention_heads": args.heads,
+        "num_key_value_heads": args.kv_heads,
+    }
+
+
 def measure(variant: str, tokens: int, config: dict, device: str) -> dict:
     completed = subprocess.run(
         [
@@ -134,14 +146,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    config = {
-        "vocab_size": 32000,
-        "hidden_size": args.hidden,
-        "intermediate_size": int(args.hidden * 2.6875),
-        "num_hidden_layers": args.layers,
-        "num_attention_heads": args.heads,
-        "num_key_value_heads": args.kv_heads,
-    }
+    config = llama_shape(args)
     print(
         f"Attention rows by hook vs eager output_attentions=True ({args.device}; hidden "
         f"{args.hidden}, {args.heads} heads, {args.kv_heads} kv heads, {args.layers} layers; "

@@ -67,6 +67,11 @@ class Extraction:
     events: list[TraceEvent] = field(default_factory=list)
     errors: dict[str, list[str]] = field(default_factory=dict)
 
+    def trace(self, action: str, detail: str, document: SourceDocument) -> None:
+        self.events.append(
+            TraceEvent(step=0, agent="extract", action=action, detail=detail, document=document.id)
+        )
+
 
 def locate_quote(text: str, quote: str, start: int = 0) -> tuple[int, int] | None:
     """Where ``quote`` is in ``text``: exactly, else ignoring whitespace runs and case."""
@@ -147,15 +152,7 @@ def _extract_page(
             if found is None:
                 reason = f"quote not found in {document.id} page {page}: {quote!r}"
                 result.rejected.append(RejectedFact(fact=fact, reason=reason))
-                result.events.append(
-                    TraceEvent(
-                        step=0,
-                        agent="extract",
-                        action="rejected",
-                        detail=reason,
-                        document=document.id,
-                    )
-                )
+                result.trace("rejected", reason, document)
                 continue
             start, end = found
             sources = quote_refs(document, page, start, end, text[start:end])
@@ -174,15 +171,7 @@ def extract_from_notes(state: EvidenceState, backend: ChatBackend) -> Extraction
             except (ModelOutputError, RuntimeError) as error:
                 message = f"model extraction failed on page {page.number}: {error}"
                 result.errors.setdefault(document.id, []).append(message)
-                result.events.append(
-                    TraceEvent(
-                        step=0,
-                        agent="extract",
-                        action="error",
-                        detail=message,
-                        document=document.id,
-                    )
-                )
+                result.trace("error", message, document)
     return result
 
 
