@@ -19,7 +19,7 @@ from fhir.resources.R4B.bundle import Bundle
 
 from pipeline.evidence import EvidenceState, SourceRef
 from pipeline.rendering import render
-from pipeline.summary import Sentence, Summary, SummarySection
+from pipeline.summary import Sentence, Summary, SummarySection, cited_sources
 
 CANONICAL = "https://provenote.dev/fhir"
 SENTENCE_PROVENANCE = f"{CANONICAL}/StructureDefinition/sentence-provenance"
@@ -52,20 +52,12 @@ def _source_reference(ref: SourceRef) -> dict[str, Any]:
     }
 
 
-def _sources(sentence: Sentence, state: EvidenceState) -> list[SourceRef]:
-    refs: dict[tuple[str, str, int | None], SourceRef] = {}
-    for fact_id in sentence.citations:
-        for ref in state.fact(fact_id).sources:
-            refs.setdefault((ref.resource, ref.path, ref.start), ref)
-    return list(refs.values())
-
-
 def sentence_extension(sentence: Sentence, state: EvidenceState) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [
         {"url": "sentence", "valueString": sentence.id},
         {"url": "text", "valueString": sentence.text},
     ]
-    for ref in _sources(sentence, state):
+    for ref in cited_sources(sentence, state):
         parts.append({"url": "source", "valueReference": _source_reference(ref)})
         if ref.quote is not None:
             where = f"page {ref.page} [{ref.start}:{ref.end}]"
@@ -73,6 +65,8 @@ def sentence_extension(sentence: Sentence, state: EvidenceState) -> dict[str, An
     if sentence.grounding is not None:
         parts.append({"url": "grounding", "valueDecimal": round(sentence.grounding, 4)})
     parts.append({"url": "verdict", "valueCode": sentence.verdict})
+    if sentence.review is not None:
+        parts.append({"url": "review", "valueCode": sentence.review})
     if sentence.entailment is not None:
         parts.append({"url": "entailment", "valueCode": sentence.entailment})
     flags = list(sentence.flags)
@@ -107,7 +101,7 @@ def _section(section: SummarySection, state: EvidenceState) -> dict[str, Any]:
     spec = section.spec
     entries = list(
         dict.fromkeys(
-            ref.resource for sentence in section.sentences for ref in _sources(sentence, state)
+            ref.resource for sentence in section.sentences for ref in cited_sources(sentence, state)
         )
     )
     narrative = render("summary/narrative.xhtml.j2", section=section)
@@ -144,7 +138,7 @@ def _provenance(
     refs = {
         (ref.resource, ref.path): ref
         for sentence in section.sentences
-        for ref in _sources(sentence, state)
+        for ref in cited_sources(sentence, state)
     }
     provenance: dict[str, Any] = {
         "resourceType": "Provenance",

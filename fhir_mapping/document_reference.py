@@ -13,6 +13,7 @@ from fhir_mapping.composition import AI_ASSERTED
 DRAFT_FIRST_LINE = (
     "AI DRAFT - NOT REVIEWED: discharge summary drafted by Provenote, needs physician review"
 )
+SIGNED_FIRST_LINE = "Discharge summary drafted by Provenote (AI), reviewed and signed by {signer}"
 
 
 def draft_document_reference(
@@ -23,9 +24,14 @@ def draft_document_reference(
     identifier: dict[str, str],
     doc_status: str,
     date: datetime,
+    signed_by: str | None = None,
 ) -> dict[str, Any]:
-    """A DocumentReference (LOINC 18842-5, clinical-note) whose text first says it is a draft."""
-    body = f"{DRAFT_FIRST_LINE}\n\n{text}"
+    """A DocumentReference (LOINC 18842-5, clinical-note) whose text first says what it is:
+    an unreviewed draft, or (``signed_by`` a practitioner) a note that physician signed."""
+    if signed_by is not None and doc_status != "final":
+        raise ValueError("a signed note is final")
+    first_line = SIGNED_FIRST_LINE.format(signer=signed_by) if signed_by else DRAFT_FIRST_LINE
+    body = f"{first_line}\n\n{text}"
     resource: dict[str, Any] = {
         "resourceType": "DocumentReference",
         "meta": {"security": [AI_ASSERTED]},
@@ -50,17 +56,21 @@ def draft_document_reference(
         ],
         "subject": {"reference": patient},
         "date": date.isoformat(),
-        "description": DRAFT_FIRST_LINE,
+        "description": first_line,
         "content": [
             {
                 "attachment": {
                     "contentType": "text/plain; charset=utf-8",
                     "data": base64.b64encode(body.encode("utf-8")).decode("ascii"),
-                    "title": "Discharge summary (AI draft)",
+                    "title": "Discharge summary (signed)"
+                    if signed_by
+                    else "Discharge summary (AI draft)",
                 }
             }
         ],
     }
+    if signed_by:
+        resource["authenticator"] = {"reference": signed_by}
     if encounter:
         resource["context"] = {"encounter": [{"reference": encounter}]}
     DocumentReference.model_validate(resource)

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# The browser tests drive Debian's Chromium; Playwright is never allowed to download its own.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if ((${#missing[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing ${missing[*]} with apt-get" >&2
@@ -16,7 +18,8 @@ if ((${#missing[@]})); then
     sudo apt-get update -qq
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "warning: please install ${missing[*]}; without tesseract, scanned pages are flagged unread" >&2
+    echo "warning: please install ${missing[*]}; without tesseract, scanned pages are flagged unread;" \
+      "without chromium, the browser tests cannot run" >&2
   fi
 fi
 

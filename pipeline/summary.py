@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.evidence import EvidenceState, SourceRef
+
 SectionKey = Literal[
     "stay",
     "diagnoses",
@@ -24,6 +26,8 @@ SectionKey = Literal[
     "needs_review",
 ]
 Verdict = Literal["supported", "unsupported"]
+# What the reviewing physician did to a sentence still in the summary (deleted ones are gone).
+ReviewMark = Literal["accepted", "edited"]
 NOT_DOCUMENTED = "Not documented"
 
 
@@ -82,6 +86,7 @@ class Sentence(_Model):
     checks: list[CheckResult] = Field(default_factory=list)
     flags: list[SentenceFlag] = Field(default_factory=list)
     revisions: list[str] = Field(default_factory=list)
+    review: ReviewMark | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -100,6 +105,11 @@ class Sentence(_Model):
             if not check.passed
         ]
         return "; ".join(reasons)
+
+    @property
+    def awaiting_review(self) -> bool:
+        """Flagged, and not yet accepted as it stands: what blocks the physician's signature."""
+        return self.flagged and self.review != "accepted"
 
 
 class SummarySection(_Model):
@@ -130,3 +140,12 @@ class Summary(_Model):
             if section.key == key:
                 return section
         raise KeyError(key)
+
+
+def cited_sources(sentence: Sentence, state: EvidenceState) -> list[SourceRef]:
+    """The distinct sources behind a sentence's citations, in citation order."""
+    refs: dict[tuple[str, str, int | None], SourceRef] = {}
+    for fact_id in sentence.citations:
+        for ref in state.fact(fact_id).sources:
+            refs.setdefault((ref.resource, ref.path, ref.start), ref)
+    return list(refs.values())

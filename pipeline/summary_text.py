@@ -16,7 +16,7 @@ def source_label(ref: SourceRef) -> str:
     return label
 
 
-def render_markdown(summary: Summary, state: EvidenceState) -> str:
+def render_markdown(summary: Summary, state: EvidenceState, heading: str = DRAFT_HEADING) -> str:
     numbers: dict[str, list[int]] = {}
     labels: dict[str, int] = {}
     for sentence in summary.sentences():
@@ -29,7 +29,7 @@ def render_markdown(summary: Summary, state: EvidenceState) -> str:
     sources = sorted((number, label) for label, number in labels.items())
     return render(
         "summary/summary.md.j2",
-        title=DRAFT_HEADING,
+        title=heading,
         summary=summary,
         numbers=numbers,
         sources=sources,

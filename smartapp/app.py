@@ -8,54 +8,50 @@ import secrets
 import time
 from collections import Counter
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
-from joserfc.jwk import ECKey, RSAKey
 from litestar import Litestar, Request, get, post
 from litestar.datastructures import Cookie
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
+from litestar.static_files import create_static_files_router
 from sqlalchemy import select
 
+import templates
 from pipeline.rendering import render
-from smartapp.db import AuditRow, Database, DraftRow, JobRow, WriteBackRow
-from smartapp.fhir_client import FhirClient, FhirError, TokenGetter, pull_record
+from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
+from smartapp.fhir_api import SYSTEM_SESSION, fhir_api_handlers
+from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.jobs import JobService, StageHook, job_view
-from smartapp.keys import public_jwks, signing_key, token_cipher
+from smartapp.keys import app_secret, public_jwks, signing_key, token_cipher
 from smartapp.oauth import (
     SmartError,
     authorize_url,
     discover,
     exchange_code,
     new_pkce,
-    refresh_tokens,
     requested_scopes,
     validate_id_token,
 )
+from smartapp.pages import html, review_handlers
 from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.settings import AppSettings, get_app_settings
+from smartapp.state import (
+    SESSION_COOKIE,
+    AppState,
+    backend_fhir_client,
+    fhir_client_for,
+    token_expiry,
+)
+from smartapp.style import fetch_style
 
-SESSION_COOKIE = "provenote_session"
-
-
-@dataclass(slots=True)
-class AppState:
-    settings: AppSettings
-    database: Database
-    store: SessionStore
-    key: RSAKey | ECKey | None
-    http: httpx.AsyncClient
-    jobs: JobService | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    refresh_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+STATIC = Path(templates.__file__).parent / "app" / "static"
 
 
 def _error(message: str, status: int = 400) -> Response[str]:
-    return Response(
-        render("app/error.html.j2", message=message), status_code=status, media_type="text/html"
-    )
+    return html(render("app/error.html.j2", message=message), status)
 
 
 def _session_cookie(settings: AppSettings, session_id: str) -> Cookie:
@@ -66,65 +62,6 @@ def _session_cookie(settings: AppSettings, session_id: str) -> Cookie:
         samesite="lax",
         secure=settings.secure_cookies,
         path="/",
-    )
-
-
-def _expiry(expires_in: int | None) -> float | None:
-    return time.time() + expires_in if expires_in else None
-
-
-def token_getter(state: AppState, session_id: str) -> TokenGetter:
-    """Current access token; refreshed before expiry, or on demand after a 401 (once)."""
-
-    async def get_token(force_refresh: bool) -> str | None:
-        lock = state.refresh_locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
-            stored = await state.store.tokens(session_id)
-            if stored is None:
-                return None
-            expiring = stored.expires_at is not None and (
-                stored.expires_at - time.time() < state.settings.refresh_margin_s
-            )
-            if not (force_refresh or expiring):
-                return stored.tokens.access_token
-            if not stored.tokens.refresh_token:
-                return None if force_refresh else stored.tokens.access_token
-            try:
-                fresh = await refresh_tokens(
-                    state.http,
-                    stored.config,
-                    state.settings,
-                    state.key,
-                    stored.tokens.refresh_token,
-                )
-            except SmartError:
-                return None
-            if fresh.refresh_token is None:
-                fresh.refresh_token = stored.tokens.refresh_token
-            context = await state.store.context(session_id)
-            assert context is not None
-            await state.store.save(
-                session_id,
-                context,
-                StoredTokens(
-                    config=stored.config, tokens=fresh, expires_at=_expiry(fresh.expires_in)
-                ),
-            )
-            return fresh.access_token
-
-    return get_token
-
-
-def fhir_client_for(state: AppState, session_id: str, context: LaunchContext) -> FhirClient:
-    settings = state.settings
-    return FhirClient(
-        context.iss,
-        state.http,
-        token_getter(state, session_id),
-        concurrency=settings.fhir_concurrency,
-        max_retries=settings.fhir_max_retries,
-        page_size=settings.fhir_page_size,
-        max_binary_bytes=settings.max_attachment_bytes,
     )
 
 
@@ -142,9 +79,12 @@ def create_app(
         store=SessionStore(database, token_cipher(settings)),
         key=key,
         http=httpx.AsyncClient(timeout=settings.http_timeout_s),
+        secret=app_secret(settings),
     )
 
     async def client_for_job(job: JobRow) -> tuple[FhirClient, str]:
+        if job.session_id.startswith(SYSTEM_SESSION):
+            return await backend_fhir_client(state, job.iss)
         context = await state.store.context(job.session_id)
         if context is None:
             raise RuntimeError("the job's launch session is gone; launch again from the chart")
@@ -233,7 +173,7 @@ def create_app(
             scope=tokens.scope,
         )
         stored = StoredTokens(
-            config=pending.config, tokens=tokens, expires_at=_expiry(tokens.expires_in)
+            config=pending.config, tokens=tokens, expires_at=token_expiry(tokens.expires_in)
         )
         await state.store.save(session_id, context, stored)
         if context.patient and state.jobs is not None:
@@ -272,8 +212,11 @@ def create_app(
     async def landing(request: Request) -> Response[str]:
         context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         job, draft = await latest_job(context)
-        page = render("app/landing.html.j2", context=context, job=job, draft=draft)
-        return Response(page, media_type="text/html")
+        style = await fetch_style(state.http, context.smart_style_url) if context else {}
+        page = render(
+            "app/landing.html.j2", context=context, job=job, draft=draft, smart_style=style
+        )
+        return html(page)
 
     @get("/jobs/{job_id:str}")
     async def job_api(request: Request, job_id: FromPath[str]) -> Response[Any]:
@@ -326,19 +269,6 @@ def create_app(
                 await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))
             ).scalar_one_or_none()
         return draft, written
-
-    @get("/drafts/{draft_id:str}")
-    async def draft_page(request: Request, draft_id: FromPath[str]) -> Response[str]:
-        found = await visible_draft(request, draft_id)
-        if found is None:
-            return _error("No such draft in this launch context.", 404)
-        draft, written = found
-        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
-        async with database.sessions() as session, session.begin():
-            actor = (context.fhir_user if context else None) or "unknown user"
-            session.add(AuditRow(actor=actor, action="draft_viewed", draft_id=draft.id, detail=""))
-        page = render("app/draft.html.j2", draft=draft, write_back=written)
-        return Response(page, media_type="text/html")
 
     @get("/api/drafts/{draft_id:str}")
     async def draft_api(request: Request, draft_id: FromPath[str]) -> Response[Any]:
@@ -422,11 +352,13 @@ def create_app(
             job_api,
             job_retry,
             job_events,
-            draft_page,
+            *review_handlers(state),
+            *fhir_api_handlers(state),
             draft_api,
             context_api,
             record_api,
             jwks,
+            create_static_files_router(path="/static", directories=[STATIC]),
         ],
         on_startup=[start_up],
         on_shutdown=[shut_down],

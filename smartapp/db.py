@@ -2,7 +2,9 @@
 
 Tables: sessions (sealed tokens and launch context), jobs (state, stage, progress, error,
 attempts, the pulled record so a retry continues from it), drafts (the Composition bundle,
-version, status), write-backs (idempotency key, target, remote id and version, status) and audit
+version, status, the summary and evidence it came from, its review revision and signature),
+draft edits (each review action), draft revisions (the bundle at each revision), write-backs
+(idempotency key, target, remote id and version, status) and audit
 events (who did what to which draft, when).
 """
 
@@ -84,6 +86,43 @@ class DraftRow(Base):
     bundle: Mapped[dict] = mapped_column(JSON)
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The Summary and EvidenceState the bundle was built from: review edits work on these.
+    summary: Mapped[dict | None] = mapped_column(JSON)
+    evidence: Mapped[dict | None] = mapped_column(JSON)
+    # Optimistic concurrency: every review action or signature bumps it (the ETag).
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    signed_by: Mapped[str | None] = mapped_column(Text)
+    signed_at: Mapped[datetime | None] = mapped_column()
+    updated_at: Mapped[datetime | None] = mapped_column(default=utcnow)
+
+
+class DraftEditRow(Base):
+    """One review action on one sentence: who, when, the text before and after."""
+
+    __tablename__ = "draft_edits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    draft_id: Mapped[str] = mapped_column(ForeignKey("drafts.id"), index=True)
+    revision: Mapped[int] = mapped_column(Integer)
+    sentence_id: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(16))
+    actor: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    before: Mapped[str | None] = mapped_column(Text)
+    after: Mapped[str | None] = mapped_column(Text)
+    verdict: Mapped[str | None] = mapped_column(String(16))
+
+
+class DraftRevisionRow(Base):
+    """The draft's bundle at each revision, for the FHIR API's version reads."""
+
+    __tablename__ = "draft_revisions"
+
+    draft_id: Mapped[str] = mapped_column(ForeignKey("drafts.id"), primary_key=True)
+    revision: Mapped[int] = mapped_column(Integer, primary_key=True)
+    status: Mapped[str] = mapped_column(String(16))
+    bundle: Mapped[dict] = mapped_column(JSON)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class WriteBackRow(Base):

@@ -23,7 +23,7 @@ from fhir_mapping.evidence import build_evidence
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from smartapp.db import AuditRow, Database, DraftRow, JobRow
+from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.writeback import write_back
 
@@ -305,8 +305,15 @@ class JobService:
                 status="preliminary",
                 bundle=bundle,
                 markdown=markdown,
+                summary=summary.model_dump(mode="json"),
+                evidence=state.model_dump(mode="json"),
+                revision=1,
             )
             session.add(draft)
+            await session.flush()
+            session.add(
+                DraftRevisionRow(draft_id=draft.id, revision=1, status=draft.status, bundle=bundle)
+            )
             session.add(
                 AuditRow(
                     actor=f"provenote job {job.id}",

@@ -1,4 +1,5 @@
-"""The app's own secrets: the private_key_jwt signing key and the token encryption key.
+"""The app's own secrets: the private_key_jwt signing key, the token encryption key, and the
+secret that CSRF tokens are derived from.
 
 Each comes from settings when configured, else is generated once under the data directory
 (file mode 0600) so that restarts keep the same key and stored tokens stay readable.
@@ -49,3 +50,12 @@ def token_cipher(settings: AppSettings) -> Fernet:
     if not path.exists():
         _write_private(path, Fernet.generate_key())
     return Fernet(path.read_bytes().strip())
+
+
+def app_secret(settings: AppSettings) -> bytes:
+    if settings.app_secret is not None:
+        return settings.app_secret.get_secret_value().encode("utf-8")
+    path = settings.data_dir / "app-secret.key"
+    if not path.exists():
+        _write_private(path, os.urandom(32).hex().encode("ascii"))
+    return path.read_bytes().strip()

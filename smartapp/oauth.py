@@ -228,6 +228,27 @@ async def refresh_tokens(
     return await _token_request(http, config, settings, key, form)
 
 
+async def client_credentials(
+    http: httpx.AsyncClient,
+    config: SmartConfiguration,
+    settings: AppSettings,
+    key: RSAKey | ECKey | None,
+    scope: str,
+) -> TokenResponse:
+    """A SMART Backend Services token: no user, ``system/`` scopes, the app's own credentials."""
+    form = {"grant_type": "client_credentials", "scope": scope}
+    return await _token_request(http, config, settings, key, form)
+
+
+def system_scopes(config: SmartConfiguration) -> str:
+    """What a backend job asks for: read the record, write the draft back."""
+    v2 = "permission-v2" in config.capabilities
+    read, write = ("rs", "cu") if v2 else ("read", "write")
+    scopes = [f"system/{kind}.{read}" for kind in READ_TYPES]
+    scopes += [f"system/{kind}.{write}" for kind in WRITE_TYPES]
+    return " ".join(scopes)
+
+
 async def validate_id_token(
     http: httpx.AsyncClient, config: SmartConfiguration, id_token: str, client_id: str
 ) -> dict[str, Any]:

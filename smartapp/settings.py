@@ -36,6 +36,18 @@ class AppSettings(BaseSettings):
     offline_access: bool = False
     # Fernet key encrypting tokens at rest; generated under data_dir on first use when unset.
     token_encryption_key: SecretStr | None = None
+    # Secret the CSRF tokens are derived from; generated under data_dir on first use when unset.
+    app_secret: SecretStr | None = None
+    # The FHIR API under /fhir accepts bearer JWTs (SMART Backend Services) from this issuer,
+    # checked against its JWKS; unset, the API refuses every token. The token endpoint is
+    # advertised in /fhir/metadata for clients to get tokens from.
+    api_issuer: str | None = None
+    api_jwks_url: str | None = None
+    api_token_url: str | None = None
+    # The ``aud`` the API's tokens must carry; default: {base_url}/fhir.
+    api_audience: str | None = None
+    # Where POST /fhir/Patient/{id}/$summarize pulls the record from (SMART Backend Services).
+    api_ehr_base: str | None = None
     http_timeout_s: float = Field(30.0, gt=0)
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)
@@ -48,6 +60,10 @@ class AppSettings(BaseSettings):
         return (
             self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'provenote.db').resolve()}"
         )
+
+    @property
+    def api_base(self) -> str:
+        return f"{self.base_url.rstrip('/')}/fhir"
 
     @property
     def redirect_uri(self) -> str:

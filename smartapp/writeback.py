@@ -19,8 +19,11 @@ from sqlalchemy import select
 
 from fhir_mapping.composition import TARGET_ELEMENT
 from fhir_mapping.document_reference import draft_document_reference
+from fhir_mapping.references import rewrite_references
+from fhir_mapping.signoff import verifier_provenance
 from smartapp.db import Database, DraftRow, WriteBackRow
 from smartapp.fhir_client import FhirClient
+from smartapp.scopes import granted
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
 KEY_SYSTEM = "https://provenote.dev/fhir/draft-key"
@@ -29,19 +32,6 @@ ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-statu
 
 def idempotency_key(patient: str, encounter: str, version: int) -> str:
     return hashlib.sha256(f"{patient}|{encounter}|{version}".encode()).hexdigest()[:40]
-
-
-def granted(scope: str, resource_type: str, action: str) -> bool:
-    """Whether SMART scopes (v1 or v2) permit ``action`` (``c``, ``u``...) on the type."""
-    for item in scope.split():
-        head, _, tail = item.partition("/")
-        kind, _, permission = tail.partition(".")
-        if head not in {"patient", "user", "system"} or kind not in {resource_type, "*"}:
-            continue
-        permission = permission.split("?")[0]
-        if permission in {"*", "write"} or action in permission:
-            return True
-    return False
 
 
 def choose_strategy(statement: dict[str, Any], scope: str, forced: str | None = None) -> Strategy:
@@ -79,20 +69,19 @@ def _identifier(key: str) -> dict[str, str]:
     return {"system": KEY_SYSTEM, "value": key}
 
 
-def _rewrite(value: Any, targets: dict[str, str]) -> Any:
-    if isinstance(value, list):
-        return [_rewrite(item, targets) for item in value]
-    if isinstance(value, dict):
-        rewritten = {key: _rewrite(item, targets) for key, item in value.items()}
-        if rewritten.get("reference") in targets:
-            rewritten["reference"] = targets[rewritten["reference"]]
-        return rewritten
-    return value
+def _if_match(version: str | None) -> str | None:
+    return f'W/"{version}"' if version else None
 
 
 async def _write_composition(
-    client: FhirClient, draft: DraftRow, key: str, scope: str, with_provenance: bool
+    client: FhirClient,
+    draft: DraftRow,
+    key: str,
+    scope: str,
+    with_provenance: bool,
+    written_before: WriteBackRow | None = None,
 ) -> tuple[str, str, str | None]:
+    """Create the Composition, or update the copy written before (``If-Match`` its version)."""
     by_url = {entry["fullUrl"]: entry["resource"] for entry in draft.bundle["entry"]}
     device_url, device = next((u, r) for u, r in by_url.items() if r["resourceType"] == "Device")
     composition_url, composition = next(
@@ -107,13 +96,21 @@ async def _write_composition(
     else:  # no right to create a Device: it travels inside the Composition
         composition = composition | {"contained": [device | {"id": "device"}]}
         targets = {device_url: "#device"}
-    composition = _rewrite(composition, targets) | {"identifier": _identifier(key)}
-    written = await client.create(composition, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    composition = rewrite_references(composition, targets) | {"identifier": _identifier(key)}
+    if written_before is not None and written_before.remote_id:
+        written = await client.update(
+            composition | {"id": written_before.remote_id},
+            if_match=_if_match(written_before.remote_version),
+        )
+    else:
+        written = await client.create(composition, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
     target = f"Composition/{written['id']}"
     targets[composition_url] = target
     if with_provenance:
         provenances = [
-            _rewrite(r, targets) for r in by_url.values() if r["resourceType"] == "Provenance"
+            rewrite_references(r, targets)
+            for r in by_url.values()
+            if r["resourceType"] == "Provenance"
         ]
         await _create_missing_provenances(client, provenances, target)
     return "Composition", written["id"], written.get("meta", {}).get("versionId")
@@ -137,18 +134,35 @@ async def _create_missing_provenances(
 
 
 async def _write_document_reference(
-    client: FhirClient, draft: DraftRow, key: str, with_provenance: bool
+    client: FhirClient,
+    draft: DraftRow,
+    key: str,
+    with_provenance: bool,
+    written_before: WriteBackRow | None = None,
 ) -> tuple[str, str, str | None]:
+    """Create the note (``preliminary`` until signed, then ``final``), or update the copy
+    written before (``If-Match`` its version)."""
     resource = draft_document_reference(
         text=draft.markdown,
         patient=f"Patient/{draft.patient}",
         encounter=f"Encounter/{draft.encounter}" if draft.encounter else None,
         identifier=_identifier(key),
-        doc_status="preliminary",
+        doc_status="final" if draft.signed_by else "preliminary",
         date=datetime.now(UTC),
+        signed_by=draft.signed_by,
     )
-    written = await client.create(resource, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    if written_before is not None and written_before.remote_id:
+        written = await client.update(
+            resource | {"id": written_before.remote_id},
+            if_match=_if_match(written_before.remote_version),
+        )
+    else:
+        written = await client.create(resource, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
     target = f"DocumentReference/{written['id']}"
+    if with_provenance and draft.signed_by and draft.signed_at:
+        await _create_missing_provenances(
+            client, [verifier_provenance(target, draft.signed_by, draft.signed_at)], target
+        )
     if with_provenance:
         composition_provenance = next(
             (
@@ -181,7 +195,7 @@ async def write_back(
         row = (
             await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
         ).scalar_one_or_none()
-        if row is not None and row.status in {"done", "deferred"}:
+        if row is not None and row.status in {"done", "deferred", "signed"}:
             return row
     statement = await client.read_reference("metadata")
     strategy = choose_strategy(statement, scope, forced)
@@ -202,6 +216,45 @@ async def write_back(
         row.target = client.base
         row.strategy = strategy
         row.status = status
+        row.remote_type, row.remote_id, row.remote_version = remote
+        row.error = None
+    return row
+
+
+async def write_signed(
+    database: Database,
+    client: FhirClient,
+    draft: DraftRow,
+    scope: str,
+    forced: str | None = None,
+) -> WriteBackRow:
+    """Bring the EHR's copy up to the signed draft: update what was written before, with
+    ``If-Match`` so a copy changed in the EHR meanwhile is not overwritten (412), or, where the
+    EHR takes only final notes or nothing was written yet, create it now."""
+    key = idempotency_key(draft.patient, draft.encounter, draft.version)
+    async with database.sessions() as session:
+        before = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+    statement = await client.read_reference("metadata")
+    strategy = choose_strategy(statement, scope, forced)
+    provenance = _provenance_allowed(statement, scope)
+    written_before = before if before is not None and before.strategy == strategy else None
+    remote: tuple[str | None, str | None, str | None] = (None, None, None)
+    if strategy == "composition":
+        remote = await _write_composition(client, draft, key, scope, provenance, written_before)
+    elif strategy in {"document-reference", "final-only"}:
+        remote = await _write_document_reference(client, draft, key, provenance, written_before)
+    async with database.sessions() as session, session.begin():
+        row = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+        if row is None:
+            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft.id, idempotency_key=key)
+            session.add(row)
+        row.target = client.base
+        row.strategy = strategy
+        row.status = "none" if strategy == "none" else "signed"
         row.remote_type, row.remote_id, row.remote_version = remote
         row.error = None
     return row

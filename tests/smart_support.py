@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,9 +15,10 @@ import httpx
 from launch.demo import inpatient_encounter as chart_inpatient_encounter
 from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
-from smartapp.app import AppState, create_app
+from smartapp.app import create_app
 from smartapp.jobs import StageHook
 from smartapp.settings import AppSettings
+from smartapp.state import AppState
 
 T = TypeVar("T")
 
@@ -70,3 +72,26 @@ def inpatient_encounter(browser: httpx.Client, sandbox: Sandbox, patient: str) -
 
 def registered(client_id: str, kind: str, redirect_uri: str, **extra: object) -> RegisteredClient:
     return RegisteredClient(client_id, kind, [redirect_uri], **extra)  # type: ignore[arg-type]
+
+
+def launch_job(
+    browser: httpx.Client, sandbox: Sandbox, patient: str, user: str | None = None
+) -> str:
+    """Launch from the chart as a browser would (as ``user``, else the sandbox physician); the
+    id of the job the launch started."""
+    encounter = inpatient_encounter(browser, sandbox, patient)
+    form = {"patient": patient, "encounter": encounter} | ({"user": user} if user else {})
+    landing = browser.post(f"{sandbox.chart_url}/launch", data=form)
+    assert landing.status_code == 200, landing.text[:300]
+    return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+
+
+def wait_for(browser: httpx.Client, app: RunningApp, job_id: str, timeout_s: float = 120) -> dict:
+    deadline = time.monotonic() + timeout_s
+    job: dict = {}
+    while time.monotonic() < deadline:
+        job = browser.get(f"{app.base_url}/jobs/{job_id}").json()
+        if job.get("state") in {"done", "failed"}:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish: {job}")

@@ -6,7 +6,6 @@ import asyncio
 import base64
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,13 @@ import pytest
 
 from launch.sandbox.run import Sandbox
 from smartapp.writeback import KEY_SYSTEM, idempotency_key
-from tests.smart_support import RunningApp, chart_launch, inpatient_encounter, running_app
+from tests.smart_support import (
+    RunningApp,
+    chart_launch,
+    launch_job,
+    running_app,
+    wait_for,
+)
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 POSTGRES = os.environ.get(
@@ -60,22 +65,7 @@ def profiled_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
 
 
 def launch(browser: httpx.Client, sandbox: Sandbox, patient: str = PATIENT) -> str:
-    """Launch from the chart as a browser would; the id of the job the launch started."""
-    encounter = inpatient_encounter(browser, sandbox, patient)
-    landing = chart_launch(browser, sandbox, patient, encounter)
-    assert landing.status_code == 200, landing.text[:300]
-    return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
-
-
-def wait_for(browser: httpx.Client, app: RunningApp, job_id: str, timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    job: dict = {}
-    while time.monotonic() < deadline:
-        job = browser.get(f"{app.base_url}/jobs/{job_id}").json()
-        if job.get("state") in {"done", "failed"}:
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
+    return launch_job(browser, sandbox, patient)
 
 
 def draft_of(browser: httpx.Client, app: RunningApp) -> dict:

@@ -48,12 +48,17 @@ class RegisteredClient:
     secret: str | None = None
     jwks: dict[str, Any] | None = None
     jwks_url: str | None = None
+    # The resource server its tokens are for (``aud``); None: the sandbox FHIR server. A backend
+    # client of Provenote's own FHIR API is registered with that API's base here.
+    audience: str | None = None
 
 
 @dataclass(slots=True)
 class LaunchContext:
     patient: str
     encounter: str | None = None
+    # Who launched (fhirUser); None: the sandbox's practitioner.
+    user: str | None = None
 
 
 @dataclass(slots=True)
@@ -129,9 +134,9 @@ class AuthorizationServer:
     def jwks(self) -> dict[str, Any]:
         return KeySet([self.key]).as_dict(private=False)
 
-    def new_launch(self, patient: str, encounter: str | None) -> str:
+    def new_launch(self, patient: str, encounter: str | None, user: str | None = None) -> str:
         launch = secrets.token_urlsafe(16)
-        self._launches[launch] = LaunchContext(patient, encounter)
+        self._launches[launch] = LaunchContext(patient, encounter, user)
         return launch
 
     # --- authorize -------------------------------------------------------------------------------
@@ -247,13 +252,14 @@ class AuthorizationServer:
         scope: str,
         context: LaunchContext | None,
         ttl_s: int | None = None,
+        audience: str | None = None,
     ) -> str:
         """An RS256 access token for the FHIR server (also used by tests to mint expired ones)."""
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": self.issuer,
-            "aud": self.fhir_base,
-            "sub": self.practitioner,
+            "aud": audience or self.fhir_base,
+            "sub": self.practitioner if context is not None else client_id,
             "client_id": client_id,
             "scope": scope,
             "iat": now,
@@ -265,15 +271,16 @@ class AuthorizationServer:
         header = {"alg": "RS256", "kid": self.key.kid, "typ": "JWT"}
         return jwt.encode(header, claims, self.key)
 
-    def _id_token(self, client_id: str, nonce: str | None) -> str:
+    def _id_token(self, client_id: str, nonce: str | None, user: str | None) -> str:
         now = int(time.time())
+        user = user or self.practitioner
         claims: dict[str, Any] = {
             "iss": self.issuer,
-            "sub": self.practitioner.split("/")[-1],
+            "sub": user.split("/")[-1],
             "aud": client_id,
             "iat": now,
             "exp": now + self.access_token_ttl_s,
-            "fhirUser": f"{self.fhir_base}/{self.practitioner}",
+            "fhirUser": f"{self.fhir_base}/{user}",
         }
         if nonce:
             claims["nonce"] = nonce
@@ -284,7 +291,9 @@ class AuthorizationServer:
     ) -> dict[str, Any]:
         scopes = scope.split()
         answer: dict[str, Any] = {
-            "access_token": self.access_token(client.client_id, scope, context),
+            "access_token": self.access_token(
+                client.client_id, scope, context, audience=client.audience
+            ),
             "token_type": "Bearer",
             "expires_in": self.access_token_ttl_s,
             "scope": scope,
@@ -296,7 +305,8 @@ class AuthorizationServer:
             answer["need_patient_banner"] = True
             answer["smart_style_url"] = f"{self.issuer}/smart-style.json"
         if "openid" in scopes and "fhirUser" in scopes:
-            answer["id_token"] = self._id_token(client.client_id, nonce)
+            user = context.user if context is not None else None
+            answer["id_token"] = self._id_token(client.client_id, nonce, user)
         if "offline_access" in scopes or "online_access" in scopes:
             refresh = secrets.token_urlsafe(32)
             self._refresh[refresh] = _Refresh(client.client_id, scope, context)

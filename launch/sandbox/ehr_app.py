@@ -74,9 +74,11 @@ def create_ehr_app(
     @get("/auth/smart-style.json")
     async def smart_style() -> dict[str, Any]:
         return {
-            "color_background": "#ffffff",
+            "color_background": "#fbfcfe",
             "color_highlight": "#0b5cad",
-            "font_family_base": "sans-serif",
+            "color_text": "#1d2733",
+            "dim_border_radius": "4px",
+            "font_family_body": "system-ui, sans-serif",
         }
 
     @get("/chart")
@@ -124,6 +126,7 @@ def create_ehr_app(
         launch_id = server.new_launch(
             f"Patient/{form.get('patient')}",
             f"Encounter/{form.get('encounter')}" if form.get("encounter") else None,
+            str(form.get("user")) if form.get("user") else None,
         )
         query = urlencode({"iss": fhir_base, "launch": launch_id})
         return Redirect(f"{app_launch_url()}?{query}", status_code=303)

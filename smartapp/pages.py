@@ -1,0 +1,259 @@
+"""The physician's review page: the draft by section, its flags first, actions and sign-off.
+
+Every page is rendered on the server from the stored summary; forms post back and work without
+scripts (POST, then redirect), and ``static/review.js`` turns them into partial updates by asking
+for the re-rendered review alone. A user sees only drafts of the patient in their launch context,
+and every change carries the session's CSRF token and the revision the user saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, get, post
+from litestar.params import FromPath
+from litestar.response import Redirect, Response
+from sqlalchemy import select
+
+from pipeline.evidence import EvidenceState, PatientInfoAttributes
+from pipeline.rendering import render
+from pipeline.review import ReviewError, review_items
+from pipeline.summary import Sentence, cited_sources
+from smartapp.csrf import FIELD, csrf_token, csrf_valid
+from smartapp.db import AuditRow, DraftRow, WriteBackRow
+from smartapp.review import ReviewRefusedError, apply_review, edits_of, reviewed, sign
+from smartapp.sessions import LaunchContext
+from smartapp.state import SESSION_COOKIE, AppState, fhir_client_for
+from smartapp.style import fetch_style
+
+PARTIAL_HEADER = "x-requested-with"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+    "data:; object-src 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def html(page: str, status: int = 200) -> Response[str]:
+    """An HTML answer that no injected script can run in: scripts only from our own origin."""
+    return Response(
+        page,
+        status_code=status,
+        media_type="text/html",
+        headers={
+            "content-security-policy": CONTENT_SECURITY_POLICY,
+            "x-content-type-options": "nosniff",
+            "referrer-policy": "same-origin",
+        },
+    )
+
+
+def error_page(message: str, status: int, heading: str | None = None) -> Response[str]:
+    advice = "Nothing was changed." if heading else None
+    return html(
+        render("app/error.html.j2", message=message, heading=heading, advice=advice), status
+    )
+
+
+def practitioner_reference(fhir_user: str | None) -> str | None:
+    """``Practitioner/{id}`` when the user is a Practitioner (fhirUser may be an absolute URL)."""
+    if not fhir_user:
+        return None
+    parts = fhir_user.rstrip("/").split("/")
+    if len(parts) >= 2 and parts[-2] == "Practitioner" and parts[-1]:
+        return f"Practitioner/{parts[-1]}"
+    return None
+
+
+def _citations(sentence: Sentence, state: EvidenceState) -> list[dict[str, Any]]:
+    documents = {document.id: document for document in state.documents}
+    views = []
+    for ref in cited_sources(sentence, state):
+        document = documents.get(ref.document or "")
+        views.append(
+            {
+                "resource": ref.resource,
+                "path": ref.path,
+                "quote": ref.quote,
+                "page": ref.page,
+                "start": ref.start,
+                "end": ref.end,
+                "title": document.title if document else None,
+                "date": document.date.date().isoformat() if document and document.date else None,
+            }
+        )
+    return views
+
+
+def _patient(state: EvidenceState) -> PatientInfoAttributes | None:
+    for fact in state.facts.get("patient_info", []):
+        if isinstance(fact.attributes, PatientInfoAttributes):
+            return fact.attributes
+    return None
+
+
+def review_handlers(state: AppState) -> list[Any]:
+    database = state.database
+    styles: dict[str, dict[str, str]] = {}
+
+    async def smart_style(context: LaunchContext | None) -> dict[str, str]:
+        url = context.smart_style_url if context else None
+        if url and url not in styles:
+            styles[url] = await fetch_style(state.http, url)
+        return styles.get(url or "", {})
+
+    async def visible(
+        request: Request, draft_id: str
+    ) -> tuple[str, LaunchContext, DraftRow] | None:
+        """The draft, if the requesting session's launch is about its patient on its EHR."""
+        session_id = request.cookies.get(SESSION_COOKIE)
+        context = await state.store.context(session_id)
+        async with database.sessions() as session:
+            draft = await session.get(DraftRow, draft_id)
+        if session_id is None or context is None or draft is None:
+            return None
+        if context.patient != draft.patient or context.iss != draft.iss:
+            return None
+        return session_id, context, draft
+
+    async def review_page(
+        session_id: str, context: LaunchContext, draft: DraftRow, message: str | None = None
+    ) -> str:
+        opened = reviewed(draft)
+        async with database.sessions() as session:
+            written = (
+                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft.id))
+            ).scalar_one_or_none()
+        partial = {
+            "draft": draft,
+            "summary": opened.summary,
+            "open_flags": opened.open_flags,
+            "citations": {s.id: _citations(s, opened.state) for s in opened.summary.sentences()},
+            "review_items": review_items,
+            "edits": await edits_of(database, draft.id),
+            "editable": draft.status == "preliminary",
+            "practitioner": practitioner_reference(context.fhir_user),
+            "user": context.fhir_user,
+            "csrf": csrf_token(state.secret, session_id),
+            "write_back": written,
+            "message": message,
+        }
+        return partial | {
+            "context": context,
+            "patient": _patient(opened.state),
+            "smart_style": await smart_style(context),
+        }
+
+    async def answer(
+        request: Request,
+        found: tuple[str, LaunchContext, DraftRow],
+        message: str | None = None,
+        status: int = 200,
+    ) -> Response[Any]:
+        """The review again: its fragment for the page's script, else a redirect or full page."""
+        session_id, context, draft = found
+        fresh = await state_of(draft.id) or draft
+        values = await review_page(session_id, context, fresh, message)
+        if request.headers.get(PARTIAL_HEADER) == "provenote-review":
+            return html(render("app/_review.html.j2", **values), status)
+        if message is None:
+            return Redirect(f"/drafts/{draft.id}", status_code=303)
+        return html(render("app/review.html.j2", **values), status)
+
+    async def state_of(draft_id: str) -> DraftRow | None:
+        async with database.sessions() as session:
+            return await session.get(DraftRow, draft_id)
+
+    async def checked_form(
+        request: Request, draft_id: str
+    ) -> tuple[tuple[str, LaunchContext, DraftRow] | None, dict[str, str], Response[Any] | None]:
+        found = await visible(request, draft_id)
+        if found is None:
+            return None, {}, error_page("No such draft in this launch context.", 404)
+        form = {key: str(value) for key, value in (await request.form()).items()}
+        if not csrf_valid(state.secret, found[0], form.get(FIELD)):
+            return (
+                found,
+                form,
+                error_page(
+                    "The form's security token is missing or wrong; reload the page and try again.",
+                    403,
+                    heading="Request refused",
+                ),
+            )
+        if not form.get("revision", "").isdigit():
+            return found, form, error_page("The form did not say which revision it saw.", 400)
+        return found, form, None
+
+    @get("/drafts/{draft_id:str}")
+    async def draft_page(request: Request, draft_id: FromPath[str]) -> Response[str]:
+        found = await visible(request, draft_id)
+        if found is None:
+            return error_page("No such draft in this launch context.", 404, "Draft not found")
+        session_id, context, draft = found
+        async with database.sessions() as session, session.begin():
+            actor = context.fhir_user or "unknown user"
+            session.add(AuditRow(actor=actor, action="draft_viewed", draft_id=draft.id, detail=""))
+        try:
+            values = await review_page(session_id, context, draft)
+        except ReviewRefusedError as refused:
+            return error_page(str(refused), 409, "Draft cannot be reviewed")
+        return html(render("app/review.html.j2", **values))
+
+    @post("/drafts/{draft_id:str}/sentences/{sentence_id:str}")
+    async def sentence_action(
+        request: Request, draft_id: FromPath[str], sentence_id: FromPath[str]
+    ) -> Response[Any]:
+        found, form, refused = await checked_form(request, draft_id)
+        if refused is not None or found is None:
+            return refused or error_page("No such draft in this launch context.", 404)
+        action = form.get("action")
+        if action not in {"accept", "edit", "delete"}:
+            return error_page("Unknown review action.", 400)
+        actor = found[1].fhir_user or "unknown user"
+        try:
+            await apply_review(
+                database,
+                draft_id,
+                int(form["revision"]),
+                action,  # type: ignore[arg-type]
+                sentence_id,
+                actor,
+                form.get("text", ""),
+            )
+        except ReviewRefusedError as failure:
+            return await answer(request, found, str(failure), failure.status)
+        except ReviewError as failure:
+            return await answer(request, found, str(failure), 400)
+        return await answer(request, found)
+
+    @post("/drafts/{draft_id:str}/sign")
+    async def sign_draft(request: Request, draft_id: FromPath[str]) -> Response[Any]:
+        found, form, refused = await checked_form(request, draft_id)
+        if refused is not None or found is None:
+            return refused or error_page("No such draft in this launch context.", 404)
+        session_id, context, _ = found
+        practitioner = practitioner_reference(context.fhir_user)
+        if practitioner is None:
+            return await answer(
+                request,
+                found,
+                f"Only a practitioner can sign; you are signed in as "
+                f"{context.fhir_user or 'an unknown user'}.",
+                403,
+            )
+        client = fhir_client_for(state, session_id, context)
+        try:
+            await sign(
+                database,
+                client,
+                draft_id,
+                int(form["revision"]),
+                practitioner,
+                context.scope,
+                state.settings.writeback_strategies.get(context.iss),
+            )
+        except ReviewRefusedError as failure:
+            return await answer(request, found, str(failure), failure.status)
+        return await answer(request, found)
+
+    return [draft_page, sentence_action, sign_draft]

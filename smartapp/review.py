@@ -1,0 +1,276 @@
+"""Review and sign-off of stored drafts: every change checked against the draft's revision.
+
+Optimistic concurrency: a reviewer acts on the revision they saw; the change is written with a
+conditional UPDATE on that revision, so of two people editing one draft the second is told the
+draft moved on (``StaleDraftError``, HTTP 409) instead of silently overwriting the first. Signing
+claims the draft (status ``signing``) before touching the EHR, so no edit slips in between the
+EHR write and the local ``final``; if the EHR refuses, the claim is released and nothing is signed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from fhir_mapping.composition import draft_bundle
+from fhir_mapping.signoff import signed_bundle
+from pipeline.evidence import EvidenceState
+from pipeline.review import ReviewAction, accept, awaiting_review, delete, edit, find_sentence
+from pipeline.summary import Sentence, Summary
+from pipeline.summary_text import render_markdown
+from smartapp.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
+from smartapp.fhir_client import FhirClient, FhirError
+from smartapp.writeback import write_signed
+
+SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
+
+
+class ReviewRefusedError(Exception):
+    """The action is not allowed now; ``status`` is the HTTP answer that says why."""
+
+    status = 400
+
+
+class StaleDraftError(ReviewRefusedError):
+    status = 409
+
+
+class DraftClosedError(ReviewRefusedError):
+    status = 409
+
+
+class FlagsOpenError(ReviewRefusedError):
+    status = 409
+
+
+class EhrRefusedError(ReviewRefusedError):
+    status = 502
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewedDraft:
+    """A draft opened for review: its row, and the summary and evidence it was built from."""
+
+    row: DraftRow
+    summary: Summary
+    state: EvidenceState
+
+    @property
+    def open_flags(self) -> list[Sentence]:
+        return awaiting_review(self.summary)
+
+
+def reviewed(row: DraftRow) -> ReviewedDraft:
+    if row.summary is None or row.evidence is None:
+        raise ReviewRefusedError("this draft was stored before review existed; draft it again")
+    return ReviewedDraft(
+        row, Summary.model_validate(row.summary), EvidenceState.model_validate(row.evidence)
+    )
+
+
+def _generated_at(bundle: dict[str, Any]) -> datetime:
+    """When the draft was generated: its Composition's date, which names its bundle's ids."""
+    composition = next(
+        e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Composition"
+    )
+    return datetime.fromisoformat(composition["date"])
+
+
+async def load(database: Database, draft_id: str) -> DraftRow | None:
+    async with database.sessions() as session:
+        return await session.get(DraftRow, draft_id)
+
+
+def _check_open(row: DraftRow, revision: int) -> None:
+    if row.status != "preliminary":
+        raise DraftClosedError(f"this draft is {row.status}; it can no longer be changed")
+    if row.revision != revision:
+        raise StaleDraftError(
+            f"someone else changed this draft (now at revision {row.revision}, you saw "
+            f"revision {revision}); reload it to see their changes before you continue"
+        )
+
+
+async def _conditional_update(
+    session: Any, draft_id: str, seen: tuple[int, str], **values: Any
+) -> None:
+    """Apply ``values`` only if the draft is still at the (revision, status) the caller saw."""
+    revision, status = seen
+    result = await session.execute(
+        update(DraftRow)
+        .where(DraftRow.id == draft_id, DraftRow.revision == revision, DraftRow.status == status)
+        .values(updated_at=utcnow(), **values)
+    )
+    if result.rowcount != 1:
+        raise StaleDraftError("someone else changed this draft just now; reload it and try again")
+
+
+async def apply_review(
+    database: Database,
+    draft_id: str,
+    revision: int,
+    action: ReviewAction,
+    sentence_id: str,
+    actor: str,
+    text: str = "",
+) -> tuple[DraftRow, Sentence | None]:
+    """Accept, edit or delete one sentence of revision ``revision``; the new row and sentence
+    (None when deleted). The edit, the new revision's bundle and an audit event are stored."""
+    row = await load(database, draft_id)
+    if row is None:
+        raise ReviewRefusedError("no such draft")
+    _check_open(row, revision)
+    draft = reviewed(row)
+    before = find_sentence(draft.summary, sentence_id)
+    if action == "accept":
+        summary, after = accept(draft.summary, sentence_id)
+    elif action == "edit":
+        summary, after = edit(draft.summary, sentence_id, text, draft.state)
+    else:
+        summary, after = delete(draft.summary, sentence_id)
+    bundle = await asyncio.to_thread(
+        draft_bundle, summary, draft.state, _generated_at(draft.row.bundle)
+    )
+    markdown = render_markdown(summary, draft.state)
+    kept = None if action == "delete" else after
+    new_revision = revision + 1
+    async with database.sessions() as session, session.begin():
+        await _conditional_update(
+            session,
+            draft_id,
+            (revision, "preliminary"),
+            revision=new_revision,
+            summary=summary.model_dump(mode="json"),
+            bundle=bundle,
+            markdown=markdown,
+        )
+        session.add(
+            DraftEditRow(
+                draft_id=draft_id,
+                revision=new_revision,
+                sentence_id=sentence_id,
+                action=action,
+                actor=actor,
+                before=before.text,
+                after=kept.text if kept is not None else None,
+                verdict=kept.verdict if kept is not None else None,
+            )
+        )
+        session.add(
+            DraftRevisionRow(
+                draft_id=draft_id, revision=new_revision, status="preliminary", bundle=bundle
+            )
+        )
+        session.add(
+            AuditRow(
+                actor=actor,
+                action=f"sentence_{action}",
+                draft_id=draft_id,
+                detail=f"{sentence_id} at revision {new_revision}",
+            )
+        )
+    updated = await load(database, draft_id)
+    assert updated is not None
+    return updated, kept
+
+
+async def edits_of(database: Database, draft_id: str) -> list[DraftEditRow]:
+    async with database.sessions() as session:
+        return list(
+            (
+                await session.execute(
+                    select(DraftEditRow)
+                    .where(DraftEditRow.draft_id == draft_id)
+                    .order_by(DraftEditRow.id)
+                )
+            ).scalars()
+        )
+
+
+async def sign(
+    database: Database,
+    client: FhirClient,
+    draft_id: str,
+    revision: int,
+    practitioner: str,
+    scope: str,
+    forced_strategy: str | None = None,
+) -> DraftRow:
+    """Sign revision ``revision`` as ``practitioner``: final, attested, the EHR copy updated."""
+    row = await load(database, draft_id)
+    if row is None:
+        raise ReviewRefusedError("no such draft")
+    _check_open(row, revision)
+    draft = reviewed(row)
+    if draft.open_flags:
+        raise FlagsOpenError(
+            f"{len(draft.open_flags)} flagged sentence(s) still need review: accept, edit or "
+            "delete each before signing"
+        )
+    async with database.sessions() as session, session.begin():
+        await _conditional_update(session, draft_id, (revision, "preliminary"), status="signing")
+    at = datetime.now(UTC)
+    # ``row`` is a detached snapshot: shaped as signed, it is what the EHR is sent.
+    signed = row
+    signed.bundle = signed_bundle(row.bundle, practitioner, at)
+    signed.markdown = render_markdown(
+        draft.summary,
+        draft.state,
+        SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat()),
+    )
+    signed.signed_by, signed.signed_at, signed.status = practitioner, at, "final"
+    try:
+        outcome = await write_signed(database, client, signed, scope, forced_strategy)
+    except FhirError as failure:
+        async with database.sessions() as session, session.begin():
+            await session.execute(
+                update(DraftRow)
+                .where(DraftRow.id == draft_id, DraftRow.status == "signing")
+                .values(status="preliminary")
+            )
+            session.add(
+                AuditRow(
+                    actor=practitioner,
+                    action="sign_failed",
+                    draft_id=draft_id,
+                    detail=str(failure),
+                )
+            )
+        changed = " (the EHR's copy changed since it was written)" if failure.status == 412 else ""
+        raise EhrRefusedError(
+            f"The EHR did not take the signed summary{changed}: {failure}. Nothing was signed."
+        ) from failure
+    final_revision = revision + 1
+    async with database.sessions() as session, session.begin():
+        await _conditional_update(
+            session,
+            draft_id,
+            (revision, "signing"),
+            status="final",
+            revision=final_revision,
+            bundle=signed.bundle,
+            markdown=signed.markdown,
+            signed_by=practitioner,
+            signed_at=at,
+        )
+        session.add(
+            DraftRevisionRow(
+                draft_id=draft_id, revision=final_revision, status="final", bundle=signed.bundle
+            )
+        )
+        remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
+        session.add(
+            AuditRow(
+                actor=practitioner,
+                action="signed",
+                draft_id=draft_id,
+                detail=f"revision {final_revision}; EHR {outcome.strategy}: {remote}",
+            )
+        )
+    final = await load(database, draft_id)
+    assert final is not None
+    return final

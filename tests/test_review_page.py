@@ -1,0 +1,291 @@
+"""The physician's review page, sign-off and its safeguards, against the sandbox EHR."""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from launch.sandbox.run import Sandbox
+from smartapp.db import AuditRow, DraftEditRow
+from tests.smart_support import RunningApp, inpatient_encounter, launch_job, running_app, wait_for
+
+ONE_FLAG = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
+HOSTILE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
+HOSTILE_NOTE = (
+    "Hospital Course:\nWound check <img src=x onerror=\"document.body.dataset.pwned='1'\"> "
+    "showed healing after surgery. Patient <script>document.title='pwned'</script> recovered "
+    "well on the ward and tolerated diet.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def review_sandbox() -> Iterator[Sandbox]:
+    """A sandbox of its own: one patient gets a hostile note, which no other test should see."""
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
+        with httpx.Client() as browser:
+            encounter = inpatient_encounter(browser, box, HOSTILE)
+        note = {
+            "resourceType": "DocumentReference",
+            "id": "hostile-note",
+            "status": "current",
+            "type": {"coding": [{"system": "http://loinc.org", "code": "11506-3"}]},
+            "subject": {"reference": f"Patient/{HOSTILE}"},
+            "context": {"encounter": [{"reference": f"Encounter/{encounter}"}]},
+            "content": [
+                {
+                    "attachment": {
+                        "contentType": "text/plain",
+                        "data": base64.b64encode(HOSTILE_NOTE.encode()).decode(),
+                    }
+                }
+            ],
+        }
+        httpx.put(
+            f"{box.fhir_base}/DocumentReference/hostile-note",
+            json=note,
+            headers={"x-admin-token": box.admin_token},
+        ).raise_for_status()
+        yield box
+
+
+@pytest.fixture
+def app(review_sandbox: Sandbox, tmp_path: Path) -> Iterator[RunningApp]:
+    with running_app(review_sandbox, tmp_path) as running:
+        yield running
+
+
+def open_draft(
+    app: RunningApp, sandbox: Sandbox, patient: str = ONE_FLAG, user: str | None = None
+) -> tuple[httpx.Client, str]:
+    browser = httpx.Client(follow_redirects=True, timeout=60)
+    job = wait_for(browser, app, launch_job(browser, sandbox, patient, user))
+    assert job["state"] == "done", job
+    return browser, job["draft"] or browser.get(f"{app.base_url}/jobs/{job['id']}").json()["draft"]
+
+
+def form_values(page: str) -> dict[str, str]:
+    return {
+        "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1),
+        "revision": re.search(r'name="revision" value="(\d+)"', page).group(1),
+    }
+
+
+def flagged_ids(page: str) -> list[str]:
+    return re.findall(r'<li id="([^"]+)" class="sentence flagged"', page)
+
+
+def ehr_copy(browser: httpx.Client, app: RunningApp, sandbox: Sandbox, draft: str) -> dict:
+    """The EHR's copy of the draft, where the job wrote it back."""
+    remote = browser.get(f"{app.base_url}/api/drafts/{draft}").json()["write_back"]["remote"]
+    return httpx.get(
+        f"{sandbox.fhir_base}/{remote}", headers={"x-admin-token": sandbox.admin_token}
+    ).json()
+
+
+def test_flags_come_first_with_their_reason_and_each_citation_opens_its_source(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox)
+    page = browser.get(f"{app.base_url}/drafts/{draft}")
+    assert page.status_code == 200
+    text = page.text
+    assert "Needs review (1)" in text
+    assert text.index('id="needs-review"') < text.index('id="section-stay"')
+    (flagged,) = flagged_ids(text)
+    item = text.split(f'<li id="{flagged}"', 1)[1].split("</li>\n", 1)[0]
+    assert '<span class="kind">Incomplete medication</span>' in item
+    assert '<details class="citation"' in item and "MedicationRequest/" in item
+    assert 'id="patient-banner"' in text and 'id="patient-name"' in text
+    assert "--smart-color-highlight: #0b5cad;" in text  # the EHR's SMART style
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_edit_is_checked_again_and_kept_in_the_history(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox)
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    target = re.search(r'<li id="([^"]+)" class="sentence" data-sentence', page).group(1)
+    before = page.split(f'<li id="{target}"', 1)[1].split('<span class="text">', 1)[1]
+    before = before.split("</span>", 1)[0]
+    answer = browser.post(
+        f"{app.base_url}/drafts/{draft}/sentences/{target}",
+        data=form_values(page) | {"action": "edit", "text": "Discharged on 999 mg of nothing."},
+    )
+    assert answer.status_code == 200
+    assert target in flagged_ids(answer.text)  # the invented number fails the checker
+    assert "Failed check" in answer.text.split(f'<li id="{target}"', 1)[1].split("</li>", 1)[0]
+    assert "Needs review (2)" in answer.text
+    edits = app.call(_edits(app, draft))
+    assert [(e.action, e.after, e.verdict) for e in edits] == [
+        ("edit", "Discharged on 999 mg of nothing.", "unsupported")
+    ]
+    assert edits[0].actor.endswith(review_sandbox.practitioner)
+    assert edits[0].before is not None and edits[0].before.startswith(before[:20])
+    api = browser.get(f"{app.base_url}/api/drafts/{draft}").json()
+    assert "999 mg" in api["markdown"]
+
+
+async def _edits(app: RunningApp, draft: str) -> list[DraftEditRow]:
+    async with app.state.database.sessions() as session:
+        rows = await session.execute(select(DraftEditRow).where(DraftEditRow.draft_id == draft))
+        return list(rows.scalars())
+
+
+async def _audit(app: RunningApp, draft: str) -> list[str]:
+    async with app.state.database.sessions() as session:
+        rows = await session.execute(select(AuditRow.action).where(AuditRow.draft_id == draft))
+        return list(rows.scalars())
+
+
+def test_signing_waits_for_every_flag_then_makes_the_ehr_copy_final(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox)
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(page))
+    assert refused.status_code == 409 and "still need review" in refused.text
+    assert ehr_copy(browser, app, review_sandbox, draft)["status"] == "preliminary"
+    (flagged,) = flagged_ids(page)
+    accepted = browser.post(
+        f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
+        data=form_values(page) | {"action": "accept"},
+    )
+    assert "Needs review (0)" in accepted.text and not flagged_ids(accepted.text)
+    signed = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
+    assert signed.status_code == 200 and 'id="signed"' in signed.text
+    composition = ehr_copy(browser, app, review_sandbox, draft)
+    assert composition["status"] == "final"
+    assert composition["attester"][0]["mode"] == "legal"
+    assert composition["attester"][0]["party"]["reference"] == review_sandbox.practitioner
+    provenances = httpx.get(
+        f"{review_sandbox.fhir_base}/Provenance",
+        params={"target": f"Composition/{composition['id']}"},
+        headers={"x-admin-token": review_sandbox.admin_token},
+    ).json()["entry"]
+    verifiers = [
+        p["resource"]
+        for p in provenances
+        if p["resource"]["agent"][0]["type"]["coding"][0]["code"] == "verifier"
+    ]
+    assert [v["agent"][0]["who"]["reference"] for v in verifiers] == [review_sandbox.practitioner]
+    assert "signed" in app.call(_audit(app, draft))
+    again = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
+    assert again.status_code == 409  # a final draft cannot change
+
+
+def test_sign_without_the_csrf_token_is_refused(app: RunningApp, review_sandbox: Sandbox) -> None:
+    browser, draft = open_draft(app, review_sandbox)
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    (flagged,) = flagged_ids(page)
+    values = form_values(page)
+    browser.post(
+        f"{app.base_url}/drafts/{draft}/sentences/{flagged}", data=values | {"action": "accept"}
+    )
+    revision = str(int(values["revision"]) + 1)
+    for data in ({"revision": revision}, {"revision": revision, "csrf_token": "0" * 64}):
+        refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=data)
+        assert refused.status_code == 403
+    assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
+
+
+def test_a_user_of_another_launch_context_cannot_open_the_draft(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox)
+    other, _ = open_draft(app, review_sandbox, HOSTILE, user="Practitioner/other-doctor")
+    assert other.get(f"{app.base_url}/drafts/{draft}").status_code == 404
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    (flagged,) = flagged_ids(page)
+    stolen = form_values(page) | {"action": "accept"}
+    assert (
+        other.post(f"{app.base_url}/drafts/{draft}/sentences/{flagged}", data=stolen).status_code
+        == 404
+    )
+
+
+def test_a_user_who_is_not_a_practitioner_cannot_sign(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox, user=f"Patient/{ONE_FLAG}")
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    assert 'id="sign-refused"' in page
+    (flagged,) = flagged_ids(page)
+    accepted = browser.post(
+        f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
+        data=form_values(page) | {"action": "accept"},
+    )
+    refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
+    assert refused.status_code == 403 and "Only a practitioner can sign" in refused.text
+    assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
+
+
+def test_the_second_of_two_concurrent_edits_gets_409(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    first, draft = open_draft(app, review_sandbox)
+    second, _ = open_draft(app, review_sandbox)
+    seen_first = first.get(f"{app.base_url}/drafts/{draft}").text
+    seen_second = second.get(f"{app.base_url}/drafts/{draft}").text
+    (flagged,) = flagged_ids(seen_first)
+    url = f"{app.base_url}/drafts/{draft}/sentences/{flagged}"
+    assert first.post(url, data=form_values(seen_first) | {"action": "accept"}).status_code == 200
+    stale = second.post(
+        url,
+        data=form_values(seen_second) | {"action": "edit", "text": "Something else."},
+        headers={"x-requested-with": "provenote-review"},
+    )
+    assert stale.status_code == 409
+    assert "someone else changed this draft" in stale.text
+    assert "<html" not in stale.text  # the page's script swaps this fragment in
+    edits = app.call(_edits(app, draft))
+    assert [e.action for e in edits] == ["accept"]
+
+
+def test_html_in_a_note_stays_inert_on_the_page_and_in_the_narrative(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    browser, draft = open_draft(app, review_sandbox, HOSTILE)
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    assert "&lt;script&gt;document.title=" in page
+    assert "<script>document.title" not in page and "<img src=x" not in page
+    bundle = browser.get(f"{app.base_url}/api/drafts/{draft}").json()["bundle"]
+    composition = next(
+        e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Composition"
+    )
+    narratives = " ".join(section["text"]["div"] for section in composition["section"])
+    assert "&lt;script&gt;" in narratives
+    assert "<script" not in narratives and "<img" not in narratives
+
+
+def test_an_ehr_copy_changed_meanwhile_is_not_overwritten(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    # Its own patient: drafts of one stay share their EHR copy across these tests' databases.
+    browser, draft = open_draft(app, review_sandbox, MANY_FLAGS)
+    composition = ehr_copy(browser, app, review_sandbox, draft)
+    touched = composition | {"title": f"{composition['title']} (edited in the EHR {uuid.uuid4()})"}
+    httpx.put(
+        f"{review_sandbox.fhir_base}/Composition/{composition['id']}",
+        json=touched,
+        headers={"x-admin-token": review_sandbox.admin_token},
+    ).raise_for_status()
+    page = browser.get(f"{app.base_url}/drafts/{draft}").text
+    for flagged in flagged_ids(page):
+        page = browser.post(
+            f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
+            data=form_values(page) | {"action": "accept"},
+        ).text
+    refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(page))
+    assert refused.status_code == 502 and "Nothing was signed" in refused.text
+    assert ehr_copy(browser, app, review_sandbox, draft)["status"] == "preliminary"
+    assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
+    assert "sign_failed" in app.call(_audit(app, draft))
