@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fhir.resources.R4B.bundle import Bundle
@@ -25,6 +25,11 @@ class HostedDraft:
     composition: dict[str, Any]
     device: dict[str, Any]
     provenances: list[dict[str, Any]]
+
+
+def instant(moment: datetime) -> str:
+    """A FHIR instant; a naive time is UTC (SQLite returns stored UTC times without a zone)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 def device_id(device: dict[str, Any]) -> str:
@@ -51,7 +56,7 @@ def hosted_draft(
         if kind == "Composition":
             meta = resource.get("meta", {}) | {
                 "versionId": str(version),
-                "lastUpdated": last_updated.isoformat(),
+                "lastUpdated": instant(last_updated),
             }
             composition = resource | {"id": composition_id, "meta": meta}
         elif kind == "Device":
@@ -110,7 +115,7 @@ def document_bundle(
             "value": f"{composition['id']}-{composition['meta']['versionId']}",
         },
         "type": "document",
-        "timestamp": timestamp.isoformat(),
+        "timestamp": instant(timestamp),
         "entry": entries,
     }
     Bundle.model_validate(document)

@@ -37,8 +37,10 @@ class ApiError(Exception):
         self.status, self.code = status, code
 
 
-def fhir(resource: dict[str, Any], status: int = 200, **headers: str) -> Response[Any]:
-    return Response(resource, status_code=status, media_type=FHIR_JSON, headers=headers)
+def fhir(
+    resource: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> Response[Any]:
+    return Response(resource, status_code=status, media_type=FHIR_JSON, headers=headers or {})
 
 
 def outcome(status: int, code: str, message: str) -> Response[Any]:
@@ -49,7 +51,7 @@ def outcome(status: int, code: str, message: str) -> Response[Any]:
         "resourceType": "OperationOutcome",
         "issue": [{"severity": "error", "code": code, "diagnostics": message}],
     }
-    return fhir(body, status, **headers)
+    return fhir(body, status, headers)
 
 
 def _last_updated(draft: DraftRow) -> datetime:
@@ -176,7 +178,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
     async def read_composition(request: Request, draft_id: FromPath[str]) -> Response[Any]:
         async def work() -> Response[Any]:
             draft = await draft_or_404(draft_id)
-            return fhir(served(draft).composition, etag=f'W/"{draft.revision}"')
+            return fhir(served(draft).composition, headers={"etag": f'W/"{draft.revision}"'})
 
         return await guarded(request, "Composition", "r", work)
 
@@ -191,7 +193,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
             if row is None:
                 raise ApiError(404, "not-found", f"Composition/{draft_id} has no version {version}")
             hosted = hosted_draft(row.bundle, draft_id, row.revision, row.at)
-            return fhir(hosted.composition, etag=f'W/"{row.revision}"')
+            return fhir(hosted.composition, headers={"etag": f'W/"{row.revision}"'})
 
         return await guarded(request, "Composition", "r", work)
 
@@ -295,7 +297,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
                     {"severity": "information", "code": "informational", "diagnostics": "queued"}
                 ],
             }
-            return fhir(body, 202, content_location=location)
+            return fhir(body, 202, {"content-location": location})
 
         return await guarded(request, "Composition", "c", work)
 

@@ -295,8 +295,11 @@ class JobService:
                     )
                 )
             ).scalar_one_or_none()
+            now = datetime.now(UTC)
             draft = DraftRow(
                 id=str(uuid.uuid4()),
+                created_at=now,
+                updated_at=now,
                 job_id=job.id,
                 iss=job.iss,
                 patient=job.patient,
@@ -312,7 +315,9 @@ class JobService:
             session.add(draft)
             await session.flush()
             session.add(
-                DraftRevisionRow(draft_id=draft.id, revision=1, status=draft.status, bundle=bundle)
+                DraftRevisionRow(
+                    draft_id=draft.id, revision=1, status=draft.status, bundle=bundle, at=now
+                )
             )
             session.add(
                 AuditRow(

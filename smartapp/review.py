@@ -96,14 +96,14 @@ def _check_open(row: DraftRow, revision: int) -> None:
 
 
 async def _conditional_update(
-    session: Any, draft_id: str, seen: tuple[int, str], **values: Any
+    session: Any, draft_id: str, seen: tuple[int, str], at: datetime, **values: Any
 ) -> None:
     """Apply ``values`` only if the draft is still at the (revision, status) the caller saw."""
     revision, status = seen
     result = await session.execute(
         update(DraftRow)
         .where(DraftRow.id == draft_id, DraftRow.revision == revision, DraftRow.status == status)
-        .values(updated_at=utcnow(), **values)
+        .values(updated_at=at, **values)
     )
     if result.rowcount != 1:
         raise StaleDraftError("someone else changed this draft just now; reload it and try again")
@@ -137,12 +137,13 @@ async def apply_review(
     )
     markdown = render_markdown(summary, draft.state)
     kept = None if action == "delete" else after
-    new_revision = revision + 1
+    new_revision, at = revision + 1, utcnow()
     async with database.sessions() as session, session.begin():
         await _conditional_update(
             session,
             draft_id,
             (revision, "preliminary"),
+            at,
             revision=new_revision,
             summary=summary.model_dump(mode="json"),
             bundle=bundle,
@@ -162,7 +163,11 @@ async def apply_review(
         )
         session.add(
             DraftRevisionRow(
-                draft_id=draft_id, revision=new_revision, status="preliminary", bundle=bundle
+                draft_id=draft_id,
+                revision=new_revision,
+                status="preliminary",
+                bundle=bundle,
+                at=at,
             )
         )
         session.add(
@@ -212,7 +217,13 @@ async def sign(
             "delete each before signing"
         )
     async with database.sessions() as session, session.begin():
-        await _conditional_update(session, draft_id, (revision, "preliminary"), status="signing")
+        await _conditional_update(
+            session,
+            draft_id,
+            (revision, "preliminary"),
+            row.updated_at or utcnow(),
+            status="signing",
+        )
     at = datetime.now(UTC)
     # ``row`` is a detached snapshot: shaped as signed, it is what the EHR is sent.
     signed = row
@@ -250,6 +261,7 @@ async def sign(
             session,
             draft_id,
             (revision, "signing"),
+            at,
             status="final",
             revision=final_revision,
             bundle=signed.bundle,
@@ -259,7 +271,11 @@ async def sign(
         )
         session.add(
             DraftRevisionRow(
-                draft_id=draft_id, revision=final_revision, status="final", bundle=signed.bundle
+                draft_id=draft_id,
+                revision=final_revision,
+                status="final",
+                bundle=signed.bundle,
+                at=at,
             )
         )
         remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from pipeline.settings import PipelineSettings
@@ -50,3 +54,34 @@ def sandbox():
 
     with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
         yield box
+
+
+POSTGRES = os.environ.get(
+    "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+async def _postgres(statement: str) -> None:
+    connection = await asyncpg.connect(POSTGRES, timeout=5)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """None: the default SQLite file; else a fresh PostgreSQL database, dropped afterwards."""
+    if request.param == "sqlite":
+        yield None
+        return
+    name = f"provenote_{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_postgres(f"CREATE DATABASE {name}"))
+    except (OSError, asyncpg.PostgresError) as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL at {POSTGRES}: {error}")
+    base = POSTGRES.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    yield f"{base}/{name}"
+    asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))

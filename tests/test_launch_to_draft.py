@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
 from smartapp.writeback import KEY_SYSTEM, idempotency_key
+from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
     chart_launch,
@@ -25,35 +23,6 @@ from tests.smart_support import (
 )
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
-POSTGRES = os.environ.get(
-    "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-
-
-async def _postgres(statement: str) -> None:
-    connection = await asyncpg.connect(POSTGRES, timeout=5)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    """None: the default SQLite file; else a fresh PostgreSQL database, dropped afterwards."""
-    if request.param == "sqlite":
-        yield None
-        return
-    name = f"provenote_{uuid.uuid4().hex[:12]}"
-    try:
-        asyncio.run(_postgres(f"CREATE DATABASE {name}"))
-    except (OSError, asyncpg.PostgresError) as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL at {POSTGRES}: {error}")
-    base = POSTGRES.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-    yield f"{base}/{name}"
-    asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 
 
 @pytest.fixture(scope="module", params=["composition", "document-reference", "final-only"])
@@ -134,6 +103,33 @@ def test_launch_to_draft_for_each_capability_profile(
                 "remote": None,
             }
             assert compositions == [] and documents == []
+
+        page = accept_all(browser, app.base_url, draft["id"])
+        signed = browser.post(f"{app.base_url}/drafts/{draft['id']}/sign", data=form_values(page))
+        assert signed.status_code == 200 and 'id="signed"' in signed.text
+        final = draft_of(browser, app)
+        assert final["status"] == "final"
+        assert final["markdown"].startswith("# Discharge summary, signed by Practitioner/")
+        compositions = on_server(sandbox, "Composition", identifier=identifier_of(draft))
+        documents = on_server(sandbox, "DocumentReference", identifier=identifier_of(draft))
+        if profile == "composition":
+            (composition,) = compositions  # the same copy, updated in place
+            assert f"Composition/{composition['id']}" == draft["write_back"]["remote"]
+            assert composition["status"] == "final"
+            assert composition["attester"][0]["party"]["reference"] == sandbox.practitioner
+            target = f"Composition/{composition['id']}"
+            assert len(on_server(sandbox, "Provenance", target=target)) == (
+                len(composition["section"]) + 1  # the verifier
+            )
+        else:  # updated in place, or (final-only) created now
+            (document,) = documents
+            assert document["docStatus"] == "final"
+            assert document["authenticator"]["reference"] == sandbox.practitioner
+            text = base64.b64decode(document["content"][0]["attachment"]["data"]).decode()
+            assert text.startswith(
+                "Discharge summary drafted by Provenote (AI), reviewed and signed"
+            )
+        assert final["write_back"]["status"] == "signed"
 
 
 def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(

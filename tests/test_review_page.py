@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
 from collections.abc import Iterator
@@ -14,45 +13,21 @@ from sqlalchemy import select
 
 from launch.sandbox.run import Sandbox
 from smartapp.db import AuditRow, DraftEditRow
-from tests.smart_support import RunningApp, inpatient_encounter, launch_job, running_app, wait_for
-
-ONE_FLAG = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
-MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
-HOSTILE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
-HOSTILE_NOTE = (
-    "Hospital Course:\nWound check <img src=x onerror=\"document.body.dataset.pwned='1'\"> "
-    "showed healing after surgery. Patient <script>document.title='pwned'</script> recovered "
-    "well on the ward and tolerated diet.\n"
+from tests.review_support import (
+    HOSTILE,
+    MANY_FLAGS,
+    ONE_FLAG,
+    accept_all,
+    flagged_ids,
+    form_values,
+    hostile_sandbox,
 )
+from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
 
 @pytest.fixture(scope="module")
 def review_sandbox() -> Iterator[Sandbox]:
-    """A sandbox of its own: one patient gets a hostile note, which no other test should see."""
-    with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
-        with httpx.Client() as browser:
-            encounter = inpatient_encounter(browser, box, HOSTILE)
-        note = {
-            "resourceType": "DocumentReference",
-            "id": "hostile-note",
-            "status": "current",
-            "type": {"coding": [{"system": "http://loinc.org", "code": "11506-3"}]},
-            "subject": {"reference": f"Patient/{HOSTILE}"},
-            "context": {"encounter": [{"reference": f"Encounter/{encounter}"}]},
-            "content": [
-                {
-                    "attachment": {
-                        "contentType": "text/plain",
-                        "data": base64.b64encode(HOSTILE_NOTE.encode()).decode(),
-                    }
-                }
-            ],
-        }
-        httpx.put(
-            f"{box.fhir_base}/DocumentReference/hostile-note",
-            json=note,
-            headers={"x-admin-token": box.admin_token},
-        ).raise_for_status()
+    with hostile_sandbox() as box:
         yield box
 
 
@@ -69,17 +44,6 @@ def open_draft(
     job = wait_for(browser, app, launch_job(browser, sandbox, patient, user))
     assert job["state"] == "done", job
     return browser, job["draft"] or browser.get(f"{app.base_url}/jobs/{job['id']}").json()["draft"]
-
-
-def form_values(page: str) -> dict[str, str]:
-    return {
-        "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1),
-        "revision": re.search(r'name="revision" value="(\d+)"', page).group(1),
-    }
-
-
-def flagged_ids(page: str) -> list[str]:
-    return re.findall(r'<li id="([^"]+)" class="sentence flagged"', page)
 
 
 def ehr_copy(browser: httpx.Client, app: RunningApp, sandbox: Sandbox, draft: str) -> dict:
@@ -228,9 +192,14 @@ def test_a_user_who_is_not_a_practitioner_cannot_sign(
     assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
 
 
-def test_the_second_of_two_concurrent_edits_gets_409(
-    app: RunningApp, review_sandbox: Sandbox
+def test_the_second_of_two_concurrent_edits_gets_409_on_either_database(
+    review_sandbox: Sandbox, tmp_path: Path, database_url: str | None
 ) -> None:
+    with running_app(review_sandbox, tmp_path, database_url=database_url) as app:
+        _second_edit_is_stale(app, review_sandbox)
+
+
+def _second_edit_is_stale(app: RunningApp, review_sandbox: Sandbox) -> None:
     first, draft = open_draft(app, review_sandbox)
     second, _ = open_draft(app, review_sandbox)
     seen_first = first.get(f"{app.base_url}/drafts/{draft}").text
@@ -248,6 +217,10 @@ def test_the_second_of_two_concurrent_edits_gets_409(
     assert "<html" not in stale.text  # the page's script swaps this fragment in
     edits = app.call(_edits(app, draft))
     assert [e.action for e in edits] == ["accept"]
+    current = first.get(f"{app.base_url}/drafts/{draft}").text
+    signed = first.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(current))
+    assert signed.status_code == 200
+    assert first.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "final"
 
 
 def test_html_in_a_note_stays_inert_on_the_page_and_in_the_narrative(
@@ -278,12 +251,7 @@ def test_an_ehr_copy_changed_meanwhile_is_not_overwritten(
         json=touched,
         headers={"x-admin-token": review_sandbox.admin_token},
     ).raise_for_status()
-    page = browser.get(f"{app.base_url}/drafts/{draft}").text
-    for flagged in flagged_ids(page):
-        page = browser.post(
-            f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
-            data=form_values(page) | {"action": "accept"},
-        ).text
+    page = accept_all(browser, app.base_url, draft)
     refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(page))
     assert refused.status_code == 502 and "Nothing was signed" in refused.text
     assert ehr_copy(browser, app, review_sandbox, draft)["status"] == "preliminary"

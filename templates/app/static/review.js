@@ -8,15 +8,17 @@
     const form = event.target;
     const button = event.submitter;
     event.preventDefault();
+    // getAttribute: form.action would be the button named "action", not the URL.
+    const url = form.getAttribute("action");
     const body = new URLSearchParams(new FormData(form, button));
-    const response = await fetch(form.action, {
+    const response = await fetch(url, {
       method: "POST",
       body: body,
       headers: { "X-Requested-With": "provenote-review" },
       credentials: "same-origin",
     });
     review.innerHTML = await response.text();
-    const sentence = form.action.split("/sentences/")[1];
+    const sentence = url.split("/sentences/")[1];
     const target = sentence && document.getElementById(decodeURIComponent(sentence));
     if (target) { target.scrollIntoView({ block: "center" }); }
   });

@@ -1,0 +1,74 @@
+"""Patients for the review tests, and a sandbox where one of them has a note full of markup."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+from launch.sandbox.run import Sandbox
+from tests.smart_support import inpatient_encounter
+
+ONE_FLAG = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
+HOSTILE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
+HOSTILE_NOTE = (
+    "Hospital Course:\nWound check <img src=x onerror=\"document.body.dataset.pwned='1'\"> "
+    "showed healing after surgery. Patient <script>document.title='pwned'</script> recovered "
+    "well on the ward and tolerated diet.\n"
+)
+
+
+@contextmanager
+def hostile_sandbox() -> Iterator[Sandbox]:
+    """A sandbox of its own: one patient gets a hostile note, which no other test should see."""
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
+        with httpx.Client() as browser:
+            encounter = inpatient_encounter(browser, box, HOSTILE)
+        note = {
+            "resourceType": "DocumentReference",
+            "id": "hostile-note",
+            "status": "current",
+            "type": {"coding": [{"system": "http://loinc.org", "code": "11506-3"}]},
+            "subject": {"reference": f"Patient/{HOSTILE}"},
+            "context": {"encounter": [{"reference": f"Encounter/{encounter}"}]},
+            "content": [
+                {
+                    "attachment": {
+                        "contentType": "text/plain",
+                        "data": base64.b64encode(HOSTILE_NOTE.encode()).decode(),
+                    }
+                }
+            ],
+        }
+        httpx.put(
+            f"{box.fhir_base}/DocumentReference/hostile-note",
+            json=note,
+            headers={"x-admin-token": box.admin_token},
+        ).raise_for_status()
+        yield box
+
+
+def form_values(page: str) -> dict[str, str]:
+    return {
+        "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1),
+        "revision": re.search(r'name="revision" value="(\d+)"', page).group(1),
+    }
+
+
+def flagged_ids(page: str) -> list[str]:
+    return re.findall(r'<li id="([^"]+)" class="sentence flagged"', page)
+
+
+def accept_all(browser: httpx.Client, base_url: str, draft: str) -> str:
+    """Accept every flagged sentence as written; the review page afterwards."""
+    page = browser.get(f"{base_url}/drafts/{draft}").text
+    for flagged in flagged_ids(page):
+        page = browser.post(
+            f"{base_url}/drafts/{draft}/sentences/{flagged}",
+            data=form_values(page) | {"action": "accept"},
+        ).text
+    return page

@@ -1,0 +1,223 @@
+"""Review rules without a server: what acknowledges a flag, what an edit is checked against, how a
+signature and the served resources look, which scopes and styles are accepted."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fhir.resources.R4B.bundle import Bundle
+from fhir.resources.R4B.composition import Composition
+
+from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
+from fhir_mapping.evidence import build_evidence
+from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
+from fhir_mapping.signoff import signed_bundle
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.review import (
+    REMOVED_AT_REVIEW,
+    ReviewError,
+    accept,
+    awaiting_review,
+    delete,
+    edit,
+    review_items,
+)
+from pipeline.summary import Summary
+from smartapp.csrf import csrf_token, csrf_valid
+from smartapp.pages import practitioner_reference
+from smartapp.scopes import granted
+from smartapp.style import safe_style
+
+SAMPLE = Path(__file__).resolve().parents[1] / "launch" / "samples"
+MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
+WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return json.loads((SAMPLE / f"{MANY_FLAGS}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def drafted(record: dict):
+    stays = [
+        e["resource"]
+        for e in record["entry"]
+        if e["resource"]["resourceType"] == "Encounter"
+        and e["resource"].get("class", {}).get("code") == "IMP"
+    ]
+    stay = max(stays, key=lambda encounter: encounter["period"]["start"])
+    state = build_evidence(record, f"Encounter/{stay['id']}")
+    return summarize_evidence(state), state
+
+
+def _sentence(summary: Summary, *, flagged: bool):
+    return next(s for s in summary.sentences() if s.flagged is flagged)
+
+
+def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
+    summary, state = drafted
+    waiting = awaiting_review(summary)
+    assert len(waiting) == 5
+    kinds = {item.kind for sentence in waiting for item in review_items(sentence)}
+    assert {"Conflict", "Unexplained medication change"} <= kinds
+    first, second, third = (s.id for s in waiting[:3])
+    summary, accepted = accept(summary, first)
+    assert accepted.review == "accepted" and accepted.flags  # kept for the record
+    summary, _ = delete(summary, second)
+    summary, edited = edit(summary, third, "Simvastatin was continued at discharge.", state)
+    assert edited.review == "edited" and edited.verdict == "supported" and not edited.flags
+    assert edited.revisions == [waiting[2].text]
+    assert [s.id for s in awaiting_review(summary)] == [s.id for s in waiting[3:]]
+
+
+def test_an_edit_the_checker_cannot_support_must_itself_be_accepted(drafted) -> None:
+    summary, state = drafted
+    plain = _sentence(summary, flagged=False)
+    summary, edited = edit(summary, plain.id, "Discharged on metformin 850 mg twice daily.", state)
+    assert edited.verdict == "unsupported"
+    assert {c.check for c in edited.checks if not c.passed} >= {"numbers", "drugs"}
+    assert edited in awaiting_review(summary)
+    summary, accepted = accept(summary, plain.id)
+    assert accepted not in awaiting_review(summary) and accepted.text.startswith("Discharged on")
+
+
+def test_edits_are_refused_when_empty_oversized_or_aimed_at_nothing(drafted) -> None:
+    summary, state = drafted
+    plain = _sentence(summary, flagged=False)
+    with pytest.raises(ReviewError, match="empty"):
+        edit(summary, plain.id, "   ", state)
+    with pytest.raises(ReviewError, match="limited"):
+        edit(summary, plain.id, "word " * 600, state)
+    with pytest.raises(ReviewError, match="no sentence"):
+        accept(summary, "s-nope")
+
+
+def test_a_section_emptied_at_review_says_so(drafted) -> None:
+    summary, _ = drafted
+    section = next(s for s in summary.sections if len(s.sentences) == 1)
+    summary, _ = delete(summary, section.sentences[0].id)
+    assert summary.section(section.key).empty_reason == REMOVED_AT_REVIEW
+
+
+def test_the_composition_records_review_and_the_signature(drafted) -> None:
+    summary, state = drafted
+    flagged = awaiting_review(summary)[0]
+    summary, _ = accept(summary, flagged.id)
+    bundle = draft_bundle(summary, state, WHEN)
+    composition = next(
+        e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Composition"
+    )
+    parts = [
+        part
+        for section in composition["section"]
+        for extension in section.get("extension", [])
+        if extension["url"] == SENTENCE_PROVENANCE
+        and {"url": "sentence", "valueString": flagged.id} in extension["extension"]
+        for part in extension["extension"]
+    ]
+    assert {"url": "review", "valueCode": "accepted"} in parts
+    signed = signed_bundle(bundle, "Practitioner/dr-a", WHEN)
+    final = Composition.model_validate(
+        next(
+            e["resource"] for e in signed["entry"] if e["resource"]["resourceType"] == "Composition"
+        )
+    )
+    assert final.status == "final"
+    assert final.attester[0].mode == "legal"
+    assert final.attester[0].party.reference == "Practitioner/dr-a"
+    verifier = signed["entry"][-1]["resource"]
+    assert verifier["agent"][0]["type"]["coding"][0]["code"] == "verifier"
+    with pytest.raises(ValueError, match="time zone"):
+        signed_bundle(bundle, "Practitioner/dr-a", datetime(2026, 11, 30))
+
+
+def test_served_resources_have_ids_and_the_document_resolves_on_its_own(
+    drafted, record: dict
+) -> None:
+    summary, state = drafted
+    bundle = draft_bundle(summary, state, WHEN)
+    hosted = hosted_draft(bundle, "draft-1", 3, datetime(2026, 11, 30, 13, 0))
+    composition = hosted.composition
+    assert composition["id"] == "draft-1" and composition["meta"]["versionId"] == "3"
+    assert composition["meta"]["lastUpdated"].endswith("+00:00")  # naive means UTC
+    assert composition["author"] == [{"reference": f"Device/{device_id(hosted.device)}"}]
+    assert all(p["target"][0]["reference"] == "Composition/draft-1" for p in hosted.provenances)
+    assert "urn:uuid" not in json.dumps(composition)
+    document = document_bundle(
+        hosted,
+        record,
+        api_base="https://p.example/fhir",
+        ehr_base="https://ehr/fhir",
+        timestamp=WHEN,
+    )
+    Bundle.model_validate(document)
+    urls = {entry["fullUrl"] for entry in document["entry"]}
+    served = json.dumps(document["entry"][0]["resource"])
+    assert f"https://ehr/fhir/Patient/{MANY_FLAGS}" in urls
+    assert f'"reference": "https://ehr/fhir/Patient/{MANY_FLAGS}"' in served
+    assert instant(WHEN) == "2026-11-30T12:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("scope", "resource_type", "action", "levels", "expected"),
+    [
+        ("system/Composition.rs", "Composition", "s", ("system",), True),
+        ("system/Composition.r", "Composition", "s", ("system",), False),
+        ("system/*.read", "Provenance", "s", ("system",), True),
+        ("system/Composition.read", "Composition", "c", ("system",), False),
+        ("patient/Composition.rs", "Composition", "r", ("system",), False),
+        ("patient/Composition.cu", "Composition", "u", ("patient", "user", "system"), True),
+        ("user/Composition.write", "Composition", "c", ("patient", "user", "system"), True),
+        ("system/Composition.rs?status=final", "Composition", "r", ("system",), True),
+    ],
+)
+def test_scopes_v1_and_v2(scope, resource_type, action, levels, expected) -> None:
+    assert granted(scope, resource_type, action, levels) is expected
+
+
+def test_only_safe_style_values_reach_the_page() -> None:
+    style = safe_style(
+        {
+            "color_highlight": "#0b5cad",
+            "color_background": "red; } body { display: none",
+            "dim_border_radius": "4px",
+            "font_family_body": "</style><script>alert(1)</script>",
+            "font_family_heading": "Georgia, serif",
+            "color_text": 12,
+            "unknown": "#fff",
+        }
+    )
+    assert style == {
+        "--smart-color-highlight": "#0b5cad",
+        "--smart-dim-border-radius": "4px",
+        "--smart-font-family-heading": "Georgia, serif",
+    }
+    assert safe_style(["not", "a", "style"]) == {}
+
+
+def test_csrf_tokens_are_bound_to_the_session_and_the_secret() -> None:
+    token = csrf_token(b"secret", "session-a")
+    assert csrf_valid(b"secret", "session-a", token)
+    assert not csrf_valid(b"secret", "session-b", token)
+    assert not csrf_valid(b"other", "session-a", token)
+    assert not csrf_valid(b"secret", "session-a", None)
+    assert not csrf_valid(b"secret", None, token)
+
+
+@pytest.mark.parametrize(
+    ("fhir_user", "expected"),
+    [
+        ("https://ehr.example/fhir/Practitioner/123", "Practitioner/123"),
+        ("Practitioner/abc", "Practitioner/abc"),
+        ("https://ehr.example/fhir/Patient/123", None),
+        ("https://ehr.example/fhir/RelatedPerson/9", None),
+        ("https://ehr.example/fhir/Practitioner/", None),
+        (None, None),
+    ],
+)
+def test_only_a_practitioner_fhir_user_can_sign(fhir_user, expected) -> None:
+    assert practitioner_reference(fhir_user) == expected
