@@ -57,13 +57,19 @@ def follow_progress(browser: httpx.Client, base_url: str, job_id: str) -> dict:
 
 def run_demo(data_dir: Path, keep_running: bool) -> int:
     port = free_port()
+    sandbox = Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch")
+    # The app's FHIR API trusts the sandbox's authorization server, as a hospital's would its own.
     settings = AppSettings(
         base_url=f"http://127.0.0.1:{port}",
         data_dir=data_dir,
         client_auth="private_key_jwt",
         client_id="provenote-demo",
+        api_issuer=sandbox.issuer,
+        api_jwks_url=f"{sandbox.issuer}/jwks",
+        api_token_url=sandbox.auth.token_url,
+        api_ehr_base=sandbox.fhir_base,
     )
-    with Sandbox(app_launch_url=settings.launch_url) as sandbox:
+    with sandbox:
         sandbox.register(app_client(settings))
         server = ThreadedServer(create_app(settings), port)
         server.start()
@@ -90,6 +96,7 @@ def run_demo(data_dir: Path, keep_running: bool) -> int:
             print(f"Chart: {sandbox.chart_url}")
             print(f"App: {settings.base_url}/")
             print(f"Draft: {settings.base_url}/drafts/{draft['id']}")
+            print(f"FHIR API: {settings.api_base}/Composition/{draft['id']}")
             remote = written.get("remote")
             print(f"Composition: {sandbox.fhir_base}/{remote}" if remote else "Composition: none")
             sys.stdout.flush()

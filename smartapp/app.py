@@ -35,7 +35,7 @@ from smartapp.oauth import (
     requested_scopes,
     validate_id_token,
 )
-from smartapp.pages import html, review_handlers
+from smartapp.pages import error_page, html, review_handlers
 from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.settings import AppSettings, get_app_settings
 from smartapp.state import (
@@ -48,10 +48,6 @@ from smartapp.state import (
 from smartapp.style import fetch_style
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
-
-
-def _error(message: str, status: int = 400) -> Response[str]:
-    return html(render("app/error.html.j2", message=message), status)
 
 
 def _session_cookie(settings: AppSettings, session_id: str) -> Cookie:
@@ -95,18 +91,18 @@ def create_app(
         request: Request, iss: FromQuery[str | None] = None, launch: FromQuery[str | None] = None
     ) -> Response[Any]:
         if not iss:
-            return _error("The launch did not say which EHR it came from (no iss parameter).")
+            return error_page("The launch did not say which EHR it came from (no iss parameter).")
         if settings.allowed_issuers and iss not in settings.allowed_issuers:
-            return _error(f"This app is not configured to be launched from {iss}.", 403)
+            return error_page(f"This app is not configured to be launched from {iss}.", 403)
         try:
             config = await discover(state.http, iss)
         except SmartError as error:
-            return _error(str(error), 502)
+            return error_page(str(error), 502)
         if (
             config.code_challenge_methods_supported
             and "S256" not in config.code_challenge_methods_supported
         ):
-            return _error(f"{iss} does not support PKCE S256, which this app requires.", 502)
+            return error_page(f"{iss} does not support PKCE S256, which this app requires.", 502)
         session_id = request.cookies.get(SESSION_COOKIE) or SessionStore.new_id()
         verifier, challenge = new_pkce()
         state_value = secrets.token_urlsafe(32)
@@ -138,13 +134,15 @@ def create_app(
         session_id = request.cookies.get(SESSION_COOKIE)
         pending = state.store.take_pending(state_param or "", session_id)
         if error:
-            return _error(
+            return error_page(
                 f"The EHR refused the authorization: {error} {error_description or ''}", 403
             )
         if pending is None or session_id is None:
-            return _error("The launch's state is unknown, already used, or from another browser.")
+            return error_page(
+                "The launch's state is unknown, already used, or from another browser."
+            )
         if not code:
-            return _error("The EHR sent no authorization code.")
+            return error_page("The EHR sent no authorization code.")
         try:
             tokens = await exchange_code(
                 state.http,
@@ -162,7 +160,7 @@ def create_app(
                 else {}
             )
         except SmartError as failure:
-            return _error(str(failure), 502)
+            return error_page(str(failure), 502)
         context = LaunchContext(
             iss=pending.iss,
             patient=tokens.patient,
@@ -263,7 +261,9 @@ def create_app(
         context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         async with database.sessions() as session:
             draft = await session.get(DraftRow, draft_id)
-            if draft is None or context is None or context.patient != draft.patient:
+            if draft is None or context is None:
+                return None
+            if (context.patient, context.iss) != (draft.patient, draft.iss):
                 return None
             written = (
                 await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))

@@ -47,7 +47,8 @@ def html(page: str, status: int = 200) -> Response[str]:
     )
 
 
-def error_page(message: str, status: int, heading: str | None = None) -> Response[str]:
+def error_page(message: str, status: int = 400, heading: str | None = None) -> Response[str]:
+    """An error page; without a heading it is the launch's (no token exchanged, nothing kept)."""
     advice = "Nothing was changed." if heading else None
     return html(
         render("app/error.html.j2", message=message, heading=heading, advice=advice), status

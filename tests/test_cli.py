@@ -194,7 +194,9 @@ def test_demo_launches_drafts_writes_back_and_prints_the_urls(tmp_path: Path) ->
     assert completed.returncode == 0, completed.stderr[-2000:]
     lines = completed.stdout.splitlines()
     assert lines[0] == "# Discharge summary: AI DRAFT, needs physician review"
-    tail = lines[-4:]
-    assert [line.split(": ", 1)[0] for line in tail] == ["Chart", "App", "Draft", "Composition"]
-    assert "/fhir/R4/Composition/" in tail[3]
+    tail = lines[-5:]
+    labels = [line.split(": ", 1)[0] for line in tail]
+    assert labels == ["Chart", "App", "Draft", "FHIR API", "Composition"]
+    assert tail[3].split("/fhir/Composition/")[1] == tail[2].split("/drafts/")[1]
+    assert "/fhir/R4/Composition/" in tail[4]
     assert "done" in completed.stderr and "writing_back" in completed.stderr
