@@ -16,6 +16,7 @@ from fhir_mapping.evidence import build_evidence
 from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
 from fhir_mapping.signoff import signed_bundle
 from pipeline.evidence_summary import summarize_evidence
+from pipeline.rendering import render
 from pipeline.review import (
     REMOVED_AT_REVIEW,
     ReviewError,
@@ -29,6 +30,7 @@ from pipeline.summary import Summary
 from smartapp.csrf import csrf_token, csrf_valid
 from smartapp.pages import practitioner_reference
 from smartapp.scopes import granted
+from smartapp.sessions import LaunchContext
 from smartapp.style import safe_style
 
 SAMPLE = Path(__file__).resolve().parents[1] / "launch" / "samples"
@@ -221,3 +223,14 @@ def test_csrf_tokens_are_bound_to_the_session_and_the_secret() -> None:
 )
 def test_only_a_practitioner_fhir_user_can_sign(fhir_user, expected) -> None:
     assert practitioner_reference(fhir_user) == expected
+
+
+@pytest.mark.parametrize(("need_banner", "shown"), [(None, True), (True, True), (False, False)])
+def test_the_patient_banner_shows_unless_the_launch_says_the_ehr_has_one(
+    need_banner: bool | None, shown: bool
+) -> None:
+    context = LaunchContext(
+        iss="https://ehr.example/fhir", patient="p-1", need_patient_banner=need_banner
+    )
+    page = render("app/landing.html.j2", context=context, job=None, draft=None, smart_style={})
+    assert ('id="patient-banner"' in page) is shown
