@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 import templates
 from pipeline.rendering import render
-from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
+from smartapp.db import Database, DraftRow, JobRow
 from smartapp.fhir_api import SYSTEM_SESSION, fhir_api_handlers
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.jobs import JobService, StageHook, job_view
@@ -45,7 +45,7 @@ from smartapp.state import (
     fhir_client_for,
     token_expiry,
 )
-from smartapp.style import fetch_style
+from smartapp.style import StyleCache
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
 
@@ -69,13 +69,15 @@ def create_app(
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     key = signing_key(settings) if settings.client_auth == "private_key_jwt" else None
     database = Database(settings.database_dsn)
+    http = httpx.AsyncClient(timeout=settings.http_timeout_s)
     state = AppState(
         settings=settings,
         database=database,
         store=SessionStore(database, token_cipher(settings)),
         key=key,
-        http=httpx.AsyncClient(timeout=settings.http_timeout_s),
+        http=http,
         secret=app_secret(settings),
+        styles=StyleCache(http),
     )
 
     async def client_for_job(job: JobRow) -> tuple[FhirClient, str]:
@@ -210,7 +212,7 @@ def create_app(
     async def landing(request: Request) -> Response[str]:
         context = await state.store.context(request.cookies.get(SESSION_COOKIE))
         job, draft = await latest_job(context)
-        style = await fetch_style(state.http, context.smart_style_url) if context else {}
+        style = await state.styles.get(context.smart_style_url if context else None)
         page = render(
             "app/landing.html.j2", context=context, job=job, draft=draft, smart_style=style
         )
@@ -254,48 +256,6 @@ def create_app(
                 jobs.unlisten(job_id, queue)
 
         return ServerSentEvent(stream())
-
-    async def visible_draft(
-        request: Request, draft_id: FromPath[str]
-    ) -> tuple[DraftRow, Any] | None:
-        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
-        async with database.sessions() as session:
-            draft = await session.get(DraftRow, draft_id)
-            if draft is None or context is None:
-                return None
-            if (context.patient, context.iss) != (draft.patient, draft.iss):
-                return None
-            written = (
-                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))
-            ).scalar_one_or_none()
-        return draft, written
-
-    @get("/api/drafts/{draft_id:str}")
-    async def draft_api(request: Request, draft_id: FromPath[str]) -> Response[Any]:
-        found = await visible_draft(request, draft_id)
-        if found is None:
-            return Response({"error": "no such draft in this launch context"}, status_code=404)
-        draft, written = found
-        return Response(
-            {
-                "id": draft.id,
-                "version": draft.version,
-                "status": draft.status,
-                "patient": draft.patient,
-                "encounter": draft.encounter,
-                "bundle": draft.bundle,
-                "markdown": draft.markdown,
-                "write_back": None
-                if written is None
-                else {
-                    "strategy": written.strategy,
-                    "status": written.status,
-                    "remote": f"{written.remote_type}/{written.remote_id}"
-                    if written.remote_id
-                    else None,
-                },
-            }
-        )
 
     @get("/api/context")
     async def context_api(request: Request) -> Response[Any]:
@@ -354,7 +314,6 @@ def create_app(
             job_events,
             *review_handlers(state),
             *fhir_api_handlers(state),
-            draft_api,
             context_api,
             record_api,
             jwks,

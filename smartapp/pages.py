@@ -21,10 +21,9 @@ from pipeline.review import ReviewError, review_items
 from pipeline.summary import Sentence, cited_sources
 from smartapp.csrf import FIELD, csrf_token, csrf_valid
 from smartapp.db import AuditRow, DraftRow, WriteBackRow
-from smartapp.review import ReviewRefusedError, apply_review, edits_of, reviewed, sign
+from smartapp.review import ReviewRefusedError, apply_review, edits_of, load, reviewed, sign
 from smartapp.sessions import LaunchContext
 from smartapp.state import SESSION_COOKIE, AppState, fhir_client_for
-from smartapp.style import fetch_style
 
 PARTIAL_HEADER = "x-requested-with"
 CONTENT_SECURITY_POLICY = (
@@ -94,13 +93,6 @@ def _patient(state: EvidenceState) -> PatientInfoAttributes | None:
 
 def review_handlers(state: AppState) -> list[Any]:
     database = state.database
-    styles: dict[str, dict[str, str]] = {}
-
-    async def smart_style(context: LaunchContext | None) -> dict[str, str]:
-        url = context.smart_style_url if context else None
-        if url and url not in styles:
-            styles[url] = await fetch_style(state.http, url)
-        return styles.get(url or "", {})
 
     async def visible(
         request: Request, draft_id: str
@@ -116,14 +108,18 @@ def review_handlers(state: AppState) -> list[Any]:
             return None
         return session_id, context, draft
 
+    async def write_back_of(draft_id: str) -> WriteBackRow | None:
+        async with database.sessions() as session:
+            return (
+                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))
+            ).scalar_one_or_none()
+
     async def review_page(
         session_id: str, context: LaunchContext, draft: DraftRow, message: str | None = None
-    ) -> str:
+    ) -> dict[str, Any]:
+        """What the review templates are rendered with."""
         opened = reviewed(draft)
-        async with database.sessions() as session:
-            written = (
-                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft.id))
-            ).scalar_one_or_none()
+        written = await write_back_of(draft.id)
         partial = {
             "draft": draft,
             "summary": opened.summary,
@@ -141,7 +137,7 @@ def review_handlers(state: AppState) -> list[Any]:
         return partial | {
             "context": context,
             "patient": _patient(opened.state),
-            "smart_style": await smart_style(context),
+            "smart_style": await state.styles.get(context.smart_style_url),
         }
 
     async def answer(
@@ -152,17 +148,13 @@ def review_handlers(state: AppState) -> list[Any]:
     ) -> Response[Any]:
         """The review again: its fragment for the page's script, else a redirect or full page."""
         session_id, context, draft = found
-        fresh = await state_of(draft.id) or draft
+        fresh = await load(database, draft.id) or draft
         values = await review_page(session_id, context, fresh, message)
         if request.headers.get(PARTIAL_HEADER) == "provenote-review":
             return html(render("app/_review.html.j2", **values), status)
         if message is None:
             return Redirect(f"/drafts/{draft.id}", status_code=303)
         return html(render("app/review.html.j2", **values), status)
-
-    async def state_of(draft_id: str) -> DraftRow | None:
-        async with database.sessions() as session:
-            return await session.get(DraftRow, draft_id)
 
     async def checked_form(
         request: Request, draft_id: str
@@ -257,4 +249,32 @@ def review_handlers(state: AppState) -> list[Any]:
             return await answer(request, found, str(failure), failure.status)
         return await answer(request, found)
 
-    return [draft_page, sentence_action, sign_draft]
+    @get("/api/drafts/{draft_id:str}")
+    async def draft_api(request: Request, draft_id: FromPath[str]) -> Response[Any]:
+        found = await visible(request, draft_id)
+        if found is None:
+            return Response({"error": "no such draft in this launch context"}, status_code=404)
+        draft = found[2]
+        written = await write_back_of(draft.id)
+        return Response(
+            {
+                "id": draft.id,
+                "version": draft.version,
+                "status": draft.status,
+                "patient": draft.patient,
+                "encounter": draft.encounter,
+                "bundle": draft.bundle,
+                "markdown": draft.markdown,
+                "write_back": None
+                if written is None
+                else {
+                    "strategy": written.strategy,
+                    "status": written.status,
+                    "remote": f"{written.remote_type}/{written.remote_id}"
+                    if written.remote_id
+                    else None,
+                },
+            }
+        )
+
+    return [draft_page, draft_api, sentence_action, sign_draft]

@@ -21,6 +21,7 @@ from smartapp.oauth import (
 )
 from smartapp.sessions import LaunchContext, SessionStore, StoredTokens
 from smartapp.settings import AppSettings
+from smartapp.style import StyleCache
 
 SESSION_COOKIE = "provenote_session"
 
@@ -34,6 +35,7 @@ class AppState:
     http: httpx.AsyncClient
     # The secret CSRF tokens are derived from (smartapp.keys.app_secret).
     secret: bytes
+    styles: StyleCache
     jobs: JobService | None = None
     loop: asyncio.AbstractEventLoop | None = None
     refresh_locks: dict[str, asyncio.Lock] = field(default_factory=dict)

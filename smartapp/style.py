@@ -8,6 +8,7 @@ style can change a colour but never inject CSS or markup. Fetch failures leave o
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 import httpx
@@ -54,3 +55,18 @@ async def fetch_style(http: httpx.AsyncClient, url: str | None) -> dict[str, str
         return safe_style(response.json())
     except (httpx.HTTPError, ValueError):
         return {}
+
+
+@dataclass(slots=True)
+class StyleCache:
+    """Each style URL fetched once per process: EHRs serve one style for all launches."""
+
+    http: httpx.AsyncClient
+    _styles: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    async def get(self, url: str | None) -> dict[str, str]:
+        if not url:
+            return {}
+        if url not in self._styles:
+            self._styles[url] = await fetch_style(self.http, url)
+        return self._styles[url]
