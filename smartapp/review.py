@@ -109,6 +109,14 @@ async def _conditional_update(
         raise StaleDraftError("someone else changed this draft just now; reload it and try again")
 
 
+def _add_revision(
+    session: Any, revision: DraftRevisionRow, actor: str, action: str, detail: str
+) -> None:
+    """Keep the bundle of a new revision, and audit who made it and how."""
+    session.add(revision)
+    session.add(AuditRow(actor=actor, action=action, draft_id=revision.draft_id, detail=detail))
+
+
 async def apply_review(
     database: Database,
     draft_id: str,
@@ -161,22 +169,14 @@ async def apply_review(
                 verdict=kept.verdict if kept is not None else None,
             )
         )
-        session.add(
+        _add_revision(
+            session,
             DraftRevisionRow(
-                draft_id=draft_id,
-                revision=new_revision,
-                status="preliminary",
-                bundle=bundle,
-                at=at,
-            )
-        )
-        session.add(
-            AuditRow(
-                actor=actor,
-                action=f"sentence_{action}",
-                draft_id=draft_id,
-                detail=f"{sentence_id} at revision {new_revision}",
-            )
+                draft_id=draft_id, revision=new_revision, status="preliminary", bundle=bundle, at=at
+            ),
+            actor,
+            f"sentence_{action}",
+            f"{sentence_id} at revision {new_revision}",
         )
     updated = await load(database, draft_id)
     assert updated is not None
@@ -269,23 +269,19 @@ async def sign(
             signed_by=practitioner,
             signed_at=at,
         )
-        session.add(
+        remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
+        _add_revision(
+            session,
             DraftRevisionRow(
                 draft_id=draft_id,
                 revision=final_revision,
                 status="final",
                 bundle=signed.bundle,
                 at=at,
-            )
-        )
-        remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
-        session.add(
-            AuditRow(
-                actor=practitioner,
-                action="signed",
-                draft_id=draft_id,
-                detail=f"revision {final_revision}; EHR {outcome.strategy}: {remote}",
-            )
+            ),
+            practitioner,
+            "signed",
+            f"revision {final_revision}; EHR {outcome.strategy}: {remote}",
         )
     final = await load(database, draft_id)
     assert final is not None

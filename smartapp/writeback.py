@@ -69,8 +69,21 @@ def _identifier(key: str) -> dict[str, str]:
     return {"system": KEY_SYSTEM, "value": key}
 
 
-def _if_match(version: str | None) -> str | None:
-    return f'W/"{version}"' if version else None
+async def _create_or_update(
+    client: FhirClient,
+    resource: dict[str, Any],
+    key: str,
+    written_before: WriteBackRow | None,
+) -> dict[str, Any]:
+    """Update the copy written before, ``If-Match`` the version we wrote (so a copy changed in
+    the EHR meanwhile is refused with 412, not overwritten); else create it once."""
+    if written_before is not None and written_before.remote_id:
+        version = written_before.remote_version
+        return await client.update(
+            resource | {"id": written_before.remote_id},
+            if_match=f'W/"{version}"' if version else None,
+        )
+    return await client.create(resource, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
 
 
 async def _write_composition(
@@ -97,13 +110,7 @@ async def _write_composition(
         composition = composition | {"contained": [device | {"id": "device"}]}
         targets = {device_url: "#device"}
     composition = rewrite_references(composition, targets) | {"identifier": _identifier(key)}
-    if written_before is not None and written_before.remote_id:
-        written = await client.update(
-            composition | {"id": written_before.remote_id},
-            if_match=_if_match(written_before.remote_version),
-        )
-    else:
-        written = await client.create(composition, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    written = await _create_or_update(client, composition, key, written_before)
     target = f"Composition/{written['id']}"
     targets[composition_url] = target
     if with_provenance:
@@ -151,13 +158,7 @@ async def _write_document_reference(
         date=datetime.now(UTC),
         signed_by=draft.signed_by,
     )
-    if written_before is not None and written_before.remote_id:
-        written = await client.update(
-            resource | {"id": written_before.remote_id},
-            if_match=_if_match(written_before.remote_version),
-        )
-    else:
-        written = await client.create(resource, if_none_exist=f"identifier={KEY_SYSTEM}|{key}")
+    written = await _create_or_update(client, resource, key, written_before)
     target = f"DocumentReference/{written['id']}"
     if with_provenance and draft.signed_by and draft.signed_at:
         await _create_missing_provenances(
@@ -182,6 +183,38 @@ async def _write_document_reference(
     return "DocumentReference", written["id"], written.get("meta", {}).get("versionId")
 
 
+async def _recorded(database: Database, key: str) -> WriteBackRow | None:
+    async with database.sessions() as session:
+        return (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+
+
+async def _record(
+    database: Database,
+    draft: DraftRow,
+    key: str,
+    target: str,
+    strategy: Strategy,
+    status: str,
+    remote: tuple[str | None, str | None, str | None],
+) -> WriteBackRow:
+    """Store the outcome of a write under its idempotency key (one row per key)."""
+    async with database.sessions() as session, session.begin():
+        row = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+        if row is None:
+            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft.id, idempotency_key=key)
+            session.add(row)
+        row.target = target
+        row.strategy = strategy
+        row.status = status
+        row.remote_type, row.remote_id, row.remote_version = remote
+        row.error = None
+    return row
+
+
 async def write_back(
     database: Database,
     client: FhirClient,
@@ -191,12 +224,9 @@ async def write_back(
 ) -> WriteBackRow:
     """Write ``draft`` to its EHR by the chosen strategy; the recorded outcome either way."""
     key = idempotency_key(draft.patient, draft.encounter, draft.version)
-    async with database.sessions() as session, session.begin():
-        row = (
-            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
-        ).scalar_one_or_none()
-        if row is not None and row.status in {"done", "deferred", "signed"}:
-            return row
+    row = await _recorded(database, key)
+    if row is not None and row.status in {"done", "deferred", "signed"}:
+        return row
     statement = await client.read_reference("metadata")
     strategy = choose_strategy(statement, scope, forced)
     provenance = _provenance_allowed(statement, scope)
@@ -206,19 +236,7 @@ async def write_back(
         remote = await _write_composition(client, draft, key, scope, provenance)
     elif strategy == "document-reference":
         remote = await _write_document_reference(client, draft, key, provenance)
-    async with database.sessions() as session, session.begin():
-        row = (
-            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
-        ).scalar_one_or_none()
-        if row is None:
-            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft.id, idempotency_key=key)
-            session.add(row)
-        row.target = client.base
-        row.strategy = strategy
-        row.status = status
-        row.remote_type, row.remote_id, row.remote_version = remote
-        row.error = None
-    return row
+    return await _record(database, draft, key, client.base, strategy, status, remote)
 
 
 async def write_signed(
@@ -232,10 +250,7 @@ async def write_signed(
     ``If-Match`` so a copy changed in the EHR meanwhile is not overwritten (412), or, where the
     EHR takes only final notes or nothing was written yet, create it now."""
     key = idempotency_key(draft.patient, draft.encounter, draft.version)
-    async with database.sessions() as session:
-        before = (
-            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
-        ).scalar_one_or_none()
+    before = await _recorded(database, key)
     statement = await client.read_reference("metadata")
     strategy = choose_strategy(statement, scope, forced)
     provenance = _provenance_allowed(statement, scope)
@@ -245,16 +260,5 @@ async def write_signed(
         remote = await _write_composition(client, draft, key, scope, provenance, written_before)
     elif strategy in {"document-reference", "final-only"}:
         remote = await _write_document_reference(client, draft, key, provenance, written_before)
-    async with database.sessions() as session, session.begin():
-        row = (
-            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
-        ).scalar_one_or_none()
-        if row is None:
-            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft.id, idempotency_key=key)
-            session.add(row)
-        row.target = client.base
-        row.strategy = strategy
-        row.status = "none" if strategy == "none" else "signed"
-        row.remote_type, row.remote_id, row.remote_version = remote
-        row.error = None
-    return row
+    status = "none" if strategy == "none" else "signed"
+    return await _record(database, draft, key, client.base, strategy, status, remote)

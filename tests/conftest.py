@@ -85,3 +85,21 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
     base = POSTGRES.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
     yield f"{base}/{name}"
     asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+@pytest.fixture(scope="module")
+def review_sandbox():
+    """A sandbox per module in which one patient has a note full of markup (review tests)."""
+    from tests.review_support import hostile_sandbox
+
+    with hostile_sandbox() as box:
+        yield box
+
+
+@pytest.fixture
+def app(review_sandbox, tmp_path: Path):
+    """The app against the review sandbox (review and browser tests), on a fresh SQLite file."""
+    from tests.smart_support import running_app
+
+    with running_app(review_sandbox, tmp_path) as running:
+        yield running

@@ -10,15 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
 from tests.conftest import ARTIFACTS
-from tests.review_support import HOSTILE, ONE_FLAG, hostile_sandbox
-from tests.smart_support import RunningApp, inpatient_encounter, running_app
+from tests.review_support import HOSTILE, ONE_FLAG
+from tests.smart_support import RunningApp, inpatient_encounter
 
 CHROMIUM = os.environ.get("PROVENOTE_CHROMIUM") or shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
@@ -39,18 +38,6 @@ def chromium() -> Iterator[object]:
         )
         yield browser
         browser.close()
-
-
-@pytest.fixture(scope="module")
-def review_sandbox() -> Iterator[Sandbox]:
-    with hostile_sandbox() as box:
-        yield box
-
-
-@pytest.fixture
-def app(review_sandbox: Sandbox, tmp_path: Path) -> Iterator[RunningApp]:
-    with running_app(review_sandbox, tmp_path) as running:
-        yield running
 
 
 def launch_in(page, sandbox: Sandbox, patient: str) -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 from sqlalchemy import select
 
 from launch.sandbox.run import Sandbox
@@ -20,21 +18,8 @@ from tests.review_support import (
     accept_all,
     flagged_ids,
     form_values,
-    hostile_sandbox,
 )
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
-
-
-@pytest.fixture(scope="module")
-def review_sandbox() -> Iterator[Sandbox]:
-    with hostile_sandbox() as box:
-        yield box
-
-
-@pytest.fixture
-def app(review_sandbox: Sandbox, tmp_path: Path) -> Iterator[RunningApp]:
-    with running_app(review_sandbox, tmp_path) as running:
-        yield running
 
 
 def open_draft(
