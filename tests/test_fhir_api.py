@@ -281,3 +281,28 @@ def test_metadata_needs_no_token_and_the_api_refuses_all_without_an_issuer(
             f"{bare.settings.api_base}/Composition", headers={"authorization": f"Bearer {token}"}
         )
         assert answer.status_code == 401 and "no issuer" in answer.json()["issue"][0]["diagnostics"]
+        statement_resources = {r["type"] for r in statement.json()["rest"][0]["resource"]}
+        assert "Patient" not in statement_resources  # no EHR configured: no $summarize
+
+
+def test_a_summary_that_cannot_be_made_ends_as_an_operation_outcome(
+    api: RunningApp, api_sandbox: Sandbox
+) -> None:
+    token = api_sandbox.auth.access_token(
+        READER, "system/Composition.rs system/Composition.c", None, audience=api.settings.api_base
+    )
+    headers = {"authorization": f"Bearer {token}"}
+    kicked = httpx.post(
+        f"{api.settings.api_base}/Patient/no-such-patient/$summarize", headers=headers
+    )
+    assert kicked.status_code == 202
+    deadline = time.monotonic() + 60
+    polled = httpx.get(kicked.headers["content-location"], headers=headers)
+    while polled.status_code == 202 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        polled = httpx.get(kicked.headers["content-location"], headers=headers)
+    assert polled.status_code == 500
+    assert _outcome(polled) == "exception"
+    assert "no-such-patient" in polled.json()["issue"][0]["diagnostics"]
+    unknown = httpx.get(f"{api.settings.api_base}/_async/nope", headers=headers)
+    assert unknown.status_code == 404
