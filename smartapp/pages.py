@@ -8,6 +8,7 @@ and every change carries the session's CSRF token and the revision the user saw.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request, get, post
@@ -15,10 +16,10 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Response
 from sqlalchemy import select
 
-from pipeline.evidence import EvidenceState, PatientInfoAttributes
+from pipeline.evidence import EvidenceState, PatientInfoAttributes, SourceDocument, SourceRef
 from pipeline.rendering import render
 from pipeline.review import ReviewError, review_items
-from pipeline.summary import Sentence, cited_sources
+from pipeline.summary import Summary, cited_sources
 from smartapp.csrf import FIELD, csrf_token, csrf_valid
 from smartapp.db import AuditRow, DraftRow, WriteBackRow
 from smartapp.review import ReviewRefusedError, apply_review, edits_of, load, reviewed, sign
@@ -54,6 +55,18 @@ def error_page(message: str, status: int = 400, heading: str | None = None) -> R
     )
 
 
+Visible = tuple[str, LaunchContext, DraftRow]
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """A review form that passed the checks: whose, which draft, what it says, what it saw."""
+
+    found: Visible
+    form: dict[str, str]
+    revision: int
+
+
 def practitioner_reference(fhir_user: str | None) -> str | None:
     """``Practitioner/{id}`` when the user is a Practitioner (fhirUser may be an absolute URL)."""
     if not fhir_user:
@@ -64,24 +77,30 @@ def practitioner_reference(fhir_user: str | None) -> str | None:
     return None
 
 
-def _citations(sentence: Sentence, state: EvidenceState) -> list[dict[str, Any]]:
+def _citations(summary: Summary, state: EvidenceState) -> dict[str, list[dict[str, Any]]]:
+    """Per sentence id, what each citation opens to: the quote with its document, page and
+    date, or the resource and element."""
     documents = {document.id: document for document in state.documents}
-    views = []
-    for ref in cited_sources(sentence, state):
-        document = documents.get(ref.document or "")
-        views.append(
-            {
-                "resource": ref.resource,
-                "path": ref.path,
-                "quote": ref.quote,
-                "page": ref.page,
-                "start": ref.start,
-                "end": ref.end,
-                "title": document.title if document else None,
-                "date": document.date.date().isoformat() if document and document.date else None,
-            }
-        )
-    return views
+    return {
+        sentence.id: [
+            _citation(ref, documents.get(ref.document or ""))
+            for ref in cited_sources(sentence, state)
+        ]
+        for sentence in summary.sentences()
+    }
+
+
+def _citation(ref: SourceRef, document: SourceDocument | None) -> dict[str, Any]:
+    return {
+        "resource": ref.resource,
+        "path": ref.path,
+        "quote": ref.quote,
+        "page": ref.page,
+        "start": ref.start,
+        "end": ref.end,
+        "title": document.title if document else None,
+        "date": document.date.date().isoformat() if document and document.date else None,
+    }
 
 
 def _patient(state: EvidenceState) -> PatientInfoAttributes | None:
@@ -94,9 +113,7 @@ def _patient(state: EvidenceState) -> PatientInfoAttributes | None:
 def review_handlers(state: AppState) -> list[Any]:
     database = state.database
 
-    async def visible(
-        request: Request, draft_id: str
-    ) -> tuple[str, LaunchContext, DraftRow] | None:
+    async def visible(request: Request, draft_id: str) -> Visible | None:
         """The draft, if the requesting session's launch is about its patient on its EHR."""
         session_id = request.cookies.get(SESSION_COOKIE)
         context = await state.store.context(session_id)
@@ -120,11 +137,11 @@ def review_handlers(state: AppState) -> list[Any]:
         """What the review templates are rendered with."""
         opened = reviewed(draft)
         written = await write_back_of(draft.id)
-        partial = {
+        return {
             "draft": draft,
             "summary": opened.summary,
             "open_flags": opened.open_flags,
-            "citations": {s.id: _citations(s, opened.state) for s in opened.summary.sentences()},
+            "citations": _citations(opened.summary, opened.state),
             "review_items": review_items,
             "edits": await edits_of(database, draft.id),
             "editable": draft.status == "preliminary",
@@ -133,8 +150,6 @@ def review_handlers(state: AppState) -> list[Any]:
             "csrf": csrf_token(state.secret, session_id),
             "write_back": written,
             "message": message,
-        }
-        return partial | {
             "context": context,
             "patient": _patient(opened.state),
             "smart_style": await state.styles.get(context.smart_style_url),
@@ -142,7 +157,7 @@ def review_handlers(state: AppState) -> list[Any]:
 
     async def answer(
         request: Request,
-        found: tuple[str, LaunchContext, DraftRow],
+        found: Visible,
         message: str | None = None,
         status: int = 200,
     ) -> Response[Any]:
@@ -156,26 +171,22 @@ def review_handlers(state: AppState) -> list[Any]:
             return Redirect(f"/drafts/{draft.id}", status_code=303)
         return html(render("app/review.html.j2", **values), status)
 
-    async def checked_form(
-        request: Request, draft_id: str
-    ) -> tuple[tuple[str, LaunchContext, DraftRow] | None, dict[str, str], Response[Any] | None]:
+    async def checked_form(request: Request, draft_id: str) -> Submission | Response[Any]:
+        """The form, if its draft is visible to the session, its CSRF token right and its
+        revision given; else the refusal to answer with."""
         found = await visible(request, draft_id)
         if found is None:
-            return None, {}, error_page("No such draft in this launch context.", 404)
+            return error_page("No such draft in this launch context.", 404)
         form = {key: str(value) for key, value in (await request.form()).items()}
         if not csrf_valid(state.secret, found[0], form.get(FIELD)):
-            return (
-                found,
-                form,
-                error_page(
-                    "The form's security token is missing or wrong; reload the page and try again.",
-                    403,
-                    heading="Request refused",
-                ),
+            return error_page(
+                "The form's security token is missing or wrong; reload the page and try again.",
+                403,
+                heading="Request refused",
             )
         if not form.get("revision", "").isdigit():
-            return found, form, error_page("The form did not say which revision it saw.", 400)
-        return found, form, None
+            return error_page("The form did not say which revision it saw.", 400)
+        return Submission(found, form, int(form["revision"]))
 
     @get("/drafts/{draft_id:str}")
     async def draft_page(request: Request, draft_id: FromPath[str]) -> Response[str]:
@@ -196,9 +207,10 @@ def review_handlers(state: AppState) -> list[Any]:
     async def sentence_action(
         request: Request, draft_id: FromPath[str], sentence_id: FromPath[str]
     ) -> Response[Any]:
-        found, form, refused = await checked_form(request, draft_id)
-        if refused is not None or found is None:
-            return refused or error_page("No such draft in this launch context.", 404)
+        submitted = await checked_form(request, draft_id)
+        if isinstance(submitted, Response):
+            return submitted
+        found, form = submitted.found, submitted.form
         action = form.get("action")
         if action not in {"accept", "edit", "delete"}:
             return error_page("Unknown review action.", 400)
@@ -207,7 +219,7 @@ def review_handlers(state: AppState) -> list[Any]:
             await apply_review(
                 database,
                 draft_id,
-                int(form["revision"]),
+                submitted.revision,
                 action,  # type: ignore[arg-type]
                 sentence_id,
                 actor,
@@ -221,9 +233,10 @@ def review_handlers(state: AppState) -> list[Any]:
 
     @post("/drafts/{draft_id:str}/sign")
     async def sign_draft(request: Request, draft_id: FromPath[str]) -> Response[Any]:
-        found, form, refused = await checked_form(request, draft_id)
-        if refused is not None or found is None:
-            return refused or error_page("No such draft in this launch context.", 404)
+        submitted = await checked_form(request, draft_id)
+        if isinstance(submitted, Response):
+            return submitted
+        found = submitted.found
         session_id, context, _ = found
         practitioner = practitioner_reference(context.fhir_user)
         if practitioner is None:
@@ -240,7 +253,7 @@ def review_handlers(state: AppState) -> list[Any]:
                 database,
                 client,
                 draft_id,
-                int(form["revision"]),
+                submitted.revision,
                 practitioner,
                 context.scope,
                 state.settings.writeback_strategies.get(context.iss),
