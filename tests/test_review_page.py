@@ -131,11 +131,17 @@ def test_signing_waits_for_every_flag_then_makes_the_ehr_copy_final(
     assert again.status_code == 409  # a final draft cannot change
 
 
-def test_sign_without_the_csrf_token_is_refused(app: RunningApp, review_sandbox: Sandbox) -> None:
+def test_sign_or_edit_without_the_csrf_token_is_refused(
+    app: RunningApp, review_sandbox: Sandbox
+) -> None:
     browser, draft = open_draft(app, review_sandbox)
     page = browser.get(f"{app.base_url}/drafts/{draft}").text
     (flagged,) = flagged_ids(page)
     values = form_values(page)
+    forged = {"revision": values["revision"], "action": "delete"}
+    url = f"{app.base_url}/drafts/{draft}/sentences/{flagged}"
+    assert browser.post(url, data=forged).status_code == 403
+    assert flagged_ids(browser.get(f"{app.base_url}/drafts/{draft}").text) == [flagged]
     browser.post(
         f"{app.base_url}/drafts/{draft}/sentences/{flagged}", data=values | {"action": "accept"}
     )
