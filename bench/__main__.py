@@ -2,12 +2,13 @@
 
 import sys
 
-from bench import evidence, fetch, focus_quality, focus_speed, launch_to_draft
+from bench import evidence, fetch, focus_quality, focus_speed, launch_to_draft, review_api
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
     evidence.main()
     fetch.main()
     launch_to_draft.main()
+    review_api.main()
     focus_quality.main()
     focus_speed.main()

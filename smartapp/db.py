@@ -87,8 +87,9 @@ class DraftRow(Base):
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # The Summary and EvidenceState the bundle was built from: review edits work on these.
-    summary: Mapped[dict | None] = mapped_column(JSON)
-    evidence: Mapped[dict | None] = mapped_column(JSON)
+    # Deferred: large, and only the review needs them (smartapp.review.load asks for them).
+    summary: Mapped[dict | None] = mapped_column(JSON, deferred=True)
+    evidence: Mapped[dict | None] = mapped_column(JSON, deferred=True)
     # Optimistic concurrency: every review action or signature bumps it (the ETag).
     revision: Mapped[int] = mapped_column(Integer, default=1)
     signed_by: Mapped[str | None] = mapped_column(Text)

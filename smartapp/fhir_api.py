@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from litestar import Request, get, post
 from litestar.params import FromPath
 from litestar.response import Response
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from fhir_mapping.hosted import HostedDraft, device_id, document_bundle, hosted_draft
 from pipeline.rendering import render
@@ -105,24 +105,26 @@ def searchset(
     base: str,
     resource_type: str,
     params: dict[str, str],
-    matches: list[dict[str, Any]],
+    page: list[dict[str, Any]],
     count: int,
+    total: int,
     offset: int,
 ) -> dict[str, Any]:
+    """One page of a search: ``page`` holds the matches from ``offset`` on, of ``total``."""
+
     def link(relation: str, at: int) -> dict[str, str]:
         query = urlencode(params | {"_count": str(count), "_offset": str(at)})
         return {"relation": relation, "url": f"{base}/{resource_type}?{query}"}
 
-    page = matches[offset : offset + count]
     links = [link("self", offset)]
-    if offset + count < len(matches):
+    if offset + count < total:
         links.append(link("next", offset + count))
     if offset > 0:
         links.append(link("previous", max(offset - count, 0)))
     return {
         "resourceType": "Bundle",
         "type": "searchset",
-        "total": len(matches),
+        "total": total,
         "link": links,
         "entry": [
             {
@@ -212,19 +214,35 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
             if "encounter" in params:
                 encounter = _bare(params["encounter"], "Encounter")
                 query = query.where(DraftRow.encounter == encounter)
+            if "status" in params:
+                # A draft being signed is still preliminary until the EHR has taken it.
+                wanted = set(params["status"].split(","))
+                stored = wanted | ({"signing"} if "preliminary" in wanted else set())
+                query = query.where(DraftRow.status.in_(stored))
             async with database.sessions() as session:
+                if not {"date", "type"} & params.keys():
+                    # Everything is in SQL: count, then read only the page.
+                    total = await session.scalar(
+                        select(func.count()).select_from(query.order_by(None).subquery())
+                    )
+                    page = (await session.execute(query.offset(offset).limit(count))).scalars()
+                    compositions = [served(draft).composition for draft in page]
+                    bundle = searchset(
+                        base, "Composition", params, compositions, count, total or 0, offset
+                    )
+                    return fhir(bundle)
                 drafts = list((await session.execute(query)).scalars())
             matches = []
             for draft in drafts:
                 composition = served(draft).composition
-                if "status" in params and composition["status"] not in params["status"].split(","):
-                    continue
                 if "date" in params and not _date_matches(composition["date"], params["date"]):
                     continue
                 if "type" in params and not _type_matches(composition, params["type"]):
                     continue
                 matches.append(composition)
-            return fhir(searchset(base, "Composition", params, matches, count, offset))
+            page = matches[offset : offset + count]
+            bundle = searchset(base, "Composition", params, page, count, len(matches), offset)
+            return fhir(bundle)
 
         return await guarded(request, "Composition", "s", work)
 
@@ -259,7 +277,9 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
                 draft = await session.get(DraftRow, _bare(target, "Composition"))
             provenances = served(draft).provenances if draft is not None else []
             params = {"target": target}
-            return fhir(searchset(base, "Provenance", params, provenances, count, offset))
+            page = provenances[offset : offset + count]
+            bundle = searchset(base, "Provenance", params, page, count, len(provenances), offset)
+            return fhir(bundle)
 
         return await guarded(request, "Provenance", "s", work)
 

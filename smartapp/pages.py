@@ -117,8 +117,7 @@ def review_handlers(state: AppState) -> list[Any]:
         """The draft, if the requesting session's launch is about its patient on its EHR."""
         session_id = request.cookies.get(SESSION_COOKIE)
         context = await state.store.context(session_id)
-        async with database.sessions() as session:
-            draft = await session.get(DraftRow, draft_id)
+        draft = await load(database, draft_id)
         if session_id is None or context is None or draft is None:
             return None
         if context.patient != draft.patient or context.iss != draft.iss:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import undefer
 
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.signoff import signed_bundle
@@ -81,8 +82,11 @@ def _generated_at(bundle: dict[str, Any]) -> datetime:
 
 
 async def load(database: Database, draft_id: str) -> DraftRow | None:
+    """The draft with the summary and evidence its review works on."""
     async with database.sessions() as session:
-        return await session.get(DraftRow, draft_id)
+        return await session.get(
+            DraftRow, draft_id, options=[undefer(DraftRow.summary), undefer(DraftRow.evidence)]
+        )
 
 
 def _check_open(row: DraftRow, revision: int) -> None:
