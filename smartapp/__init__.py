@@ -1,4 +1,2 @@
-"""The Litestar SMART-on-FHIR app: launch, FHIR client, jobs, persistence, write-back, review.
-
-Empty until the SMART launch issue lands; packaged now so the layering is in place.
-"""
+"""The Litestar SMART-on-FHIR app: launch, FHIR client, jobs, persistence, write-back, the
+physician's review and sign-off, and the FHIR API other systems pull summaries from."""
