@@ -200,6 +200,19 @@ async def edits_of(database: Database, draft_id: str) -> list[DraftEditRow]:
         )
 
 
+async def _release(database: Database, draft_id: str, practitioner: str, why: str) -> None:
+    """Give a signing claim back: the draft is preliminary again, and the failure audited."""
+    async with database.sessions() as session, session.begin():
+        await session.execute(
+            update(DraftRow)
+            .where(DraftRow.id == draft_id, DraftRow.status == "signing")
+            .values(status="preliminary")
+        )
+        session.add(
+            AuditRow(actor=practitioner, action="sign_failed", draft_id=draft_id, detail=why)
+        )
+
+
 async def sign(
     database: Database,
     client: FhirClient,
@@ -241,24 +254,14 @@ async def sign(
     try:
         outcome = await write_signed(database, client, signed, scope, forced_strategy)
     except FhirError as failure:
-        async with database.sessions() as session, session.begin():
-            await session.execute(
-                update(DraftRow)
-                .where(DraftRow.id == draft_id, DraftRow.status == "signing")
-                .values(status="preliminary")
-            )
-            session.add(
-                AuditRow(
-                    actor=practitioner,
-                    action="sign_failed",
-                    draft_id=draft_id,
-                    detail=str(failure),
-                )
-            )
+        await _release(database, draft_id, practitioner, str(failure))
         changed = " (the EHR's copy changed since it was written)" if failure.status == 412 else ""
         raise EhrRefusedError(
             f"The EHR did not take the signed summary{changed}: {failure}. Nothing was signed."
         ) from failure
+    except BaseException as failure:  # whatever stops the signature must not leave the claim
+        await _release(database, draft_id, practitioner, repr(failure))
+        raise
     final_revision = revision + 1
     async with database.sessions() as session, session.begin():
         await _conditional_update(
