@@ -82,6 +82,21 @@ def test_edit_is_checked_again_and_kept_in_the_history(
     api = browser.get(f"{app.base_url}/api/drafts/{draft}").json()
     assert "999 mg" in api["markdown"]
 
+    deleted = browser.post(
+        f"{app.base_url}/drafts/{draft}/sentences/{target}",
+        data=form_values(answer.text) | {"action": "delete"},
+    )
+    assert deleted.status_code == 200 and f'<li id="{target}"' not in deleted.text
+    assert "Needs review (1)" in deleted.text  # deleting an unsupported edit acknowledges it
+    last = app.call(_edits(app, draft))[-1]
+    assert (last.action, last.before, last.after) == (
+        "delete",
+        "Discharged on 999 mg of nothing.",
+        None,
+    )
+    bundle = browser.get(f"{app.base_url}/api/drafts/{draft}").json()["bundle"]
+    assert target not in str(bundle) and "999 mg" not in str(bundle)
+
 
 async def _edits(app: RunningApp, draft: str) -> list[DraftEditRow]:
     async with app.state.database.sessions() as session:

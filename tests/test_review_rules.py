@@ -26,7 +26,7 @@ from pipeline.review import (
     edit,
     review_items,
 )
-from pipeline.summary import Summary
+from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
 from smartapp.csrf import csrf_token, csrf_valid
 from smartapp.pages import practitioner_reference
 from smartapp.scopes import granted
@@ -234,3 +234,24 @@ def test_the_patient_banner_shows_unless_the_launch_says_the_ehr_has_one(
     )
     page = render("app/landing.html.j2", context=context, job=None, draft=None, smart_style={})
     assert ('id="patient-banner"' in page) is shown
+
+
+def test_model_flags_are_named_for_the_physician() -> None:
+    sentence = Sentence(
+        id="s-1",
+        section="hospital_course",
+        text="Stable.",
+        citations=["f-1"],
+        flags=[
+            SentenceFlag(code="entailment", reason="stable"),
+            SentenceFlag(code="low_grounding", reason="AURA 0.10 < 0.35"),
+            SentenceFlag(code="conflict", reason="two doses"),
+        ],
+        checks=[CheckResult(check="numbers", passed=False, spans=["10 mg"], detail="not found")],
+    )
+    assert [(item.kind, item.reason) for item in review_items(sentence)] == [
+        ("Unsupported", "stable"),
+        ("Weak grounding", "AURA 0.10 < 0.35"),
+        ("Conflict", "two doses"),
+        ("Failed check", "numbers: not found: 10 mg"),
+    ]
