@@ -137,6 +137,19 @@ def searchset(
     }
 
 
+def page_of(
+    base: str,
+    resource_type: str,
+    params: dict[str, str],
+    matches: list[dict[str, Any]],
+    count: int,
+    offset: int,
+) -> dict[str, Any]:
+    """The searchset page of ``matches`` (all of them, in hand) from ``offset`` on."""
+    page = matches[offset : offset + count]
+    return searchset(base, resource_type, params, page, count, len(matches), offset)
+
+
 def fhir_api_handlers(state: AppState) -> list[Any]:
     settings = state.settings
     database = state.database
@@ -240,9 +253,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
                 if "type" in params and not _type_matches(composition, params["type"]):
                     continue
                 matches.append(composition)
-            page = matches[offset : offset + count]
-            bundle = searchset(base, "Composition", params, page, count, len(matches), offset)
-            return fhir(bundle)
+            return fhir(page_of(base, "Composition", params, matches, count, offset))
 
         return await guarded(request, "Composition", "s", work)
 
@@ -277,9 +288,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
                 draft = await session.get(DraftRow, _bare(target, "Composition"))
             provenances = served(draft).provenances if draft is not None else []
             params = {"target": target}
-            page = provenances[offset : offset + count]
-            bundle = searchset(base, "Provenance", params, page, count, len(provenances), offset)
-            return fhir(bundle)
+            return fhir(page_of(base, "Provenance", params, provenances, count, offset))
 
         return await guarded(request, "Provenance", "s", work)
 
