@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from launch.sandbox.authorization import LaunchContext
-from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, app_client, free_port
+from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.fhir_client import FhirClient, pull_record
 from smartapp.settings import AppSettings
@@ -68,7 +68,7 @@ def main() -> None:
         Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch", seed_paths=seeds) as sandbox,
     ):
         settings = AppSettings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(data_dir))
-        sandbox.register(app_client(settings))
+        settings = sandbox.configure(settings)
         server = ThreadedServer(create_app(settings, stamp), port)
         server.start()
         try:

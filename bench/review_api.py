@@ -27,7 +27,7 @@ import httpx
 from sqlalchemy import select
 
 from launch.demo import follow_progress, inpatient_encounter
-from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
+from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.db import DraftRevisionRow, DraftRow, JobRow
 from smartapp.settings import AppSettings
@@ -171,7 +171,7 @@ def main() -> None:
             api_jwks_url=f"{sandbox.issuer}/jwks",
             api_ehr_base=sandbox.fhir_base,
         )
-        sandbox.register(app_client(settings))
+        settings = sandbox.configure(settings)
         app = create_app(settings)
         server = ThreadedServer(app, port)
         server.start()

@@ -18,7 +18,10 @@ from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.documents import document_id, ingest_document
 from pipeline.evidence import SourceDocument, SourceRef, stable_id
+from pipeline.ocr import OcrBudget
 from pipeline.settings import PipelineSettings
+
+OUTSIDE_EHR = "attachment outside the EHR, not fetched"
 
 
 @dataclass(slots=True)
@@ -41,6 +44,8 @@ def _attachment_bytes(
     if attachment.data is not None:
         return attachment.data, attachment.contentType, None
     if attachment.url:
+        if attachment.url in scope.index.not_fetched:
+            return b"", attachment.contentType, OUTSIDE_EHR
         binary = scope.index.resolve(attachment.url)
         if binary is None or binary.get_resource_type() != "Binary":
             return (
@@ -72,7 +77,9 @@ def _collect(
         entry.errors.append(error)
 
 
-def _read(entry: _Attachment, encounter: str, settings: PipelineSettings) -> SourceDocument:
+def _read(
+    entry: _Attachment, encounter: str, settings: PipelineSettings, budget: OcrBudget
+) -> SourceDocument:
     if entry.errors:
         return SourceDocument(
             id=entry.key,
@@ -91,6 +98,7 @@ def _read(entry: _Attachment, encounter: str, settings: PipelineSettings) -> Sou
         date=entry.date,
         encounter=encounter,
         settings=settings,
+        budget=budget,
     )
 
 
@@ -149,6 +157,8 @@ def collect_documents(
                 concept_text(report.code),
                 as_datetime(effective or report.issued),
             )
-    documents = [_read(entry, scope.encounter.key, settings) for entry in found.values()]
+    # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
+    budget = OcrBudget.for_job(settings)
+    documents = [_read(entry, scope.encounter.key, settings, budget) for entry in found.values()]
     documents.sort(key=lambda document: (document.date is None, document.date, document.id))
     return documents, mapped

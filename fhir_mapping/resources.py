@@ -36,6 +36,22 @@ MAPPED_TYPES = frozenset(
 )
 
 
+# The OperationOutcome in a pulled record that lists what the pull deliberately did not fetch.
+NOT_FETCHED_ID = "provenote-not-fetched"
+
+
+def not_fetched_outcome(items: list[tuple[str, str]]) -> dict[str, Any]:
+    """What a record pull left out, as ``(what, why)`` pairs, for the mapping to report."""
+    return {
+        "resourceType": "OperationOutcome",
+        "id": NOT_FETCHED_ID,
+        "issue": [
+            {"severity": "warning", "code": "security", "diagnostics": why, "expression": [what]}
+            for what, why in items
+        ],
+    }
+
+
 class EvidenceInputError(ValueError):
     """The input as a whole cannot be mapped (not FHIR, no patient, unknown encounter)."""
 
@@ -64,6 +80,8 @@ class ResourceIndex:
     failures: list[Exclusion] = field(default_factory=list)
     by_key: dict[str, ParsedResource] = field(default_factory=dict)
     by_url: dict[str, ParsedResource] = field(default_factory=dict)
+    # References and URLs the record pull deliberately did not fetch, and why.
+    not_fetched: dict[str, str] = field(default_factory=dict)
 
     def add(self, resource: ParsedResource) -> None:
         self.resources.append(resource)
@@ -165,6 +183,17 @@ def _detach_broken_attachments(raw: dict[str, Any]) -> tuple[dict[str, Any], dic
     return (cleaned, errors) if errors else (raw, errors)
 
 
+def _record_not_fetched(index: ResourceIndex, outcome: dict[str, Any]) -> None:
+    issues = outcome.get("issue")
+    for issue in issues if isinstance(issues, list) else []:
+        expression = issue.get("expression") if isinstance(issue, dict) else None
+        what = expression[0] if isinstance(expression, list) and expression else None
+        why = issue.get("diagnostics") if isinstance(issue, dict) else None
+        if isinstance(what, str) and isinstance(why, str):
+            index.not_fetched[what] = why
+            index.failures.append(Exclusion(resource=what, kind="not_fetched", reason=why))
+
+
 def index_resources(data: object) -> ResourceIndex:
     """Parse every resource of a type the mapping reads; record the ones that fail."""
     index = ResourceIndex()
@@ -179,6 +208,9 @@ def index_resources(data: object) -> ResourceIndex:
             )
             continue
         resource_type = raw["resourceType"]
+        if resource_type == "OperationOutcome" and raw.get("id") == NOT_FETCHED_ID:
+            _record_not_fetched(index, raw)
+            continue
         if resource_type not in MAPPED_TYPES:
             continue
         raw_id = raw.get("id")

@@ -311,8 +311,14 @@ def sandbox(
         raise fail(str(error)) from None
     try:
         box.register(app_client(settings))
+        registration = box.registration(settings)
+        listed = registration.model_dump(mode="json", exclude_none=True)
+        if registration.client_secret is not None:
+            listed["client_secret"] = registration.client_secret.get_secret_value()
         typer.echo(f"FHIR base: {box.fhir_base}")
         typer.echo(f"Chart: {box.chart_url}")
+        # What `provenote serve` needs to accept launches from this sandbox (default deny).
+        typer.echo(f"PROVENOTE_APP_REGISTRATIONS='{json.dumps([listed])}'")
         typer.echo(f"Loaded {len(box.report.patients)} patients; stop with Ctrl-C", err=True)
         stop.wait()
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
+from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.settings import AppSettings
 
@@ -70,7 +70,7 @@ def run_demo(data_dir: Path, keep_running: bool) -> int:
         api_ehr_base=sandbox.fhir_base,
     )
     with sandbox:
-        sandbox.register(app_client(settings))
+        settings = sandbox.configure(settings)
         server = ThreadedServer(create_app(settings), port)
         server.start()
         try:

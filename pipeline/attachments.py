@@ -7,14 +7,16 @@ the document, so every other document is still ingested (ARCHITECTURE.md, safety
 from __future__ import annotations
 
 import codecs
+import io
 from dataclasses import dataclass, field
 from email.message import Message
 
 import charset_normalizer
+from PIL import Image
 
 from pipeline.evidence import Page
 from pipeline.html_text import html_to_text
-from pipeline.ocr import OcrUnavailableError, ocr_image
+from pipeline.ocr import OcrBudget, OcrUnavailableError, ocr_image
 from pipeline.pdf import PdfUnreadableError, has_usable_text, read_pdf
 from pipeline.settings import PipelineSettings
 
@@ -77,7 +79,10 @@ def _text_page(text: str, settings: PipelineSettings) -> Page:
 
 
 def read_attachment(
-    data: bytes, content_type: str | None, settings: PipelineSettings
+    data: bytes,
+    content_type: str | None,
+    settings: PipelineSettings,
+    budget: OcrBudget | None = None,
 ) -> ReadAttachment:
     """Read one attachment; the result lists its pages, or the errors that kept them unread."""
     media_type, params = parse_media_type(content_type)
@@ -101,10 +106,10 @@ def read_attachment(
         )
     try:
         if media_type == "application/pdf":
-            pages, errors = read_pdf(data, settings)
+            pages, errors = read_pdf(data, settings, budget)
             return ReadAttachment(pages, errors)
         if media_type in _IMAGE_TYPES:
-            return _read_image(data, settings)
+            return _read_image(data, settings, budget or OcrBudget.for_job(settings))
         if media_type in {"text/plain", "text/markdown", "text/html", "application/xhtml+xml"}:
             if b"\x00" in data[:4096] and "16" not in params.get("charset", "").lower():
                 return ReadAttachment(errors=[f"mislabelled attachment: {media_type} is binary"])
@@ -117,10 +122,31 @@ def read_attachment(
     return ReadAttachment(errors=[f"unsupported content type: {media_type or 'none declared'}"])
 
 
-def _read_image(data: bytes, settings: PipelineSettings) -> ReadAttachment:
+def _within_pixel_cap(data: bytes, settings: PipelineSettings) -> bytes:
+    """The image, shrunk to the OCR pixel cap when it is larger (PNG)."""
+    with Image.open(io.BytesIO(data)) as image:
+        pixels = image.width * image.height
+        if pixels <= settings.ocr_max_pixels_per_page:
+            return data
+        ratio = (settings.ocr_max_pixels_per_page / pixels) ** 0.5
+        size = (max(1, int(image.width * ratio)), max(1, int(image.height * ratio)))
+        buffer = io.BytesIO()
+        image.convert("L").resize(size).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+
+def _read_image(data: bytes, settings: PipelineSettings, budget: OcrBudget) -> ReadAttachment:
+    budget.new_document()
+    refusal = budget.refusal()
+    if refusal is not None:
+        return ReadAttachment(
+            [Page(number=1, text="", has_text=False, error=refusal)],
+            ["OCR limit: 1 page(s) without a text layer were not OCR'd"],
+        )
     try:
-        ocr = ocr_image(data, settings)
-    except OcrUnavailableError as error:
+        with budget.spend():
+            ocr = ocr_image(_within_pixel_cap(data, settings), settings)
+    except (OcrUnavailableError, OSError, Image.DecompressionBombError) as error:
         return ReadAttachment([Page(number=1, text="", has_text=False, error=str(error))])
     usable = has_usable_text(ocr.text, settings)
     page = Page(

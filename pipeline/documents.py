@@ -23,6 +23,7 @@ from pipeline.evidence import (
     TraceEvent,
     stable_id,
 )
+from pipeline.ocr import OcrBudget
 from pipeline.sentences import Span, sentences_in, split_sections
 from pipeline.settings import PipelineSettings
 
@@ -73,8 +74,9 @@ def ingest_document(
     date: datetime | None,
     encounter: str | None,
     settings: PipelineSettings,
+    budget: OcrBudget | None = None,
 ) -> SourceDocument:
-    read = read_attachment(data, content_type, settings)
+    read = read_attachment(data, content_type, settings, budget)
     return SourceDocument(
         id=document_id(data, encounter),
         sources=sources,

@@ -288,7 +288,9 @@ class TraceEvent(_Model):
     document: str | None = None
 
 
-ExclusionKind = Literal["out_of_scope", "status", "historical", "parse_error", "unresolved"]
+ExclusionKind = Literal[
+    "out_of_scope", "status", "historical", "parse_error", "unresolved", "not_fetched"
+]
 
 
 class Exclusion(_Model):

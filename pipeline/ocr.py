@@ -10,7 +10,10 @@ import csv
 import io
 import shutil
 import subprocess
-from dataclasses import dataclass
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from pipeline.settings import PipelineSettings
 
@@ -23,6 +26,52 @@ class OcrUnavailableError(RuntimeError):
 class OcrResult:
     text: str
     confidence: float | None
+
+
+@dataclass(slots=True)
+class OcrBudget:
+    """OCR work left: pages and seconds, for one document inside one job. A scanned record can
+    hold hundreds of pages; past the limits pages are reported skipped, never silently."""
+
+    pages_left: int
+    seconds_left: float
+    document_pages: int
+    document_seconds: float
+    _document_pages_left: int = field(default=0)
+    _document_seconds_left: float = field(default=0.0)
+
+    @classmethod
+    def for_job(cls, settings: PipelineSettings) -> OcrBudget:
+        return cls(
+            settings.ocr_max_pages_per_job,
+            settings.ocr_max_seconds_per_job,
+            settings.ocr_max_pages_per_document,
+            settings.ocr_max_seconds_per_document,
+        )
+
+    def new_document(self) -> None:
+        self._document_pages_left = self.document_pages
+        self._document_seconds_left = self.document_seconds
+
+    def refusal(self) -> str | None:
+        """Why the next page may not be OCR'd, or None when it may."""
+        if self.pages_left <= 0 or self.seconds_left <= 0:
+            return "OCR skipped: the job's OCR limit was reached"
+        if self._document_pages_left <= 0 or self._document_seconds_left <= 0:
+            return "OCR skipped: the document's OCR limit was reached"
+        return None
+
+    @contextmanager
+    def spend(self) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            elapsed = time.monotonic() - started
+            self.pages_left -= 1
+            self._document_pages_left -= 1
+            self.seconds_left -= elapsed
+            self._document_seconds_left -= elapsed
 
 
 def tesseract_path(settings: PipelineSettings) -> str | None:

@@ -14,7 +14,7 @@ from pdfminer.pdfpage import PDFPage
 from pdfminer.pdfparser import PDFParser
 
 from pipeline.evidence import Page
-from pipeline.ocr import OcrUnavailableError, ocr_image
+from pipeline.ocr import OcrBudget, OcrUnavailableError, ocr_image
 from pipeline.settings import PipelineSettings
 
 
@@ -51,10 +51,21 @@ def _text_layers(pages: list[PDFPage]) -> Iterator[tuple[str, str | None]]:
         yield "".join(item.get_text() for item in layout if isinstance(item, LTTextContainer)), None
 
 
+def render_scale(width_pt: float, height_pt: float, settings: PipelineSettings) -> float:
+    """Points to pixels at the OCR DPI, lowered so the image stays within the pixel cap."""
+    scale = settings.ocr_dpi / 72
+    pixels = width_pt * height_pt * scale * scale
+    if pixels > settings.ocr_max_pixels_per_page:
+        scale *= (settings.ocr_max_pixels_per_page / pixels) ** 0.5
+    return scale
+
+
 def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
     document = pypdfium2.PdfDocument(data)
     try:
-        bitmap = document[index].render(scale=settings.ocr_dpi / 72, grayscale=True)
+        page = document[index]
+        scale = render_scale(*page.get_size(), settings)
+        bitmap = page.render(scale=scale, grayscale=True)
         buffer = io.BytesIO()
         bitmap.to_pil().save(buffer, format="PNG")
         return buffer.getvalue()
@@ -62,11 +73,18 @@ def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
         document.close()
 
 
-def read_pdf(data: bytes, settings: PipelineSettings) -> tuple[list[Page], list[str]]:
-    """Pages of a PDF, OCR'd where the text layer is unusable; errors that concern the whole file.
+def read_pdf(
+    data: bytes, settings: PipelineSettings, budget: OcrBudget | None = None
+) -> tuple[list[Page], list[str]]:
+    """Pages of a PDF, OCR'd where the text layer is unusable and the OCR budget allows; errors
+    that concern the whole file (skipped pages included).
 
     Raises :class:`PdfUnreadableError` when nothing at all can be read.
     """
+    if budget is None:
+        budget = OcrBudget.for_job(settings)
+    budget.new_document()
+    skipped = 0
     pdf_pages = _open(data)
     if not pdf_pages:
         raise PdfUnreadableError("empty PDF: it has no pages")
@@ -82,8 +100,14 @@ def read_pdf(data: bytes, settings: PipelineSettings) -> tuple[list[Page], list[
         if has_usable_text(text, settings):
             pages.append(Page(number=number, text=text, has_text=True, error=page_error))
             continue
+        refusal = budget.refusal()
+        if refusal is not None:
+            skipped += 1
+            pages.append(Page(number=number, text=text, has_text=False, error=refusal))
+            continue
         try:
-            ocr = ocr_image(_page_png(data, index, settings), settings)
+            with budget.spend():
+                ocr = ocr_image(_page_png(data, index, settings), settings)
         except (OcrUnavailableError, pypdfium2.PdfiumError) as error:
             pages.append(Page(number=number, text=text, has_text=False, error=str(error)))
             continue
@@ -98,4 +122,6 @@ def read_pdf(data: bytes, settings: PipelineSettings) -> tuple[list[Page], list[
                 error=None if usable else "no readable text found by OCR",
             )
         )
+    if skipped:
+        errors.append(f"OCR limit: {skipped} page(s) without a text layer were not OCR'd")
     return pages, errors

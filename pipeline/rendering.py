@@ -16,6 +16,15 @@ def as_data(value: object) -> str:
     return str(value).replace("<", "‹").replace(">", "›")
 
 
+def as_markdown_text(value: object) -> str:
+    """Untrusted text for markdown: HTML-significant characters backslash-escaped, so that no
+    markdown renderer turns note text into markup (CommonMark shows them as written)."""
+    text = str(value).replace("\\", "\\\\")
+    for character in "<>&":
+        text = text.replace(character, f"\\{character}")
+    return text
+
+
 @lru_cache(maxsize=1)
 def template_environment() -> jinja2.Environment:
     root = resources.files("templates")
@@ -31,6 +40,7 @@ def template_environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     environment.filters["data"] = as_data
+    environment.filters["md"] = as_markdown_text
     return environment
 
 

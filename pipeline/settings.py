@@ -17,6 +17,13 @@ class PipelineSettings(BaseSettings):
     ocr_language: str = "eng"
     ocr_dpi: int = Field(300, ge=72, le=600)
     ocr_timeout_s: float = Field(120.0, gt=0)
+    # A page image is never rendered larger than this; a huge page is rendered at a lower DPI.
+    ocr_max_pixels_per_page: int = Field(25_000_000, gt=0)
+    # OCR work per document and per job (one evidence build); what is skipped is reported.
+    ocr_max_pages_per_document: int = Field(50, ge=0)
+    ocr_max_seconds_per_document: float = Field(300.0, gt=0)
+    ocr_max_pages_per_job: int = Field(200, ge=0)
+    ocr_max_seconds_per_job: float = Field(900.0, gt=0)
     max_agent_steps: int = Field(12, ge=3)
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
-import time
 from collections import Counter
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 from litestar import Litestar, Request, get, post
 from litestar.datastructures import Cookie
 from litestar.params import FromPath, FromQuery, QueryParameter
@@ -21,44 +20,68 @@ from sqlalchemy import select
 
 import templates
 from pipeline.rendering import render
-from smartapp.db import Database, DraftRow, JobRow
-from smartapp.fhir_api import SYSTEM_SESSION, fhir_api_handlers
+from smartapp.csrf import FIELD, HEADER, csrf_token, csrf_valid
+from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
+from smartapp.egress import guarded_client
+from smartapp.errors import ProvenoteError, logged
+from smartapp.fhir_api import fhir_api_handlers
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
+from smartapp.headers import security_headers
 from smartapp.jobs import JobService, StageHook, job_view
-from smartapp.keys import app_secret, public_jwks, signing_key, token_cipher
+from smartapp.keys import app_secret, private_data_dir, public_jwks, signing_key, token_cipher
 from smartapp.oauth import (
     SmartError,
     authorize_url,
     discover,
     exchange_code,
     new_pkce,
+    oauth_error_code,
     requested_scopes,
     validate_id_token,
 )
-from smartapp.pages import error_page, html, review_handlers
+from smartapp.pages import error_page, html, may_review, review_handlers
+from smartapp.review import reconcile_claim, stale_claims
 from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
-from smartapp.settings import AppSettings, get_app_settings
+from smartapp.settings import AppSettings, get_app_settings, normalise_issuer
 from smartapp.state import (
-    SESSION_COOKIE,
     AppState,
     backend_fhir_client,
     fhir_client_for,
     token_expiry,
 )
 from smartapp.style import StyleCache
+from smartapp.writeback import WRITE_BACK_WORDS
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
 
 
-def _session_cookie(settings: AppSettings, session_id: str) -> Cookie:
+def _cookie(state: AppState, name: str, value: str, max_age: int | None = None) -> Cookie:
     return Cookie(
-        key=SESSION_COOKIE,
-        value=session_id,
+        key=name,
+        value=value,
         httponly=True,
         samesite="lax",
-        secure=settings.secure_cookies,
+        secure=state.settings.secure_cookies or state.settings.https,
         path="/",
+        max_age=max_age,
     )
+
+
+def _trusted_origins(settings: AppSettings) -> list[str]:
+    """Origins the app may reach even on a non-public address: the configured EHRs, the API's
+    issuer and EHR, and itself."""
+    configured = [settings.api_jwks_url, settings.api_issuer, settings.api_ehr_base]
+    return [*settings.ehr_origins(), settings.base_url, *(url for url in configured if url)]
+
+
+async def _stay_class(client: FhirClient, encounter: str) -> str | None:
+    """The encounter's class code, or None when the EHR does not let us read it."""
+    try:
+        resource = await client.read("Encounter", encounter)
+    except FhirError:
+        return None
+    kind = resource.get("class")
+    return kind.get("code") if isinstance(kind, dict) else None
 
 
 def create_app(
@@ -66,54 +89,64 @@ def create_app(
 ) -> Litestar:
     """The app; ``stage_hook`` runs as each job stage starts (tests use it to interrupt a job)."""
     settings = settings or get_app_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    key = signing_key(settings) if settings.client_auth == "private_key_jwt" else None
+    private_data_dir(settings)
     database = Database(settings.database_dsn)
-    http = httpx.AsyncClient(timeout=settings.http_timeout_s)
+    http = guarded_client(_trusted_origins(settings), settings.http_timeout_s)
     state = AppState(
         settings=settings,
         database=database,
-        store=SessionStore(database, token_cipher(settings)),
-        key=key,
+        store=SessionStore(
+            database,
+            token_cipher(settings),
+            idle_s=settings.session_idle_s,
+            max_s=settings.session_max_s,
+        ),
         http=http,
         secret=app_secret(settings),
         styles=StyleCache(http),
     )
+    streams: Counter[str] = Counter()
 
     async def client_for_job(job: JobRow) -> tuple[FhirClient, str]:
-        if job.session_id.startswith(SYSTEM_SESSION):
+        if job.origin == "backend":
             return await backend_fhir_client(state, job.iss)
-        context = await state.store.context(job.session_id)
+        context = await state.store.stored_context(job.session_id)
         if context is None:
-            raise RuntimeError("the job's launch session is gone; launch again from the chart")
-        return fhir_client_for(state, job.session_id, context), context.scope
+            raise ProvenoteError("the job's launch session has ended; launch again from the chart")
+        return fhir_client_for(state, job.session_id, job.iss), context.scope
 
     @get("/launch")
     async def launch(
-        request: Request, iss: FromQuery[str | None] = None, launch: FromQuery[str | None] = None
+        iss: FromQuery[str | None] = None, launch: FromQuery[str | None] = None
     ) -> Response[Any]:
         if not iss:
             return error_page("The launch did not say which EHR it came from (no iss parameter).")
-        if settings.allowed_issuers and iss not in settings.allowed_issuers:
-            return error_page(f"This app is not configured to be launched from {iss}.", 403)
+        registration = settings.registration_for(iss)
+        if registration is None:
+            # Nothing is fetched from an issuer that is not configured, and nothing it sent is
+            # echoed back: /launch is neither a request-forgery tool nor an open redirect.
+            return error_page("This app is not configured to be launched from that EHR.", 403)
         try:
-            config = await discover(state.http, iss)
+            config = await discover(state.http, registration)
         except SmartError as error:
             return error_page(str(error), 502)
         if (
             config.code_challenge_methods_supported
             and "S256" not in config.code_challenge_methods_supported
         ):
-            return error_page(f"{iss} does not support PKCE S256, which this app requires.", 502)
-        session_id = request.cookies.get(SESSION_COOKIE) or SessionStore.new_id()
+            return error_page("The EHR does not support PKCE S256, which this app requires.", 502)
+        binding = SessionStore.new_id()
         verifier, challenge = new_pkce()
+        nonce = secrets.token_urlsafe(24)
         state_value = secrets.token_urlsafe(32)
-        state.store.add_pending(
-            state_value, PendingLaunch(session_id, iss, config, verifier, time.time())
+        await state.store.add_pending(
+            state_value,
+            binding,
+            PendingLaunch(iss=registration.issuer, config=config, verifier=verifier, nonce=nonce),
         )
         target = authorize_url(
             config,
-            client_id=settings.client_id,
+            client_id=registration.client_id,
             redirect_uri=settings.redirect_uri,
             scope=requested_scopes(
                 config, ehr_launch=bool(launch), offline=settings.offline_access
@@ -122,8 +155,11 @@ def create_app(
             aud=iss,
             challenge=challenge,
             launch=launch,
+            nonce=nonce,
         )
-        return Redirect(target, status_code=302, cookies=[_session_cookie(settings, session_id)])
+        return Redirect(
+            target, status_code=302, cookies=[_cookie(state, state.launch_cookie, binding, 600)]
+        )
 
     @get("/callback")
     async def callback(
@@ -132,31 +168,42 @@ def create_app(
         state_param: Annotated[str | None, QueryParameter(name="state")] = None,
         error: FromQuery[str | None] = None,
         error_description: FromQuery[str | None] = None,
+        iss: FromQuery[str | None] = None,
     ) -> Response[Any]:
-        session_id = request.cookies.get(SESSION_COOKIE)
-        pending = state.store.take_pending(state_param or "", session_id)
+        pending = await state.store.take_pending(
+            state_param or "", request.cookies.get(state.launch_cookie)
+        )
         if error:
+            error_id = logged("authorization refused", f"{error}: {error_description}")
+            shown = oauth_error_code(error) or "refused"
             return error_page(
-                f"The EHR refused the authorization: {error} {error_description or ''}", 403
+                f"The EHR refused the authorization ({shown}; error {error_id}).", 403
             )
-        if pending is None or session_id is None:
+        if pending is None:
             return error_page(
-                "The launch's state is unknown, already used, or from another browser."
+                "The launch's state is unknown, expired, already used, or from another browser."
             )
+        config = pending.config
+        if (iss is not None or config.authorization_response_iss_parameter_supported) and (
+            normalise_issuer(iss or "") != normalise_issuer(config.issuer or "")
+        ):
+            return error_page("The authorization response came from another server.", 403)
         if not code:
             return error_page("The EHR sent no authorization code.")
         try:
+            registration = state.registration(pending.iss)
             tokens = await exchange_code(
                 state.http,
-                pending.config,
-                settings,
-                state.key,
+                config,
+                registration,
+                state.key_for(registration),
                 code=code,
                 verifier=pending.verifier,
+                redirect_uri=settings.redirect_uri,
             )
             claims = (
                 await validate_id_token(
-                    state.http, pending.config, tokens.id_token, settings.client_id
+                    state.http, config, tokens.id_token, registration.client_id, pending.nonce
                 )
                 if tokens.id_token
                 else {}
@@ -173,12 +220,36 @@ def create_app(
             scope=tokens.scope,
         )
         stored = StoredTokens(
-            config=pending.config, tokens=tokens, expires_at=token_expiry(tokens.expires_in)
+            config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in)
         )
+        # A new session, whose id only the server chose: never the cookie the browser brought.
+        session_id = SessionStore.new_id()
         await state.store.save(session_id, context, stored)
+        cookies = [
+            _cookie(state, state.session_cookie, session_id),
+            _cookie(state, state.launch_cookie, "", 0),
+        ]
+        if context.patient and context.encounter:
+            client = fhir_client_for(state, session_id, context.iss)
+            kind = await _stay_class(client, context.encounter)
+            if kind is not None and kind not in settings.inpatient_classes:
+                page = error_page(
+                    f"Provenote drafts discharge summaries for inpatient stays; this encounter "
+                    f"is of class {kind}. Nothing was drafted or written to the chart.",
+                    409,
+                    heading="Not an inpatient stay",
+                )
+                page.cookies.extend(cookies)
+                return page
         if context.patient and state.jobs is not None:
-            await state.jobs.submit(session_id, context.iss, context.patient, context.encounter)
-        return Redirect("/", status_code=302)
+            await state.jobs.submit(
+                context.iss,
+                context.patient,
+                context.encounter,
+                session_id=session_id,
+                may_write=may_review(settings, context),
+            )
+        return Redirect("/", status_code=302, cookies=cookies)
 
     async def latest_job(context: LaunchContext | None) -> tuple[JobRow | None, DraftRow | None]:
         """The newest job for the launch context's patient and encounter (it may be shared)."""
@@ -200,48 +271,83 @@ def create_app(
         draft = await state.jobs.draft_of(job.id) if job is not None and state.jobs else None
         return job, draft
 
-    async def visible_job(request: Request, job_id: FromPath[str]) -> JobRow | None:
-        """The job, if the requesting session's launch context is about its patient."""
-        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+    async def visible_job(
+        request: Request, job_id: str
+    ) -> tuple[str, LaunchContext, JobRow] | None:
+        """The job, if the requesting session's launch is about its patient on its EHR."""
+        session_id = request.cookies.get(state.session_cookie)
+        context = await state.store.context(session_id)
         job = await state.jobs.get(job_id) if state.jobs is not None else None
-        if job is None or context is None or context.patient != job.patient:
+        if job is None or context is None or session_id is None:
             return None
-        return job
+        if context.patient != job.patient or context.iss != job.iss:
+            return None
+        return session_id, context, job
+
+    async def write_back_of(draft: DraftRow | None) -> WriteBackRow | None:
+        if draft is None:
+            return None
+        async with database.sessions() as session:
+            return (
+                await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft.id))
+            ).scalar_one_or_none()
 
     @get("/")
     async def landing(request: Request) -> Response[str]:
-        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        session_id = request.cookies.get(state.session_cookie)
+        context = await state.store.context(session_id)
         job, draft = await latest_job(context)
         style = await state.styles.get(context.smart_style_url if context else None)
         page = render(
-            "app/landing.html.j2", context=context, job=job, draft=draft, smart_style=style
+            "app/landing.html.j2",
+            context=context,
+            job=job,
+            draft=draft,
+            write_back=await write_back_of(draft),
+            write_back_words=WRITE_BACK_WORDS,
+            smart_style=style,
+            csrf=csrf_token(state.secret, session_id) if context and session_id else "",
         )
         return html(page)
 
     @get("/jobs/{job_id:str}")
     async def job_api(request: Request, job_id: FromPath[str]) -> Response[Any]:
-        job = await visible_job(request, job_id)
-        if job is None:
+        found = await visible_job(request, job_id)
+        if found is None or state.jobs is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
-        draft = await state.jobs.draft_of(job_id) if state.jobs is not None else None
-        return Response(job_view(job) | {"draft": draft.id if draft else None})
+        draft = await state.jobs.draft_of(job_id)
+        return Response(job_view(found[2]) | {"draft": draft.id if draft else None})
 
     @post("/jobs/{job_id:str}/retry")
     async def job_retry(request: Request, job_id: FromPath[str]) -> Response[Any]:
-        job = await visible_job(request, job_id)
-        if job is None or state.jobs is None:
+        found = await visible_job(request, job_id)
+        if found is None or state.jobs is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
+        form = await request.form()
+        presented = request.headers.get(HEADER) or form.get(FIELD)
+        if not csrf_valid(state.secret, found[0], presented):
+            return Response({"error": "missing or wrong CSRF token"}, status_code=403)
         retried = await state.jobs.retry(job_id)
-        return Response(job_view(retried or job), status_code=202)
+        if request.headers.get("accept", "").startswith("text/html"):
+            return Redirect("/", status_code=303)
+        return Response(job_view(retried or found[2]), status_code=202)
 
     @get("/jobs/{job_id:str}/events")
     async def job_events(
         request: Request, job_id: FromPath[str]
     ) -> Response[Any] | ServerSentEvent:
-        job = await visible_job(request, job_id)
-        if job is None or state.jobs is None:
+        found = await visible_job(request, job_id)
+        if found is None or state.jobs is None:
             return Response({"error": "no such job in this launch context"}, status_code=404)
+        session_id = found[0]
+        if streams[session_id] >= settings.max_event_streams:
+            return Response(
+                {"error": "too many progress streams open for this session"},
+                status_code=429,
+                headers={"retry-after": "5"},
+            )
         jobs = state.jobs
+        streams[session_id] += 1
 
         async def stream() -> AsyncGenerator[ServerSentEventMessage, None]:
             queue = jobs.listen(job_id)
@@ -250,30 +356,56 @@ def create_app(
                 view = job_view(current) if current is not None else {}
                 yield ServerSentEventMessage(data=json.dumps(view), event="progress")
                 while view.get("state") not in {"done", "failed"}:
-                    view = await queue.get()
-                    yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                    with contextlib.suppress(TimeoutError):
+                        view = await asyncio.wait_for(queue.get(), timeout=15)
+                        yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                        continue
+                    # No news: the job may have ended in another process, or the session.
+                    current = await jobs.get(job_id)
+                    view = job_view(current) if current is not None else {"state": "failed"}
+                    if await state.store.stored_context(session_id) is None:
+                        break
+                yield ServerSentEventMessage(data=json.dumps(view), event="progress")
             finally:
                 jobs.unlisten(job_id, queue)
+                streams[session_id] -= 1
 
         return ServerSentEvent(stream())
 
+    @post("/logout")
+    async def logout(request: Request) -> Response[Any]:
+        session_id = request.cookies.get(state.session_cookie)
+        form = await request.form()
+        if session_id and not csrf_valid(state.secret, session_id, form.get(FIELD)):
+            return error_page("The form's security token is missing or wrong.", 403, "Refused")
+        await state.store.end(session_id)
+        page = error_page(
+            "You are signed out of Provenote. Launch it again from the patient's chart.",
+            200,
+            heading="Signed out",
+        )
+        page.cookies.append(_cookie(state, state.session_cookie, "", 0))
+        return page
+
     @get("/api/context")
     async def context_api(request: Request) -> Response[Any]:
-        context = await state.store.context(request.cookies.get(SESSION_COOKIE))
+        context = await state.store.context(request.cookies.get(state.session_cookie))
         if context is None:
             return Response({"error": "no launch in this session"}, status_code=401)
         return Response(context.model_dump())
 
     @get("/api/record")
     async def record_api(request: Request) -> Response[Any]:
-        session_id = request.cookies.get(SESSION_COOKIE)
+        session_id = request.cookies.get(state.session_cookie)
         context = await state.store.context(session_id)
         if context is None or session_id is None or not context.patient:
             return Response(
                 {"error": "no patient in this session's launch context"}, status_code=401
             )
         try:
-            bundle = await pull_record(fhir_client_for(state, session_id, context), context.patient)
+            bundle = await pull_record(
+                fhir_client_for(state, session_id, context.iss), context.patient
+            )
         except FhirError as failure:
             return Response({"error": str(failure)}, status_code=502)
         counts = Counter(entry["resource"]["resourceType"] for entry in bundle["entry"])
@@ -283,11 +415,35 @@ def create_app(
 
     @get("/.well-known/jwks.json")
     async def jwks() -> dict[str, Any]:
-        return public_jwks(state.key) if state.key is not None else {"keys": []}
+        registrations = [settings.registration_for(iss) for iss in settings.allowed_issuers]
+        keys = [state.key_for(r) for r in [*registrations, *settings.registrations] if r]
+        if settings.client_auth == "private_key_jwt":
+            keys.append(signing_key(settings))
+        return public_jwks([key for key in keys if key is not None])
+
+    async def reconcile_signatures() -> None:
+        """Claims of signatures left by a process that died are settled with the EHR, asked
+        with the signer's session while it lasts."""
+        for row in await stale_claims(database, settings.signing_timeout_s):
+            session_id = row.signing_session or ""
+            live = await state.store.stored_context(session_id) if session_id else None
+            client = fhir_client_for(state, session_id, row.iss) if live else None
+            await reconcile_claim(database, row, client, state.installation)
+
+    async def sweep_signatures() -> None:
+        while True:
+            await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
+            try:
+                await reconcile_signatures()
+            except Exception as failure:  # a sweep that fails is logged and tried again
+                logged("reconciling signatures", repr(failure))
+
+    background: list[asyncio.Task[None]] = []
 
     async def start_up() -> None:
         state.loop = asyncio.get_running_loop()
         await database.migrate()
+        state.installation = await database.installation_id(settings.installation_id)
         state.jobs = JobService(
             database,
             client_for_job,
@@ -295,10 +451,16 @@ def create_app(
             lease_s=settings.job_lease_s,
             forced_strategies=settings.writeback_strategies,
             stage_hook=stage_hook,
+            installation=state.installation,
+            inpatient_classes=settings.inpatient_classes,
         )
         await state.jobs.start()
+        background.append(asyncio.create_task(sweep_signatures()))
 
     async def shut_down() -> None:
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
         if state.jobs is not None:
             await state.jobs.stop()
         await state.http.aclose()
@@ -312,6 +474,7 @@ def create_app(
             job_api,
             job_retry,
             job_events,
+            logout,
             *review_handlers(state),
             *fhir_api_handlers(state),
             context_api,
@@ -319,9 +482,11 @@ def create_app(
             jwks,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
+        middleware=[security_headers(settings)],
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,
     )
     app.state.provenote = state
+    app.state.reconcile_signatures = reconcile_signatures
     return app

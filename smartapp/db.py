@@ -10,6 +10,7 @@ events (who did what to which draft, when).
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
@@ -18,6 +19,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -26,6 +28,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    select,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -50,6 +53,29 @@ class SessionRow(Base):
     sealed_tokens: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    last_seen_at: Mapped[datetime | None] = mapped_column(default=utcnow)
+
+
+class PendingLaunchRow(Base):
+    """A launch between /launch and /callback: bound to the browser that started it."""
+
+    __tablename__ = "pending_launches"
+
+    state: Mapped[str] = mapped_column(String(64), primary_key=True)
+    binding: Mapped[str] = mapped_column(String(64))
+    iss: Mapped[str] = mapped_column(Text)
+    # The PKCE verifier, nonce and the EHR's checked configuration, Fernet-sealed.
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class InstallationRow(Base):
+    """This installation's id, generated once: part of every written note's identifier."""
+
+    __tablename__ = "installation"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class JobRow(Base):
@@ -67,6 +93,12 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     record: Mapped[dict | None] = mapped_column(JSON)
+    # "launch" (a user's launch; session_id is theirs) or "backend" (the API's $summarize,
+    # run as Provenote itself for ``api_client``).
+    origin: Mapped[str] = mapped_column(String(16), default="launch")
+    api_client: Mapped[str | None] = mapped_column(Text)
+    # False when no launch behind the job may write to the chart (e.g. a patient's).
+    may_write: Mapped[bool] = mapped_column(Boolean, default=True)
     lease_until: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -95,6 +127,11 @@ class DraftRow(Base):
     signed_by: Mapped[str | None] = mapped_column(Text)
     signed_at: Mapped[datetime | None] = mapped_column()
     updated_at: Mapped[datetime | None] = mapped_column(default=utcnow)
+    # The claim of a signature in progress (status ``signing``): who, since when, from which
+    # session, so that a claim left by a dead process can be reconciled with the EHR.
+    signing_by: Mapped[str | None] = mapped_column(Text)
+    signing_at: Mapped[datetime | None] = mapped_column()
+    signing_session: Mapped[str | None] = mapped_column(String(64))
 
 
 class DraftEditRow(Base):
@@ -160,6 +197,17 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+def _private_sqlite_file(dsn: str) -> None:
+    """The SQLite file readable by its owner only (it holds sealed tokens and patient data)."""
+    if not dsn.startswith("sqlite") or ":///" not in dsn:
+        return
+    path = Path(dsn.split(":///", 1)[1].split("?", 1)[0])
+    if path.name and path.name != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
+        path.chmod(0o600)
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
@@ -168,8 +216,20 @@ class Database:
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""
+        _private_sqlite_file(self.dsn)
         async with self.engine.begin() as connection:
             await connection.run_sync(_upgrade)
+
+    async def installation_id(self, configured: str | None = None) -> str:
+        """This installation's id: configured, else the one stored, else a new one stored now."""
+        if configured:
+            return configured
+        async with self.sessions() as session, session.begin():
+            row = (await session.execute(select(InstallationRow))).scalars().first()
+            if row is None:
+                row = InstallationRow(id=uuid.uuid4().hex)
+                session.add(row)
+            return row.id
 
     async def dispose(self) -> None:
         await self.engine.dispose()

@@ -10,6 +10,7 @@ errors are OperationOutcomes.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -26,15 +27,20 @@ from smartapp.db import DraftRevisionRow, DraftRow, JobRow
 from smartapp.state import AppState
 
 FHIR_JSON = "application/fhir+json"
-SYSTEM_SESSION = "system:"
 DEFAULT_COUNT, MAX_COUNT = 20, 100
+# Deeper pages than this are refused (400): a client pages with ``next`` links, or narrows.
+MAX_OFFSET = 10_000
+# FHIR's id type.
+FHIR_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 DATE_PREFIXES = ("eq", "ne", "gt", "lt", "ge", "le")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
-        self.status, self.code = status, code
+        self.status, self.code, self.headers = status, code, headers or {}
 
 
 def fhir(
@@ -43,8 +49,10 @@ def fhir(
     return Response(resource, status_code=status, media_type=FHIR_JSON, headers=headers or {})
 
 
-def outcome(status: int, code: str, message: str) -> Response[Any]:
-    headers = {}
+def outcome(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response[Any]:
+    headers = dict(headers or {})
     if status == 401:
         headers["www-authenticate"] = 'Bearer realm="provenote", error="invalid_token"'
     body = {
@@ -98,6 +106,8 @@ def _count(request: Request) -> tuple[int, int]:
         raise ApiError(400, "invalid", "_count and _offset are whole numbers") from error
     if count < 0 or offset < 0:
         raise ApiError(400, "invalid", "_count and _offset cannot be negative")
+    if offset > MAX_OFFSET:
+        raise ApiError(400, "invalid", f"_offset beyond {MAX_OFFSET}: narrow the search instead")
     return min(count, MAX_COUNT), offset
 
 
@@ -117,9 +127,10 @@ def searchset(
         return {"relation": relation, "url": f"{base}/{resource_type}?{query}"}
 
     links = [link("self", offset)]
-    if offset + count < total:
+    # _count=0 asks for the total alone: no page, so no next page either.
+    if count > 0 and offset + count < total:
         links.append(link("next", offset + count))
-    if offset > 0:
+    if count > 0 and offset > 0:
         links.append(link("previous", max(offset - count, 0)))
     return {
         "resourceType": "Bundle",
@@ -175,7 +186,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
         except ApiAuthError as refused:
             return outcome(refused.status, refused.code, str(refused))
         except ApiError as failure:
-            return outcome(failure.status, failure.code, str(failure))
+            return outcome(failure.status, failure.code, str(failure), failure.headers)
 
     @get("/fhir/metadata")
     async def metadata() -> Response[Any]:
@@ -313,11 +324,24 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
                 raise ApiError(400, "not-supported", "no EHR is configured for $summarize")
             client = await verifier.verify(request.headers.get("authorization"))
             encounter = request.query_params.get("encounter")
+            encounter_id = _bare(encounter, "Encounter") if encounter else None
+            for value in (patient, encounter_id):
+                if value is not None and not FHIR_ID.fullmatch(value):
+                    raise ApiError(400, "invalid", "patient and encounter must be FHIR ids")
+            running = await state.jobs.running_for_client(client.client_id)
+            if running >= settings.api_max_jobs_per_client:
+                raise ApiError(
+                    429,
+                    "throttled",
+                    f"{running} summaries are already running for this client; try again later",
+                    {"retry-after": "30"},
+                )
             job = await state.jobs.submit(
-                f"{SYSTEM_SESSION}{client.client_id}",
                 settings.api_ehr_base,
                 patient,
-                _bare(encounter, "Encounter") if encounter else None,
+                encounter_id,
+                origin="backend",
+                api_client=client.client_id,
             )
             location = f"{base}/_async/{job.id}"
             body = {
@@ -334,7 +358,7 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
     async def async_status(request: Request, job_id: FromPath[str]) -> Response[Any]:
         async def work() -> Response[Any]:
             job = await state.jobs.get(job_id) if state.jobs is not None else None
-            if job is None or not job.session_id.startswith(SYSTEM_SESSION):
+            if job is None or job.api_client is None:
                 raise ApiError(404, "not-found", "no such asynchronous request")
             if job.state == "failed":
                 raise ApiError(500, "exception", job.error or "the summary could not be made")

@@ -2,20 +2,28 @@
 
 Transient answers (429, 500, 502, 503, 504, timeouts, dropped connections) are retried with
 exponential backoff and full jitter, honouring ``Retry-After``; a 401 refreshes the token once and
-retries. Anything else fails the call with the server's OperationOutcome text. ``pull_record``
-either returns everything the pipeline needs or raises: nothing partial is handed on as complete.
+retries (``EhrBearerAuth``). Anything else fails the call with an error that names the request
+(method, resource type, status) and an error id; the EHR's answer goes to the log, never to users.
+Every request goes under the launch's FHIR base: a URL elsewhere is refused before it is sent.
+``pull_record`` either returns everything the pipeline needs or raises; what it deliberately did
+not fetch (references outside the EHR) it says so in the bundle, so nothing is lost silently.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+
+from fhir_mapping.resources import not_fetched_outcome
+from smartapp.egress import EhrBearerAuth, TokenGetter, under_base
+from smartapp.errors import ProvenoteError, logged
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_WAIT_S = 30.0
@@ -32,25 +40,23 @@ RECORD_SEARCHES = (
 )
 
 
-class FhirError(Exception):
+class FhirError(ProvenoteError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
 
-TokenGetter = Callable[[bool], Awaitable[str | None]]
+class OutsideEhrError(FhirError):
+    """A URL outside the launch's FHIR base: it is never requested."""
 
 
-def _outcome_text(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200]
-    issues = body.get("issue", []) if isinstance(body, dict) else []
-    texts = [
-        i.get("details", {}).get("text") or i.get("diagnostics") or i.get("code") for i in issues
-    ]
-    return "; ".join(str(t) for t in texts if t) or f"HTTP {response.status_code}"
+def resource_type_of(path: str) -> str:
+    """What a request is about, for messages: ``Patient``, ``metadata``, ``Binary``…"""
+    segments = [s for s in httpx.URL(path).path.split("/") if s]
+    for segment in segments:
+        if segment[:1].isupper() or segment.startswith(("metadata", "$")):
+            return segment
+    return segments[-1] if segments else "base"
 
 
 def retry_after_seconds(response: httpx.Response) -> float | None:
@@ -84,7 +90,7 @@ class FhirClient:
     ) -> None:
         self.base = base.rstrip("/")
         self.http = http
-        self.token = token
+        self.auth = EhrBearerAuth(self.base, token) if token is not None else None
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_retries = max_retries
         self.page_size = page_size
@@ -93,20 +99,14 @@ class FhirClient:
         self.rng = rng or random.Random()
 
     def url(self, path: str) -> str:
-        return (
-            path if path.startswith(("http://", "https://")) else f"{self.base}/{path.lstrip('/')}"
-        )
+        """The absolute URL of ``path``; OutsideEhrError when it would leave the FHIR base."""
+        url = path if "://" in path else f"{self.base}/{path.lstrip('/')}"
+        if not under_base(url, self.base):
+            raise OutsideEhrError(f"{resource_type_of(path)}: the URL is outside the EHR")
+        return url
 
     def _backoff(self, attempt: int) -> float:
         return self.rng.uniform(0, min(MAX_RETRY_WAIT_S, self.backoff_s * 2**attempt))
-
-    async def _headers(self, extra: dict[str, str] | None, refresh: bool) -> dict[str, str]:
-        headers = {"accept": "application/fhir+json"} | (extra or {})
-        if self.token is not None:
-            token = await self.token(refresh)
-            if token:
-                headers["authorization"] = f"Bearer {token}"
-        return headers
 
     async def request(
         self,
@@ -119,32 +119,30 @@ class FhirClient:
         max_bytes: int | None = None,
     ) -> tuple[httpx.Response, bytes]:
         """One FHIR interaction with retries; the response and its body (size-limited)."""
-        refreshed = False
+        url = self.url(path)
+        what = f"{method} {resource_type_of(path)}"
+        sent = {"accept": "application/fhir+json"} | (headers or {})
         attempt = 0
         while True:
-            sent = await self._headers(headers, refresh=False)
             try:
                 async with self.semaphore:
                     request = self.http.build_request(
-                        method, self.url(path), params=params, json=json, headers=sent
+                        method, url, params=params, json=json, headers=sent
                     )
-                    response = await self.http.send(request, stream=True)
+                    response = await self.http.send(request, auth=self.auth, stream=True)
                     try:
-                        body = await self._read(response, max_bytes)
+                        body = await self._read(response, max_bytes, what)
                     finally:
                         await response.aclose()
             except httpx.TransportError as error:
                 if attempt >= self.max_retries:
+                    error_id = logged(f"{what} {url}: no answer", repr(error))
                     raise FhirError(
-                        f"{method} {path}: no answer after retries ({error})"
+                        f"{what}: no answer after {attempt + 1} attempts (error {error_id})"
                     ) from error
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1
                 continue
-            if response.status_code == 401 and self.token is not None and not refreshed:
-                refreshed = True
-                if await self.token(True):
-                    continue
             if response.status_code in RETRIED_STATUSES and attempt < self.max_retries:
                 wait = retry_after_seconds(response)
                 await asyncio.sleep(
@@ -153,32 +151,34 @@ class FhirClient:
                 attempt += 1
                 continue
             if response.status_code >= 400:
-                detail = _outcome_text(httpx.Response(response.status_code, content=body))
-                raise FhirError(
-                    f"{method} {path}: {response.status_code} {detail}", response.status_code
-                )
+                status = response.status_code
+                error_id = logged(f"{what} {url}: HTTP {status}", body.decode("utf-8", "replace"))
+                raise FhirError(f"{what}: HTTP {status} (error {error_id})", status)
             return response, body
 
-    async def _read(self, response: httpx.Response, max_bytes: int | None) -> bytes:
+    async def _read(self, response: httpx.Response, max_bytes: int | None, what: str) -> bytes:
         limit = max_bytes if max_bytes is not None else 64 * 1024 * 1024
         declared = response.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise FhirError(f"response of {declared} bytes exceeds the limit of {limit}", 413)
+            raise FhirError(f"{what}: answer of {declared} bytes exceeds the limit of {limit}", 413)
         chunks = []
         size = 0
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > limit:
-                raise FhirError(f"response exceeds the limit of {limit} bytes", 413)
+                raise FhirError(f"{what}: answer exceeds the limit of {limit} bytes", 413)
             chunks.append(chunk)
         return b"".join(chunks)
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response, body = await self.request(method, path, **kwargs)
         try:
-            return httpx.Response(response.status_code, content=body).json()
+            answer = httpx.Response(response.status_code, content=body).json()
         except ValueError as error:
-            raise FhirError(f"{method} {path}: the answer is not JSON") from error
+            raise FhirError(f"{method} {resource_type_of(path)}: the answer is not JSON") from error
+        if not isinstance(answer, dict):
+            raise FhirError(f"{method} {resource_type_of(path)}: the answer is not a resource")
+        return answer
 
     async def read(self, resource_type: str, resource_id: str) -> dict[str, Any]:
         return await self._json("GET", f"{resource_type}/{resource_id}")
@@ -190,16 +190,34 @@ class FhirClient:
         """A Binary as a FHIR resource, refused when larger than the attachment size limit."""
         return await self._json("GET", reference, max_bytes=self.max_binary_bytes * 4 // 3 + 4096)
 
-    async def search(self, resource_type: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every match, following ``next`` links page by page."""
+    async def search(self, resource_type: str, params: dict[str, Any]) -> SearchResult:
+        """Every match, following ``next`` links page by page while they stay in the EHR."""
         page = await self._json("GET", resource_type, params={"_count": self.page_size} | params)
-        resources = []
+        result = SearchResult()
         for _ in range(MAX_PAGES):
-            resources += [e["resource"] for e in page.get("entry", []) if "resource" in e]
-            links = page.get("link", [])
-            following = next((k["url"] for k in links if k.get("relation") == "next"), None)
-            if following is None:
-                return resources
+            entries = page.get("entry")
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and isinstance(entry.get("resource"), dict):
+                    result.resources.append(entry["resource"])
+            links = page.get("link")
+            following = next(
+                (
+                    link.get("url")
+                    for link in (links if isinstance(links, list) else [])
+                    if isinstance(link, dict) and link.get("relation") == "next"
+                ),
+                None,
+            )
+            if not isinstance(following, str):
+                return result
+            try:
+                self.url(following)
+            except OutsideEhrError:
+                logged(f"search {resource_type}: next link outside the EHR", following)
+                result.not_fetched.append(
+                    (resource_type, "search results incomplete: paging link outside the EHR")
+                )
+                return result
             page = await self._json("GET", following)
         raise FhirError(f"search {resource_type} did not end within {MAX_PAGES} pages")
 
@@ -221,44 +239,89 @@ class FhirClient:
         return await self._json("PUT", path, json=resource, headers=headers)
 
 
-def _references(
-    resources: Iterable[dict[str, Any]], pick: Callable[[dict[str, Any]], Iterable[str]]
-) -> set[str]:
-    return {reference for resource in resources for reference in pick(resource) if reference}
+@dataclass(slots=True)
+class SearchResult:
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    # (what, why) for everything deliberately left unfetched.
+    not_fetched: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _key(resource: dict[str, Any]) -> str | None:
+    kind, resource_id = resource.get("resourceType"), resource.get("id")
+    return (
+        f"{kind}/{resource_id}" if isinstance(kind, str) and isinstance(resource_id, str) else None
+    )
+
+
+def _reference_values(resources: Iterable[dict[str, Any]], pick: Callable[..., Any]) -> set[str]:
+    """Reference strings found by ``pick``; malformed elements are skipped, not fatal."""
+    found = set()
+    for resource in resources:
+        try:
+            values = list(pick(resource))
+        except (AttributeError, TypeError):
+            continue
+        found |= {value for value in values if isinstance(value, str) and value}
+    return found
+
+
+def _medication_reference(resource: dict[str, Any]) -> list[Any]:
+    return [resource.get("medicationReference", {}).get("reference")]
+
+
+def _result_references(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("reference") for item in resource.get("result", [])]
+
+
+def _attachment_urls(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("attachment", {}).get("url") for item in resource.get("content", [])]
 
 
 async def pull_record(client: FhirClient, patient_id: str) -> dict[str, Any]:
-    """A collection Bundle of the patient and everything the pipeline reads about them."""
+    """A collection Bundle of the patient and everything the pipeline reads about them.
+
+    References (medications, results, attachments' Binaries) are followed only inside the EHR;
+    one that points elsewhere is not fetched and is listed in the bundle's not-fetched outcome.
+    """
     patient_ref = f"Patient/{patient_id}"
     patient, *found = await asyncio.gather(
         client.read("Patient", patient_id),
         *(client.search(kind, {"patient": patient_ref}) for kind in RECORD_SEARCHES),
     )
-    resources = [patient, *(resource for batch in found for resource in batch)]
-    have = {f"{r['resourceType']}/{r['id']}" for r in resources}
-    by_type = {kind: batch for kind, batch in zip(RECORD_SEARCHES, found, strict=True)}
-    wanted = _references(
-        by_type["MedicationRequest"],
-        lambda r: [r.get("medicationReference", {}).get("reference", "")],
-    ) | _references(
-        by_type["DiagnosticReport"], lambda r: [x.get("reference", "") for x in r.get("result", [])]
-    )
-    wanted = {ref for ref in wanted if ref and not ref.startswith("#") and ref not in have}
-    binaries = _references(
-        by_type["DocumentReference"],
-        lambda r: [c.get("attachment", {}).get("url", "") for c in r.get("content", [])],
-    )
-    binaries = {ref for ref in binaries if "Binary/" in ref}
+    by_type = {kind: result.resources for kind, result in zip(RECORD_SEARCHES, found, strict=True)}
+    resources = [patient, *(resource for batch in by_type.values() for resource in batch)]
+    not_fetched = [item for result in found for item in result.not_fetched]
+    have = {key for key in map(_key, resources) if key}
+    wanted = _reference_values(by_type["MedicationRequest"], _medication_reference)
+    wanted |= _reference_values(by_type["DiagnosticReport"], _result_references)
+    wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}
+    binaries = {
+        url
+        for url in _reference_values(by_type["DocumentReference"], _attachment_urls)
+        if "Binary/" in url
+    }
+    inside = []
+    for reference in sorted(wanted | binaries):
+        try:
+            client.url(reference)
+        except OutsideEhrError:
+            logged("reference outside the EHR, not fetched", reference)
+            not_fetched.append((reference, "reference outside the EHR, not fetched"))
+            continue
+        inside.append(reference)
     extra = await asyncio.gather(
-        *(client.read_reference(ref) for ref in sorted(wanted)),
-        *(client.binary(ref) for ref in sorted(binaries)),
+        *(client.binary(ref) if ref in binaries else client.read_reference(ref) for ref in inside)
     )
     resources += extra
+    if not_fetched:
+        resources.append(not_fetched_outcome(not_fetched))
     return {
         "resourceType": "Bundle",
         "type": "collection",
         "entry": [
-            {"fullUrl": f"{client.base}/{r['resourceType']}/{r['id']}", "resource": r}
-            for r in resources
+            {"fullUrl": f"{client.base}/{key}", "resource": resource}
+            if (key := _key(resource))
+            else {"resource": resource}
+            for resource in resources
         ],
     }

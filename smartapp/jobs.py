@@ -4,7 +4,8 @@ Every stage is persisted before it starts and its output when it ends (the pulle
 job, the draft in its table, the write-back under its idempotency key), so a job interrupted at
 any point resumes from the last stored output, and running it again creates nothing twice.
 Workers run in-process; a running job holds a lease, and a job whose lease ran out (its process
-died) is queued again by whichever process sees it first.
+died) is queued again by whichever process sees it first. A worker never dies with a job: any
+failure marks that job failed, with a message safe to show and an error id for the log.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
-from smartapp.fhir_client import FhirClient, FhirError, pull_record
-from smartapp.writeback import write_back
+from smartapp.errors import ProvenoteError, log, new_error_id
+from smartapp.fhir_client import FhirClient, pull_record
+from smartapp.writeback import WRITE_BACK_WORDS, Write, write_back
 
 ACTIVE = ("queued", "running")
 STAGES = ("queued", "fetching", "ingesting", "summarizing", "writing_back", "done")
@@ -58,6 +60,8 @@ class JobService:
         lease_s: float = 120.0,
         forced_strategies: dict[str, str] | None = None,
         stage_hook: StageHook | None = None,
+        installation: str = "",
+        inpatient_classes: list[str] | None = None,
     ) -> None:
         self.database = database
         self.client_for = client_for
@@ -65,6 +69,8 @@ class JobService:
         self.lease = timedelta(seconds=lease_s)
         self.forced_strategies = forced_strategies or {}
         self.stage_hook = stage_hook
+        self.installation = installation
+        self.inpatient_classes = set(inpatient_classes or ("IMP", "ACUTE", "NONAC"))
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self._listeners: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
@@ -85,9 +91,20 @@ class JobService:
     # --- submitting and watching -----------------------------------------------------------------
 
     async def submit(
-        self, session_id: str, iss: str, patient: str, encounter: str | None
+        self,
+        iss: str,
+        patient: str,
+        encounter: str | None,
+        *,
+        session_id: str = "",
+        origin: str = "launch",
+        api_client: str | None = None,
+        may_write: bool = True,
     ) -> JobRow:
-        """A new job, or the one already queued or running for this patient and encounter."""
+        """A new job, or the one already queued or running for this patient and encounter.
+
+        Joining a running job, a launch that may write lends the job its session; one that may
+        not (a patient's) leaves the job as it is, so it never gains a right to write."""
         async with self.database.sessions() as session, session.begin():
             existing = (
                 (
@@ -104,7 +121,10 @@ class JobService:
                 .first()
             )
             if existing is not None:
-                existing.session_id = session_id
+                if origin == "launch" and may_write:
+                    existing.session_id, existing.may_write = session_id, True
+                if api_client is not None and existing.api_client is None:
+                    existing.api_client = api_client
                 return existing
             job = JobRow(
                 id=str(uuid.uuid4()),
@@ -117,10 +137,23 @@ class JobService:
                 progress=0.0,
                 detail="waiting for a worker",
                 attempts=0,
+                origin=origin,
+                api_client=api_client,
+                may_write=may_write,
             )
             session.add(job)
         self._wake.set()
         return job
+
+    async def running_for_client(self, api_client: str) -> int:
+        """Jobs an API client has queued or running."""
+        async with self.database.sessions() as session:
+            count = await session.scalar(
+                select(func.count())
+                .select_from(JobRow)
+                .where(JobRow.api_client == api_client, JobRow.state.in_(ACTIVE))
+            )
+        return count or 0
 
     async def retry(self, job_id: str) -> JobRow | None:
         """Queue a failed job again; it continues from what it had stored."""
@@ -183,7 +216,12 @@ class JobService:
 
     async def _work(self) -> None:
         while True:
-            job = await self._claim()
+            try:
+                job = await self._claim()
+            except Exception as failure:  # the database hiccuped: wait, then claim again
+                log.warning("claiming a job failed: %r", failure)
+                await asyncio.sleep(1.0)
+                continue
             if job is None:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -223,52 +261,76 @@ class JobService:
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await self._stages(job)
+        except ProvenoteError as failure:
+            await self._fail(job, str(failure))
+        except Exception:  # whatever a job raises ends that job, never the worker
+            error_id = new_error_id()
+            log.exception("job %s failed (error %s)", job.id, error_id)
+            await self._fail(job, f"internal error while drafting (error {error_id})")
         finally:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
 
+    async def _fail(self, job: JobRow, message: str) -> None:
+        await self._update(job.id, state="failed", error=message, lease_until=None)
+
+    def _check_inpatient(self, state: Any) -> None:
+        """A discharge summary is drafted for an inpatient stay only; anything else is refused
+        before a draft exists, so nothing is written."""
+        stay = next(iter(state.facts.get("encounter", [])), None)
+        kind = getattr(getattr(stay, "attributes", None), "class_code", None)
+        if kind not in self.inpatient_classes:
+            raise ProvenoteError(
+                f"not an inpatient stay (encounter class {kind or 'unknown'}): Provenote drafts "
+                "discharge summaries for inpatient stays only; nothing was written"
+            )
+
     async def _stages(self, job: JobRow) -> None:
-        try:
-            client, scope = await self.client_for(job)
-            if job.record is None:
-                job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
-                record = await pull_record(client, job.patient)
-                job = await self._update(job.id, record=record)
-            draft = await self.draft_of(job.id)
-            if draft is None:
-                documents = sum(
-                    e["resource"]["resourceType"] == "DocumentReference"
-                    for e in job.record["entry"]
-                )
-                job = await self._stage(
-                    job, "ingesting", 0.35, f"ingesting {documents} documents, building evidence"
-                )
+        client, scope = await self.client_for(job)
+        if job.record is None:
+            job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
+            record = await pull_record(client, job.patient)
+            job = await self._update(job.id, record=record)
+        draft = await self.draft_of(job.id)
+        if draft is None:
+            entries = job.record.get("entry", []) if isinstance(job.record, dict) else []
+            documents = sum(
+                isinstance(e, dict)
+                and isinstance(e.get("resource"), dict)
+                and e["resource"].get("resourceType") == "DocumentReference"
+                for e in entries
+            )
+            job = await self._stage(
+                job, "ingesting", 0.35, f"ingesting {documents} documents, building evidence"
+            )
+            try:
                 state = await asyncio.to_thread(
                     build_evidence, job.record, job.encounter and f"Encounter/{job.encounter}"
                 )
-                job = await self._stage(job, "summarizing", 0.6, "drafting the summary")
-                draft = await self._store_draft(job, state)
-            job = await self._stage(job, "writing_back", 0.85, "writing the draft back to the EHR")
-            outcome = await write_back(
-                self.database, client, draft, scope, self.forced_strategies.get(job.iss)
-            )
-            await self._audit(
-                f"provenote job {job.id}",
-                f"write_back_{outcome.status}",
-                draft.id,
-                f"{outcome.strategy} at {outcome.target}"
-                + (f": {outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else ""),
-            )
-            await self._update(
-                job.id,
-                state="done",
-                stage="done",
-                progress=1.0,
-                detail=f"draft {draft.id} stored; write-back {outcome.strategy}: {outcome.status}",
-                lease_until=None,
-            )
-        except (FhirError, ValueError, RuntimeError) as failure:
-            await self._update(job.id, state="failed", error=str(failure), lease_until=None)
+            except ValueError as unusable:  # EvidenceInputError: says what is wrong, no PHI
+                raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
+            self._check_inpatient(state)
+            job = await self._stage(job, "summarizing", 0.6, "drafting the summary")
+            draft = await self._store_draft(job, state)
+        job = await self._stage(job, "writing_back", 0.85, "writing the draft back to the EHR")
+        write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
+        outcome = await write_back(self.database, client, draft, scope, write)
+        await self._audit(
+            f"provenote job {job.id}",
+            f"write_back_{outcome.status}",
+            draft.id,
+            f"{outcome.strategy} at {outcome.target}"
+            + (f": {outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else ""),
+        )
+        await self._update(
+            job.id,
+            state="done",
+            stage="done",
+            progress=1.0,
+            detail=f"draft {draft.id} stored; write-back {outcome.strategy}: "
+            + WRITE_BACK_WORDS.get(outcome.status, outcome.status),
+            lease_until=None,
+        )
 
     async def _audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         async with self.database.sessions() as session, session.begin():

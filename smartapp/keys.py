@@ -1,8 +1,9 @@
 """The app's own secrets: the private_key_jwt signing key, the token encryption key, and the
 secret that CSRF tokens are derived from.
 
-Each comes from settings when configured, else is generated once under the data directory
-(file mode 0600) so that restarts keep the same key and stored tokens stay readable.
+Each comes from settings when configured (a value, or a file that may live outside the data
+directory), else is generated once under the data directory (file mode 0600, the directory 0700)
+so that restarts keep the same key and stored tokens stay readable.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
-from smartapp.settings import AppSettings
+from smartapp.settings import AppSettings, ClientRegistration, SigningAlg
+
+
+def private_data_dir(settings: AppSettings) -> None:
+    """The data directory, readable by its owner only."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    settings.data_dir.chmod(0o700)
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -23,30 +30,52 @@ def _write_private(path: Path, data: bytes) -> None:
         stream.write(data)
 
 
-def signing_key(settings: AppSettings) -> RSAKey | ECKey:
-    path = settings.signing_key_file or settings.data_dir / f"client-{settings.signing_alg}.pem"
-    parameters = {"alg": settings.signing_alg, "use": "sig"}
+def _key_at(path: Path, alg: SigningAlg) -> RSAKey | ECKey:
+    parameters = {"alg": alg, "use": "sig"}
     if not path.exists():
         generated = (
             RSAKey.generate_key(2048, parameters=parameters)
-            if settings.signing_alg == "RS384"
+            if alg == "RS384"
             else ECKey.generate_key("P-384", parameters=parameters)
         )
         _write_private(path, generated.as_pem(private=True))
-    kind = RSAKey if settings.signing_alg == "RS384" else ECKey
+    kind = RSAKey if alg == "RS384" else ECKey
     key = kind.import_key(path.read_bytes(), parameters=parameters)
     key.ensure_kid()
     return key
 
 
-def public_jwks(key: RSAKey | ECKey) -> dict[str, object]:
-    return KeySet([key]).as_dict(private=False)
+def signing_key(settings: AppSettings) -> RSAKey | ECKey:
+    path = settings.signing_key_file or settings.data_dir / f"client-{settings.signing_alg}.pem"
+    return _key_at(path, settings.signing_alg)
+
+
+def registration_key(
+    settings: AppSettings, registration: ClientRegistration
+) -> RSAKey | ECKey | None:
+    """The private_key_jwt key for one EHR: its own file, else the app's key for that alg."""
+    if registration.client_auth != "private_key_jwt":
+        return None
+    path = registration.signing_key_file or (
+        settings.signing_key_file
+        if settings.signing_alg == registration.signing_alg
+        else settings.data_dir / f"client-{registration.signing_alg}.pem"
+    )
+    return _key_at(
+        path or settings.data_dir / f"client-{registration.signing_alg}.pem",
+        registration.signing_alg,
+    )
+
+
+def public_jwks(keys: list[RSAKey | ECKey]) -> dict[str, object]:
+    unique = {key.kid: key for key in keys}
+    return KeySet(list(unique.values())).as_dict(private=False)
 
 
 def token_cipher(settings: AppSettings) -> Fernet:
     if settings.token_encryption_key is not None:
         return Fernet(settings.token_encryption_key.get_secret_value().encode("ascii"))
-    path = settings.data_dir / "token-encryption.key"
+    path = settings.token_encryption_key_file or settings.data_dir / "token-encryption.key"
     if not path.exists():
         _write_private(path, Fernet.generate_key())
     return Fernet(path.read_bytes().strip())
@@ -55,7 +84,7 @@ def token_cipher(settings: AppSettings) -> Fernet:
 def app_secret(settings: AppSettings) -> bytes:
     if settings.app_secret is not None:
         return settings.app_secret.get_secret_value().encode("utf-8")
-    path = settings.data_dir / "app-secret.key"
+    path = settings.app_secret_file or settings.data_dir / "app-secret.key"
     if not path.exists():
         _write_private(path, os.urandom(32).hex().encode("ascii"))
     return path.read_bytes().strip()

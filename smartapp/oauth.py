@@ -3,25 +3,33 @@
 The client assertion for ``private_key_jwt`` is built here rather than by a library default:
 SMART requires RS384 or ES384, a fresh ``jti`` for every assertion and an ``exp`` no more than
 five minutes ahead, which generic OAuth libraries do not enforce.
+
+Mix-up defences: the endpoints discovery reports are used only when they lie on the issuer's own
+origin (or the EHR's registration names them), an authorization endpoint with a query or fragment
+is refused, the callback's ``iss`` is checked where the server promises it (RFC 9207), and the
+id_token's ``iss``, ``aud``/``azp`` and ``nonce`` are always checked.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
 import time
 import uuid
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlparse
 
 import httpx
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, RSAKey
+from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field
 
-from smartapp.settings import AppSettings
+from smartapp.errors import ProvenoteError, logged
+from smartapp.settings import ClientRegistration, origin_of
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -47,7 +55,13 @@ READ_TYPES = (
 WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 
 
-class SmartError(Exception):
+ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
+# Scopes whose absence from ``scopes_supported`` means the server does not offer them.
+CONTEXT_SCOPES = ("launch/encounter", "offline_access", "online_access")
+OAUTH_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
+
+
+class SmartError(ProvenoteError):
     """A launch step failed; the message is safe to show to the user."""
 
 
@@ -61,6 +75,7 @@ class SmartConfiguration(BaseModel):
     capabilities: list[str] = Field(default_factory=list)
     scopes_supported: list[str] = Field(default_factory=list)
     code_challenge_methods_supported: list[str] = Field(default_factory=list)
+    authorization_response_iss_parameter_supported: bool = False
 
 
 class TokenResponse(BaseModel):
@@ -78,7 +93,7 @@ class TokenResponse(BaseModel):
     smart_style_url: str | None = None
 
 
-async def discover(http: httpx.AsyncClient, iss: str) -> SmartConfiguration:
+async def _discovered(http: httpx.AsyncClient, iss: str) -> SmartConfiguration:
     """``{iss}/.well-known/smart-configuration``, else the CapabilityStatement's oauth-uris."""
     base = iss.rstrip("/")
     try:
@@ -87,8 +102,11 @@ async def discover(http: httpx.AsyncClient, iss: str) -> SmartConfiguration:
             return SmartConfiguration.model_validate(response.json())
         statement = (await http.get(f"{base}/metadata")).json()
     except (httpx.HTTPError, ValueError) as error:
-        raise SmartError(f"cannot read the SMART configuration of {iss}: {error}") from error
-    for rest in statement.get("rest", []):
+        error_id = logged(f"discovery of {iss}", repr(error))
+        raise SmartError(
+            f"cannot read the SMART configuration of the EHR (error {error_id})"
+        ) from error
+    for rest in statement.get("rest", []) if isinstance(statement, dict) else []:
         for extension in rest.get("security", {}).get("extension", []):
             if extension.get("url") != OAUTH_URIS:
                 continue
@@ -97,7 +115,43 @@ async def discover(http: httpx.AsyncClient, iss: str) -> SmartConfiguration:
                 return SmartConfiguration(
                     authorization_endpoint=uris["authorize"], token_endpoint=uris["token"]
                 )
-    raise SmartError(f"{iss} advertises no SMART authorization endpoints")
+    raise SmartError("the EHR advertises no SMART authorization endpoints")
+
+
+def trusted_configuration(
+    found: SmartConfiguration, registration: ClientRegistration
+) -> SmartConfiguration:
+    """Discovery's answer as the app may use it: endpoints the registration names replace the
+    discovered ones; any other endpoint must lie on the issuer's origin."""
+    home = origin_of(registration.issuer)
+    trusted_origins = {home, *registration.named_origins()}
+    named = {
+        "authorization_endpoint": registration.authorization_endpoint,
+        "token_endpoint": registration.token_endpoint,
+        "jwks_uri": registration.jwks_uri,
+    }
+    values: dict[str, Any] = {}
+    for name, value in named.items():
+        discovered = getattr(found, name)
+        if value is None and discovered is not None and origin_of(discovered) != home:
+            raise SmartError(
+                f"the EHR's {name.replace('_', ' ')} is not on its own origin ({home}); "
+                "refused unless the EHR's registration names it"
+            )
+        values[name] = value or discovered
+    authorize = urlparse(values["authorization_endpoint"])
+    if authorize.query or authorize.fragment or authorize.scheme not in {"https", "http"}:
+        raise SmartError("the EHR's authorization endpoint has a query or fragment; refused")
+    issuer = registration.openid_issuer or found.issuer
+    if issuer is not None and origin_of(issuer) not in trusted_origins:
+        raise SmartError("the EHR's OpenID issuer is not on a trusted origin; refused")
+    values["issuer"] = issuer or registration.issuer
+    return found.model_copy(update=values)
+
+
+async def discover(http: httpx.AsyncClient, registration: ClientRegistration) -> SmartConfiguration:
+    """The SMART configuration of a registered EHR, checked against its registration."""
+    return trusted_configuration(await _discovered(http, registration.issuer), registration)
 
 
 def new_pkce() -> tuple[str, str]:
@@ -107,14 +161,37 @@ def new_pkce() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+def _uses_v2(config: SmartConfiguration) -> bool:
+    """v2 scopes when the server says so: ``permission-v2``, or v2 forms in its scope list."""
+    if "permission-v2" in config.capabilities:
+        return True
+    if "permission-v1" in config.capabilities:
+        return False
+    return any(
+        re.fullmatch(r"(patient|user|system)/[\w*]+\.c?r?u?d?s?", scope)
+        for scope in config.scopes_supported
+    )
+
+
+def _offered(config: SmartConfiguration, scope: str) -> bool:
+    """Context scopes are asked for only where listed (a listing is not exhaustive, so the
+    clinical scopes the app needs are always asked for)."""
+    return not config.scopes_supported or scope in config.scopes_supported
+
+
 def requested_scopes(config: SmartConfiguration, *, ehr_launch: bool, offline: bool) -> str:
-    """v2 scopes (``.rs``, ``.cu``) when the server lists ``permission-v2``, else v1."""
-    v2 = "permission-v2" in config.capabilities
-    read, write = ("rs", "cu") if v2 else ("read", "write")
+    """What the app needs, in the form the server advertises (v2 ``.rs``/``.cu``, else v1)."""
+    read, write = ("rs", "cu") if _uses_v2(config) else ("read", "write")
     scopes = [f"patient/{kind}.{read}" for kind in READ_TYPES]
     scopes += [f"patient/{kind}.{write}" for kind in WRITE_TYPES]
-    scopes += ["openid", "fhirUser", "launch" if ehr_launch else "launch/patient"]
-    scopes.append("offline_access" if offline else "online_access")
+    scopes += ["openid", "fhirUser"]
+    if ehr_launch:
+        scopes.append("launch")
+    else:
+        scopes += [s for s in ("launch/patient", "launch/encounter") if _offered(config, s)]
+    access = "offline_access" if offline else "online_access"
+    if _offered(config, access):
+        scopes.append(access)
     return " ".join(scopes)
 
 
@@ -128,6 +205,7 @@ def authorize_url(
     aud: str,
     challenge: str,
     launch: str | None,
+    nonce: str,
 ) -> str:
     params = {
         "response_type": "code",
@@ -138,6 +216,7 @@ def authorize_url(
         "aud": aud,
         "code_challenge": challenge,
         "code_challenge_method": "S256",
+        "nonce": nonce,
     }
     if launch:
         params["launch"] = launch
@@ -159,27 +238,36 @@ def client_assertion(key: RSAKey | ECKey, alg: str, client_id: str, token_url: s
 
 
 def _client_authentication(
-    settings: AppSettings, key: RSAKey | ECKey | None, token_url: str
+    registration: ClientRegistration, key: RSAKey | ECKey | None, token_url: str
 ) -> tuple[dict[str, str], httpx.BasicAuth | None]:
-    if settings.client_auth == "private_key_jwt":
+    if registration.client_auth == "private_key_jwt":
         if key is None:
             raise SmartError("private_key_jwt needs the app's signing key")
-        assertion = client_assertion(key, settings.signing_alg, settings.client_id, token_url)
+        assertion = client_assertion(
+            key, registration.signing_alg, registration.client_id, token_url
+        )
         return {"client_assertion_type": ASSERTION_TYPE, "client_assertion": assertion}, None
-    if settings.client_auth == "client_secret_basic":
-        secret = settings.client_secret.get_secret_value() if settings.client_secret else ""
-        return {}, httpx.BasicAuth(settings.client_id, secret)
-    return {"client_id": settings.client_id}, None
+    if registration.client_auth == "client_secret_basic":
+        assert registration.client_secret is not None
+        return {}, httpx.BasicAuth(
+            registration.client_id, registration.client_secret.get_secret_value()
+        )
+    return {"client_id": registration.client_id}, None
+
+
+def oauth_error_code(value: object) -> str | None:
+    """An OAuth error code when it has the registered shape; anything else is not shown."""
+    return value if isinstance(value, str) and OAUTH_ERROR_CODE.fullmatch(value) else None
 
 
 async def _token_request(
     http: httpx.AsyncClient,
     config: SmartConfiguration,
-    settings: AppSettings,
+    registration: ClientRegistration,
     key: RSAKey | ECKey | None,
     form: dict[str, str],
 ) -> TokenResponse:
-    extra, auth = _client_authentication(settings, key, config.token_endpoint)
+    extra, auth = _client_authentication(registration, key, config.token_endpoint)
     try:
         response = await http.post(
             config.token_endpoint,
@@ -188,83 +276,122 @@ async def _token_request(
             headers={"accept": "application/json"},
         )
     except httpx.HTTPError as error:
-        raise SmartError(f"the token endpoint did not answer: {error}") from error
+        error_id = logged("token endpoint", repr(error))
+        raise SmartError(f"the EHR's token endpoint did not answer (error {error_id})") from error
     if response.status_code != 200:
+        error_id = logged(f"token endpoint: HTTP {response.status_code}", response.text)
         try:
-            detail = response.json()
-            reason = f"{detail.get('error')}: {detail.get('error_description', '')}"
-        except ValueError:
-            reason = f"HTTP {response.status_code}"
-        raise SmartError(f"the token request was refused ({reason})")
-    return TokenResponse.model_validate(response.json())
+            code = oauth_error_code(response.json().get("error"))
+        except (ValueError, AttributeError):
+            code = None
+        reason = f"HTTP {response.status_code}" + (f", {code}" if code else "")
+        raise SmartError(f"the token request was refused ({reason}; error {error_id})")
+    try:
+        return TokenResponse.model_validate(response.json())
+    except ValueError as error:
+        error_id = logged("token endpoint: unusable answer", response.text)
+        raise SmartError(f"the EHR's token answer is not usable (error {error_id})") from error
 
 
 async def exchange_code(
     http: httpx.AsyncClient,
     config: SmartConfiguration,
-    settings: AppSettings,
+    registration: ClientRegistration,
     key: RSAKey | ECKey | None,
     *,
     code: str,
     verifier: str,
+    redirect_uri: str,
 ) -> TokenResponse:
     form = {
         "grant_type": "authorization_code",
         "code": code,
-        "redirect_uri": settings.redirect_uri,
+        "redirect_uri": redirect_uri,
         "code_verifier": verifier,
     }
-    return await _token_request(http, config, settings, key, form)
+    return await _token_request(http, config, registration, key, form)
 
 
 async def refresh_tokens(
     http: httpx.AsyncClient,
     config: SmartConfiguration,
-    settings: AppSettings,
+    registration: ClientRegistration,
     key: RSAKey | ECKey | None,
     refresh_token: str,
 ) -> TokenResponse:
     form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-    return await _token_request(http, config, settings, key, form)
+    return await _token_request(http, config, registration, key, form)
 
 
 async def client_credentials(
     http: httpx.AsyncClient,
     config: SmartConfiguration,
-    settings: AppSettings,
+    registration: ClientRegistration,
     key: RSAKey | ECKey | None,
     scope: str,
 ) -> TokenResponse:
     """A SMART Backend Services token: no user, ``system/`` scopes, the app's own credentials."""
     form = {"grant_type": "client_credentials", "scope": scope}
-    return await _token_request(http, config, settings, key, form)
+    return await _token_request(http, config, registration, key, form)
 
 
 def system_scopes(config: SmartConfiguration) -> str:
     """What a backend job asks for: read the record, write the draft back."""
-    v2 = "permission-v2" in config.capabilities
-    read, write = ("rs", "cu") if v2 else ("read", "write")
+    read, write = ("rs", "cu") if _uses_v2(config) else ("read", "write")
     scopes = [f"system/{kind}.{read}" for kind in READ_TYPES]
     scopes += [f"system/{kind}.{write}" for kind in WRITE_TYPES]
     return " ".join(scopes)
 
 
+def _fits(key: Any, alg: str) -> bool:
+    return (key.key_type == "RSA" and alg.startswith("RS")) or (
+        key.key_type == "EC" and alg.startswith("ES")
+    )
+
+
+def _decode_id_token(id_token: str, keys: KeySet) -> Any:
+    """Verify the signature: by ``kid`` when the header names one, else against every key of
+    the set that fits the algorithm (EHRs rotate keys and not all of them send a kid)."""
+    header = extract_compact(id_token.encode("ascii")).protected
+    alg = header.get("alg")
+    if alg not in ID_TOKEN_ALGORITHMS:
+        raise SmartError("the id_token is not valid: its algorithm is not accepted")
+    if header.get("kid"):
+        return jwt.decode(id_token, keys, algorithms=ID_TOKEN_ALGORITHMS)
+    for key in keys:
+        if _fits(key, alg):
+            try:
+                return jwt.decode(id_token, key, algorithms=[alg])
+            except JoseError:
+                continue
+    raise SmartError("the id_token is not valid: no key of the EHR verifies its signature")
+
+
 async def validate_id_token(
-    http: httpx.AsyncClient, config: SmartConfiguration, id_token: str, client_id: str
+    http: httpx.AsyncClient,
+    config: SmartConfiguration,
+    id_token: str,
+    client_id: str,
+    nonce: str,
 ) -> dict[str, Any]:
-    """The id_token's claims, after checking signature (server JWKS), iss, aud and exp."""
+    """The id_token's claims, after checking signature (server JWKS), iss, aud (and azp when
+    there are several audiences), exp and the launch's nonce."""
     if not config.jwks_uri:
-        raise SmartError("the server publishes no JWKS to check the id_token with")
+        raise SmartError("the EHR publishes no JWKS to check the id_token with")
     try:
         keys = KeySet.import_key_set((await http.get(config.jwks_uri)).json())
-        token = jwt.decode(id_token, keys, algorithms=["RS256", "RS384", "ES256", "ES384"])
-        requests: dict[str, Any] = {
-            "aud": {"essential": True, "value": client_id},
-            "exp": {"essential": True},
-        }
-        if config.issuer:
-            requests["iss"] = {"essential": True, "value": config.issuer}
-        jwt.JWTClaimsRegistry(**requests).validate(token.claims)
+        token = _decode_id_token(id_token, keys)
+        jwt.JWTClaimsRegistry(
+            iss={"essential": True, "value": config.issuer},
+            aud={"essential": True, "value": client_id},
+            exp={"essential": True},
+            nonce={"essential": True, "value": nonce},
+        ).validate(token.claims)
     except (JoseError, httpx.HTTPError, ValueError) as error:
-        raise SmartError(f"the id_token is not valid: {error}") from error
-    return dict(token.claims)
+        error_id = logged("id_token", repr(error))
+        raise SmartError(f"the id_token is not valid (error {error_id})") from error
+    claims = dict(token.claims)
+    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+    if len(audiences) > 1 and claims.get("azp") != client_id:
+        raise SmartError("the id_token is not valid: several audiences and azp is not this app")
+    return claims

@@ -22,29 +22,26 @@ from pipeline.review import ReviewError, review_items
 from pipeline.summary import Summary, cited_sources
 from smartapp.csrf import FIELD, csrf_token, csrf_valid
 from smartapp.db import AuditRow, DraftRow, WriteBackRow
-from smartapp.review import ReviewRefusedError, apply_review, edits_of, load, reviewed, sign
+from smartapp.review import (
+    ReviewRefusedError,
+    Signer,
+    apply_review,
+    edits_of,
+    load,
+    reviewed,
+    sign,
+)
 from smartapp.sessions import LaunchContext
-from smartapp.state import SESSION_COOKIE, AppState, fhir_client_for
+from smartapp.settings import AppSettings
+from smartapp.state import AppState, fhir_client_for
+from smartapp.writeback import WRITE_BACK_WORDS, Write
 
 PARTIAL_HEADER = "x-requested-with"
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
-    "data:; object-src 'none'; base-uri 'none'; form-action 'self'"
-)
 
 
 def html(page: str, status: int = 200) -> Response[str]:
-    """An HTML answer that no injected script can run in: scripts only from our own origin."""
-    return Response(
-        page,
-        status_code=status,
-        media_type="text/html",
-        headers={
-            "content-security-policy": CONTENT_SECURITY_POLICY,
-            "x-content-type-options": "nosniff",
-            "referrer-policy": "same-origin",
-        },
-    )
+    """An HTML answer; its security headers (CSP, no-store) come from ``smartapp.headers``."""
+    return Response(page, status_code=status, media_type="text/html")
 
 
 def error_page(message: str, status: int = 400, heading: str | None = None) -> Response[str]:
@@ -75,6 +72,17 @@ def practitioner_reference(fhir_user: str | None) -> str | None:
     if len(parts) >= 2 and parts[-2] == "Practitioner" and parts[-1]:
         return f"Practitioner/{parts[-1]}"
     return None
+
+
+def user_role(fhir_user: str | None) -> str | None:
+    """The resource type of the user (``Practitioner``, ``Patient``…), from fhirUser."""
+    parts = (fhir_user or "").rstrip("/").split("/")
+    return parts[-2] if len(parts) >= 2 and parts[-1] else None
+
+
+def may_review(settings: AppSettings, context: LaunchContext) -> bool:
+    """Whether the launched user may change and sign drafts, and so write to the chart."""
+    return user_role(context.fhir_user) in settings.reviewer_roles
 
 
 def _citations(summary: Summary, state: EvidenceState) -> dict[str, list[dict[str, Any]]]:
@@ -115,7 +123,7 @@ def review_handlers(state: AppState) -> list[Any]:
 
     async def visible(request: Request, draft_id: str) -> Visible | None:
         """The draft, if the requesting session's launch is about its patient on its EHR."""
-        session_id = request.cookies.get(SESSION_COOKIE)
+        session_id = request.cookies.get(state.session_cookie)
         context = await state.store.context(session_id)
         draft = await load(database, draft_id)
         if session_id is None or context is None or draft is None:
@@ -145,6 +153,9 @@ def review_handlers(state: AppState) -> list[Any]:
             "edits": await edits_of(database, draft.id),
             "editable": draft.status == "preliminary",
             "practitioner": practitioner_reference(context.fhir_user),
+            "may_review": may_review(state.settings, context)
+            and practitioner_reference(context.fhir_user) is not None,
+            "write_back_words": WRITE_BACK_WORDS,
             "user": context.fhir_user,
             "csrf": csrf_token(state.secret, session_id),
             "write_back": written,
@@ -182,6 +193,14 @@ def review_handlers(state: AppState) -> list[Any]:
                 "The form's security token is missing or wrong; reload the page and try again.",
                 403,
                 heading="Request refused",
+            )
+        if not may_review(state.settings, found[1]):
+            return await answer(
+                request,
+                found,
+                f"Only a {' or '.join(state.settings.reviewer_roles).lower()} can review and "
+                f"sign drafts; you are signed in as {found[1].fhir_user or 'an unknown user'}.",
+                403,
             )
         if not form.get("revision", "").isdigit():
             return error_page("The form did not say which revision it saw.", 400)
@@ -246,16 +265,15 @@ def review_handlers(state: AppState) -> list[Any]:
                 f"{context.fhir_user or 'an unknown user'}.",
                 403,
             )
-        client = fhir_client_for(state, session_id, context)
+        client = fhir_client_for(state, session_id, context.iss)
         try:
             await sign(
                 database,
                 client,
                 draft_id,
                 submitted.revision,
-                practitioner,
-                context.scope,
-                state.settings.writeback_strategies.get(context.iss),
+                Signer(practitioner, session_id, context.scope),
+                Write(state.installation, state.settings.writeback_strategies.get(context.iss)),
             )
         except ReviewRefusedError as failure:
             return await answer(request, found, str(failure), failure.status)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -25,7 +25,7 @@ from pipeline.summary import Sentence, Summary
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
 from smartapp.fhir_client import FhirClient, FhirError
-from smartapp.writeback import write_signed
+from smartapp.writeback import Write, idempotency_key, recorded, remote_status, write_signed
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
 
@@ -206,10 +206,68 @@ async def _release(database: Database, draft_id: str, practitioner: str, why: st
         await session.execute(
             update(DraftRow)
             .where(DraftRow.id == draft_id, DraftRow.status == "signing")
-            .values(status="preliminary")
+            .values(status="preliminary", signing_by=None, signing_at=None, signing_session=None)
         )
         session.add(
             AuditRow(actor=practitioner, action="sign_failed", draft_id=draft_id, detail=why)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Signer:
+    """Who signs: the practitioner's reference, their session and its granted scopes."""
+
+    practitioner: str
+    session_id: str
+    scope: str
+
+
+def _as_signed(row: DraftRow, draft: ReviewedDraft, practitioner: str, at: datetime) -> DraftRow:
+    """``row`` (a detached snapshot) shaped as signed: what the EHR is sent and then kept."""
+    row.bundle = signed_bundle(row.bundle, practitioner, at)
+    row.markdown = render_markdown(
+        draft.summary,
+        draft.state,
+        SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat()),
+    )
+    row.signed_by, row.signed_at, row.status = practitioner, at, "final"
+    return row
+
+
+async def _finish_signature(
+    database: Database, signed: DraftRow, revision: int, outcome_detail: str
+) -> None:
+    """Make the claimed draft final here, once the EHR has its signed copy."""
+    final_revision = revision + 1
+    assert signed.signed_by is not None and signed.signed_at is not None
+    async with database.sessions() as session, session.begin():
+        await _conditional_update(
+            session,
+            signed.id,
+            (revision, "signing"),
+            signed.signed_at,
+            status="final",
+            revision=final_revision,
+            bundle=signed.bundle,
+            markdown=signed.markdown,
+            signed_by=signed.signed_by,
+            signed_at=signed.signed_at,
+            signing_by=None,
+            signing_at=None,
+            signing_session=None,
+        )
+        _add_revision(
+            session,
+            DraftRevisionRow(
+                draft_id=signed.id,
+                revision=final_revision,
+                status="final",
+                bundle=signed.bundle,
+                at=signed.signed_at,
+            ),
+            signed.signed_by,
+            "signed",
+            f"revision {final_revision}; {outcome_detail}",
         )
 
 
@@ -218,11 +276,10 @@ async def sign(
     client: FhirClient,
     draft_id: str,
     revision: int,
-    practitioner: str,
-    scope: str,
-    forced_strategy: str | None = None,
+    signer: Signer,
+    write: Write,
 ) -> DraftRow:
-    """Sign revision ``revision`` as ``practitioner``: final, attested, the EHR copy updated."""
+    """Sign revision ``revision`` as the signer: final, attested, the EHR copy updated."""
     row = await load(database, draft_id)
     if row is None:
         raise ReviewRefusedError("no such draft")
@@ -233,6 +290,8 @@ async def sign(
             f"{len(draft.open_flags)} flagged sentence(s) still need review: accept, edit or "
             "delete each before signing"
         )
+    at = datetime.now(UTC)
+    practitioner = signer.practitioner
     async with database.sessions() as session, session.begin():
         await _conditional_update(
             session,
@@ -240,19 +299,13 @@ async def sign(
             (revision, "preliminary"),
             row.updated_at or utcnow(),
             status="signing",
+            signing_by=practitioner,
+            signing_at=at,
+            signing_session=signer.session_id,
         )
-    at = datetime.now(UTC)
-    # ``row`` is a detached snapshot: shaped as signed, it is what the EHR is sent.
-    signed = row
-    signed.bundle = signed_bundle(row.bundle, practitioner, at)
-    signed.markdown = render_markdown(
-        draft.summary,
-        draft.state,
-        SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat()),
-    )
-    signed.signed_by, signed.signed_at, signed.status = practitioner, at, "final"
+    signed = _as_signed(row, draft, practitioner, at)
     try:
-        outcome = await write_signed(database, client, signed, scope, forced_strategy)
+        outcome = await write_signed(database, client, signed, signer.scope, write)
     except FhirError as failure:
         await _release(database, draft_id, practitioner, str(failure))
         changed = " (the EHR's copy changed since it was written)" if failure.status == 412 else ""
@@ -262,34 +315,55 @@ async def sign(
     except BaseException as failure:  # whatever stops the signature must not leave the claim
         await _release(database, draft_id, practitioner, repr(failure))
         raise
-    final_revision = revision + 1
-    async with database.sessions() as session, session.begin():
-        await _conditional_update(
-            session,
-            draft_id,
-            (revision, "signing"),
-            at,
-            status="final",
-            revision=final_revision,
-            bundle=signed.bundle,
-            markdown=signed.markdown,
-            signed_by=practitioner,
-            signed_at=at,
-        )
-        remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
-        _add_revision(
-            session,
-            DraftRevisionRow(
-                draft_id=draft_id,
-                revision=final_revision,
-                status="final",
-                bundle=signed.bundle,
-                at=at,
-            ),
-            practitioner,
-            "signed",
-            f"revision {final_revision}; EHR {outcome.strategy}: {remote}",
-        )
+    remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
+    await _finish_signature(database, signed, revision, f"EHR {outcome.strategy}: {remote}")
     final = await load(database, draft_id)
     assert final is not None
     return final
+
+
+async def reconcile_claim(
+    database: Database, row: DraftRow, client: FhirClient | None, installation: str
+) -> str:
+    """Settle one claim left ``signing`` by a process that died: the EHR's copy decides.
+    Final there means final here; otherwise (or when the EHR cannot be asked) the claim is
+    released. Audited either way; the outcome, in words."""
+    practitioner = row.signing_by or "unknown signer"
+    written = await recorded(
+        database, idempotency_key(installation, row.patient, row.encounter, row.version)
+    )
+    remote = None
+    if client is not None and written is not None:
+        try:
+            remote = await remote_status(client, written)
+        except FhirError as failure:
+            remote = f"unknown ({failure})"
+    if remote == "final":
+        full = await load(database, row.id)
+        assert full is not None
+        signed = _as_signed(full, reviewed(full), practitioner, row.signing_at or utcnow())
+        await _finish_signature(
+            database, signed, row.revision, "reconciled: the EHR's copy is final"
+        )
+        return "final"
+    why = (
+        f"signing did not finish (its process stopped); the EHR's copy is {remote}"
+        if remote
+        else "signing did not finish (its process stopped); the EHR could not be asked"
+    )
+    await _release(database, row.id, practitioner, why)
+    return "released"
+
+
+async def stale_claims(database: Database, timeout_s: float) -> list[DraftRow]:
+    cutoff = utcnow() - timedelta(seconds=timeout_s)
+    async with database.sessions() as session:
+        return list(
+            (
+                await session.execute(
+                    select(DraftRow).where(
+                        DraftRow.status == "signing", DraftRow.signing_at < cutoff
+                    )
+                )
+            ).scalars()
+        )

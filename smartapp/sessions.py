@@ -1,24 +1,28 @@
 """Server-side sessions: the browser holds only an opaque id; tokens are encrypted at rest.
 
-A pending launch (state, PKCE verifier, issuer) is bound to the browser session that started it
-and consumed on first use, so a replayed or foreign ``state`` is refused. Sessions are rows of the
-database whose tokens are Fernet-sealed: a leaked database reveals no token without the app's key.
+A pending launch (state, PKCE verifier, nonce, the EHR's checked configuration) is a database row
+bound to the browser that started it (a fresh binding id in its cookie) and consumed on first use,
+so a replayed or foreign ``state`` is refused, and the callback may land on any process. Every
+launch ends in a new session whose id the server generated at the callback: a cookie the browser
+brought is never adopted. Sessions expire after an idle and an absolute limit, and can be ended.
+Tokens are Fernet-sealed: a leaked database reveals no token without the app's key.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
-import time
-from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
+from sqlalchemy import delete, update
 
-from smartapp.db import Database, SessionRow
+from smartapp.db import Database, PendingLaunchRow, SessionRow, utcnow
 from smartapp.oauth import SmartConfiguration, TokenResponse
 
 PENDING_TTL_S = 600
+# A session's last-seen time is written at most this often (not on every request).
+TOUCH_INTERVAL_S = 60
 
 
 class LaunchContext(BaseModel):
@@ -39,43 +43,71 @@ class StoredTokens(BaseModel):
     expires_at: float | None
 
 
-@dataclass(slots=True)
-class PendingLaunch:
-    session_id: str
+class PendingLaunch(BaseModel):
+    """What /callback needs from /launch; sealed at rest (the verifier is a secret)."""
+
     iss: str
     config: SmartConfiguration
     verifier: str
-    created: float
+    nonce: str
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns stored UTC times without a zone."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class SessionStore:
-    """Pending launches in process (short-lived); sessions in the database, tokens sealed."""
+    """Pending launches and sessions, both in the database; tokens and verifiers sealed."""
 
-    def __init__(self, database: Database, cipher: Fernet) -> None:
+    def __init__(self, database: Database, cipher: Fernet, *, idle_s: float, max_s: float) -> None:
         self._database = database
         self._cipher = cipher
-        self._lock = threading.Lock()
-        self._pending: dict[str, PendingLaunch] = {}
+        self.idle = timedelta(seconds=idle_s)
+        self.lifetime = timedelta(seconds=max_s)
 
     @staticmethod
     def new_id() -> str:
         return secrets.token_urlsafe(32)
 
-    def add_pending(self, state: str, pending: PendingLaunch) -> None:
-        with self._lock:
-            self._pending[state] = pending
+    # --- pending launches -------------------------------------------------------------------------
 
-    def take_pending(self, state: str, session_id: str | None) -> PendingLaunch | None:
-        """The launch for ``state`` if this browser session started it; it is used up either way."""
-        with self._lock:
-            pending = self._pending.pop(state, None)
-        if pending is None or session_id is None:
+    async def add_pending(self, state: str, binding: str, pending: PendingLaunch) -> None:
+        """Keep a launch until its callback; expired ones are purged on the way."""
+        now = utcnow()
+        sealed = self._cipher.encrypt(pending.model_dump_json().encode("utf-8"))
+        async with self._database.sessions() as session, session.begin():
+            await session.execute(delete(PendingLaunchRow).where(PendingLaunchRow.expires_at < now))
+            session.add(
+                PendingLaunchRow(
+                    state=state,
+                    binding=binding,
+                    iss=pending.iss,
+                    sealed=sealed,
+                    expires_at=now + timedelta(seconds=PENDING_TTL_S),
+                )
+            )
+
+    async def take_pending(self, state: str, binding: str | None) -> PendingLaunch | None:
+        """The launch for ``state`` if this browser started it and it has not expired; it is
+        used up either way (deleted in the same transaction that reads it)."""
+        if not state:
             return None
-        if not secrets.compare_digest(pending.session_id, session_id):
+        async with self._database.sessions() as session, session.begin():
+            row = await session.get(PendingLaunchRow, state)
+            if row is None:
+                return None
+            await session.delete(row)
+        if binding is None or not secrets.compare_digest(row.binding, binding):
             return None
-        if time.time() - pending.created > PENDING_TTL_S:
+        if _aware(row.expires_at) < utcnow():
             return None
-        return pending
+        try:
+            return PendingLaunch.model_validate_json(self._cipher.decrypt(row.sealed))
+        except InvalidToken:
+            return None
+
+    # --- sessions ---------------------------------------------------------------------------------
 
     async def save(self, session_id: str, context: LaunchContext, tokens: StoredTokens) -> None:
         sealed = self._cipher.encrypt(tokens.model_dump_json().encode("utf-8"))
@@ -89,13 +121,36 @@ class SessionStore:
                 row.context = context.model_dump()
                 row.sealed_tokens = sealed
 
-    async def _row(self, session_id: str | None) -> SessionRow | None:
+    def _expired(self, row: SessionRow, now: datetime) -> bool:
+        seen = _aware(row.last_seen_at or row.updated_at or row.created_at)
+        return now - _aware(row.created_at) > self.lifetime or now - seen > self.idle
+
+    async def _row(self, session_id: str | None, *, touch: bool = False) -> SessionRow | None:
+        """The live session; an expired one is deleted and is no session."""
         if not session_id:
             return None
-        async with self._database.sessions() as session:
-            return await session.get(SessionRow, session_id)
+        now = utcnow()
+        async with self._database.sessions() as session, session.begin():
+            row = await session.get(SessionRow, session_id)
+            if row is None:
+                return None
+            if self._expired(row, now):
+                await session.delete(row)
+                return None
+            seen = _aware(row.last_seen_at or row.created_at)
+            if touch and (now - seen).total_seconds() > TOUCH_INTERVAL_S:
+                await session.execute(
+                    update(SessionRow).where(SessionRow.id == session_id).values(last_seen_at=now)
+                )
+        return row
 
     async def context(self, session_id: str | None) -> LaunchContext | None:
+        """The launch context of a live session (a user's request keeps it alive)."""
+        row = await self._row(session_id, touch=True)
+        return LaunchContext.model_validate(row.context) if row is not None else None
+
+    async def stored_context(self, session_id: str) -> LaunchContext | None:
+        """The launch context as stored, for work the app does on the session's behalf."""
         row = await self._row(session_id)
         return LaunchContext.model_validate(row.context) if row is not None else None
 
@@ -112,3 +167,10 @@ class SessionStore:
         """The stored form of a session's tokens (what is at rest)."""
         row = await self._row(session_id)
         return row.sealed_tokens if row is not None else None
+
+    async def end(self, session_id: str | None) -> None:
+        """End a session: its tokens are gone with it."""
+        if not session_id:
+            return
+        async with self._database.sessions() as session, session.begin():
+            await session.execute(delete(SessionRow).where(SessionRow.id == session_id))

@@ -2,27 +2,79 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
+SigningAlg = Literal["RS384", "ES384"]
+
+
+def normalise_issuer(iss: str) -> str:
+    """An issuer as compared everywhere: without a trailing slash."""
+    return iss.strip().rstrip("/")
+
+
+class ClientRegistration(BaseModel):
+    """How Provenote is registered with one EHR: its credentials are only ever sent there.
+
+    Endpoints named here are trusted as they are; endpoints that discovery reports must lie on
+    the issuer's own origin (a mix-up defence), so an EHR whose authorization server lives
+    elsewhere names them here.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str
+    client_id: str
+    client_auth: ClientAuth = "public"
+    client_secret: SecretStr | None = None
+    # PEM private key for private_key_jwt; default: the app's own key (signing_key_file).
+    signing_key_file: Path | None = None
+    signing_alg: SigningAlg = "RS384"
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    jwks_uri: str | None = None
+    # The ``iss`` of this EHR's id_tokens, when it is not the one discovery reports.
+    openid_issuer: str | None = None
+
+    @model_validator(mode="after")
+    def _normalised(self) -> ClientRegistration:
+        self.issuer = normalise_issuer(self.issuer)
+        if self.client_auth == "client_secret_basic" and self.client_secret is None:
+            raise ValueError(f"{self.issuer}: client_secret_basic needs a client_secret")
+        return self
+
+    def named_origins(self) -> set[str]:
+        """Origins this registration trusts beyond the issuer's own."""
+        named = (self.authorization_endpoint, self.token_endpoint, self.jwks_uri)
+        return {origin_of(url) for url in named if url}
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host:port`` of a URL, with the default port made explicit."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme.lower()
+    port = parsed.port or {"http": 80, "https": 443}.get(scheme, 0)
+    return f"{scheme}://{(parsed.hostname or '').lower()}:{port}"
 
 
 class AppSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PROVENOTE_APP_", extra="ignore")
 
     base_url: str = "http://127.0.0.1:8000"
+    # The default registration, used for every issuer in ``allowed_issuers``.
     client_id: str = "provenote"
     client_auth: ClientAuth = "public"
     client_secret: SecretStr | None = None
     # PEM private key for private_key_jwt; generated under data_dir on first use when unset.
     signing_key_file: Path | None = None
-    signing_alg: Literal["RS384", "ES384"] = "RS384"
+    signing_alg: SigningAlg = "RS384"
     data_dir: Path = Path("data")
     # SQLAlchemy async DSN; default: SQLite in data_dir. E.g. postgresql+asyncpg://user@host/db
     database_url: str | None = None
@@ -31,13 +83,33 @@ class AppSettings(BaseSettings):
     # Per EHR (FHIR base URL): force a write-back strategy instead of reading it from the
     # CapabilityStatement: composition | document-reference | final-only | none.
     writeback_strategies: dict[str, str] = Field(default_factory=dict)
-    # Empty: any issuer may launch the app. Otherwise only these FHIR base URLs.
+    # Who may launch the app. Default deny: an issuer neither listed here nor registered below
+    # is refused before anything is fetched from it.
     allowed_issuers: list[str] = Field(default_factory=list)
+    # Per-EHR registrations (JSON list of ClientRegistration), or a file holding that list.
+    registrations: list[ClientRegistration] = Field(default_factory=list)
+    registrations_file: Path | None = None
     offline_access: bool = False
-    # Fernet key encrypting tokens at rest; generated under data_dir on first use when unset.
+    # Fernet key encrypting tokens at rest; else read from (or generated at) the file.
     token_encryption_key: SecretStr | None = None
-    # Secret the CSRF tokens are derived from; generated under data_dir on first use when unset.
+    token_encryption_key_file: Path | None = None
+    # Secret the CSRF tokens are derived from; else read from (or generated at) the file.
     app_secret: SecretStr | None = None
+    app_secret_file: Path | None = None
+    # Sessions end after this long without a request, and this long after the launch.
+    session_idle_s: int = Field(30 * 60, gt=0)
+    session_max_s: int = Field(12 * 3600, gt=0)
+    # fhirUser resource types that may review and sign drafts (and whose launches write back).
+    reviewer_roles: list[str] = Field(default_factory=lambda: ["Practitioner"])
+    # Encounter classes (v3 ActCode) a discharge summary is drafted for.
+    inpatient_classes: list[str] = Field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
+    # A draft left ``signing`` longer than this (its process died) is reconciled with the EHR.
+    signing_timeout_s: float = Field(300.0, gt=0)
+    # This installation's id, part of every written note's idempotency identifier; default:
+    # generated once and kept in the database.
+    installation_id: str | None = None
+    # Origins allowed to frame the pages besides the EHRs' own (CSP frame-ancestors).
+    frame_ancestors: list[str] = Field(default_factory=list)
     # The FHIR API under /fhir accepts bearer JWTs (SMART Backend Services) from this issuer,
     # checked against its JWKS; unset, the API refuses every token. The token endpoint is
     # advertised in /fhir/metadata for clients to get tokens from.
@@ -48,12 +120,56 @@ class AppSettings(BaseSettings):
     api_audience: str | None = None
     # Where POST /fhir/Patient/{id}/$summarize pulls the record from (SMART Backend Services).
     api_ehr_base: str | None = None
+    # The issuer's JWKS is fetched again for an unknown kid at most this often; an unknown kid
+    # is remembered (and refused without a fetch) this long.
+    api_jwks_min_refetch_s: float = Field(60.0, ge=0)
+    api_unknown_kid_ttl_s: float = Field(300.0, ge=0)
+    # Running $summarize jobs per API client; beyond it, 429 with Retry-After.
+    api_max_jobs_per_client: int = Field(4, ge=1)
+    # Open progress streams per browser session.
+    max_event_streams: int = Field(4, ge=1)
     http_timeout_s: float = Field(30.0, gt=0)
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)
     fhir_page_size: int = Field(100, ge=1, le=1000)
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
+    # Tokens are refreshed this long before they expire (at most half their lifetime).
     refresh_margin_s: int = Field(60, ge=0)
+
+    @model_validator(mode="after")
+    def _read_registrations(self) -> AppSettings:
+        if self.registrations_file is not None:
+            listed = json.loads(self.registrations_file.read_text(encoding="utf-8"))
+            self.registrations = [
+                *self.registrations,
+                *(ClientRegistration.model_validate(item) for item in listed),
+            ]
+        self.allowed_issuers = [normalise_issuer(iss) for iss in self.allowed_issuers]
+        return self
+
+    def registration_for(self, iss: str) -> ClientRegistration | None:
+        """How the app is registered with ``iss``; None: that EHR may not launch the app."""
+        issuer = normalise_issuer(iss)
+        for registration in self.registrations:
+            if registration.issuer == issuer:
+                return registration
+        if issuer in self.allowed_issuers:
+            return ClientRegistration(
+                issuer=issuer,
+                client_id=self.client_id,
+                client_auth=self.client_auth,
+                client_secret=self.client_secret,
+                signing_key_file=self.signing_key_file,
+                signing_alg=self.signing_alg,
+            )
+        return None
+
+    def ehr_origins(self) -> list[str]:
+        """Every origin of a configured EHR: its issuer and the endpoints it names."""
+        origins = {origin_of(iss) for iss in self.allowed_issuers}
+        for registration in self.registrations:
+            origins |= {origin_of(registration.issuer), *registration.named_origins()}
+        return sorted(origins)
 
     @property
     def database_dsn(self) -> str:
@@ -72,6 +188,10 @@ class AppSettings(BaseSettings):
     @property
     def launch_url(self) -> str:
         return f"{self.base_url.rstrip('/')}/launch"
+
+    @property
+    def https(self) -> bool:
+        return urlparse(self.base_url).scheme == "https"
 
     @property
     def secure_cookies(self) -> bool:

@@ -13,10 +13,12 @@ from urllib.parse import urlparse
 
 import httpx
 
+# One font family: bare words, or words in matching quotes (no escapes, no CSS punctuation).
+_FAMILY = r"""(?:[A-Za-z0-9 \-]+|"[A-Za-z0-9 \-]+"|'[A-Za-z0-9 \-]+')"""
 SHAPES = {
     "color": re.compile(r"#[0-9A-Fa-f]{3,8}|rgba?\(\s*[\d.]+%?(\s*,\s*[\d.]+%?){2,3}\s*\)"),
     "dim": re.compile(r"\d{1,3}(\.\d{1,3})?(px|em|rem|%)"),
-    "font_family": re.compile(r"[A-Za-z0-9 ,\-]{1,120}"),
+    "font_family": re.compile(rf"(?=.{{1,120}}$){_FAMILY}(?:\s*,\s*{_FAMILY})*"),
 }
 STYLE_KEYS = (
     "color_background",

@@ -3,15 +3,20 @@
 Strategy (ARCHITECTURE.md), from the CapabilityStatement and the granted scopes unless a per-server
 setting forces one: a Composition where the server creates them; else a DocumentReference with
 ``docStatus=preliminary``; where the server takes only ``final`` notes, nothing before sign-off;
-Provenance where allowed. Idempotency: the key (patient, encounter, draft version) is the
-resources' identifier and the write-back row's unique key; creates use ``If-None-Exist``, so a
-retried or duplicated job finds what it wrote instead of writing it again.
+Provenance where allowed. An EHR that refuses the Composition it advertised (403, 405, 422) gets a
+DocumentReference instead, and the AI Device is created only after the EHR has taken the note, so
+a refusal leaves nothing orphaned. A grant without write scopes drafts all the same: the write-back
+is recorded as not permitted by the EHR. Idempotency: the key (this installation, patient,
+encounter, draft version) is the resources' identifier and the write-back row's unique key;
+creates use ``If-None-Exist``, so a retried or duplicated job finds what it wrote instead of
+writing it again, and two installations on one EHR never adopt each other's notes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -22,16 +27,39 @@ from fhir_mapping.document_reference import draft_document_reference
 from fhir_mapping.references import rewrite_references
 from fhir_mapping.signoff import verifier_provenance
 from smartapp.db import Database, DraftRow, WriteBackRow
-from smartapp.fhir_client import FhirClient
+from smartapp.fhir_client import FhirClient, FhirError
 from smartapp.scopes import granted
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
 KEY_SYSTEM = "https://provenote.dev/fhir/draft-key"
 ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-status-accepted"
+# Answers by which an EHR refuses a Composition it advertised: try a DocumentReference instead.
+COMPOSITION_REFUSED = frozenset({403, 405, 422})
+# Write-back outcomes that are final for a draft version (nothing to retry).
+# What a write-back status means, for people.
+WRITE_BACK_WORDS = {
+    "done": "written to the EHR",
+    "deferred": "deferred until sign-off (the EHR takes final notes only)",
+    "not_permitted": "not permitted by the EHR",
+    "user_may_not_write": "not written: the launching user may not write to the chart",
+    "signed": "signed copy written",
+}
+SETTLED = frozenset({"done", "deferred", "signed", "not_permitted", "user_may_not_write"})
 
 
-def idempotency_key(patient: str, encounter: str, version: int) -> str:
-    return hashlib.sha256(f"{patient}|{encounter}|{version}".encode()).hexdigest()[:40]
+@dataclass(frozen=True, slots=True)
+class Write:
+    """How this installation writes: its id (part of every identifier) and, per EHR, a forced
+    strategy, and whether the launch behind the write may write to the chart at all."""
+
+    installation: str
+    forced: str | None = None
+    permitted: bool = True
+
+
+def idempotency_key(installation: str, patient: str, encounter: str, version: int) -> str:
+    text = f"{installation}|{patient}|{encounter}|{version}"
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
 def choose_strategy(statement: dict[str, Any], scope: str, forced: str | None = None) -> Strategy:
@@ -43,10 +71,10 @@ def choose_strategy(statement: dict[str, Any], scope: str, forced: str | None = 
             codes = {i.get("code") for i in resource.get("interaction", [])}
             if "create" in codes:
                 creatable[resource.get("type", "")] = resource
-    if "Composition" in creatable and granted(scope, "Composition", "c"):
+    if "Composition" in creatable and granted(scope, "Composition", "c", restricted_ok=True):
         return "composition"
     document = creatable.get("DocumentReference")
-    if document is not None and granted(scope, "DocumentReference", "c"):
+    if document is not None and granted(scope, "DocumentReference", "c", restricted_ok=True):
         accepted = [
             e.get("valueCode")
             for e in document.get("extension", [])
@@ -57,7 +85,7 @@ def choose_strategy(statement: dict[str, Any], scope: str, forced: str | None = 
 
 
 def _provenance_allowed(statement: dict[str, Any], scope: str) -> bool:
-    return granted(scope, "Provenance", "c") and any(
+    return granted(scope, "Provenance", "c", restricted_ok=True) and any(
         resource.get("type") == "Provenance"
         and any(i.get("code") == "create" for i in resource.get("interaction", []))
         for rest in statement.get("rest", [])
@@ -94,28 +122,31 @@ async def _write_composition(
     with_provenance: bool,
     written_before: WriteBackRow | None = None,
 ) -> tuple[str, str, str | None]:
-    """Create the Composition, or update the copy written before (``If-Match`` its version)."""
+    """Create the Composition (its Device contained), or update the copy written before
+    (``If-Match`` its version); only then the Device and the Provenances that name it."""
     by_url = {entry["fullUrl"]: entry["resource"] for entry in draft.bundle["entry"]}
     device_url, device = next((u, r) for u, r in by_url.items() if r["resourceType"] == "Device")
     composition_url, composition = next(
         (u, r) for u, r in by_url.items() if r["resourceType"] == "Composition"
     )
-    if granted(scope, "Device", "c"):
-        identifier = device["identifier"][0]
-        written_device = await client.create(
-            device, if_none_exist=f"identifier={identifier['system']}|{identifier['value']}"
-        )
-        targets = {device_url: f"Device/{written_device['id']}"}
-    else:  # no right to create a Device: it travels inside the Composition
-        composition = composition | {"contained": [device | {"id": "device"}]}
-        targets = {device_url: "#device"}
-    composition = rewrite_references(composition, targets) | {"identifier": _identifier(key)}
+    composition = rewrite_references(
+        composition | {"contained": [device | {"id": "device"}]}, {device_url: "#device"}
+    ) | {"identifier": _identifier(key)}
     written = await _create_or_update(client, composition, key, written_before)
     target = f"Composition/{written['id']}"
-    targets[composition_url] = target
     if with_provenance:
+        targets = {composition_url: target}
+        if granted(scope, "Device", "c", restricted_ok=True):
+            identifier = device["identifier"][0]
+            written_device = await client.create(
+                device, if_none_exist=f"identifier={identifier['system']}|{identifier['value']}"
+            )
+            targets[device_url] = f"Device/{written_device['id']}"
         provenances = [
-            rewrite_references(r, targets)
+            rewrite_references(
+                r if device_url in targets else r | {"contained": [device | {"id": "device"}]},
+                targets | ({} if device_url in targets else {device_url: "#device"}),
+            )
             for r in by_url.values()
             if r["resourceType"] == "Provenance"
         ]
@@ -126,7 +157,7 @@ async def _write_composition(
 async def _create_missing_provenances(
     client: FhirClient, provenances: list[dict[str, Any]], target: str
 ) -> None:
-    existing = await client.search("Provenance", {"target": target})
+    existing = (await client.search("Provenance", {"target": target})).resources
     written = {
         extension.get("valueUri")
         for provenance in existing
@@ -183,7 +214,7 @@ async def _write_document_reference(
     return "DocumentReference", written["id"], written.get("meta", {}).get("versionId")
 
 
-async def _recorded(database: Database, key: str) -> WriteBackRow | None:
+async def recorded(database: Database, key: str) -> WriteBackRow | None:
     async with database.sessions() as session:
         return (
             await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
@@ -215,28 +246,63 @@ async def _record(
     return row
 
 
+async def _write(
+    client: FhirClient,
+    draft: DraftRow,
+    key: str,
+    scope: str,
+    strategy: Strategy,
+    with_provenance: bool,
+    written_before: WriteBackRow | None,
+) -> tuple[Strategy, tuple[str | None, str | None, str | None]]:
+    """Write by ``strategy``; a Composition the EHR refuses becomes a DocumentReference."""
+    if strategy == "composition":
+        try:
+            return strategy, await _write_composition(
+                client, draft, key, scope, with_provenance, written_before
+            )
+        except FhirError as refused:
+            if refused.status not in COMPOSITION_REFUSED or not granted(
+                scope, "DocumentReference", "c", restricted_ok=True
+            ):
+                raise
+            strategy, written_before = "document-reference", None
+    if strategy in {"document-reference", "final-only"}:
+        return strategy, await _write_document_reference(
+            client, draft, key, with_provenance, written_before
+        )
+    return strategy, (None, None, None)
+
+
 async def write_back(
     database: Database,
     client: FhirClient,
     draft: DraftRow,
     scope: str,
-    forced: str | None = None,
+    write: Write,
 ) -> WriteBackRow:
     """Write ``draft`` to its EHR by the chosen strategy; the recorded outcome either way."""
-    key = idempotency_key(draft.patient, draft.encounter, draft.version)
-    row = await _recorded(database, key)
-    if row is not None and row.status in {"done", "deferred", "signed"}:
+    key = idempotency_key(write.installation, draft.patient, draft.encounter, draft.version)
+    row = await recorded(database, key)
+    if row is not None and row.status in SETTLED:
         return row
+    if not write.permitted:
+        return await _record(
+            database, draft, key, client.base, "none", "user_may_not_write", (None, None, None)
+        )
     statement = await client.read_reference("metadata")
-    strategy = choose_strategy(statement, scope, forced)
+    strategy = choose_strategy(statement, scope, write.forced)
+    if strategy == "none":
+        return await _record(
+            database, draft, key, client.base, strategy, "not_permitted", (None, None, None)
+        )
+    if strategy == "final-only":
+        return await _record(
+            database, draft, key, client.base, strategy, "deferred", (None, None, None)
+        )
     provenance = _provenance_allowed(statement, scope)
-    remote: tuple[str | None, str | None, str | None] = (None, None, None)
-    status = "deferred" if strategy in {"final-only", "none"} else "done"
-    if strategy == "composition":
-        remote = await _write_composition(client, draft, key, scope, provenance)
-    elif strategy == "document-reference":
-        remote = await _write_document_reference(client, draft, key, provenance)
-    return await _record(database, draft, key, client.base, strategy, status, remote)
+    strategy, remote = await _write(client, draft, key, scope, strategy, provenance, None)
+    return await _record(database, draft, key, client.base, strategy, "done", remote)
 
 
 async def write_signed(
@@ -244,21 +310,29 @@ async def write_signed(
     client: FhirClient,
     draft: DraftRow,
     scope: str,
-    forced: str | None = None,
+    write: Write,
 ) -> WriteBackRow:
     """Bring the EHR's copy up to the signed draft: update what was written before, with
     ``If-Match`` so a copy changed in the EHR meanwhile is not overwritten (412), or, where the
     EHR takes only final notes or nothing was written yet, create it now."""
-    key = idempotency_key(draft.patient, draft.encounter, draft.version)
-    before = await _recorded(database, key)
+    key = idempotency_key(write.installation, draft.patient, draft.encounter, draft.version)
+    before = await recorded(database, key)
     statement = await client.read_reference("metadata")
-    strategy = choose_strategy(statement, scope, forced)
+    strategy = choose_strategy(statement, scope, write.forced)
     provenance = _provenance_allowed(statement, scope)
+    if before is not None and before.remote_id and before.strategy != strategy:
+        strategy = before.strategy  # type: ignore[assignment]
     written_before = before if before is not None and before.strategy == strategy else None
-    remote: tuple[str | None, str | None, str | None] = (None, None, None)
-    if strategy == "composition":
-        remote = await _write_composition(client, draft, key, scope, provenance, written_before)
-    elif strategy in {"document-reference", "final-only"}:
-        remote = await _write_document_reference(client, draft, key, provenance, written_before)
-    status = "none" if strategy == "none" else "signed"
+    strategy, remote = await _write(client, draft, key, scope, strategy, provenance, written_before)
+    status = "not_permitted" if strategy == "none" else "signed"
     return await _record(database, draft, key, client.base, strategy, status, remote)
+
+
+async def remote_status(client: FhirClient, written: WriteBackRow) -> str | None:
+    """The EHR copy's status (``final``, ``preliminary``…), or None when there is no copy."""
+    if not written.remote_type or not written.remote_id:
+        return None
+    resource = await client.read(written.remote_type, written.remote_id)
+    field = "docStatus" if written.remote_type == "DocumentReference" else "status"
+    value = resource.get(field)
+    return value if isinstance(value, str) else None

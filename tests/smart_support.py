@@ -46,7 +46,10 @@ def running_app(
     port = free_port()
     fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
     settings = AppSettings(**fields)  # type: ignore[arg-type]
-    sandbox.register(app_client(settings))
+    if {"registrations", "allowed_issuers"} & overrides.keys():
+        sandbox.register(app_client(settings))
+    else:
+        settings = sandbox.configure(settings)
     sandbox.app_launch_url = settings.launch_url
     app = create_app(settings, stage_hook)
     server = ThreadedServer(app, port)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
@@ -185,7 +187,9 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
     }
     assert any("<script>" in (span.text or "") for span in div.iter(f"{XHTML}span"))
     get_fhir_model_class("Composition").model_validate(composition)
-    assert "<script>alert('x')</script>" in render_markdown(summary, state)
+    markdown = render_markdown(summary, state)
+    assert re.search(r"(?<!\\)[<>]", markdown) is None  # every bracket from a note escaped
+    assert "\\<script\\>alert('x')\\</script\\>" in markdown
 
 
 def test_the_sentence_provenance_structure_definition_is_valid_fhir() -> None:

@@ -14,6 +14,7 @@ from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
 from smartapp.fhir_client import FhirClient, FhirError, pull_record, retry_after_seconds
 from smartapp.oauth import SmartError, discover
+from smartapp.settings import AppSettings, ClientRegistration
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 OTHER_PATIENT = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
@@ -47,7 +48,8 @@ async def with_client(sandbox: Sandbox, action, token: str | None = None, **opti
 
 def test_search_follows_next_links_to_every_match(sandbox: Sandbox) -> None:
     async def action(client: FhirClient) -> tuple[list, dict]:
-        everything = await client.search("Observation", {"patient": f"Patient/{PATIENT}"})
+        found = await client.search("Observation", {"patient": f"Patient/{PATIENT}"})
+        everything = found.resources
         first_page = await client._json(
             "GET", "Observation", params={"patient": f"Patient/{PATIENT}", "_count": 7}
         )
@@ -75,14 +77,15 @@ def test_retry_after_is_honoured(faults: Sandbox) -> None:
 
 def test_a_permanent_500_is_a_clear_error_and_no_partial_record(faults: Sandbox) -> None:
     faults.set_fault("500", count=1000)
-    with pytest.raises(FhirError, match="500 injected fault 500") as raised:
+    with pytest.raises(FhirError, match=r"GET \w+: HTTP 500 \(error \w+\)") as raised:
         run(with_client(faults, lambda client: pull_record(client, PATIENT), max_retries=2))
     assert raised.value.status == 500
+    assert "injected fault" not in str(raised.value)  # the EHR's body goes to the log only
 
 
 def test_an_expired_token_without_refresh_is_refused(sandbox: Sandbox) -> None:
     expired = token_for(sandbox, ttl_s=-10)
-    with pytest.raises(FhirError, match="401 a valid access token is required"):
+    with pytest.raises(FhirError, match="GET Patient: HTTP 401"):
         run(with_client(sandbox, lambda client: client.read("Patient", PATIENT), token=expired))
 
 
@@ -105,7 +108,7 @@ def test_a_401_refreshes_once_and_retries(sandbox: Sandbox) -> None:
 
 
 def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
-    with pytest.raises(FhirError, match="403 the resource is outside the patient") as raised:
+    with pytest.raises(FhirError, match="GET Patient: HTTP 403") as raised:
         run(with_client(sandbox, lambda client: client.read("Patient", OTHER_PATIENT)))
     assert raised.value.status == 403
     others = run(
@@ -114,7 +117,7 @@ def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
             lambda client: client.search("Condition", {"patient": f"Patient/{OTHER_PATIENT}"}),
         )
     )
-    assert others == []
+    assert others.resources == []
 
 
 def test_pull_record_gathers_everything_the_pipeline_reads(sandbox: Sandbox) -> None:
@@ -200,7 +203,7 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
 ) -> None:
     async def live() -> object:
         async with httpx.AsyncClient() as http:
-            return await discover(http, sandbox.fhir_base)
+            return await discover(http, sandbox.registration(AppSettings()))
 
     config = run(live())
     assert config.authorization_endpoint == f"{sandbox.issuer}/authorize"
@@ -213,11 +216,22 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
             return httpx.Response(404)
         return httpx.Response(200, json=statement)
 
-    async def fallback() -> object:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(older_server)) as http:
-            return await discover(http, "https://old-ehr.example.org/fhir")
+    old_ehr = ClientRegistration(issuer="https://old-ehr.example.org/fhir", client_id="x")
 
-    old = run(fallback())
+    async def fallback(registration: ClientRegistration) -> object:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(older_server)) as http:
+            return await discover(http, registration)
+
+    # Its endpoints lie on another origin: refused unless its registration names them.
+    with pytest.raises(SmartError, match="not on its own origin"):
+        run(fallback(old_ehr))
+    named = old_ehr.model_copy(
+        update={
+            "authorization_endpoint": f"{sandbox.issuer}/authorize",
+            "token_endpoint": f"{sandbox.issuer}/token",
+        }
+    )
+    old = run(fallback(named))
     assert (old.authorization_endpoint, old.token_endpoint) == (
         f"{sandbox.issuer}/authorize",
         f"{sandbox.issuer}/token",
@@ -226,7 +240,8 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
     async def nothing() -> object:
         transport = httpx.MockTransport(lambda request: httpx.Response(404, json={}))
         async with httpx.AsyncClient(transport=transport) as http:
-            return await discover(http, "https://no-smart.example.org/fhir")
+            registration = ClientRegistration(issuer="https://no-smart.example.org/fhir", client_id="x")
+            return await discover(http, registration)
 
     with pytest.raises(SmartError, match="advertises no SMART authorization endpoints"):
         run(nothing())

@@ -188,14 +188,19 @@ def test_a_user_who_is_not_a_practitioner_cannot_sign(
     browser, draft = open_draft(app, review_sandbox, user=f"Patient/{ONE_FLAG}")
     page = browser.get(f"{app.base_url}/drafts/{draft}").text
     assert 'id="sign-refused"' in page
+    assert 'class="actions"' not in page  # no review controls for a patient
     (flagged,) = flagged_ids(page)
-    accepted = browser.post(
-        f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
-        data=form_values(page) | {"action": "accept"},
-    )
-    refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
-    assert refused.status_code == 403 and "Only a practitioner can sign" in refused.text
-    assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
+    before = browser.get(f"{app.base_url}/api/drafts/{draft}").json()
+    for action in ("accept", "delete"):
+        refused = browser.post(
+            f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
+            data=form_values(page) | {"action": action},
+        )
+        assert refused.status_code == 403 and "Only a practitioner can review" in refused.text
+    refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(page))
+    assert refused.status_code == 403 and "Only a practitioner can review" in refused.text
+    after = browser.get(f"{app.base_url}/api/drafts/{draft}").json()
+    assert after["status"] == "preliminary" and after["bundle"] == before["bundle"]
 
 
 def test_the_second_of_two_concurrent_edits_gets_409_on_either_database(

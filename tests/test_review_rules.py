@@ -29,7 +29,7 @@ from pipeline.review import (
 from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
 from smartapp.csrf import csrf_token, csrf_valid
 from smartapp.pages import practitioner_reference
-from smartapp.scopes import granted
+from smartapp.scopes import granted, only_restricted
 from smartapp.sessions import LaunchContext
 from smartapp.style import safe_style
 
@@ -174,11 +174,20 @@ def test_served_resources_have_ids_and_the_document_resolves_on_its_own(
         ("patient/Composition.rs", "Composition", "r", ("system",), False),
         ("patient/Composition.cu", "Composition", "u", ("patient", "user", "system"), True),
         ("user/Composition.write", "Composition", "c", ("patient", "user", "system"), True),
-        ("system/Composition.rs?status=final", "Composition", "r", ("system",), True),
+        # Granular: only part of the type, so never read as the whole permission.
+        ("system/Composition.rs?status=final", "Composition", "r", ("system",), False),
     ],
 )
 def test_scopes_v1_and_v2(scope, resource_type, action, levels, expected) -> None:
     assert granted(scope, resource_type, action, levels) is expected
+
+
+def test_a_granular_scope_counts_only_where_the_ehr_enforces_it() -> None:
+    scope = "patient/DocumentReference.cu?category=clinical-note"
+    assert not granted(scope, "DocumentReference", "c")
+    assert granted(scope, "DocumentReference", "c", restricted_ok=True)
+    assert only_restricted(scope, "DocumentReference", "c")
+    assert not only_restricted(f"{scope} patient/DocumentReference.c", "DocumentReference", "c")
 
 
 def test_only_safe_style_values_reach_the_page() -> None:
@@ -232,7 +241,16 @@ def test_the_patient_banner_shows_unless_the_launch_says_the_ehr_has_one(
     context = LaunchContext(
         iss="https://ehr.example/fhir", patient="p-1", need_patient_banner=need_banner
     )
-    page = render("app/landing.html.j2", context=context, job=None, draft=None, smart_style={})
+    page = render(
+        "app/landing.html.j2",
+        context=context,
+        job=None,
+        draft=None,
+        write_back=None,
+        write_back_words={},
+        smart_style={},
+        csrf="",
+    )
     assert ('id="patient-banner"' in page) is shown
 
 

@@ -18,7 +18,7 @@ from joserfc.jwk import KeySet
 from launch.sandbox.run import Sandbox
 from smartapp.keys import signing_key
 from smartapp.oauth import ASSERTION_TYPE, client_assertion
-from smartapp.settings import AppSettings
+from smartapp.settings import AppSettings, ClientRegistration
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
@@ -102,15 +102,16 @@ def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
     ):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         set_cookie = launch.headers["set-cookie"].lower()
-        assert set_cookie.startswith("provenote_session=")
+        assert set_cookie.startswith("provenote_launch=")  # binds the callback to this browser
         assert "httponly" in set_cookie and "samesite=lax" in set_cookie
         assert "secure" not in set_cookie  # loopback; Secure is set for any other host
+        binding = browser.cookies.get("provenote_launch")
         hop = launch
         while hop.status_code in (302, 303):
             location = hop.headers["location"]
             hop = browser.get(location if location.startswith("http") else app.base_url + location)
         session = browser.cookies.get("provenote_session")
-        assert session and len(session) >= 40
+        assert session and len(session) >= 40 and session != binding
         stored = app.call(app.state.store.tokens(session))
         assert stored is not None and stored.tokens.access_token
         sealed = app.call(app.state.store.sealed(session))
@@ -169,7 +170,7 @@ def test_state_from_another_browser_is_refused(sandbox: Sandbox, tmp_path: Path)
     ("params", "status", "message"),
     [
         ({}, 400, "no iss parameter"),
-        ({"iss": "http://127.0.0.1:1/fhir"}, 502, "cannot read the SMART configuration"),
+        ({"iss": "http://127.0.0.1:1/fhir"}, 403, "not configured to be launched"),
     ],
 )
 def test_bad_launches_render_an_error_page(
@@ -179,6 +180,16 @@ def test_bad_launches_render_an_error_page(
         answer = httpx.get(f"{app.base_url}/launch", params=params, timeout=30)
         assert answer.status_code == status and message in answer.text
         assert "No token was exchanged" in answer.text
+
+
+def test_a_registered_ehr_that_does_not_answer_renders_an_error_page(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    unreachable = ClientRegistration(issuer="http://127.0.0.1:1/fhir", client_id="app-down")
+    with running_app(sandbox, tmp_path, client_id="app-down", registrations=[unreachable]) as app:
+        answer = httpx.get(f"{app.base_url}/launch", params={"iss": unreachable.issuer})
+        assert answer.status_code == 502
+        assert "cannot read the SMART configuration of the EHR (error " in answer.text
 
 
 def test_unknown_issuer_is_refused_when_an_allow_list_is_set(
@@ -380,7 +391,8 @@ def test_a_refused_token_request_renders_an_error_page(sandbox: Sandbox, tmp_pat
         with httpx.Client(follow_redirects=True, timeout=60) as browser:
             answer = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
             assert answer.status_code == 502
-            assert "the token request was refused (invalid_client" in answer.text
+            assert "the token request was refused (HTTP 401, invalid_client; error " in answer.text
+            assert "client authentication failed" not in answer.text  # the EHR's words: log only
             assert browser.get(f"{app.base_url}/api/context").status_code == 401
 
 

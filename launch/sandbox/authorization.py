@@ -176,7 +176,8 @@ class AuthorizationServer:
             expires_at=time.time() + CODE_TTL_S,
             nonce=params.get("nonce"),
         )
-        query = {"code": code, "state": params.get("state", "")}
+        # RFC 9207: the response names its issuer, so a client can tell mixed-up servers apart.
+        query = {"code": code, "state": params.get("state", ""), "iss": self.issuer}
         return f"{redirect_uri}?{urlencode(query)}"
 
     # --- token -----------------------------------------------------------------------------------

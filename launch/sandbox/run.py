@@ -20,7 +20,7 @@ import uvicorn
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
-from smartapp.settings import AppSettings
+from smartapp.settings import AppSettings, ClientRegistration
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"
@@ -126,6 +126,28 @@ class Sandbox:
 
     def register(self, client: RegisteredClient) -> None:
         self.auth.register(client)
+
+    def registration(self, settings: AppSettings) -> ClientRegistration:
+        """How the app, as configured, is registered with this EHR. The sandbox's authorization
+        server runs on another port than its FHIR server, so the registration names its
+        endpoints (discovered endpoints off the issuer's origin are refused otherwise)."""
+        return ClientRegistration(
+            issuer=self.fhir_base,
+            client_id=settings.client_id,
+            client_auth=settings.client_auth,
+            client_secret=settings.client_secret,
+            signing_key_file=settings.signing_key_file,
+            signing_alg=settings.signing_alg,
+            authorization_endpoint=f"{self.issuer}/authorize",
+            token_endpoint=self.auth.token_url,
+            jwks_uri=f"{self.issuer}/jwks",
+            openid_issuer=self.issuer,
+        )
+
+    def configure(self, settings: AppSettings) -> AppSettings:
+        """``settings`` with this EHR allowed to launch the app, and the app registered here."""
+        self.register(app_client(settings))
+        return settings.model_copy(update={"registrations": [self.registration(settings)]})
 
     def _start_fhir_server(self) -> None:
         ensure_npm_packages()
