@@ -138,7 +138,8 @@ class SessionStore:
                 await session.delete(row)
                 return None
             seen = _aware(row.last_seen_at or row.created_at)
-            if touch and (now - seen).total_seconds() > TOUCH_INTERVAL_S:
+            interval = min(TOUCH_INTERVAL_S, self.idle.total_seconds() / 4)
+            if touch and (now - seen).total_seconds() > interval:
                 await session.execute(
                     update(SessionRow).where(SessionRow.id == session_id).values(last_seen_at=now)
                 )

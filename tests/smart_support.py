@@ -17,7 +17,7 @@ from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import create_app
 from smartapp.jobs import StageHook
-from smartapp.settings import AppSettings
+from smartapp.settings import AppSettings, ClientRegistration
 from smartapp.state import AppState
 
 T = TypeVar("T")
@@ -40,9 +40,14 @@ class RunningApp:
 
 @contextmanager
 def running_app(
-    sandbox: Sandbox, data_dir: Path, stage_hook: StageHook | None = None, **overrides: object
+    sandbox: Sandbox,
+    data_dir: Path,
+    stage_hook: StageHook | None = None,
+    extra_registrations: tuple[ClientRegistration, ...] = (),
+    **overrides: object,
 ) -> Iterator[RunningApp]:
-    """The app on its own port, registered with the sandbox as configured, charts pointing at it."""
+    """The app on its own port, registered with the sandbox as configured (and with any other
+    EHRs given), charts pointing at it."""
     port = free_port()
     fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
     settings = AppSettings(**fields)  # type: ignore[arg-type]
@@ -50,6 +55,9 @@ def running_app(
         sandbox.register(app_client(settings))
     else:
         settings = sandbox.configure(settings)
+    if extra_registrations:
+        registrations = [*settings.registrations, *extra_registrations]
+        settings = settings.model_copy(update={"registrations": registrations})
     sandbox.app_launch_url = settings.launch_url
     app = create_app(settings, stage_hook)
     server = ThreadedServer(app, port)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from functools import cache

@@ -240,7 +240,9 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
     async def nothing() -> object:
         transport = httpx.MockTransport(lambda request: httpx.Response(404, json={}))
         async with httpx.AsyncClient(transport=transport) as http:
-            registration = ClientRegistration(issuer="https://no-smart.example.org/fhir", client_id="x")
+            registration = ClientRegistration(
+                issuer="https://no-smart.example.org/fhir", client_id="x"
+            )
             return await discover(http, registration)
 
     with pytest.raises(SmartError, match="advertises no SMART authorization endpoints"):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import asyncio
 import base64
+import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path

@@ -51,6 +51,17 @@ class RegisteredClient:
     # The resource server its tokens are for (``aud``); None: the sandbox FHIR server. A backend
     # client of Provenote's own FHIR API is registered with that API's base here.
     audience: str | None = None
+    # Grant only read scopes, whatever is asked (an EHR whose policy gives this app no writes).
+    read_only: bool = False
+
+
+def _writes(scope: str) -> bool:
+    """Whether a resource scope permits creating, updating or deleting (v1 or v2)."""
+    head, _, tail = scope.partition("/")
+    if head not in {"patient", "user", "system"}:
+        return False
+    permission = tail.partition(".")[2].partition("?")[0]
+    return permission in {"write", "*"} or any(letter in permission for letter in "cud")
 
 
 @dataclass(slots=True)
@@ -155,8 +166,10 @@ class AuthorizationServer:
             raise OAuthError("invalid_request", f"aud must be {self.fhir_base}")
         if params.get("code_challenge_method") != "S256" or not params.get("code_challenge"):
             raise OAuthError("invalid_request", "PKCE with code_challenge_method=S256 is required")
-        scope = params.get("scope", "")
-        scopes = scope.split()
+        scopes = [
+            s for s in params.get("scope", "").split() if not (client.read_only and _writes(s))
+        ]
+        scope = " ".join(scopes)
         context: LaunchContext | None = None
         if "launch" in scopes:
             context = self._launches.pop(params.get("launch", ""), None)
