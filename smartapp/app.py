@@ -84,6 +84,18 @@ async def _stay_class(client: FhirClient, encounter: str) -> str | None:
     return kind.get("code") if isinstance(kind, dict) else None
 
 
+async def reconcile_signatures(state: AppState) -> list[str]:
+    """Claims of signatures left by a process that died are settled with the EHR, asked with
+    the signer's session while it lasts; each claim's outcome."""
+    outcomes = []
+    for row in await stale_claims(state.database, state.settings.signing_timeout_s):
+        session_id = row.signing_session or ""
+        live = await state.store.stored_context(session_id) if session_id else None
+        client = fhir_client_for(state, session_id, row.iss) if live else None
+        outcomes.append(await reconcile_claim(state.database, row, client, state.installation))
+    return outcomes
+
+
 def create_app(
     settings: AppSettings | None = None, stage_hook: StageHook | None = None
 ) -> Litestar:
@@ -421,20 +433,11 @@ def create_app(
             keys.append(signing_key(settings))
         return public_jwks([key for key in keys if key is not None])
 
-    async def reconcile_signatures() -> None:
-        """Claims of signatures left by a process that died are settled with the EHR, asked
-        with the signer's session while it lasts."""
-        for row in await stale_claims(database, settings.signing_timeout_s):
-            session_id = row.signing_session or ""
-            live = await state.store.stored_context(session_id) if session_id else None
-            client = fhir_client_for(state, session_id, row.iss) if live else None
-            await reconcile_claim(database, row, client, state.installation)
-
     async def sweep_signatures() -> None:
         while True:
             await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
             try:
-                await reconcile_signatures()
+                await reconcile_signatures(state)
             except Exception as failure:  # a sweep that fails is logged and tried again
                 logged("reconciling signatures", repr(failure))
 
@@ -482,11 +485,10 @@ def create_app(
             jwks,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
-        middleware=[security_headers(settings)],
+        before_send=[security_headers(settings)],
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,
     )
     app.state.provenote = state
-    app.state.reconcile_signatures = reconcile_signatures
     return app

@@ -341,7 +341,10 @@ async def reconcile_claim(
     if remote == "final":
         full = await load(database, row.id)
         assert full is not None
-        signed = _as_signed(full, reviewed(full), practitioner, row.signing_at or utcnow())
+        claimed = row.signing_at or utcnow()
+        if claimed.tzinfo is None:  # SQLite returns stored UTC times without a zone
+            claimed = claimed.replace(tzinfo=UTC)
+        signed = _as_signed(full, reviewed(full), practitioner, claimed)
         await _finish_signature(
             database, signed, row.revision, "reconciled: the EHR's copy is final"
         )
