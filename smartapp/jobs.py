@@ -277,8 +277,12 @@ class JobService:
     def _check_inpatient(self, state: Any) -> None:
         """A discharge summary is drafted for an inpatient stay only; anything else is refused
         before a draft exists, so nothing is written."""
-        stay = next(iter(state.facts.get("encounter", [])), None)
-        kind = getattr(getattr(stay, "attributes", None), "class_code", None)
+        stays = [
+            fact.attributes
+            for fact in state.facts.get("encounter", [])
+            if getattr(fact.attributes, "kind", None) == "stay"
+        ]
+        kind = stays[0].class_code if stays else None
         if kind not in self.inpatient_classes:
             raise ProvenoteError(
                 f"not an inpatient stay (encounter class {kind or 'unknown'}): Provenote drafts "

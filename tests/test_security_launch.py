@@ -556,3 +556,46 @@ def test_the_stub_recorder_answers_as_routed() -> None:
     assert [(r.method, r.path) for r in server.requests] == [("POST", "/x"), ("GET", "/y")]
     assert server.saw("hello") and not server.saw("absent")
     assert isinstance(server, RecordingServer)
+
+
+def test_registrations_come_from_one_variable_or_one_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from pydantic import ValidationError
+
+    from smartapp.settings import AppSettings
+
+    listed = [{"issuer": "https://a.example.org/fhir/", "client_id": "from-variable"}]
+    monkeypatch.setenv("PROVENOTE_APP_REGISTRATIONS", json.dumps(listed))
+    in_file = tmp_path / "registrations.json"
+    in_file.write_text(
+        json.dumps(
+            [
+                {
+                    "issuer": "https://b.example.org/fhir",
+                    "client_id": "from-file",
+                    "client_auth": "client_secret_basic",
+                    "client_secret": "s",
+                }
+            ]
+        )
+    )
+    monkeypatch.setenv("PROVENOTE_APP_REGISTRATIONS_FILE", str(in_file))
+    settings = AppSettings()
+    assert settings.registration_for("https://a.example.org/fhir").client_id == "from-variable"
+    from_file = settings.registration_for("https://b.example.org/fhir/")
+    assert from_file.client_auth == "client_secret_basic"
+    assert from_file.client_secret.get_secret_value() == "s"
+    assert settings.registration_for("https://c.example.org/fhir") is None
+    assert "https://b.example.org:443" in settings.ehr_origins()
+    monkeypatch.delenv("PROVENOTE_APP_REGISTRATIONS_FILE")
+    monkeypatch.setenv(
+        "PROVENOTE_APP_REGISTRATIONS",
+        json.dumps(
+            [{"issuer": "https://x", "client_id": "y", "client_auth": "client_secret_basic"}]
+        ),
+    )
+    with pytest.raises(ValidationError, match="needs a client_secret"):
+        AppSettings()
