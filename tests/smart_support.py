@@ -86,11 +86,15 @@ def registered(client_id: str, kind: str, redirect_uri: str, **extra: object) ->
 
 
 def launch_job(
-    browser: httpx.Client, sandbox: Sandbox, patient: str, user: str | None = None
+    browser: httpx.Client,
+    sandbox: Sandbox,
+    patient: str,
+    user: str | None = None,
+    encounter: str | None = None,
 ) -> str:
-    """Launch from the chart as a browser would (as ``user``, else the sandbox physician); the
-    id of the job the launch started."""
-    encounter = inpatient_encounter(browser, sandbox, patient)
+    """Launch from the chart as a browser would (as ``user``, else the sandbox physician; for
+    ``encounter``, else the latest inpatient stay); the id of the job the launch started."""
+    encounter = encounter or inpatient_encounter(browser, sandbox, patient)
     form = {"patient": patient, "encounter": encounter} | ({"user": user} if user else {})
     landing = browser.post(f"{sandbox.chart_url}/launch", data=form)
     assert landing.status_code == 200, landing.text[:300]

@@ -19,7 +19,7 @@ from smartapp.fhir_client import FhirClient, OutsideEhrError
 from smartapp.review import load
 from smartapp.settings import ClientRegistration
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay
-from tests.smart_support import chart_launch, running_app, wait_for
+from tests.smart_support import chart_launch, launch_job, running_app, wait_for
 
 LOINC = "http://loinc.org"
 
@@ -51,12 +51,6 @@ def evil_order(attacker: str) -> dict:
     }
 
 
-def launched_job(browser: httpx.Client, sandbox: Sandbox, patient: str, encounter: str) -> str:
-    landing = chart_launch(browser, sandbox, patient, encounter)
-    assert landing.status_code == 200, landing.text[:300]
-    return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
-
-
 # --- 1. The EHR's access token goes only to the EHR -------------------------------------------
 
 
@@ -71,7 +65,9 @@ def test_references_outside_the_ehr_are_never_fetched_and_the_rest_is_drafted(
             running_app(sandbox, tmp_path, client_id="app-outside") as app,
             httpx.Client(follow_redirects=True, timeout=60) as browser,
         ):
-            job = wait_for(browser, app, launched_job(browser, sandbox, "sec-outside", encounter))
+            job = wait_for(
+                browser, app, launch_job(browser, sandbox, "sec-outside", encounter=encounter)
+            )
             assert job["state"] == "done", job
             draft = app.call(load(app.state.database, job["draft"]))
         assert attacker.requests == []  # not the token, not anything
@@ -488,8 +484,6 @@ def test_over_https_cookies_are_host_prefixed_and_secure(sandbox: Sandbox, tmp_p
 def test_a_patient_launch_drafts_but_never_writes_to_the_chart(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    from tests.smart_support import launch_job
-
     patient = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
     with (
         running_app(sandbox, tmp_path, client_id="app-patient-user") as app,
@@ -517,7 +511,7 @@ def test_a_job_is_visible_only_to_a_session_of_its_patient_and_issuer(
         running_app(sandbox, tmp_path, client_id="app-visible") as app,
         httpx.Client(follow_redirects=True, timeout=60) as browser,
     ):
-        job_id = launched_job(browser, sandbox, "sec-visible", encounter)
+        job_id = launch_job(browser, sandbox, "sec-visible", encounter=encounter)
         wait_for(browser, app, job_id)
 
         async def move_to_another_ehr() -> None:

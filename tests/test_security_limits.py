@@ -262,8 +262,7 @@ def test_a_job_that_raises_anything_fails_alone_and_the_worker_goes_on(
     ):
         outcomes = {}
         for patient, encounter in stays.items():
-            landing = chart_launch(browser, sandbox, patient, encounter)
-            job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+            job_id = launch_job(browser, sandbox, patient, encounter=encounter)
             outcomes[patient] = wait_for(browser, app, job_id)
     for patient in broken:
         assert outcomes[patient]["state"] == "failed"
@@ -337,8 +336,7 @@ def test_a_signature_left_by_a_dead_process_is_settled_by_the_ehrs_copy(
         running_app(sandbox, tmp_path, client_id=f"app-claim-{ehr_status}") as app,
         httpx.Client(follow_redirects=True, timeout=60) as browser,
     ):
-        landing = chart_launch(browser, sandbox, patient, encounter)
-        job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+        job_id = launch_job(browser, sandbox, patient, encounter=encounter)
         job = wait_for(browser, app, job_id)
         draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
         remote = draft["write_back"]["remote"]
@@ -395,10 +393,7 @@ def test_a_read_only_grant_drafts_and_says_write_back_is_not_permitted(
         httpx.Client(follow_redirects=True, timeout=60) as browser,
     ):
         sandbox.auth.clients["app-read-only"].read_only = True
-        landing = chart_launch(browser, sandbox, patient, encounter)
-        assert landing.status_code == 200
-        job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
-        job = wait_for(browser, app, job_id)
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
         assert job["state"] == "done" and "not permitted by the EHR" in job["detail"]
         page = browser.get(f"{app.base_url}/").text
         assert "not permitted by the EHR" in page
@@ -427,8 +422,7 @@ def test_a_refused_composition_falls_back_to_a_document_and_leaves_no_device(
         encounter = seed_stay(sandbox, patient)
         sandbox.set_fault("405", count=5, match="POST /Composition")
         try:
-            landing = chart_launch(browser, sandbox, patient, encounter)
-            job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+            job_id = launch_job(browser, sandbox, patient, encounter=encounter)
             job = wait_for(browser, app, job_id)
         finally:
             sandbox.set_fault("none", count=0)
@@ -452,8 +446,7 @@ def test_two_installations_never_adopt_each_others_notes(sandbox: Sandbox, tmp_p
             httpx.Client(follow_redirects=True, timeout=60) as browser,
         ):
             installations.append(app.state.installation)
-            landing = chart_launch(browser, sandbox, patient, encounter)
-            job_id = landing.text.split('data-job="', 1)[1].split('"', 1)[0]
+            job_id = launch_job(browser, sandbox, patient, encounter=encounter)
             job = wait_for(browser, app, job_id)
             draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
             remotes.append(draft["write_back"]["remote"])
