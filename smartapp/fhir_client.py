@@ -51,12 +51,11 @@ class OutsideEhrError(FhirError):
 
 
 def resource_type_of(path: str) -> str:
-    """What a request is about, for messages: ``Patient``, ``metadata``, ``Binary``…"""
+    """What a request relative to the FHIR base is about, for messages: ``Patient``,
+    ``metadata``, ``Binary``… (never an id, a query or anything else the URL carries)."""
     segments = [s for s in httpx.URL(path).path.split("/") if s]
-    for segment in segments:
-        if segment[:1].isupper() or segment.startswith(("metadata", "$")):
-            return segment
-    return segments[-1] if segments else "base"
+    first = segments[0] if segments else ""
+    return first if first[:1].isupper() or first in {"metadata", "_history"} else "request"
 
 
 def retry_after_seconds(response: httpx.Response) -> float | None:
@@ -102,7 +101,7 @@ class FhirClient:
         """The absolute URL of ``path``; OutsideEhrError when it would leave the FHIR base."""
         url = path if "://" in path else f"{self.base}/{path.lstrip('/')}"
         if not under_base(url, self.base):
-            raise OutsideEhrError(f"{resource_type_of(path)}: the URL is outside the EHR")
+            raise OutsideEhrError("the URL is outside the EHR")
         return url
 
     def _backoff(self, attempt: int) -> float:
@@ -120,7 +119,7 @@ class FhirClient:
     ) -> tuple[httpx.Response, bytes]:
         """One FHIR interaction with retries; the response and its body (size-limited)."""
         url = self.url(path)
-        what = f"{method} {resource_type_of(path)}"
+        what = f"{method} {resource_type_of(url.removeprefix(self.base))}"
         sent = {"accept": "application/fhir+json"} | (headers or {})
         attempt = 0
         while True:
@@ -172,12 +171,13 @@ class FhirClient:
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response, body = await self.request(method, path, **kwargs)
+        what = f"{method} {resource_type_of(self.url(path).removeprefix(self.base))}"
         try:
             answer = httpx.Response(response.status_code, content=body).json()
         except ValueError as error:
-            raise FhirError(f"{method} {resource_type_of(path)}: the answer is not JSON") from error
+            raise FhirError(f"{what}: the answer is not JSON") from error
         if not isinstance(answer, dict):
-            raise FhirError(f"{method} {resource_type_of(path)}: the answer is not a resource")
+            raise FhirError(f"{what}: the answer is not a resource")
         return answer
 
     async def read(self, resource_type: str, resource_id: str) -> dict[str, Any]:

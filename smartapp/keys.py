@@ -56,15 +56,12 @@ def registration_key(
     """The private_key_jwt key for one EHR: its own file, else the app's key for that alg."""
     if registration.client_auth != "private_key_jwt":
         return None
-    path = registration.signing_key_file or (
-        settings.signing_key_file
-        if settings.signing_alg == registration.signing_alg
-        else settings.data_dir / f"client-{registration.signing_alg}.pem"
-    )
-    return _key_at(
-        path or settings.data_dir / f"client-{registration.signing_alg}.pem",
-        registration.signing_alg,
-    )
+    alg = registration.signing_alg
+    if registration.signing_key_file is not None:
+        return _key_at(registration.signing_key_file, alg)
+    if settings.signing_key_file is not None and settings.signing_alg == alg:
+        return _key_at(settings.signing_key_file, alg)
+    return _key_at(settings.data_dir / f"client-{alg}.pem", alg)
 
 
 def public_jwks(keys: list[RSAKey | ECKey]) -> dict[str, object]:

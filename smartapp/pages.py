@@ -64,25 +64,22 @@ class Submission:
     revision: int
 
 
-def practitioner_reference(fhir_user: str | None) -> str | None:
-    """``Practitioner/{id}`` when the user is a Practitioner (fhirUser may be an absolute URL)."""
-    if not fhir_user:
-        return None
-    parts = fhir_user.rstrip("/").split("/")
-    if len(parts) >= 2 and parts[-2] == "Practitioner" and parts[-1]:
-        return f"Practitioner/{parts[-1]}"
-    return None
-
-
-def user_role(fhir_user: str | None) -> str | None:
-    """The resource type of the user (``Practitioner``, ``Patient``…), from fhirUser."""
+def _user_reference(fhir_user: str | None) -> tuple[str, str] | None:
+    """(resource type, id) of the user; fhirUser may be an absolute URL."""
     parts = (fhir_user or "").rstrip("/").split("/")
-    return parts[-2] if len(parts) >= 2 and parts[-1] else None
+    return (parts[-2], parts[-1]) if len(parts) >= 2 and parts[-2] and parts[-1] else None
+
+
+def practitioner_reference(fhir_user: str | None) -> str | None:
+    """``Practitioner/{id}`` when the user is a Practitioner."""
+    found = _user_reference(fhir_user)
+    return f"Practitioner/{found[1]}" if found and found[0] == "Practitioner" else None
 
 
 def may_review(settings: AppSettings, context: LaunchContext) -> bool:
     """Whether the launched user may change and sign drafts, and so write to the chart."""
-    return user_role(context.fhir_user) in settings.reviewer_roles
+    found = _user_reference(context.fhir_user)
+    return found is not None and found[0] in settings.reviewer_roles
 
 
 def _citations(summary: Summary, state: EvidenceState) -> dict[str, list[dict[str, Any]]]:
