@@ -2,10 +2,19 @@
 
 import sys
 
-from bench import evidence, fetch, focus_quality, focus_speed, launch_to_draft, review_api
+from bench import (
+    evidence,
+    fetch,
+    focus_quality,
+    focus_speed,
+    launch_to_draft,
+    review_api,
+    startup,
+)
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
+    startup.main()
     evidence.main()
     fetch.main()
     launch_to_draft.main()

@@ -1,4 +1,8 @@
-"""The ``provenote`` command line."""
+"""The ``provenote`` command line.
+
+It starts fast: ``--help`` and ``evidence`` import neither torch, transformers, Litestar nor nltk;
+the commands that need them import them when they run.
+"""
 
 from __future__ import annotations
 
@@ -12,31 +16,23 @@ from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-import uvicorn
 
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
-from launch.demo import DemoError, run_demo
-from launch.sandbox.run import Sandbox, SandboxError, app_client
-from pipeline.agentic import GroundingScorer, LoopSettings, agentic_summary
 from pipeline.chat import ChatBackend, ModelOutputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.extraction import with_model_extraction
-from pipeline.focus import candidates_of as focus_candidates
-from pipeline.focus import default_salience, focus, keep_count
-from pipeline.llm import TransformersBackend
 from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from pipeline.verify import verify_text
-from smartapp.app import create_app
 from smartapp.openai_backend import BackendError, OpenAIBackend
 from smartapp.settings import get_app_settings
+
+if TYPE_CHECKING:
+    from pipeline.agentic import GroundingScorer
 
 SAMPLES = Path(__file__).parent / "samples"
 DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
@@ -71,6 +67,8 @@ EncounterOption = Annotated[
 
 def language_model(spec: str, scorer: Path | None) -> tuple[ChatBackend, GroundingScorer | None]:
     """``transformers:DIR`` or ``openai:URL#MODEL`` to a backend and its grounding scorer."""
+    from pipeline.llm import TransformersBackend
+
     kind, _, target = spec.partition(":")
     if kind == "transformers" and target:
         local = TransformersBackend.from_directory(Path(target))
@@ -201,6 +199,10 @@ def summarize(
     ] = None,
 ) -> None:
     """Draft the discharge summary of one stay (evidence-only unless --llm names a model)."""
+    from pipeline.agentic import LoopSettings, agentic_summary
+    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.extraction import with_model_extraction
+
     state = load_evidence(bundle, encounter)
     ratio = get_settings().focus_ratio
     if llm == "none":
@@ -237,6 +239,9 @@ def focus_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Keep the most salient sentences of a note (FOCUS), with offsets and scores."""
+    from pipeline.focus import candidates_of as focus_candidates
+    from pipeline.focus import default_salience, focus, keep_count
+
     text = read_text(file)
     candidates = focus_candidates(text)
     kept = focus(text, ratio, default_salience(), candidates)
@@ -276,6 +281,8 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Check a free-text summary against a free-text source; exit 1 if any sentence is flagged."""
+    from pipeline.verify import verify_text
+
     report = verify_text(read_text(source), read_text(summary))
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
@@ -299,6 +306,8 @@ def sandbox(
     ] = None,
 ) -> None:
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
+    from launch.sandbox.run import Sandbox, SandboxError, app_client
+
     settings = get_app_settings()
     box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None)
     stop = threading.Event()
@@ -335,6 +344,9 @@ def demo(
     ),
 ) -> None:
     """Launch Provenote from the sandbox chart and show the draft it writes back."""
+    from launch.demo import DemoError, run_demo
+    from launch.sandbox.run import SandboxError
+
     try:
         code = run_demo(data_dir, keep_running)
     except (DemoError, SandboxError) as error:
@@ -351,6 +363,10 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
 ) -> None:
     """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_APP_* settings."""
+    import uvicorn
+
+    from smartapp.app import create_app
+
     uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
 

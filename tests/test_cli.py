@@ -200,3 +200,26 @@ def test_demo_launches_drafts_writes_back_and_prints_the_urls(tmp_path: Path) ->
     assert tail[3].split("/fhir/Composition/")[1] == tail[2].split("/drafts/")[1]
     assert "/fhir/R4/Composition/" in tail[4]
     assert "done" in completed.stderr and "writing_back" in completed.stderr
+
+
+HEAVY = ("torch", "transformers", "litestar", "nltk")
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["evidence", "-o", "{tmp}/state.json"]])
+def test_help_and_evidence_start_without_the_heavy_libraries(
+    tmp_path: Path, arguments: list[str]
+) -> None:
+    """A fresh interpreter runs the command; none of the heavy libraries may have been loaded."""
+    filled = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from launch.cli import app\n"
+        f"result = CliRunner().invoke(app, {filled!r})\n"
+        "assert result.exit_code == 0, result.output\n"
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
+    assert loaded == ""
