@@ -32,6 +32,8 @@ AI_ASSERTED = {
     "code": "AIAST",
     "display": "Artificial Intelligence asserted",
 }
+# The identifier system of every note Provenote writes to an EHR (its idempotency key).
+DRAFT_KEY_SYSTEM = f"{CANONICAL}/draft-key"
 DRAFT_TITLE = "AI DRAFT discharge summary: not reviewed, needs physician review and signature"
 _NAMESPACE = uuid.UUID("5f0c6b8e-4f7a-4c59-9d8a-2f7e8c1d3b10")
 

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.mapped import Mapped, ref
-from fhir_mapping.resources import ParsedResource
+from fhir_mapping.resources import ParsedResource, relative_key
 from fhir_mapping.scope import Scope
 from pipeline.documents import document_id, ingest_document
 from pipeline.evidence import SourceDocument, SourceRef, stable_id
@@ -22,6 +23,8 @@ from pipeline.ocr import OcrBudget
 from pipeline.settings import PipelineSettings
 
 OUTSIDE_EHR = "attachment outside the EHR, not fetched"
+AI_GENERATED = "AI-generated draft"
+AI_ASSERTED_CODE = "AIAST"
 
 
 @dataclass(slots=True)
@@ -111,6 +114,26 @@ def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
     return scope.during_stay(as_datetime(period_start or document.date))
 
 
+def ai_generated(document: Any, scope: Scope, item: ParsedResource) -> bool:
+    """Whether a document is an AI-generated draft (HL7 AI Transparency's AIAST label,
+    Provenote's own identifier, or a Device as author): such a note is never evidence, or a new
+    draft would cite an earlier draft, its own words, as the record."""
+    meta = document.meta
+    if meta is not None and any(label.code == AI_ASSERTED_CODE for label in meta.security or []):
+        return True
+    if any(identifier.system == DRAFT_KEY_SYSTEM for identifier in document.identifier or []):
+        return True
+    for author in getattr(document, "author", None) or []:
+        reference = author.reference or ""
+        if reference.startswith("#"):
+            target = scope.index.resolve(reference, container=item)
+            if target is not None and target.get_resource_type() == "Device":
+                return True
+        elif relative_key(reference).startswith("Device/"):
+            return True
+    return False
+
+
 def collect_documents(
     scope: Scope, settings: PipelineSettings
 ) -> tuple[list[SourceDocument], Mapped]:
@@ -122,6 +145,9 @@ def collect_documents(
             continue
         if document.status == "entered-in-error":
             mapped.exclude(item, "status", "status is entered-in-error")
+            continue
+        if ai_generated(document, scope, item):
+            mapped.exclude(item, "ai_generated", AI_GENERATED)
             continue
         if not _document_reference_in_stay(scope, document):
             mapped.exclude(item, "out_of_scope", "note not of this stay")
@@ -146,6 +172,9 @@ def collect_documents(
         )
         in_stay = scope.in_stay(report.encounter, effective or report.issued)
         if not in_stay or report.status in {"cancelled", "entered-in-error"}:
+            continue
+        if ai_generated(report, scope, item):
+            mapped.exclude(item, "ai_generated", AI_GENERATED)
             continue
         for position, attachment in enumerate(report.presentedForm):
             _collect(

@@ -289,7 +289,13 @@ class TraceEvent(_Model):
 
 
 ExclusionKind = Literal[
-    "out_of_scope", "status", "historical", "parse_error", "unresolved", "not_fetched"
+    "out_of_scope",
+    "status",
+    "historical",
+    "parse_error",
+    "unresolved",
+    "not_fetched",
+    "ai_generated",
 ]
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 
-from fhir_mapping.composition import TARGET_ELEMENT
+from fhir_mapping.composition import DRAFT_KEY_SYSTEM, TARGET_ELEMENT
 from fhir_mapping.document_reference import draft_document_reference
 from fhir_mapping.references import rewrite_references
 from fhir_mapping.signoff import verifier_provenance
@@ -31,7 +31,7 @@ from smartapp.fhir_client import FhirClient, FhirError
 from smartapp.scopes import granted
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
-KEY_SYSTEM = "https://provenote.dev/fhir/draft-key"
+KEY_SYSTEM = DRAFT_KEY_SYSTEM
 ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-status-accepted"
 # Answers by which an EHR refuses a Composition it advertised: try a DocumentReference instead.
 COMPOSITION_REFUSED = frozenset({403, 405, 422})

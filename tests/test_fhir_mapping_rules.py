@@ -427,3 +427,44 @@ def test_note_of_another_stay_is_excluded() -> None:
     )
     assert state.documents == []
     assert exclusion_of(state, "DocumentReference/d1") == ("out_of_scope", "note not of this stay")
+
+
+@pytest.mark.parametrize(
+    "marking",
+    [
+        {
+            "meta": {
+                "security": [
+                    {
+                        "system": "http://terminology.hl7.org/CodeSystem/v3-ObservationValue",
+                        "code": "AIAST",
+                    }
+                ]
+            }
+        },
+        {"identifier": [{"system": "https://provenote.dev/fhir/draft-key", "value": "k1"}]},
+        {"author": [{"reference": "Device/some-model"}]},
+        {
+            "contained": [{"resourceType": "Device", "id": "model"}],
+            "author": [{"reference": "#model"}],
+        },
+    ],
+    ids=["aiast-label", "provenote-identifier", "device-author", "contained-device-author"],
+)
+def test_an_ai_generated_draft_is_never_evidence(marking: dict) -> None:
+    earlier_draft = (
+        fx.document_reference(
+            "earlier-draft", fx.attachment("Hospital course: the patient recovered well.")
+        )
+        | marking
+    )
+    human_note = fx.document_reference("human-note", fx.attachment("Patient walked today."))
+    state = build_evidence(fx.stay(earlier_draft, human_note))
+    assert [d.sources[0].resource for d in state.documents] == ["DocumentReference/human-note"]
+    (excluded,) = [e for e in state.exclusions if e.kind == "ai_generated"]
+    assert excluded.resource == "DocumentReference/earlier-draft"
+    assert excluded.reason == "AI-generated draft"
+    assert any(
+        event.action == "excluded:ai_generated" and event.detail == "AI-generated draft"
+        for event in state.trace
+    )

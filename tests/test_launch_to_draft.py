@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
+from smartapp.review import load
 from smartapp.writeback import KEY_SYSTEM, idempotency_key
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
@@ -133,6 +134,18 @@ def test_launch_to_draft_for_each_capability_profile(
                 "Discharge summary drafted by Provenote (AI), reviewed and signed"
             )
         assert final["write_back"]["status"] == "signed"
+        if profile != "composition":
+            # The next draft of the stay reads the chart with our note in it: never as evidence.
+            again = wait_for(browser, app, launch(browser, sandbox))
+            second = app.call(load(app.state.database, again["draft"]))
+            (ours,) = documents
+            cited = {ref["resource"] for d in second.evidence["documents"] for ref in d["sources"]}
+            assert f"DocumentReference/{ours['id']}" not in cited
+            assert {
+                "resource": f"DocumentReference/{ours['id']}",
+                "kind": "ai_generated",
+                "reason": "AI-generated draft",
+            } in second.evidence["exclusions"]
 
 
 def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
