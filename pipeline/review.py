@@ -38,11 +38,11 @@ class ReviewItem(BaseModel):
 
 def review_items(sentence: Sentence) -> list[ReviewItem]:
     """Each reason the sentence is flagged, labelled: unsupported, weak grounding, failed check,
-    conflict, or the evidence flag's own name."""
+    conflict, or the evidence flag's own name (its text empty where the sentence states it)."""
     items = [
         ReviewItem(
             kind=FLAG_KINDS.get(flag.code, flag.code.replace("_", " ").capitalize()),
-            reason=flag.reason,
+            reason="" if sentence.states(flag.reason) else flag.reason,
         )
         for flag in sentence.flags
     ]

@@ -96,9 +96,18 @@ class Sentence(_Model):
     def flagged(self) -> bool:
         return bool(self.flags) or self.verdict == "unsupported"
 
+    def states(self, reason: str) -> bool:
+        """Whether a "Needs review" sentence, written from its flags, already says ``reason``
+        (every part of it), so that a flag's text is printed once, not twice."""
+        if self.section != "needs_review":
+            return False
+        text = self.text.lower()
+        return all(part.strip().lower() in text for part in reason.rstrip(".").split(": "))
+
     def review_reasons(self) -> str:
-        """Why the sentence needs review, for people: its flags, then its failed checks."""
-        reasons = [flag.reason for flag in self.flags]
+        """Why the sentence needs review, for people: its flags, then its failed checks; what
+        the sentence itself states is not said again."""
+        reasons = [flag.reason for flag in self.flags if not self.states(flag.reason)]
         reasons += [
             f"{check.detail}: {', '.join(check.spans)}" if check.spans else check.detail
             for check in self.checks

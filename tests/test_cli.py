@@ -104,8 +104,14 @@ def test_summarize_markdown_shows_citations_and_flags() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# Discharge summary: AI DRAFT, needs physician review")
     assert "- CHANGED: simvastatin 40 MG Oral Tablet (strength: 20 MG → 40 MG). [" in result.stdout
-    assert "**⚠ needs review:" in result.stdout
+    assert "**⚠" in result.stdout
     assert "## Sources" in result.stdout
+    needs_review = result.stdout.split("## Needs review", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in needs_review.splitlines() if line.startswith("- ")]
+    assert lines
+    for line in lines:  # one line per flag, its text once
+        said = line.removeprefix("- ").removeprefix("**⚠** ")[:40]
+        assert line.count(said) == 1, line
 
 
 def test_summarize_bad_input_exits_2(tmp_path: Path) -> None:
