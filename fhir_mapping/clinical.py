@@ -38,10 +38,16 @@ def map_conditions(scope: Scope) -> Mapped:
             condition.abatementDateTime
             or (condition.abatementPeriod.end if condition.abatementPeriod else None)
         )
+        if scope.after_discharge(onset):
+            mapped.exclude(item, "out_of_scope", f"onset {onset.isoformat()}, after discharge")
+            continue
+        if scope.after_discharge(abatement):
+            # Read as of discharge: a condition resolved later was active then.
+            clinical, abatement = "active", None
         if scope.is_encounter(condition.encounter):
             role = "encounter_diagnosis"
         else:
-            began_before_end = onset is not None and (scope.end is None or onset <= scope.end)
+            began_before_end = onset is not None and onset <= scope.as_of
             if abatement is not None:
                 still_active = scope.start is not None and abatement >= scope.start
             else:
@@ -89,7 +95,7 @@ def map_allergies(scope: Scope) -> Mapped:
             mapped.exclude(item, "status", f"clinical status is {clinical}")
             continue
         recorded = as_datetime(allergy.recordedDate or allergy.onsetDateTime)
-        if recorded is not None and scope.end is not None and recorded > scope.end:
+        if scope.after_discharge(recorded):
             mapped.exclude(item, "out_of_scope", f"recorded {recorded.isoformat()}, after the stay")
             continue
         reactions = allergy.reaction or []
@@ -130,7 +136,7 @@ def map_procedures(scope: Scope) -> Mapped:
         period = procedure.performedPeriod
         start = as_datetime(procedure.performedDateTime or (period.start if period else None))
         end = as_datetime(period.end) if period else None
-        if not scope.in_stay(procedure.encounter, start):
+        if not scope.in_stay(procedure.encounter, start) or scope.after_discharge(end):
             when = start.isoformat() if start else "no time documented"
             mapped.exclude(item, "out_of_scope", f"not performed in the stay ({when})")
             continue

@@ -106,11 +106,15 @@ def _read(
 
 
 def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
+    """A note of one of the episode's encounters (or, naming none, written during the episode),
+    and not written after discharge."""
     context = document.context
     encounters = context.encounter or [] if context is not None else []
+    period_start = context.period.start if context and context.period else None
+    if scope.after_discharge(as_datetime(document.date)):
+        return False
     if encounters:
         return any(scope.is_encounter(encounter) for encounter in encounters)
-    period_start = context.period.start if context and context.period else None
     return scope.during_stay(as_datetime(period_start or document.date))
 
 

@@ -12,15 +12,21 @@ from fhir_mapping.results import map_results
 from fhir_mapping.scope import Scope, choose_scope
 from pipeline.agent import run_agent_loop
 from pipeline.documents import facts_from_document, ingestion_events
-from pipeline.evidence import EvidenceState, Exclusion, TraceEvent, group_facts
+from pipeline.evidence import (
+    EpisodeEncounter,
+    EvidenceState,
+    Exclusion,
+    TraceEvent,
+    group_facts,
+)
 from pipeline.settings import PipelineSettings, get_settings
 
 MAPPERS = (map_conditions, map_medications, map_allergies, map_procedures, map_results)
 
 
-def _scope(index: ResourceIndex, encounter_id: str | None) -> Scope:
+def _scope(index: ResourceIndex, encounter_id: str | None, window_h: float) -> Scope:
     try:
-        return choose_scope(index, encounter_id)
+        return choose_scope(index, encounter_id, window_h)
     except EvidenceInputError as error:
         broken = [item for item in index.failures if item.resource.startswith(("Patient", "Enc"))]
         if broken:
@@ -48,7 +54,7 @@ def build_evidence(
     """The validated evidence state of one patient's stay; EvidenceInputError if there is none."""
     settings = settings or get_settings()
     index = index_resources(data)
-    scope = _scope(index, encounter_id)
+    scope = _scope(index, encounter_id, settings.episode_window_h)
     mapped = Mapped(facts=[patient_fact(scope), encounter_fact(scope)])
     for mapper in MAPPERS:
         mapped.extend(mapper(scope))
@@ -66,12 +72,17 @@ def build_evidence(
             f"{len(exclusions)} resources excluded",
             resource=scope.encounter.key,
         ),
+        *(
+            TraceEvent(step=0, agent="map", action="episode", detail=why, resource=key)
+            for key, why in scope.episode.items()
+        ),
         *_exclusion_events(exclusions),
         *ingestion_events(documents, step=0),
     ]
     state = EvidenceState(
         patient=scope.patient.key,
         encounter=scope.encounter.key,
+        episode=[EpisodeEncounter(resource=key, reason=why) for key, why in scope.episode.items()],
         documents=documents,
         facts=group_facts(mapped.facts),
         exclusions=exclusions,

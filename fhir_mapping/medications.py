@@ -74,14 +74,14 @@ def classify_phase(
     """Place one order relative to the stay, by the rules in the module docstring."""
     if status in _NEVER_GIVEN:
         return PhaseDecision(None, f"status is {status}", "status")
+    if scope.after_discharge(authored):
+        return PhaseDecision(
+            None, f"ordered {authored.isoformat()}, after the stay", "out_of_scope"
+        )
     if ordered_in_stay or scope.during_stay(authored):
         if inpatient_category:
             return PhaseDecision("inpatient", "ordered in the stay for inpatient use")
         return PhaseDecision("discharge", "ordered in the stay for use after discharge")
-    if authored is not None and scope.end is not None and authored > scope.end:
-        return PhaseDecision(
-            None, f"ordered {authored.isoformat()}, after the stay", "out_of_scope"
-        )
     if authored is None:
         return PhaseDecision("unknown", "no order date and no encounter: cannot place it")
     if ends is not None and scope.start is not None:

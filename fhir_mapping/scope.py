@@ -1,14 +1,19 @@
-"""Which patient and which encounter a summary is about, and what falls inside that stay.
+"""Which patient and which hospitalization a summary is about, and what falls inside it.
 
 Default encounter: the most recent inpatient stay (class IMP, ACUTE or NONAC), else the most recent
-encounter of any class; an explicit encounter id overrides. A resource belongs to the stay when it
-references the encounter, or, where it references none, when its own time falls inside the period.
+encounter of any class; an explicit encounter id overrides. The hospitalization is an **episode**:
+that encounter plus every encounter of the patient that overlaps it, is ``partOf`` it, or ends
+within a window (default 24 h) before it starts (the emergency visit before admission, a procedure
+or step-down encounter). A resource belongs to the episode when it references one of its
+encounters, or, where it references none, when its own time falls inside the episode. Everything is
+read **as of discharge** (the stay's ``period.end``; now for a stay still open): nothing dated after
+discharge belongs to the episode.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fhir_mapping.codes import as_datetime
@@ -17,21 +22,48 @@ from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceI
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 
 
+def _period(encounter: ParsedResource) -> tuple[datetime | None, datetime | None]:
+    period = encounter.model.period
+    if period is None:
+        return None, None
+    return as_datetime(period.start), as_datetime(period.end)
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     index: ResourceIndex
     patient: ParsedResource
+    # The inpatient encounter the summary is about (its discharge ends the episode).
     encounter: ParsedResource
+    # Every encounter of the episode, the stay's own first, and why each belongs to it.
+    episode: dict[str, str] = field(default_factory=dict)
 
     @property
     def start(self) -> datetime | None:
-        period = self.encounter.model.period
-        return as_datetime(period.start) if period is not None else None
+        """When the episode began: the earliest start of its encounters."""
+        starts = [
+            start
+            for key in self.episode or {self.encounter.key: ""}
+            if (start := _period(self.index.by_key[key])[0]) is not None
+        ]
+        return min(starts) if starts else None
+
+    @property
+    def admission(self) -> datetime | None:
+        return _period(self.encounter)[0]
 
     @property
     def end(self) -> datetime | None:
-        period = self.encounter.model.period
-        return as_datetime(period.end) if period is not None else None
+        """Discharge: the stay's own end (None while it is open)."""
+        return _period(self.encounter)[1]
+
+    @property
+    def as_of(self) -> datetime:
+        """The moment the record is read at: discharge, or now for a stay still open."""
+        return self.end or datetime.now(UTC)
+
+    def after_discharge(self, moment: datetime | None) -> bool:
+        return moment is not None and moment > self.as_of
 
     def is_patient(self, reference: Any) -> bool:
         """Whether a Reference points at this patient; a missing subject is not this patient."""
@@ -40,20 +72,24 @@ class Scope:
         return self.index.resolve_key(reference.reference) == self.patient.key
 
     def is_encounter(self, reference: Any) -> bool:
+        """Whether a Reference points at an encounter of the episode."""
         if reference is None or not reference.reference:
             return False
-        return self.index.resolve_key(reference.reference) == self.encounter.key
+        key = self.index.resolve_key(reference.reference)
+        return key == self.encounter.key or key in self.episode
 
     def during_stay(self, moment: datetime | None) -> bool:
         if moment is None or self.start is None:
             return False
-        return self.start <= moment and (self.end is None or moment <= self.end)
+        return self.start <= moment <= self.as_of
 
     def in_stay(self, encounter: Any, moment: Any) -> bool:
-        """By the encounter a resource references; by its time only where it references none."""
+        """By the encounter a resource references (if not dated after discharge); by its time
+        only where it references none."""
+        when = as_datetime(moment)
         if encounter is not None and encounter.reference:
-            return self.is_encounter(encounter)
-        return self.during_stay(as_datetime(moment))
+            return self.is_encounter(encounter) and not self.after_discharge(when)
+        return self.during_stay(when)
 
     def describe_period(self) -> str:
         start = self.start.isoformat() if self.start else "?"
@@ -93,11 +129,42 @@ def _find_encounter(index: ResourceIndex, requested: str) -> ParsedResource:
     raise EvidenceInputError(f"encounter {requested!r} is not in the input")
 
 
-def choose_scope(index: ResourceIndex, encounter_id: str | None = None) -> Scope:
-    """The patient and encounter to summarise; raises EvidenceInputError when there is none."""
+def episode_of(
+    index: ResourceIndex, patient: ParsedResource, stay: ParsedResource, window: timedelta
+) -> dict[str, str]:
+    """The stay's encounters, each with why it belongs to the episode."""
+    probe = Scope(index, patient, stay)
+    start, end = _period(stay)
+    members = {stay.key: "the inpatient stay"}
+    for item in index.of_type("Encounter"):
+        if item.key == stay.key or not probe.is_patient(item.model.subject):
+            continue
+        other_start, other_end = _period(item)
+        part_of = item.model.partOf
+        if part_of is not None and index.resolve_key(part_of.reference) == stay.key:
+            members[item.key] = "part of the stay"
+        elif (
+            start is not None
+            and other_start is not None
+            and other_start <= (end or datetime.now(UTC))
+            and (other_end is None or other_end >= start)
+        ):
+            members[item.key] = "overlaps the stay"
+        elif start is not None and other_end is not None and start - window <= other_end < start:
+            hours = (start - other_end).total_seconds() / 3600
+            members[item.key] = f"ended {hours:.1f} h before admission"
+    return members
+
+
+def choose_scope(
+    index: ResourceIndex, encounter_id: str | None = None, window_h: float = 24.0
+) -> Scope:
+    """The patient and episode to summarise; raises EvidenceInputError when there is none."""
+    window = timedelta(hours=window_h)
     if encounter_id:
         encounter = _find_encounter(index, encounter_id)
-        return Scope(index, _patient_for(index, encounter), encounter)
+        patient = _patient_for(index, encounter)
+        return Scope(index, patient, encounter, episode_of(index, patient, encounter, window))
     patient = _patient_for(index, None)
     probe = Scope(index, patient, patient)
     encounters = [
@@ -111,4 +178,4 @@ def choose_scope(index: ResourceIndex, encounter_id: str | None = None) -> Scope
         if item.model.class_fhir is not None and item.model.class_fhir.code in INPATIENT_CLASSES
     ]
     chosen = max(inpatient or encounters, key=_encounter_start)
-    return Scope(index, patient, chosen)
+    return Scope(index, patient, chosen, episode_of(index, patient, chosen, window))

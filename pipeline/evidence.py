@@ -330,9 +330,18 @@ class MedicationLists(_Model):
     changes: list[MedicationChange] = Field(default_factory=list)
 
 
+class EpisodeEncounter(_Model):
+    """An encounter of the hospitalization, and why it belongs to it."""
+
+    resource: str
+    reason: str
+
+
 class EvidenceState(_Model):
     patient: str
     encounter: str | None = None
+    # The hospitalization as one episode: the stay and the encounters that belong with it.
+    episode: list[EpisodeEncounter] = Field(default_factory=list)
     documents: list[SourceDocument] = Field(default_factory=list)
     facts: dict[FactCategory, list[Fact]] = Field(
         default_factory=lambda: {category: [] for category in FACT_CATEGORIES}

@@ -25,6 +25,8 @@ class PipelineSettings(BaseSettings):
     ocr_max_pages_per_job: int = Field(200, ge=0)
     ocr_max_seconds_per_job: float = Field(900.0, gt=0)
     max_agent_steps: int = Field(12, ge=3)
+    # An encounter ending this long before admission (the emergency visit) joins the episode.
+    episode_window_h: float = Field(24.0, ge=0)
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)
     # The agentic loop: AURA below tau flags a sentence; a mean AURA change below epsilon stops;

@@ -1,0 +1,146 @@
+"""The hospitalization as one episode, read as of discharge (hand-written FHIR, then Synthea)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence import (
+    DiagnosisAttributes,
+    EncounterAttributes,
+    EvidenceState,
+    LabResultAttributes,
+    MedicationAttributes,
+    ProcedureAttributes,
+)
+from pipeline.settings import PipelineSettings
+from tests import fhir_fixtures as fx
+from tests.conftest import synthea_bundles
+
+
+def procedure(procedure_id: str, name: str, encounter_id: str, when: str) -> dict:
+    return {
+        "resourceType": "Procedure",
+        "id": procedure_id,
+        "status": "completed",
+        "code": {"text": name},
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{encounter_id}"},
+        "performedDateTime": when,
+    }
+
+
+def episode_record() -> dict:
+    emergency = fx.encounter(
+        "ed-visit", "2024-03-01T06:00:00+00:00", "2024-03-01T08:00:00+00:00", "EMER"
+    )
+    surgery = fx.encounter(
+        "surgery", "2024-03-02T09:00:00+00:00", "2024-03-02T13:00:00+00:00", "AMB"
+    )
+    step_down = fx.encounter(
+        "step-down", "2024-03-04T09:00:00+00:00", "2024-03-04T10:00:00+00:00", "IMP"
+    ) | {"partOf": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"}}
+    last_week = fx.encounter(
+        "clinic", "2024-02-20T09:00:00+00:00", "2024-02-20T10:00:00+00:00", "AMB"
+    )
+    follow_up = fx.encounter(
+        "after", "2024-03-20T09:00:00+00:00", "2024-03-20T10:00:00+00:00", "AMB"
+    )
+    return fx.stay(
+        emergency,
+        surgery,
+        step_down,
+        last_week,
+        follow_up,
+        procedure("triage", "Emergency triage", "ed-visit", "2024-03-01T06:30:00+00:00"),
+        procedure("valve", "Aortic valve replacement", "surgery", "2024-03-02T10:00:00+00:00"),
+        procedure("echo", "Echocardiography", "step-down", "2024-03-04T09:30:00+00:00"),
+        procedure("flu-shot", "Clinic injection", "clinic", "2024-02-20T09:30:00+00:00"),
+        procedure("sutures", "Suture removal", "after", "2024-03-20T09:30:00+00:00"),
+        fx.condition(
+            "later-resolved",
+            "Pneumonia",
+            clinical="resolved",
+            encounter_id=None,
+            onset="2024-02-25",
+            abatement="2024-03-15",
+        ),
+        fx.condition("later-onset", "Gout", encounter_id=None, onset="2024-03-10"),
+        fx.medication_request(
+            "after-order", "Allopurinol 100 MG Oral Tablet", authored="2024-03-10"
+        ),
+        fx.document_reference("late-note", fx.attachment("Seen in clinic."))
+        | {"date": "2024-03-20T10:00:00+00:00"},
+        fx.document_reference("ed-note", fx.attachment("Emergency note."), encounter_id="ed-visit")
+        | {"date": "2024-03-01T07:00:00+00:00"},
+    )
+
+
+def facts_of(state: EvidenceState, kind: type) -> list:
+    return [f.attributes for f in state.all_facts() if isinstance(f.attributes, kind)]
+
+
+def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> None:
+    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    assert {member.resource: member.reason for member in state.episode} == {
+        f"Encounter/{fx.ENCOUNTER_ID}": "the inpatient stay",
+        "Encounter/ed-visit": "ended 2.0 h before admission",
+        "Encounter/surgery": "overlaps the stay",
+        "Encounter/step-down": "part of the stay",
+    }
+    assert any(event.action == "episode" for event in state.trace)
+    procedures = {p.name for p in facts_of(state, ProcedureAttributes)}
+    assert procedures == {"Emergency triage", "Aortic valve replacement", "Echocardiography"}
+    titles = {d.sources[0].resource for d in state.documents}
+    assert titles == {"DocumentReference/ed-note"}  # the episode's notes, none after discharge
+
+
+def test_the_record_is_read_as_of_discharge() -> None:
+    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    diagnoses = {d.display: d for d in facts_of(state, DiagnosisAttributes)}
+    assert diagnoses["Pneumonia"].clinical_status == "active"  # resolved only after discharge
+    assert diagnoses["Pneumonia"].abatement is None
+    assert "Gout" not in diagnoses
+    assert not facts_of(state, MedicationAttributes)  # ordered after discharge
+    reasons = {e.resource: e.reason for e in state.exclusions}
+    assert "after discharge" in reasons["Condition/later-onset"]
+    assert "after the stay" in reasons["MedicationRequest/after-order"]
+
+
+def test_the_window_before_admission_is_a_setting() -> None:
+    narrow = PipelineSettings(episode_window_h=1)
+    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", narrow)
+    assert "Encounter/ed-visit" not in {member.resource for member in state.episode}
+
+
+def _dates(state: EvidenceState) -> list[tuple[str, datetime]]:
+    """Every date a cited fact carries, with what it is."""
+    found = []
+    for attributes in facts_of(state, DiagnosisAttributes):
+        found += [(f"onset {attributes.display}", attributes.onset)]
+        found += [(f"abatement {attributes.display}", attributes.abatement)]
+    for attributes in facts_of(state, MedicationAttributes):
+        found.append((f"order {attributes.name}", attributes.authored_on))
+    for attributes in facts_of(state, LabResultAttributes):
+        found.append((f"result {attributes.name}", attributes.effective))
+    for attributes in facts_of(state, ProcedureAttributes):
+        found.append((f"procedure {attributes.name}", attributes.performed_start))
+    for document in state.documents:
+        found.append((f"document {document.title}", document.date))
+    return [(what, when) for what, when in found if when is not None]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_nothing_cited_is_dated_after_discharge_in_any_synthea_stay(path: Path) -> None:
+    state = build_evidence(json.loads(path.read_bytes()))
+    (stay,) = [f for f in facts_of(state, EncounterAttributes) if f.kind == "stay"]
+    assert state.episode[0].resource == state.encounter
+    if stay.end is None:
+        return
+    late = [(what, when) for what, when in _dates(state) if when > stay.end]
+    assert late == []
