@@ -17,9 +17,36 @@ _VOID_VERIFICATION = frozenset({"refuted", "entered-in-error"})
 _ACTIVE_CLINICAL = frozenset({"active", "recurrence", "relapse"})
 
 
+_PRINCIPAL_ROLES = frozenset({"DD", "AD"})
+
+
+def _principal(scope: Scope) -> tuple[set[str], set[str]]:
+    """The stay's reason: Condition keys it names, and codes it gives (reasonCode)."""
+    stay = scope.encounter.model
+    keys = {
+        key
+        for reference in stay.reasonReference or []
+        if (key := scope.index.resolve_key(reference.reference))
+    }
+    for diagnosis in stay.diagnosis or []:
+        roles = {coding.code for coding in (diagnosis.use.coding or [])} if diagnosis.use else set()
+        if diagnosis.rank == 1 or roles & _PRINCIPAL_ROLES:
+            key = scope.index.resolve_key(diagnosis.condition.reference)
+            if key:
+                keys.add(key)
+    codes = {
+        coding.code
+        for concept in stay.reasonCode or []
+        for coding in concept.coding or []
+        if coding.code
+    }
+    return keys, codes
+
+
 def map_conditions(scope: Scope) -> Mapped:
     """Encounter diagnoses, and other problems active at some time during the stay."""
     mapped = Mapped()
+    principal_keys, principal_codes = _principal(scope)
     for item in scope.index.of_type("Condition"):
         condition = item.model
         if not scope.is_patient(condition.subject):
@@ -60,14 +87,19 @@ def map_conditions(scope: Scope) -> Mapped:
                 continue
             role = "active_problem"
         display = concept_text(condition.code) or "condition not named"
+        code = first_coding(condition.code)
+        principal = item.key in principal_keys or (
+            code is not None and code.code in principal_codes
+        )
         mapped.facts.append(
             Fact(
                 id=stable_id("diagnosis", item.key),
                 category="diagnosis",
                 attributes=DiagnosisAttributes(
                     display=display,
-                    code=first_coding(condition.code),
+                    code=code,
                     role=role,
+                    principal=principal,
                     clinical_status=clinical,
                     verification_status=verification,
                     onset=onset,

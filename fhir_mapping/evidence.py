@@ -11,6 +11,7 @@ from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_reso
 from fhir_mapping.results import map_results
 from fhir_mapping.scope import Scope, choose_scope
 from pipeline.agent import run_agent_loop
+from pipeline.diagnoses import classify_diagnoses
 from pipeline.documents import facts_from_document, ingestion_events
 from pipeline.evidence import (
     EpisodeEncounter,
@@ -88,4 +89,4 @@ def build_evidence(
         exclusions=exclusions,
         trace=trace,
     )
-    return run_agent_loop(state, settings.max_agent_steps)
+    return run_agent_loop(classify_diagnoses(state, settings), settings.max_agent_steps)

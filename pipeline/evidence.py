@@ -106,6 +106,9 @@ class SourceDocument(_Model):
         raise KeyError(f"{self.id} has no page {number}")
 
 
+DiagnosisListing = Literal["principal", "episode", "active", "social", "stale"]
+
+
 class DiagnosisAttributes(_Model):
     category: Literal["diagnosis"] = "diagnosis"
     display: str
@@ -115,6 +118,11 @@ class DiagnosisAttributes(_Model):
     verification_status: str | None = None
     onset: datetime | None = None
     abatement: datetime | None = None
+    # The stay's own reason (Encounter.reasonReference/reasonCode, or its principal diagnosis).
+    principal: bool = False
+    # Where a physician lists it (pipeline.diagnoses): the principal diagnosis, a diagnosis that
+    # began in the episode, an active problem, a social finding, or a stale acute event.
+    listing: DiagnosisListing | None = None
 
 
 class MedicationAttributes(_Model):
@@ -267,6 +275,7 @@ FlagCode = Literal[
     "page_unread",
     "fact_rejected",
     "loop_budget_exhausted",
+    "stale_condition",
 ]
 
 

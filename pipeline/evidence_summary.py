@@ -93,16 +93,47 @@ def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
     return sentences
 
 
-def _diagnoses(state: EvidenceState, render: Any) -> list[Sentence]:
-    facts = sorted(
-        state.facts["diagnosis"],
+def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
+    """Diagnosis facts of these listings (pipeline.diagnoses), in the order given, then by
+    onset: never alphabetical."""
+    facts = [
+        f
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and (f.attributes.listing or "episode") in listings
+    ]
+    return sorted(
+        facts,
         key=lambda f: (
-            (f.attributes.role != "encounter_diagnosis", f.attributes.display.lower())
-            if isinstance(f.attributes, DiagnosisAttributes)
-            else (True, "")
+            listings.index(f.attributes.listing or "episode"),
+            f.attributes.onset is None,
+            f.attributes.onset,
         ),
     )
-    return [_sentence("diagnoses", render.diagnosis(f.attributes), [f.id]) for f in facts]
+
+
+def _diagnoses(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The principal diagnosis first, then the diagnoses that began in the episode."""
+    return [
+        _sentence("diagnoses", render.diagnosis(f.attributes), [f.id])
+        for f in _listed(state, "principal", "episode")
+    ]
+
+
+def _active_problems(state: EvidenceState, render: Any) -> list[Sentence]:
+    return [
+        _sentence("active_problems", render.problem(f.attributes), [f.id])
+        for f in _listed(state, "active")
+    ]
+
+
+def _social_history(state: EvidenceState, render: Any) -> list[Sentence]:
+    """One short line: social findings are context, not diagnoses."""
+    facts = _listed(state, "social")
+    if not facts:
+        return []
+    text = render.social([f.attributes for f in facts])
+    return [_sentence("social_history", text, [f.id for f in facts])]
 
 
 def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
@@ -295,6 +326,8 @@ def summarize_evidence(
         "needs_review": _needs_review(state, render, stay_fact),
         "stay": _stay(state, render),
         "diagnoses": _diagnoses(state, render),
+        "active_problems": _active_problems(state, render),
+        "social_history": _social_history(state, render),
         "hospital_course": _hospital_course(state, salience, ratio, render),
         "procedures": _procedures(state, render),
         "medications": _medications(state, render),

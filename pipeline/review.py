@@ -28,6 +28,7 @@ FLAG_KINDS = {
     "entailment": "Unsupported",
     "low_grounding": "Weak grounding",
     "conflict": "Conflict",
+    "stale_condition": "Data quality",
 }
 
 

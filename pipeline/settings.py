@@ -1,6 +1,7 @@
 """Settings of the pipeline, read once from ``PROVENOTE_*`` environment variables."""
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,6 +28,9 @@ class PipelineSettings(BaseSettings):
     max_agent_steps: int = Field(12, ge=3)
     # An encounter ending this long before admission (the emergency visit) joins the episode.
     episode_window_h: float = Field(24.0, ge=0)
+    # A folder whose JSON files replace the shipped clinical tables of the same name
+    # (pipeline/tables/: social findings, acute events, drug classes, reference ranges).
+    tables_dir: Path | None = None
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)
     # The agentic loop: AURA below tau flags a sentence; a mean AURA change below epsilon stops;

@@ -16,6 +16,7 @@ from pipeline.evidence import EvidenceState, SourceRef
 SectionKey = Literal[
     "stay",
     "diagnoses",
+    "active_problems",
     "hospital_course",
     "procedures",
     "medications",
@@ -23,6 +24,7 @@ SectionKey = Literal[
     "results",
     "pending_results",
     "follow_up",
+    "social_history",
     "needs_review",
 ]
 Verdict = Literal["supported", "unsupported"]
@@ -43,6 +45,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("needs_review", "Needs review", "48767-8", "Annotation comment"),
     SectionSpec("stay", "Patient and stay", "46240-8", "History of Hospitalizations"),
     SectionSpec("diagnoses", "Discharge diagnoses", "11535-2", "Hospital discharge Dx"),
+    SectionSpec("active_problems", "Active problems", "11450-4", "Problem list - Reported"),
     SectionSpec("hospital_course", "Hospital course", "8648-8", "Hospital course"),
     SectionSpec("procedures", "Procedures", "47519-4", "History of Procedures"),
     SectionSpec(
@@ -54,6 +57,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "pending_results", "Pending results", "11493-4", "Hospital discharge studies summary"
     ),
     SectionSpec("follow_up", "Follow-up", "18776-5", "Plan of care note"),
+    SectionSpec("social_history", "Social history", "29762-2", "Social history Narrative"),
 )
 SECTION_SPECS = {spec.key: spec for spec in SECTIONS}
 

@@ -44,12 +44,32 @@ def hostile_sandbox() -> Iterator[Sandbox]:
                 }
             ],
         }
+        admin = {"x-admin-token": box.admin_token}
         httpx.put(
-            f"{box.fhir_base}/DocumentReference/hostile-note",
-            json=note,
-            headers={"x-admin-token": box.admin_token},
+            f"{box.fhir_base}/DocumentReference/hostile-note", json=note, headers=admin
         ).raise_for_status()
+        _resolve_stale_events(box, ONE_FLAG, admin)
         yield box
+
+
+def _resolve_stale_events(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
+    """ONE_FLAG's record calls a 1997 infarction and a 1998 sepsis still active (two
+    data-quality flags); here they resolved a month after onset, so one flag remains."""
+    found = httpx.get(
+        f"{box.fhir_base}/Condition", params={"patient": f"Patient/{patient}"}, headers=admin
+    ).json()
+    for entry in found.get("entry", []):
+        condition = entry["resource"]
+        if condition["code"]["coding"][0]["code"] not in {"401303003", "91302008"}:
+            continue
+        onset = condition["onsetDateTime"]
+        resolved = condition | {
+            "clinicalStatus": {"coding": [{"code": "resolved"}]},
+            "abatementDateTime": f"{int(onset[:4]) + 1}{onset[4:]}",
+        }
+        httpx.put(
+            f"{box.fhir_base}/Condition/{condition['id']}", json=resolved, headers=admin
+        ).raise_for_status()
 
 
 def form_values(page: str) -> dict[str, str]:

@@ -1,0 +1,151 @@
+"""Discharge diagnoses a physician would write: principal first, social findings apart, stale
+acute events flagged (hand-written FHIR, the shipped tables, then every Synthea stay)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence import DiagnosisAttributes, EvidenceState
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.settings import PipelineSettings
+from pipeline.tables import table
+from tests import fhir_fixtures as fx
+from tests.conftest import synthea_bundles
+
+
+def record() -> dict:
+    stay = fx.encounter() | {
+        "reasonReference": [{"reference": "Condition/valve"}],
+    }
+    return fx.bundle(
+        fx.patient(),
+        stay,
+        fx.condition(
+            "hypertension",
+            "Essential hypertension",
+            code="59621000",
+            encounter_id=None,
+            onset="2010-05-01",
+        ),
+        fx.condition(
+            "valve", "Aortic valve stenosis", code="60573004", encounter_id=None, onset="2023-01-10"
+        ),
+        fx.condition("pneumonia", "Aspiration pneumonia", code="422588002", onset="2024-03-03"),
+        fx.condition(
+            "education", "Received higher education (finding)", code="224299000", onset="2024-03-01"
+        ),
+        fx.condition(
+            "refugee", "Refugee (person)", code="446654005", encounter_id=None, onset="1990-01-01"
+        ),
+        fx.condition(
+            "sepsis", "Sepsis (disorder)", code="91302008", encounter_id=None, onset="1973-06-01"
+        ),
+        fx.condition(
+            "anemia", "Anemia (disorder)", code="271737000", encounter_id=None, onset="2020-01-01"
+        ),
+    )
+
+
+def sections(state: EvidenceState) -> dict[str, list[str]]:
+    summary = summarize_evidence(state)
+    return {section.key: [s.text for s in section.sentences] for section in summary.sections}
+
+
+def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> None:
+    drafted = sections(build_evidence(record()))
+    assert drafted["diagnoses"] == [
+        "Aortic valve stenosis: principal diagnosis, the reason for the stay, onset 2023-01-10, "
+        "active.",
+        "Aspiration pneumonia: diagnosis of this stay, onset 2024-03-03, active.",
+    ]
+    assert drafted["active_problems"] == [
+        "Active at discharge: Essential hypertension, since 2010-05-01.",
+        "Active at discharge: Anemia (disorder), since 2020-01-01.",
+    ]
+
+
+def test_social_findings_are_social_history_not_diagnoses() -> None:
+    drafted = sections(build_evidence(record()))
+    every_diagnosis = " ".join(drafted["diagnoses"] + drafted["active_problems"])
+    assert "education" not in every_diagnosis and "Refugee" not in every_diagnosis
+    assert drafted["social_history"] == ["Refugee (person); Received higher education (finding)."]
+
+
+def test_an_acute_event_recorded_active_for_decades_is_a_data_quality_flag() -> None:
+    state = build_evidence(record())
+    (flag,) = [f for f in state.flags_for_review if f.code == "stale_condition"]
+    assert flag.reason == (
+        "Sepsis (disorder) recorded active since 1973-06-01, an acute event: confirm it is current"
+    )
+    drafted = sections(state)
+    assert not any("Sepsis" in text for text in drafted["diagnoses"] + drafted["active_problems"])
+    assert any("Sepsis (disorder) recorded active since 1973" in t for t in drafted["needs_review"])
+
+
+def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_role() -> None:
+    by_code = fx.encounter() | {
+        "reasonCode": [{"coding": [{"system": "http://snomed.info/sct", "code": "271737000"}]}]
+    }
+    by_role = fx.encounter() | {
+        "diagnosis": [
+            {
+                "condition": {"reference": "Condition/anemia"},
+                "use": {"coding": [{"code": "DD"}]},
+            }
+        ]
+    }
+    for stay in (by_code, by_role):
+        data = record()
+        data["entry"][1]["resource"] = stay
+        listings = {
+            f.attributes.display: f.attributes.listing
+            for f in build_evidence(data).facts["diagnosis"]
+        }
+        assert listings["Anemia (disorder)"] == "principal"
+        assert listings["Aortic valve stenosis"] == "active"
+
+
+def test_the_tables_carry_their_source_and_a_deployment_can_replace_them(tmp_path: Path) -> None:
+    shipped = table("social_findings", PipelineSettings())
+    assert shipped.source and shipped.date == "2026-12-01" and "224299000" in shipped.codes
+    (tmp_path / "social_findings.json").write_text(
+        json.dumps({"source": "local", "date": "2026-12-01", "codes": {"271737000": "Anemia"}})
+    )
+    settings = PipelineSettings(tables_dir=tmp_path)
+    listings = {
+        f.attributes.display: f.attributes.listing
+        for f in build_evidence(record(), settings=settings).facts["diagnosis"]
+    }
+    assert listings["Anemia (disorder)"] == "social"
+    assert listings["Received higher education (finding)"] == "episode"  # not in the override
+
+
+SOCIAL = table("social_findings", PipelineSettings())
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path: Path) -> None:
+    state = build_evidence(json.loads(path.read_bytes()))
+    drafted = summarize_evidence(state)
+    listed = {
+        citation
+        for section in drafted.sections
+        if section.key in {"diagnoses", "active_problems"}
+        for sentence in section.sentences
+        for citation in sentence.citations
+    }
+    for fact in state.facts["diagnosis"]:
+        diagnosis = fact.attributes
+        assert isinstance(diagnosis, DiagnosisAttributes)
+        code = diagnosis.code.code if diagnosis.code else None
+        if SOCIAL.matches(code, diagnosis.display) or diagnosis.listing == "stale":
+            assert fact.id not in listed, diagnosis.display
+    diagnoses = next(s for s in drafted.sections if s.key == "diagnoses")
+    principal = [f for f in state.facts["diagnosis"] if f.attributes.listing == "principal"]
+    if principal:  # the stay's reason heads the list
+        assert diagnoses.sentences[0].citations[0] in {f.id for f in principal}
