@@ -13,6 +13,7 @@ from fhir_mapping.scope import Scope, choose_scope
 from pipeline.agent import run_agent_loop
 from pipeline.diagnoses import classify_diagnoses
 from pipeline.documents import facts_from_document, ingestion_events
+from pipeline.drug_classes import medication_safety
 from pipeline.evidence import (
     EpisodeEncounter,
     EvidenceState,
@@ -89,4 +90,5 @@ def build_evidence(
         exclusions=exclusions,
         trace=trace,
     )
-    return run_agent_loop(classify_diagnoses(state, settings), settings.max_agent_steps)
+    state = run_agent_loop(classify_diagnoses(state, settings), settings.max_agent_steps)
+    return medication_safety(state, settings)

@@ -3,9 +3,11 @@
 Phase rules, applied in order (``phase_rule`` on every fact says which one placed it):
 
 1. ``entered-in-error``, ``cancelled`` or ``draft`` orders were never given: excluded.
-2. Ordered in this stay (it references the encounter, or was authored inside its period):
-   ``inpatient`` when its category is inpatient, otherwise ``discharge`` (ordered for after).
-3. Authored after the stay ended: excluded, it is not part of this stay.
+2. Authored after discharge: excluded, it is not part of this stay.
+3. Ordered in the episode (it references one of its encounters, or was authored inside it):
+   ``inpatient`` when its category is inpatient, or when it was ``completed`` or ``stopped``
+   by discharge (given during the stay: never a NEW discharge medication); otherwise
+   ``discharge``, an order active at discharge.
 4. No authoredOn and no encounter reference: phase ``unknown`` (flagged, never guessed).
 5. Authored before admission:
    - an end date (``dispenseRequest.validityPeriod.end`` or a dosage's ``boundsPeriod.end``)
@@ -41,7 +43,7 @@ from pipeline.evidence import (
     SourceRef,
     stable_id,
 )
-from pipeline.medications import strength_of
+from pipeline.medications import route_of_form, strength_of
 
 _NEVER_GIVEN = frozenset({"entered-in-error", "cancelled", "draft"})
 _UNIT_NAMES = {
@@ -81,7 +83,9 @@ def classify_phase(
     if ordered_in_stay or scope.during_stay(authored):
         if inpatient_category:
             return PhaseDecision("inpatient", "ordered in the stay for inpatient use")
-        return PhaseDecision("discharge", "ordered in the stay for use after discharge")
+        if status in {"completed", "stopped"} and (ends is None or not scope.after_discharge(ends)):
+            return PhaseDecision("inpatient", f"ordered in the stay, {status} by discharge")
+        return PhaseDecision("discharge", "ordered in the stay, active at discharge")
     if authored is None:
         return PhaseDecision("unknown", "no order date and no encounter: cannot place it")
     if ends is not None and scope.start is not None:
@@ -110,6 +114,15 @@ def timing_text(timing: Any) -> str | None:
     if period == "1":
         return f"{repeat.frequency} {times} per {unit.removesuffix('s')}"
     return f"{repeat.frequency} {times} per {period} {unit}"
+
+
+def _duration(dosage: Any) -> str | None:
+    repeat = dosage.timing.repeat if dosage.timing is not None else None
+    bounds = repeat.boundsDuration if repeat is not None else None
+    if bounds is None or bounds.value is None:
+        return None
+    unit = bounds.unit or _UNIT_NAMES.get(bounds.code or "", bounds.code or "")
+    return f"for {plain_decimal(bounds.value)} {unit}".strip()
 
 
 def _end_date(request: Any) -> datetime | None:
@@ -199,14 +212,19 @@ def map_medications(scope: Scope) -> Mapped:
         as_needed = None
         if dosage is not None:
             as_needed = bool(dosage.asNeededBoolean or dosage.asNeededCodeableConcept)
+        ordered_route = concept_text(dosage.route) if dosage else None
+        route = ordered_route or route_of_form(name)
         attributes = MedicationAttributes(
             name=name,
             code=first_coding(concept, RXNORM) or first_coding(concept),
             strength=strength_of(name),
             dose=_dose(dosage) if dosage else None,
             frequency=timing_text(dosage.timing) if dosage else None,
-            route=concept_text(dosage.route) if dosage else None,
+            route=route,
+            route_source=("order" if ordered_route else "dose form") if route else None,
             as_needed=as_needed,
+            as_needed_for=concept_text(dosage.asNeededCodeableConcept) if dosage else None,
+            duration=_duration(dosage) if dosage else None,
             dosage_text=dosage.text if dosage else None,
             status=request.status,
             intent=request.intent,

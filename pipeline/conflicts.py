@@ -158,11 +158,25 @@ def _lab_values(facts: list[Fact]) -> list[Conflict]:
     return conflicts
 
 
+# "Allergic disposition" (SNOMED 609328004) records a tendency, not an allergy to a substance.
+ALLERGIC_DISPOSITION = "609328004"
+
+
+def _is_disposition(attributes: AllergyAttributes) -> bool:
+    code = attributes.code.code if attributes.code else None
+    return code == ALLERGIC_DISPOSITION or "allergic disposition" in attributes.substance.lower()
+
+
 def _allergy_statuses(facts: list[Fact]) -> list[Conflict]:
-    """A documented allergy alongside a statement that there are none."""
+    """A documented allergy to a substance alongside a statement that there are none."""
     allergies = [f for f in facts if isinstance(f.attributes, AllergyAttributes)]
     none_known = [f for f in allergies if f.attributes.no_known_allergies]  # type: ignore[union-attr]
-    known = [f for f in allergies if not f.attributes.no_known_allergies]  # type: ignore[union-attr]
+    known = [
+        f
+        for f in allergies
+        if not f.attributes.no_known_allergies  # type: ignore[union-attr]
+        and not _is_disposition(f.attributes)  # type: ignore[arg-type]
+    ]
     if not none_known or not known:
         return []
     substances = ", ".join(f.attributes.substance for f in known)  # type: ignore[union-attr]

@@ -133,7 +133,12 @@ class MedicationAttributes(_Model):
     dose: str | None = None
     frequency: str | None = None
     route: str | None = None
+    # Where the route came from: the order's route element, or the dose form in the name.
+    route_source: Literal["order", "dose form"] | None = None
     as_needed: bool | None = None
+    # "as needed for pain": the condition a PRN order names, when it names one.
+    as_needed_for: str | None = None
+    duration: str | None = None
     dosage_text: str | None = None
     status: str
     intent: str | None = None
@@ -276,6 +281,10 @@ FlagCode = Literal[
     "fact_rejected",
     "loop_budget_exhausted",
     "stale_condition",
+    "therapeutic_duplication",
+    "allergy_conflict",
+    "no_discharge_medications",
+    "medication_discrepancy",
 ]
 
 

@@ -22,6 +22,7 @@ from pipeline.evidence import (
     EvidenceState,
     Fact,
     LabResultAttributes,
+    MedicationAttributes,
     ReviewFlag,
     stable_id,
 )
@@ -181,6 +182,14 @@ def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
         citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
         text = render.medication_change(change, before, after)
         sentences.append(_sentence("medications", text, citations))
+    given = [
+        f
+        for f in state.facts["medication"]
+        if isinstance(f.attributes, MedicationAttributes) and f.attributes.phase == "inpatient"
+    ]
+    if given:
+        text = render.given_during_stay([f.attributes for f in given])
+        sentences.append(_sentence("medications", text, [f.id for f in given]))
     return sentences
 
 
@@ -275,14 +284,39 @@ def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any
     return [_sentence(section, macro(f.attributes), [f.id]) for f in state.facts[category]]
 
 
+# Needs review, most dangerous first: allergy conflicts, therapeutic duplication, medication
+# discrepancies, then the rest; data quality last.
+SEVERITY = (
+    "allergy_conflict",
+    "conflict",
+    "therapeutic_duplication",
+    "medication_discrepancy",
+    "no_discharge_medications",
+    "unexplained_medication_change",
+    "medication_phase_unknown",
+    "incomplete_medication",
+    "document_error",
+    "page_unread",
+    "fact_rejected",
+    "stale_condition",
+    "loop_budget_exhausted",
+)
+
+
+def _severity(sentence: Sentence) -> int:
+    codes = [flag.code for flag in sentence.flags]
+    return min((SEVERITY.index(c) for c in codes if c in SEVERITY), default=len(SEVERITY))
+
+
 def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> list[Sentence]:
-    """Conflicts and flags first; incomplete medications grouped by what they lack."""
+    """One line per flag (incomplete medications grouped by what they lack), most severe first;
+    what is not documented at the end."""
     sentences = []
     known = {fact.id for fact in state.all_facts()}
-    incomplete: dict[str, list[ReviewFlag]] = defaultdict(list)
+    incomplete: list[ReviewFlag] = []
     for flag in state.flags_for_review:
         if flag.code == "incomplete_medication":
-            incomplete[flag.reason.rsplit(": ", 1)[-1]].append(flag)
+            incomplete.append(flag)
             continue
         # A rejected fact is not evidence: its flag cites the stay instead.
         citations = [f for f in flag.fact_ids if f in known] or ([stay_fact] if stay_fact else [])
@@ -292,13 +326,14 @@ def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> l
                 update={"flags": [SentenceFlag(code=flag.code, reason=flag.reason)]}
             )
         )
-    for lacking, flags in incomplete.items():
-        names = [flag.reason.rsplit(": ", 1)[0] for flag in flags]
-        text = render.incomplete_medications(lacking, names)
-        citations = [fact_id for flag in flags for fact_id in flag.fact_ids]
+    if incomplete:  # one cause, one line: the orders that lack part of their dosage
+        orders = [tuple(flag.reason.rsplit(": ", 1)) for flag in incomplete]
+        text = render.incomplete_medications(orders)
+        citations = [fact_id for flag in incomplete for fact_id in flag.fact_ids]
         sentence = _sentence("needs_review", text, citations)
-        flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
+        flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
+    sentences.sort(key=_severity)
     missing = [
         SECTION_SPECS[_CATEGORY_SECTIONS[c]].title
         for c in state.missing_fields

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -129,6 +130,9 @@ class AttentionSalience:
         if self.window_tokens <= overlap_tokens:
             raise ValueError("the instruction leaves no room for the note in one window")
         self.overlap_tokens = overlap_tokens
+        # One scorer is shared by the job workers' threads: a fast tokenizer may not be used by
+        # two threads at once ("Already borrowed"), and the attention hook is per model.
+        self._lock = threading.Lock()
 
     def with_instruction(self, instruction: str) -> AttentionSalience:
         return AttentionSalience(
@@ -161,6 +165,10 @@ class AttentionSalience:
         return [(start, start + self.window_tokens) for start in starts]
 
     def __call__(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
+        with self._lock:
+            return self._scores(text)
+
+    def _scores(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         note_ids: list[int] = encoded["input_ids"]
         offsets = [tuple(pair) for pair in encoded["offset_mapping"]]

@@ -215,6 +215,36 @@ def strength_of(name: str) -> str | None:
     return " / ".join(found) if found else None
 
 
+# Dose forms that say the route, as RxNorm names write them ("… Oral Tablet").
+_FORM_ROUTES = (
+    ("oral", "oral"),
+    ("chewable", "oral"),
+    ("sublingual", "sublingual"),
+    ("mucosal", "oromucosal"),
+    ("buccal", "buccal"),
+    ("inhal", "inhalation"),
+    ("nasal", "nasal"),
+    ("transdermal", "transdermal"),
+    ("topical", "topical"),
+    ("cream", "topical"),
+    ("ointment", "topical"),
+    ("ophthalmic", "ophthalmic"),
+    ("otic", "otic"),
+    ("rectal", "rectal"),
+    ("suppository", "rectal"),
+    ("vaginal", "vaginal"),
+)
+
+
+def route_of_form(name: str) -> str | None:
+    """The route a drug name's dose form states ("Oral Tablet" → oral), or None."""
+    lowered = name.lower()
+    for word, route in _FORM_ROUTES:
+        if re.search(rf"\b{word}", lowered):
+            return route
+    return None
+
+
 def drug_key(name: str) -> str:
     """The ingredient part of a drug name, for matching one drug across strengths and forms."""
     lowered = re.sub(r"\[[^\]]*\]", " ", name.lower())

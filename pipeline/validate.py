@@ -68,7 +68,8 @@ def _medication_flags(facts: list[Fact]) -> list[ReviewFlag]:
             label
             for label, value in (
                 ("dose", attributes.dose),
-                ("frequency", attributes.frequency),
+                # "as needed" is the frequency of a PRN order.
+                ("frequency", attributes.frequency or attributes.as_needed),
                 ("route", attributes.route),
             )
             if not value

@@ -48,28 +48,43 @@ def hostile_sandbox() -> Iterator[Sandbox]:
         httpx.put(
             f"{box.fhir_base}/DocumentReference/hostile-note", json=note, headers=admin
         ).raise_for_status()
-        _resolve_stale_events(box, ONE_FLAG, admin)
+        _leave_one_flag(box, ONE_FLAG, admin)
         yield box
 
 
-def _resolve_stale_events(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
-    """ONE_FLAG's record calls a 1997 infarction and a 1998 sepsis still active (two
-    data-quality flags); here they resolved a month after onset, so one flag remains."""
-    found = httpx.get(
-        f"{box.fhir_base}/Condition", params={"patient": f"Patient/{patient}"}, headers=admin
-    ).json()
-    for entry in found.get("entry", []):
-        condition = entry["resource"]
+def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
+    """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
+    data-quality flags) and leaves clopidogrel beside prasugrel and simvastatin beside
+    rosuvastatin (two duplications). Here the events resolved a year after onset and the older
+    drugs were completed, so one flag remains: the orders without a complete dosage."""
+
+    def update(kind: str, change) -> None:
+        found = httpx.get(
+            f"{box.fhir_base}/{kind}", params={"patient": f"Patient/{patient}"}, headers=admin
+        ).json()
+        for entry in found.get("entry", []):
+            changed = change(entry["resource"])
+            if changed is not None:
+                url = f"{box.fhir_base}/{kind}/{changed['id']}"
+                httpx.put(url, json=changed, headers=admin).raise_for_status()
+
+    def resolve(condition: dict) -> dict | None:
         if condition["code"]["coding"][0]["code"] not in {"401303003", "91302008"}:
-            continue
+            return None
         onset = condition["onsetDateTime"]
-        resolved = condition | {
+        return condition | {
             "clinicalStatus": {"coding": [{"code": "resolved"}]},
             "abatementDateTime": f"{int(onset[:4]) + 1}{onset[4:]}",
         }
-        httpx.put(
-            f"{box.fhir_base}/Condition/{condition['id']}", json=resolved, headers=admin
-        ).raise_for_status()
+
+    def complete(order: dict) -> dict | None:
+        name = order.get("medicationCodeableConcept", {}).get("text", "")
+        return (
+            order | {"status": "completed"} if name.startswith(("Clopidogrel", "Simva")) else None
+        )
+
+    update("Condition", resolve)
+    update("MedicationRequest", complete)
 
 
 def form_values(page: str) -> dict[str, str]:

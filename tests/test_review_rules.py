@@ -63,16 +63,16 @@ def _sentence(summary: Summary, *, flagged: bool):
 def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
     summary, state = drafted
     waiting = awaiting_review(summary)
-    assert len(waiting) == 5
+    assert len(waiting) == 6  # orders without a complete dosage: one line
     kinds = {item.kind for sentence in waiting for item in review_items(sentence)}
-    assert {"Conflict", "Unexplained medication change"} <= kinds
-    first, second, third = (s.id for s in waiting[:3])
+    assert {"Conflict", "Unexplained medication change", "Therapeutic duplication"} <= kinds
+    third, second, first = (s.id for s in waiting[:3])  # most severe first: conflicts
     summary, accepted = accept(summary, first)
     assert accepted.review == "accepted" and accepted.flags  # kept for the record
     summary, _ = delete(summary, second)
     summary, edited = edit(summary, third, "Simvastatin was continued at discharge.", state)
     assert edited.review == "edited" and edited.verdict == "supported" and not edited.flags
-    assert edited.revisions == [waiting[2].text]
+    assert edited.revisions == [waiting[0].text]
     assert [s.id for s in awaiting_review(summary)] == [s.id for s in waiting[3:]]
 
 

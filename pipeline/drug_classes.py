@@ -1,0 +1,132 @@
+"""Therapeutic classes of the discharge medications: duplication and drug-class allergies.
+
+From the shipped ``drug_classes`` table (ingredient → class; which classes must not be given twice
+at discharge, alone or with a partner such as an ACE inhibitor with an ARB; which allergy
+substances stand for a whole class). Computed in code, flagged for the physician, never decided.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from pipeline.evidence import (
+    AllergyAttributes,
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    ReviewFlag,
+    stable_id,
+)
+from pipeline.settings import PipelineSettings
+from pipeline.tables import CodeTable, table
+
+RAISED_BY = "medication_safety"
+
+
+def classes_of(name: str, drug_table: CodeTable) -> set[str]:
+    """The classes whose ingredients a drug name contains."""
+    words = set(re.findall(r"[a-z]+", name.lower()))
+    return {
+        therapeutic
+        for therapeutic, ingredients in drug_table.extra["classes"].items()
+        if words & set(ingredients)
+    }
+
+
+def _ingredient(name: str, drug_table: CodeTable) -> str:
+    words = re.findall(r"[a-z]+", name.lower())
+    known = {i for members in drug_table.extra["classes"].values() for i in members}
+    return next((word for word in words if word in known), name.lower())
+
+
+def duplication_flags(discharge: list[Fact], drug_table: CodeTable) -> list[ReviewFlag]:
+    """Two different ingredients of one duplicated class group among discharge medications."""
+    by_group: dict[str, list[Fact]] = defaultdict(list)
+    groups = [tuple(group) for group in drug_table.extra["duplications"]]
+    for fact in discharge:
+        attributes = fact.attributes
+        assert isinstance(attributes, MedicationAttributes)
+        found = classes_of(attributes.name, drug_table)
+        for group in groups:
+            if found & set(group):
+                by_group[" or ".join(group)].append(fact)
+    flags = []
+    for group, facts in by_group.items():
+        ingredients = {_ingredient(f.attributes.name, drug_table) for f in facts}
+        if len(ingredients) < 2:
+            continue
+        names = "; ".join(f.attributes.name for f in facts)
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "duplication", *(f.id for f in facts)),
+                code="therapeutic_duplication",
+                reason=f"Therapeutic duplication at discharge ({group}): {names}",
+                raised_by=RAISED_BY,
+                fact_ids=[f.id for f in facts],
+            )
+        )
+    return flags
+
+
+def allergy_class_flags(
+    state: EvidenceState, discharge: list[Fact], drug_table: CodeTable
+) -> list[ReviewFlag]:
+    """A discharge medication of a class the patient is allergic to (penicillin → amoxicillin)."""
+    stands_for = drug_table.extra["allergy_classes"]
+    flags = []
+    for allergy in state.facts.get("allergy", []):
+        attributes = allergy.attributes
+        if not isinstance(attributes, AllergyAttributes) or attributes.no_known_allergies:
+            continue
+        words = re.findall(r"[a-z]+", attributes.substance.lower())
+        allergic_to = {stands_for[word] for word in words if word in stands_for}
+        allergic_to |= classes_of(attributes.substance, drug_table)
+        for fact in discharge:
+            medication = fact.attributes
+            assert isinstance(medication, MedicationAttributes)
+            shared = classes_of(medication.name, drug_table) & allergic_to
+            if shared:
+                flags.append(
+                    ReviewFlag(
+                        id=stable_id("flag", "allergy-class", allergy.id, fact.id),
+                        code="allergy_conflict",
+                        reason=f"{medication.name} at discharge, and an allergy to "
+                        f"{attributes.substance} ({', '.join(sorted(shared))})",
+                        raised_by=RAISED_BY,
+                        fact_ids=[allergy.id, fact.id],
+                    )
+                )
+    return flags
+
+
+def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
+    """A patient who took medications before the stay and leaves with none: say so."""
+    if state.medications.discharge or not state.medications.admission:
+        return []
+    return [
+        ReviewFlag(
+            id=stable_id("flag", "no-discharge-medications", state.encounter or ""),
+            code="no_discharge_medications",
+            reason=f"No discharge medication, though {len(state.medications.admission)} "
+            "medication(s) were active at admission: confirm they were all stopped",
+            raised_by=RAISED_BY,
+            fact_ids=list(state.medications.admission),
+        )
+    ]
+
+
+def medication_safety(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
+    """The reconciled state with its medication safety flags (once, however often it runs)."""
+    drug_table = table("drug_classes", settings)
+    discharge_ids = set(state.medications.discharge)
+    discharge = [
+        fact
+        for fact in state.facts.get("medication", [])
+        if fact.id in discharge_ids and isinstance(fact.attributes, MedicationAttributes)
+    ]
+    flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
+    flags += allergy_class_flags(state, discharge, drug_table)
+    flags += duplication_flags(discharge, drug_table)
+    flags += no_discharge_medication_flags(state)
+    return state.model_copy(update={"flags_for_review": flags})

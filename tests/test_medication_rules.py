@@ -1,0 +1,206 @@
+"""Medication reconciliation a physician can trust: what is active at discharge, how it is
+taken, and the safety flags (hand-written FHIR, then every Synthea stay)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence import EvidenceState, MedicationAttributes
+from pipeline.evidence_summary import summarize_evidence
+from tests import fhir_fixtures as fx
+from tests.conftest import synthea_bundles
+
+IN_STAY = "2024-03-02T09:00:00+00:00"
+BEFORE = "2023-06-01"
+
+
+def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
+    state = build_evidence(fx.stay(*resources))
+    summary = summarize_evidence(state)
+    return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
+
+
+def prn(resource: dict, text: str = "Take as needed.") -> dict:
+    resource["dosageInstruction"] = [{"text": text, "asNeededBoolean": True}]
+    return resource
+
+
+def test_an_order_completed_during_the_stay_is_given_during_the_stay_never_new() -> None:
+    state, sections = drafted(
+        fx.medication_request(
+            "abx",
+            "Cefazolin 1000 MG Injection",
+            status="completed",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+        ),
+        fx.medication_request(
+            "home",
+            "Apixaban 5 MG Oral Tablet",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+            dose="1 tablet",
+            frequency=(2, 1, "d"),
+        ),
+    )
+    medications = sections["medications"]
+    assert not any("Cefazolin" in line for line in medications if line.startswith("NEW"))
+    assert "Given during the stay, not continued at discharge: Cefazolin 1000 MG Injection." in (
+        medications
+    )
+    assert any(line.startswith("NEW: Apixaban 5 MG Oral Tablet") for line in medications)
+    discharge = {state.fact(i).attributes.name for i in state.medications.discharge}
+    assert discharge == {"Apixaban 5 MG Oral Tablet"}
+
+
+def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_missing() -> None:
+    statin = prn(
+        fx.medication_request(
+            "statin",
+            "Atorvastatin 20 MG Oral Tablet",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+        )
+    )
+    state, sections = drafted(statin)
+    (line,) = [m for m in sections["medications"] if "Atorvastatin" in m]
+    assert "as needed" in line and "route oral" in line
+    assert "frequency" not in line and "route not documented" not in line
+    (fact,) = state.facts["medication"]
+    assert fact.attributes.route_source == "dose form"
+    reasons = " ".join(flag.reason for flag in state.flags_for_review)
+    assert "route" not in reasons and "frequency" not in reasons
+
+
+def test_dose_frequency_route_and_duration_come_from_the_dosage_instruction() -> None:
+    course = fx.medication_request(
+        "course",
+        "Amoxicillin 500 MG Oral Capsule",
+        authored=IN_STAY,
+        encounter_id=fx.ENCOUNTER_ID,
+        dose="1 capsule",
+        frequency=(3, 1, "d"),
+        route="Oral",
+    )
+    course["dosageInstruction"][0]["timing"]["repeat"]["boundsDuration"] = {
+        "value": 7,
+        "unit": "days",
+        "code": "d",
+    }
+    state, sections = drafted(course)
+    (line,) = [m for m in sections["medications"] if "Amoxicillin" in m]
+    assert line == (
+        "NEW: Amoxicillin 500 MG Oral Capsule (dose 1 capsule; 3 times per day; for 7 days; "
+        "route Oral)."
+    )
+    assert state.facts["medication"][0].attributes.route_source == "order"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "group"),
+    [
+        ("Clopidogrel 75 MG Oral Tablet", "prasugrel 10 MG Oral Tablet", "P2Y12 inhibitor"),
+        (
+            "lisinopril 10 MG Oral Tablet",
+            "Losartan Potassium 50 MG Oral Tablet",
+            "ACE inhibitor or ARB",
+        ),
+        ("Warfarin Sodium 5 MG Oral Tablet", "apixaban 5 MG Oral Tablet", "anticoagulant"),
+        ("Atorvastatin 40 MG Oral Tablet", "Simvastatin 20 MG Oral Tablet", "statin"),
+    ],
+)
+def test_therapeutic_duplication_at_discharge_is_flagged(
+    first: str, second: str, group: str
+) -> None:
+    state, _ = drafted(
+        fx.medication_request("a", first, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID),
+        fx.medication_request("b", second, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID),
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "therapeutic_duplication"]
+    assert flag.reason == f"Therapeutic duplication at discharge ({group}): {first}; {second}"
+
+
+def test_one_drug_at_two_strengths_is_not_a_duplication_of_its_class() -> None:
+    state, _ = drafted(
+        fx.medication_request("a", "Clopidogrel 75 MG Oral Tablet", authored=BEFORE),
+        fx.medication_request(
+            "b", "Clopidogrel 300 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
+        ),
+    )
+    assert not [f for f in state.flags_for_review if f.code == "therapeutic_duplication"]
+
+
+def test_a_drug_class_allergy_is_flagged_first() -> None:
+    state, sections = drafted(
+        fx.allergy("pcn", "Penicillin V"),
+        fx.medication_request(
+            "amox",
+            "Amoxicillin 500 MG Oral Capsule",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+        ),
+        fx.medication_request(
+            "a", "Clopidogrel 75 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
+        ),
+        fx.medication_request(
+            "b", "prasugrel 10 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
+        ),
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "allergy_conflict"]
+    assert flag.reason == (
+        "Amoxicillin 500 MG Oral Capsule at discharge, and an allergy to Penicillin V (penicillin)"
+    )
+    needs_review = sections["needs_review"]
+    assert needs_review[0].startswith("Amoxicillin 500 MG Oral Capsule at discharge")
+    assert needs_review[1].startswith("Therapeutic duplication")
+
+
+def test_leaving_with_no_medication_after_taking_some_is_flagged() -> None:
+    only_stopped, _ = drafted(
+        fx.medication_request(
+            "home",
+            "Metformin 500 MG Oral Tablet",
+            status="stopped",
+            authored=BEFORE,
+            validity_end="2024-03-03",
+        )
+    )
+    (flag,) = [f for f in only_stopped.flags_for_review if f.code == "no_discharge_medications"]
+    assert "1 medication(s) were active at admission" in flag.reason
+
+
+def test_an_allergic_disposition_is_not_an_allergy_to_contradict() -> None:
+    disposition = fx.allergy("disp", "Allergic disposition (finding)")
+    disposition["code"] = {
+        "coding": [{"system": "http://snomed.info/sct", "code": "609328004"}],
+        "text": "Allergic disposition (finding)",
+    }
+    note = fx.document_reference(
+        "note", fx.attachment("# Allergies\nNo Known Allergies.\n\n# Plan\nHome.")
+    )
+    state, _ = drafted(disposition, note)
+    assert not [c for c in state.conflicts if c.kind == "allergy_status"]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_synthea_discharge_medications_are_orders_active_at_discharge(path: Path) -> None:
+    state = build_evidence(json.loads(path.read_bytes()))
+    summary = summarize_evidence(state)
+    lines = [s.text for s in summary.section("medications").sentences]
+    for fact_id in state.medications.discharge:
+        medication = state.fact(fact_id).attributes
+        assert isinstance(medication, MedicationAttributes)
+        assert medication.status in {"active", "on-hold"}, medication.name
+    for fact in state.facts["medication"]:
+        medication = fact.attributes
+        assert isinstance(medication, MedicationAttributes)
+        shown = [line for line in lines if medication.name in line and line[:4] in {"NEW:", "CONT"}]
+        if medication.as_needed and shown:
+            assert all("as needed" in line for line in shown), shown
+        if medication.status == "completed":
+            assert not [line for line in shown if line.startswith("NEW:")], medication.name
