@@ -21,6 +21,7 @@ from pipeline.evidence import (
     TraceEvent,
     group_facts,
 )
+from pipeline.results import interpret_results
 from pipeline.settings import PipelineSettings, get_settings
 
 MAPPERS = (map_conditions, map_medications, map_allergies, map_procedures, map_results)
@@ -90,5 +91,6 @@ def build_evidence(
         exclusions=exclusions,
         trace=trace,
     )
-    state = run_agent_loop(classify_diagnoses(state, settings), settings.max_agent_steps)
+    state = interpret_results(classify_diagnoses(state, settings), settings)
+    state = run_agent_loop(state, settings.max_agent_steps)
     return medication_safety(state, settings)

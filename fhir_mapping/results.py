@@ -123,6 +123,50 @@ def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> 
     return facts
 
 
+def _effective(observation: Any) -> Any:
+    return as_datetime(
+        observation.effectiveDateTime
+        or (observation.effectivePeriod.start if observation.effectivePeriod else None)
+        or observation.issued
+    )
+
+
+def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
+    """For each laboratory test of the stay, its latest value before the episode began (the
+    patient's baseline), as a fact marked ``baseline``."""
+    codes = {
+        f.attributes.code.code
+        for f in results
+        if isinstance(f.attributes, LabResultAttributes)
+        and f.attributes.code
+        and "vital-signs" not in (f.attributes.observation_category or "")
+    }
+    latest: dict[str, tuple[Any, ParsedResource]] = {}
+    for item in scope.index.of_type("Observation"):
+        observation = item.model
+        code = first_coding(observation.code, LOINC) or first_coding(observation.code)
+        when = _effective(observation)
+        if (
+            code is None
+            or code.code not in codes
+            or when is None
+            or scope.start is None
+            or when >= scope.start
+            or observation.status in _VOID
+            or not scope.is_patient(observation.subject)
+        ):
+            continue
+        if code.code not in latest or latest[code.code][0] < when:
+            latest[code.code] = (when, item)
+    baselines = []
+    for _, item in latest.values():
+        for fact in observation_facts(item, None):
+            assert isinstance(fact.attributes, LabResultAttributes)
+            baseline = fact.attributes.model_copy(update={"baseline": True})
+            baselines.append(fact.model_copy(update={"attributes": baseline}))
+    return baselines
+
+
 def map_results(scope: Scope) -> Mapped:
     mapped = Mapped()
     reported: set[str] = set()
@@ -184,4 +228,5 @@ def map_results(scope: Scope) -> Mapped:
             mapped.exclude(item, "out_of_scope", f"observation category {kinds} not summarised")
         else:
             mapped.facts.extend(observation_facts(item, None))
+    mapped.facts.extend(_baselines(scope, mapped.facts))
     return mapped

@@ -169,6 +169,9 @@ class ProcedureAttributes(_Model):
     performed_end: datetime | None = None
 
 
+ResultFlag = Literal["normal", "high", "low", "critical high", "critical low", "abnormal"]
+
+
 class LabResultAttributes(_Model):
     category: Literal["lab_result"] = "lab_result"
     name: str
@@ -182,6 +185,13 @@ class LabResultAttributes(_Model):
     interpretation: str | None = None
     effective: datetime | None = None
     observation_category: str | None = None
+    # Computed in code (pipeline.results): the value at clinically sensible precision (the
+    # citation keeps the stored one), where the range came from, and how the value reads.
+    shown_value: str | None = None
+    range_source: Literal["observation", "adult default"] | None = None
+    flag: ResultFlag | None = None
+    # The latest value before admission, kept to compare the stay against.
+    baseline: bool = False
 
 
 class PendingResultAttributes(_Model):
@@ -285,6 +295,7 @@ FlagCode = Literal[
     "allergy_conflict",
     "no_discharge_medications",
     "medication_discrepancy",
+    "critical_result",
 ]
 
 

@@ -3,15 +3,14 @@
 Every sentence is rendered by a template (``templates/summary/sentences.txt.j2``) from the facts it
 cites, or quoted verbatim from a note, so it can state nothing the evidence does not hold. What is
 computed is computed here in code: medication changes (by :mod:`pipeline.reconcile`), result
-trends (first → last, min, max, direction), and the hospital course's selection by FOCUS.
+trends (first → last, and the latest value before admission), result flags against reference
+ranges (:mod:`pipeline.results`), and the hospital course's selection by FOCUS.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from pipeline.checker import check_summary_sentences
@@ -51,19 +50,6 @@ _CATEGORY_SECTIONS: dict[str, SectionKey] = {
     "follow_up": "follow_up",
     "course": "hospital_course",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Trend:
-    name: str
-    unit: str | None
-    first: Decimal
-    last: Decimal
-    low: Decimal
-    high: Decimal
-    first_date: str
-    last_date: str
-    direction: str
 
 
 def _sentence(section: SectionKey, text: str, citations: Sequence[str]) -> Sentence:
@@ -216,68 +202,86 @@ def _allergies(state: EvidenceState, render: Any) -> list[Sentence]:
     return sentences
 
 
-def _abnormal(result: LabResultAttributes) -> bool:
-    if result.interpretation and result.interpretation.strip().upper() not in {"N", "NORMAL"}:
-        return True
-    if result.value is None:
-        return False
-    below = result.reference_low is not None and result.value < result.reference_low
-    above = result.reference_high is not None and result.value > result.reference_high
-    return below or above
+_FLAG_ORDER = ("critical high", "critical low", "high", "low", "abnormal")
 
 
-def trend_of(results: Sequence[LabResultAttributes]) -> Trend:
-    """First, last, min, max and direction of one test's numeric values, oldest first."""
-    ordered = sorted(
-        results, key=lambda r: (r.effective is None, r.effective and r.effective.isoformat())
+def _worst(results: Sequence[LabResultAttributes]) -> str | None:
+    flags = {r.flag for r in results}
+    return next((flag for flag in _FLAG_ORDER if flag in flags), None)
+
+
+def _vital(result: LabResultAttributes) -> bool:
+    return "vital-signs" in (result.observation_category or "")
+
+
+def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
+    """The first and the last set of vital signs of the episode."""
+    timed = sorted(
+        (f for f in facts if f.attributes.effective is not None),
+        key=lambda f: f.attributes.effective,
     )
-    values = [r.value for r in ordered if r.value is not None]
-    first, last = values[0], values[-1]
-    direction = "rising" if last > first else "falling" if last < first else "unchanged"
-    return Trend(
-        name=ordered[0].name,
-        unit=ordered[0].unit,
-        first=first,
-        last=last,
-        low=min(values),
-        high=max(values),
-        first_date=ordered[0].effective.date().isoformat() if ordered[0].effective else "?",
-        last_date=ordered[-1].effective.date().isoformat() if ordered[-1].effective else "?",
-        direction=direction,
+    if not timed:
+        return []
+    sentences = []
+    for moment, when in (("admission", timed[0]), ("discharge", timed[-1])):
+        taken = when.attributes.effective
+        same = [f for f in timed if f.attributes.effective == taken]
+        sentences.append(
+            _sentence(
+                "results",
+                render.vital_signs(moment, taken, [f.attributes for f in same]),
+                [f.id for f in same],
+            )
+        )
+    return (
+        sentences[:1]
+        if timed[0].attributes.effective == timed[-1].attributes.effective
+        else sentences
     )
 
 
 def _results(state: EvidenceState, render: Any) -> list[Sentence]:
+    """Abnormal results first (critical, then high or low), each marked, with its trend over the
+    episode and against the latest value before admission; the normal ones in one line; vital
+    signs at admission and at discharge."""
     by_test: dict[str, list[Fact]] = defaultdict(list)
+    baselines: dict[str, Fact] = {}
+    vitals: list[Fact] = []
     for fact in state.facts["lab_result"]:
         result = fact.attributes
         assert isinstance(result, LabResultAttributes)
         key = (
             f"{result.code.code if result.code and result.code.code else result.name}|{result.unit}"
         )
-        by_test[key].append(fact)
-    rendered: list[tuple[bool, str, Sentence]] = []
-    for facts in by_test.values():
-        results = [f.attributes for f in facts if isinstance(f.attributes, LabResultAttributes)]
-        numeric = [r for r in results if r.value is not None]
-        abnormal = any(_abnormal(r) for r in results)
-        if len(numeric) > 1 and len(numeric) == len(results):
-            text = render.trend(trend_of(numeric))
-            rendered.append(
-                (not abnormal, results[0].name, _sentence("results", text, [f.id for f in facts]))
-            )
+        if result.baseline:
+            baselines[key] = fact
+        elif _vital(result):
+            vitals.append(fact)
+        else:
+            by_test[key].append(fact)
+    abnormal: list[tuple[int, str, Sentence]] = []
+    normal: list[Fact] = []
+    unranged: list[Fact] = []
+    for key, facts in by_test.items():
+        facts.sort(key=lambda f: (f.attributes.effective is None, f.attributes.effective))
+        results = [f.attributes for f in facts]
+        worst = _worst(results)
+        if worst is None:
+            (normal if any(r.flag == "normal" for r in results) else unranged).extend(facts)
             continue
-        for fact, result in zip(facts, results, strict=True):
-            rendered.append(
-                (
-                    not _abnormal(result),
-                    result.name,
-                    _sentence("results", render.result(result), [fact.id]),
-                )
-            )
-    return [
-        sentence for _, _, sentence in sorted(rendered, key=lambda item: (item[0], item[1].lower()))
-    ]
+        before = baselines.get(key)
+        cited = [f.id for f in facts] + ([before.id] if before else [])
+        text = render.key_result(results, worst, before.attributes if before else None)
+        abnormal.append(
+            (_FLAG_ORDER.index(worst), results[0].name.lower(), _sentence("results", text, cited))
+        )
+    sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
+    if normal:
+        names = list(dict.fromkeys(f.attributes.name for f in normal))
+        sentences.append(_sentence("results", render.normal_results(names), [f.id for f in normal]))
+    if unranged:
+        sentences += [_sentence("results", render.result(f.attributes), [f.id]) for f in unranged]
+    return sentences + _vital_signs(vitals, render)
 
 
 def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any) -> list[Sentence]:
@@ -288,6 +292,7 @@ def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any
 # discrepancies, then the rest; data quality last.
 SEVERITY = (
     "allergy_conflict",
+    "critical_result",
     "conflict",
     "therapeutic_duplication",
     "medication_discrepancy",

@@ -17,7 +17,7 @@ from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_
 from fhir_mapping.evidence import build_evidence
 from pipeline.checker import numeric_metrics
 from pipeline.evidence import EvidenceState
-from pipeline.evidence_summary import summarize_evidence, trend_of
+from pipeline.evidence_summary import summarize_evidence
 from pipeline.summary import Summary
 from pipeline.summary_text import render_markdown
 from tests import fhir_fixtures as fx
@@ -133,12 +133,9 @@ def test_trends_are_computed_in_code() -> None:
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     (sentence,) = summary.section("results").sentences
     assert sentence.text == (
-        "Glucose over the stay: 182 to 95 mg/dL (2024-03-02 to 2024-03-04), "
-        "min 95, max 182, falling."
+        "Glucose (H): 182 → 95 mg/dL (2024-03-02 to 2024-03-04); reference 70 to 100."
     )
     assert len(sentence.citations) == 3 and sentence.verdict == "supported"
-    trend = trend_of([f.attributes for f in state.facts["lab_result"]])
-    assert (trend.first, trend.last, trend.direction) == (182, 95, "falling")
 
 
 def test_medication_changes_are_labelled_and_empty_sections_say_not_documented() -> None:

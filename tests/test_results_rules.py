@@ -1,0 +1,131 @@
+"""Results that show what matters: ranges, flags, precision, trends, vital signs."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence import LabResultAttributes
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.results import shown
+from tests import fhir_fixtures as fx
+from tests.conftest import synthea_bundles
+
+CREATININE, POTASSIUM, SODIUM, CO2 = "2160-0", "6298-4", "2951-2", "2028-9"
+
+
+def lab(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str, **extra) -> dict:
+    observation = fx.observation(obs_id, name, value, unit, loinc=loinc, when=when)
+    del observation["referenceRange"]  # the shipped adult default applies
+    return observation | extra
+
+
+def results_of(*resources: dict) -> list[str]:
+    state = build_evidence(fx.stay(*resources))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    return [sentence.text for sentence in summary.section("results").sentences]
+
+
+def test_values_are_shown_at_clinical_precision() -> None:
+    assert shown(Decimal("4.6483"), 2) == "4.65"
+    assert shown(Decimal("4.6483")) == "4.648"  # four significant digits at most
+    assert shown(Decimal("136.72")) == "136.7"
+    assert shown(Decimal("12345.6")) == "12346"
+    assert shown(Decimal("0.000123456")) == "0.0001235"
+
+
+def test_abnormal_results_come_first_marked_with_their_trend_and_baseline() -> None:
+    lines = results_of(
+        lab("base", "Creatinine", 1.1, "mg/dL", CREATININE, "2023-11-01T08:00:00+00:00")
+        | {"encounter": {"reference": "Encounter/old"}},
+        fx.encounter("old", "2023-11-01T07:00:00+00:00", "2023-11-01T09:00:00+00:00", "AMB"),
+        lab("na", "Sodium", 140, "mmol/L", SODIUM, "2024-03-02T08:00:00+00:00"),
+        lab("cr1", "Creatinine", 2.63, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
+        lab("cr2", "Creatinine", 4.6483, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
+    )
+    assert lines == [
+        "Creatinine (H): 2.63 → 4.65 mg/dL (2024-03-02 to 2024-03-04); reference 0.6 to 1.3; "
+        "before admission 1.10 mg/dL on 2023-11-01.",
+        "Other results within their reference ranges: Sodium.",
+    ]
+
+
+def test_a_critical_value_is_marked_and_flagged_for_review() -> None:
+    state = build_evidence(
+        fx.stay(lab("k", "Potassium", 6.9, "mmol/L", POTASSIUM, "2024-03-02T08:00:00+00:00"))
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "critical_result"]
+    assert flag.reason == "Critical result: Potassium 6.9 mmol/L on 2024-03-02"
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    (line,) = [s.text for s in summary.section("results").sentences]
+    assert line.startswith("Potassium (critical high): 6.9 mmol/L")
+    assert any(
+        s.text.startswith("Critical result") for s in summary.section("needs_review").sentences
+    )
+
+
+def test_the_observations_own_range_wins_and_another_unit_gets_no_default() -> None:
+    own = lab("own", "Sodium", 150, "mmol/L", SODIUM, "2024-03-02T08:00:00+00:00") | {
+        "referenceRange": [{"low": {"value": 130}, "high": {"value": 155}}]
+    }
+    other_unit = lab("unit", "Creatinine", 300, "umol/L", CREATININE, "2024-03-02T08:00:00+00:00")
+    state = build_evidence(fx.stay(own, other_unit))
+    by_name = {f.attributes.name: f.attributes for f in state.facts["lab_result"]}
+    assert (by_name["Sodium"].flag, by_name["Sodium"].range_source) == ("normal", "observation")
+    assert by_name["Creatinine"].flag is None and by_name["Creatinine"].range_source is None
+
+
+def test_an_abnormal_value_is_never_rounded_back_into_its_range() -> None:
+    (line,) = results_of(
+        lab("c", "Carbon dioxide", 21.61, "mmol/L", CO2, "2024-03-02T08:00:00+00:00")
+    )
+    assert line.startswith("Carbon dioxide (L): 21.6 mmol/L")
+
+
+def test_vital_signs_at_admission_and_at_discharge() -> None:
+    def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
+        observation = lab(obs_id, name, value, unit, loinc, when)
+        observation["category"] = [{"coding": [{"code": "vital-signs"}]}]
+        return observation
+
+    lines = results_of(
+        vital("hr1", "Heart rate", 118, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
+        vital("t1", "Body temperature", 38.4, "Cel", "8310-5", "2024-03-01T10:30:00+00:00"),
+        vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-05T09:00:00+00:00"),
+    )
+    assert lines == [
+        "Vital signs at admission (2024-03-01): Heart rate 118 /min (high); "
+        "Body temperature 38.4 Cel (high).",
+        "Vital signs at discharge (2024-03-05): Heart rate 76 /min.",
+    ]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
+    state = build_evidence(json.loads(path.read_bytes()))
+    summary = summarize_evidence(state)
+    sentences = summary.section("results").sentences
+    normal_line = [s for s in sentences if s.text.startswith("Other results within")]
+    for fact in state.facts["lab_result"]:
+        result = fact.attributes
+        assert isinstance(result, LabResultAttributes)
+        if result.baseline or result.value is None:
+            continue
+        outside = (result.reference_low is not None and result.value < result.reference_low) or (
+            result.reference_high is not None and result.value > result.reference_high
+        )
+        if outside:
+            assert result.flag in {"high", "low", "critical high", "critical low"}
+            marked = [s for s in sentences if fact.id in s.citations]
+            assert marked and not any(s in normal_line for s in marked), result.name
+        if result.shown_value is not None:
+            digits = result.shown_value.replace(".", "").lstrip("0")
+            assert len(digits) <= 4 or "." not in result.shown_value, result.shown_value
+    assert all(s.verdict == "supported" for s in sentences), [
+        (s.text, s.review_reasons()) for s in sentences if s.verdict != "supported"
+    ]
