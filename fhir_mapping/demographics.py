@@ -27,6 +27,40 @@ def _display_name(patient: object) -> str | None:
     return None
 
 
+def _mrn(patient: object) -> str | None:
+    for identifier in getattr(patient, "identifier", None) or []:
+        codes = {c.code for c in (identifier.type.coding or [])} if identifier.type else set()
+        if "MR" in codes and identifier.value:
+            return str(identifier.value)
+    return None
+
+
+_ATTENDING_ROLES = ("ATND", "PPRF", "PART")
+
+
+def _attending(encounter: object) -> str | None:
+    """The attending: by participant type ATND, else the primary performer, else anyone."""
+    participants = getattr(encounter, "participant", None) or []
+    for role in _ATTENDING_ROLES:
+        for participant in participants:
+            codes = {c.code for t in participant.type or [] for c in t.coding or []}
+            if role in codes and participant.individual is not None:
+                return participant.individual.display or participant.individual.reference
+    return None
+
+
+def _admitted_from(scope: Scope) -> str | None:
+    hospitalization = scope.encounter.model.hospitalization
+    source = concept_text(hospitalization.admitSource) if hospitalization else None
+    if source:
+        return source
+    for key, why in scope.episode.items():
+        model = scope.index.by_key[key].model
+        if model.class_fhir is not None and model.class_fhir.code == "EMER" and "before" in why:
+            return "the emergency department"
+    return None
+
+
 def patient_fact(scope: Scope) -> Fact:
     patient = scope.patient.model
     birth = patient.birthDate if isinstance(patient.birthDate, date) else None
@@ -40,6 +74,7 @@ def patient_fact(scope: Scope) -> Fact:
         birth_date=birth,
         age_at_encounter=_age(birth, start.date() if start else None),
         deceased=deceased,
+        mrn=_mrn(patient),
     )
     return Fact(
         id=stable_id("patient", scope.patient.key),
@@ -54,14 +89,19 @@ def encounter_fact(scope: Scope) -> Fact:
     hospitalization = encounter.hospitalization
     disposition = concept_text(hospitalization.dischargeDisposition) if hospitalization else None
     reasons = [text for text in map(concept_text, encounter.reasonCode or []) if text]
+    start = as_datetime(encounter.period.start) if encounter.period else None
+    end = as_datetime(encounter.period.end) if encounter.period else None
     attributes = EncounterAttributes(
         kind="stay",
         class_code=encounter.class_fhir.code if encounter.class_fhir else None,
         types=[text for text in map(concept_text, encounter.type or []) if text],
-        start=as_datetime(encounter.period.start) if encounter.period else None,
-        end=as_datetime(encounter.period.end) if encounter.period else None,
+        start=start,
+        end=end,
+        length_of_stay_days=(end.date() - start.date()).days if start and end else None,
         reasons=reasons,
         discharge_disposition=disposition,
+        attending=_attending(encounter),
+        admitted_from=_admitted_from(scope),
     )
     return Fact(
         id=stable_id("encounter", scope.encounter.key),

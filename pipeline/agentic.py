@@ -234,7 +234,12 @@ def agentic_summary(
         for sentence in section.sentences
         for fact_id in sentence.citations
     }
-    course = base.section(NARRATIVE).sentences
+    # The note sentences FOCUS kept; the course told from the structured record is in ``facts``.
+    course = [
+        sentence
+        for sentence in base.section(NARRATIVE).sentences
+        if all(state.fact(c).category == "course" for c in sentence.citations)
+    ]
     notes = [sentence.text for sentence in course]
     fact_items = [{"id": fact_id, "text": text} for fact_id, text in facts.items()]
     note_items = [{"id": sentence.citations[0], "text": sentence.text} for sentence in course]

@@ -217,6 +217,8 @@ class PatientInfoAttributes(_Model):
     birth_date: date | None = None
     age_at_encounter: int | None = None
     deceased: bool | None = None
+    # Patient.identifier of type MR (the hospital's medical record number).
+    mrn: str | None = None
 
 
 class EncounterAttributes(_Model):
@@ -228,6 +230,12 @@ class EncounterAttributes(_Model):
     end: datetime | None = None
     reasons: list[str] = Field(default_factory=list)
     discharge_disposition: str | None = None
+    # The attending (Encounter.participant ATND, else the primary performer).
+    attending: str | None = None
+    # Admitted from: the emergency visit of the episode, or the admit source.
+    admitted_from: str | None = None
+    # Calendar days from admission to discharge, computed in code.
+    length_of_stay_days: int | None = None
     text: str | None = None
 
 

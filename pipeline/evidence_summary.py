@@ -22,11 +22,13 @@ from pipeline.evidence import (
     Fact,
     LabResultAttributes,
     MedicationAttributes,
+    ProcedureAttributes,
     ReviewFlag,
     stable_id,
 )
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
 from pipeline.rendering import macros
+from pipeline.settings import PipelineSettings, get_settings
 from pipeline.summary import (
     NOT_DOCUMENTED,
     SECTION_SPECS,
@@ -37,6 +39,7 @@ from pipeline.summary import (
     Summary,
     SummarySection,
 )
+from pipeline.tables import CodeTable, table
 
 BACKEND = "provenote-evidence-only"
 BACKEND_VERSION = "1"
@@ -64,17 +67,23 @@ def _sentence(section: SectionKey, text: str, citations: Sequence[str]) -> Sente
 
 def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
+    complaints: set[str] = set()
     for fact in state.facts["patient_info"]:
         sentences.append(_sentence("stay", render.patient(fact.attributes), [fact.id]))
     for fact in state.facts["encounter"]:
         stay = fact.attributes
         assert isinstance(stay, EncounterAttributes)
         if stay.kind == "chief_complaint":
-            sentences.append(_sentence("stay", render.chief_complaint(stay), [fact.id]))
+            said = (stay.text or "").strip().lower()
+            if said not in complaints:  # each complaint once, however many notes state it
+                complaints.add(said)
+                sentences.append(_sentence("stay", render.chief_complaint(stay), [fact.id]))
             continue
         sentences.append(_sentence("stay", render.stay(stay), [fact.id]))
         if stay.reasons:
             sentences.append(_sentence("stay", render.reasons(stay), [fact.id]))
+        if stay.attending:
+            sentences.append(_sentence("stay", render.attending(stay), [fact.id]))
         if stay.discharge_disposition:
             sentences.append(_sentence("stay", render.disposition(stay), [fact.id]))
     return sentences
@@ -129,9 +138,90 @@ def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
     return (document.date is None, document.date, document.id, ref.page, ref.start)
 
 
+def _structured_course(
+    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+) -> list[Sentence]:
+    """The course as the structured record tells it: admission and its reason, significant
+    procedures, abnormal results, medications started and stopped, discharge."""
+    if stay is None or not isinstance(stay.attributes, EncounterAttributes):
+        return []
+    sentences = [_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
+    procedures = [
+        f
+        for f in sorted(
+            state.facts["procedure"],
+            key=lambda f: (f.attributes.performed_start is None, f.attributes.performed_start),
+        )
+        if not routine.matches(
+            f.attributes.code.code if f.attributes.code else None, f.attributes.name
+        )
+    ]
+    if procedures:
+        text = render.course_procedures([f.attributes for f in procedures])
+        sentences.append(_sentence("hospital_course", text, [f.id for f in procedures]))
+    abnormal = [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and not f.attributes.baseline
+        and not _vital(f.attributes)
+        and f.attributes.flag in _FLAG_ORDER
+    ]
+    if abnormal:
+        worst: dict[str, tuple[LabResultAttributes, str, list[str]]] = {}
+        for fact in abnormal:
+            result = fact.attributes
+            seen = worst.get(result.name)
+            flag = (
+                result.flag if seen is None else min((seen[1], result.flag), key=_FLAG_ORDER.index)
+            )
+            worst[result.name] = (result, flag, [*(seen[2] if seen else []), fact.id])
+        text = render.course_results([(r, flag) for r, flag, _ in worst.values()])
+        cited = [fact_id for _, _, ids in worst.values() for fact_id in ids]
+        sentences.append(_sentence("hospital_course", text, cited))
+    changes = state.medications.changes
+    started = [c for c in changes if c.kind == "new" and c.discharge]
+    stopped = [c for c in changes if c.kind == "stopped" and c.admission]
+    if started or stopped:
+        text = render.course_medications([c.name for c in started], [c.name for c in stopped])
+        cited = [c.discharge for c in started] + [c.admission for c in stopped]
+        sentences.append(_sentence("hospital_course", text, [c for c in cited if c]))
+    if stay.attributes.end is not None:
+        sentences.append(
+            _sentence("hospital_course", render.discharged(stay.attributes), [stay.id])
+        )
+    return sentences
+
+
+def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
+    """The Joint Commission's condition at discharge: disposition and the last vital signs."""
+    sentences = []
+    if (
+        stay is not None
+        and isinstance(stay.attributes, EncounterAttributes)
+        and stay.attributes.discharge_disposition
+    ):
+        text = render.disposition(stay.attributes)
+        sentences.append(_sentence("condition_at_discharge", text, [stay.id]))
+    vitals = [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and _vital(f.attributes)
+        and f.attributes.effective is not None
+    ]
+    if vitals:
+        last = max(f.attributes.effective for f in vitals)
+        latest = [f for f in vitals if f.attributes.effective == last]
+        text = render.vital_signs("discharge", last, [f.attributes for f in latest])
+        sentences.append(_sentence("condition_at_discharge", text, [f.id for f in latest]))
+    return sentences
+
+
 def _hospital_course(
     state: EvidenceState, salience: TokenSalience | None, ratio: float, render: Any
 ) -> list[Sentence]:
+    """Note sentences FOCUS keeps, quoted verbatim, in the order they were written."""
     facts = [fact for fact in state.facts["course"] if any(ref.is_text for ref in fact.sources)]
     if not facts:
         return []
@@ -152,12 +242,26 @@ def _hospital_course(
     return [_sentence("hospital_course", render.quote(f.attributes), [f.id]) for f in kept]
 
 
-def _procedures(state: EvidenceState, render: Any) -> list[Sentence]:
+def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+    """Clinically significant procedures of the episode by date; administrative and routine
+    care (admission, assessment, screening…) in one line after them."""
     facts = sorted(
         state.facts["procedure"],
         key=lambda f: (f.attributes.performed_start is None, f.attributes.performed_start),
     )
-    return [_sentence("procedures", render.procedure(f.attributes), [f.id]) for f in facts]
+    significant, usual = [], []
+    for fact in facts:
+        procedure = fact.attributes
+        assert isinstance(procedure, ProcedureAttributes)
+        code = procedure.code.code if procedure.code else None
+        (usual if routine.matches(code, procedure.name) else significant).append(fact)
+    sentences = [
+        _sentence("procedures", render.procedure(f.attributes), [f.id]) for f in significant
+    ]
+    if usual:
+        names = list(dict.fromkeys(f.attributes.name for f in usual))
+        sentences.append(_sentence("procedures", render.routine_care(names), [f.id for f in usual]))
+    return sentences
 
 
 def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
@@ -350,9 +454,14 @@ def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> l
 
 
 def summarize_evidence(
-    state: EvidenceState, *, ratio: float = 0.5, salience: TokenSalience | None = None
+    state: EvidenceState,
+    *,
+    ratio: float = 0.5,
+    salience: TokenSalience | None = None,
+    settings: PipelineSettings | None = None,
 ) -> Summary:
     """The evidence-only discharge summary of a validated evidence state, checked."""
+    settings = settings or get_settings()
     render = macros("summary/sentences.txt.j2")
     stay_fact = next(
         (
@@ -362,14 +471,18 @@ def summarize_evidence(
         ),
         None,
     )
+    routine = table("routine_procedures", settings)
+    stay = next((f for f in state.facts["encounter"] if f.id == stay_fact), None)
     built: dict[SectionKey, list[Sentence]] = {
         "needs_review": _needs_review(state, render, stay_fact),
         "stay": _stay(state, render),
         "diagnoses": _diagnoses(state, render),
         "active_problems": _active_problems(state, render),
         "social_history": _social_history(state, render),
-        "hospital_course": _hospital_course(state, salience, ratio, render),
-        "procedures": _procedures(state, render),
+        "hospital_course": _structured_course(state, render, routine, stay)
+        + _hospital_course(state, salience, ratio, render),
+        "condition_at_discharge": _condition_at_discharge(state, render, stay),
+        "procedures": _procedures(state, render, routine),
         "medications": _medications(state, render),
         "allergies": _allergies(state, render),
         "results": _results(state, render),

@@ -23,6 +23,7 @@ SectionKey = Literal[
     "allergies",
     "results",
     "pending_results",
+    "condition_at_discharge",
     "follow_up",
     "social_history",
     "needs_review",
@@ -55,6 +56,12 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("results", "Key results", "30954-2", "Relevant diagnostic tests/laboratory data"),
     SectionSpec(
         "pending_results", "Pending results", "11493-4", "Hospital discharge studies summary"
+    ),
+    SectionSpec(
+        "condition_at_discharge",
+        "Condition at discharge",
+        "10184-0",
+        "Hospital discharge physical findings",
     ),
     SectionSpec("follow_up", "Follow-up", "18776-5", "Plan of care note"),
     SectionSpec("social_history", "Social history", "29762-2", "Social history Narrative"),

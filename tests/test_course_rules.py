@@ -1,0 +1,143 @@
+"""The header, procedures, hospital course and condition at discharge of the evidence-only draft."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fhir_mapping.evidence import build_evidence
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.settings import PipelineSettings
+from pipeline.tables import table
+from tests import fhir_fixtures as fx
+from tests.conftest import synthea_bundles
+
+
+def procedure(procedure_id: str, name: str, code: str, when: str) -> dict:
+    return {
+        "resourceType": "Procedure",
+        "id": procedure_id,
+        "status": "completed",
+        "code": {"coding": [{"system": "http://snomed.info/sct", "code": code}], "text": name},
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "performedDateTime": when,
+    }
+
+
+def record() -> dict:
+    patient = fx.patient() | {
+        "identifier": [
+            {
+                "type": {"coding": [{"code": "MR"}]},
+                "system": "https://hospital.example/mrn",
+                "value": "MRN-0042",
+            }
+        ]
+    }
+    stay = fx.encounter() | {
+        "reasonCode": [{"text": "Aortic valve stenosis"}],
+        "participant": [
+            {
+                "type": [{"coding": [{"code": "ATND"}]}],
+                "individual": {"display": "Dr. Grace Hopper"},
+            }
+        ],
+        "hospitalization": {"dischargeDisposition": {"text": "Home"}},
+    }
+    emergency = fx.encounter("ed", "2024-03-01T06:00:00+00:00", "2024-03-01T09:00:00+00:00", "EMER")
+    vitals = []
+    for obs_id, when, rate in (
+        ("hr1", "2024-03-01T11:00:00+00:00", 112),
+        ("hr2", "2024-03-05T10:00:00+00:00", 72),
+    ):
+        observation = fx.observation(obs_id, "Heart rate", rate, "/min", loinc="8867-4", when=when)
+        observation["category"] = [{"coding": [{"code": "vital-signs"}]}]
+        del observation["referenceRange"]
+        vitals.append(observation)
+    return fx.bundle(
+        patient,
+        stay,
+        emergency,
+        *vitals,
+        procedure("avr", "Aortic valve replacement", "725351001", "2024-03-02T10:00:00+00:00"),
+        procedure(
+            "screen", "Depression screening (procedure)", "171207006", "2024-03-01T12:00:00+00:00"
+        ),
+        procedure(
+            "recon",
+            "Medication reconciliation (procedure)",
+            "430193006",
+            "2024-03-05T09:00:00+00:00",
+        ),
+        fx.medication_request(
+            "apixaban",
+            "Apixaban 5 MG Oral Tablet",
+            authored="2024-03-04T09:00:00+00:00",
+            encounter_id=fx.ENCOUNTER_ID,
+        ),
+    )
+
+
+def sections() -> dict[str, list[str]]:
+    summary = summarize_evidence(build_evidence(record()), salience=lambda text: ([], []))
+    return {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
+
+
+def test_the_header_names_the_patient_their_record_number_and_the_attending() -> None:
+    stay = sections()["stay"]
+    assert (
+        stay[0]
+        == "Ada Lovelace, 73-year-old female, born 1950-06-15; medical record number MRN-0042."
+    )
+    assert "Attending: Dr. Grace Hopper." in stay
+    assert "Discharge disposition: Home." in stay
+
+
+def test_significant_procedures_come_first_and_routine_care_is_one_line() -> None:
+    assert sections()["procedures"] == [
+        "Aortic valve replacement (completed) on 2024-03-02.",
+        "Routine and administrative care: Depression screening (procedure); "
+        "Medication reconciliation (procedure).",
+    ]
+
+
+def test_the_course_is_told_from_the_structured_record() -> None:
+    course = sections()["hospital_course"]
+    assert course[:4] == [
+        "Admitted from the emergency department on 2024-03-01 for Aortic valve stenosis.",
+        "Procedures: Aortic valve replacement on 2024-03-02.",
+        "Medications started: Apixaban 5 MG Oral Tablet.",
+        "Discharged on 2024-03-05 (Home), after 4 day(s) in hospital.",
+    ]
+    assert not any("year-old" in line for line in course)  # the demographic line is the header's
+
+
+def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() -> None:
+    assert sections()["condition_at_discharge"] == [
+        "Discharge disposition: Home.",
+        "Vital signs at discharge (2024-03-05): Heart rate 72 /min.",
+    ]
+    empty = summarize_evidence(build_evidence(fx.stay()), salience=lambda text: ([], []))
+    assert empty.section("condition_at_discharge").empty_reason == "Not documented"
+
+
+ROUTINE = table("routine_procedures", PipelineSettings())
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
+def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path) -> None:
+    state = build_evidence(json.loads(path.read_bytes()))
+    summary = summarize_evidence(state)
+    cited = {c for s in summary.section("procedures").sentences for c in s.citations}
+    for fact in state.facts["procedure"]:
+        assert fact.id in cited, fact.attributes.name
+    lines = [s.text for s in summary.section("procedures").sentences]
+    routine_lines = [line for line in lines if line.startswith("Routine and administrative")]
+    assert len(routine_lines) <= 1
+    assert all(s.verdict == "supported" for s in summary.sentences()), [
+        (s.text, s.review_reasons()) for s in summary.sentences() if s.verdict != "supported"
+    ]
