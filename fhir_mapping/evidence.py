@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fhir_mapping.care import map_care
 from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures
 from fhir_mapping.demographics import encounter_fact, patient_fact
 from fhir_mapping.documents import collect_documents
@@ -24,7 +25,14 @@ from pipeline.evidence import (
 from pipeline.results import interpret_results
 from pipeline.settings import PipelineSettings, get_settings
 
-MAPPERS = (map_conditions, map_medications, map_allergies, map_procedures, map_results)
+MAPPERS = (
+    map_conditions,
+    map_medications,
+    map_allergies,
+    map_procedures,
+    map_results,
+    map_care,
+)
 
 
 def _scope(index: ResourceIndex, encounter_id: str | None, window_h: float) -> Scope:

@@ -32,6 +32,12 @@ MAPPED_TYPES = frozenset(
         "Observation",
         "DocumentReference",
         "Binary",
+        "CarePlan",
+        "ServiceRequest",
+        "Appointment",
+        "Immunization",
+        "MedicationAdministration",
+        "ImagingStudy",
     }
 )
 

@@ -28,6 +28,9 @@ FactCategory = Literal[
     "course",
     "patient_info",
     "encounter",
+    "care_plan",
+    "administration",
+    "imaging",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
@@ -239,6 +242,39 @@ class EncounterAttributes(_Model):
     text: str | None = None
 
 
+class CarePlanAttributes(_Model):
+    """What the patient is to do or have after discharge: a care plan, a service request or an
+    appointment."""
+
+    category: Literal["care_plan"] = "care_plan"
+    kind: Literal["care_plan", "service_request", "appointment"]
+    title: str
+    status: str | None = None
+    activities: list[str] = Field(default_factory=list)
+    addresses: list[str] = Field(default_factory=list)
+    when: datetime | None = None
+
+
+class AdministrationAttributes(_Model):
+    """A vaccine or a medication given in the episode."""
+
+    category: Literal["administration"] = "administration"
+    kind: Literal["immunization", "medication"]
+    name: str
+    status: str | None = None
+    when: datetime | None = None
+
+
+class ImagingAttributes(_Model):
+    """An imaging study of the episode, with its report's conclusion when there is one."""
+
+    category: Literal["imaging"] = "imaging"
+    name: str
+    modality: str | None = None
+    started: datetime | None = None
+    conclusion: str | None = None
+
+
 FactAttributes = Annotated[
     DiagnosisAttributes
     | MedicationAttributes
@@ -248,7 +284,10 @@ FactAttributes = Annotated[
     | PendingResultAttributes
     | NarrativeAttributes
     | PatientInfoAttributes
-    | EncounterAttributes,
+    | EncounterAttributes
+    | CarePlanAttributes
+    | AdministrationAttributes
+    | ImagingAttributes,
     Field(discriminator="category"),
 ]
 

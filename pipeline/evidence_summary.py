@@ -280,6 +280,13 @@ def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
     if given:
         text = render.given_during_stay([f.attributes for f in given])
         sentences.append(_sentence("medications", text, [f.id for f in given]))
+    administered = sorted(
+        state.facts["administration"],
+        key=lambda f: (f.attributes.when is None, f.attributes.when),
+    )
+    if administered:
+        text = render.administered([f.attributes for f in administered])
+        sentences.append(_sentence("medications", text, [f.id for f in administered]))
     return sentences
 
 
@@ -385,7 +392,14 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
         sentences.append(_sentence("results", render.normal_results(names), [f.id for f in normal]))
     if unranged:
         sentences += [_sentence("results", render.result(f.attributes), [f.id]) for f in unranged]
-    return sentences + _vital_signs(vitals, render)
+    imaging = [
+        _sentence("results", render.imaging(f.attributes), [f.id])
+        for f in sorted(
+            state.facts["imaging"],
+            key=lambda f: (f.attributes.started is None, f.attributes.started),
+        )
+    ]
+    return sentences + imaging + _vital_signs(vitals, render)
 
 
 def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any) -> list[Sentence]:
@@ -487,7 +501,8 @@ def summarize_evidence(
         "allergies": _allergies(state, render),
         "results": _results(state, render),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": _simple(state, "follow_up", "follow_up", render.quote),
+        "follow_up": _simple(state, "care_plan", "follow_up", render.care_plan)
+        + _simple(state, "follow_up", "follow_up", render.quote),
     }
     sections = [
         SummarySection(

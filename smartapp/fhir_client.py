@@ -37,6 +37,12 @@ RECORD_SEARCHES = (
     "Condition",
     "AllergyIntolerance",
     "Procedure",
+    "CarePlan",
+    "ServiceRequest",
+    "Appointment",
+    "Immunization",
+    "MedicationAdministration",
+    "ImagingStudy",
 )
 
 

@@ -141,3 +141,86 @@ def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path)
     assert all(s.verdict == "supported" for s in summary.sentences()), [
         (s.text, s.review_reasons()) for s in summary.sentences() if s.verdict != "supported"
     ]
+
+
+def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
+    plan = {
+        "resourceType": "CarePlan",
+        "id": "plan",
+        "status": "active",
+        "intent": "plan",
+        "category": [{"text": "Discharge care plan"}],
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "period": {"start": "2024-03-05T10:00:00+00:00"},
+        "activity": [
+            {"detail": {"status": "scheduled", "code": {"text": "Cardiac rehabilitation"}}}
+        ],
+    }
+    old_plan = plan | {"id": "old", "encounter": None, "period": {"start": "2019-01-01"}}
+    appointment = {
+        "resourceType": "Appointment",
+        "id": "visit",
+        "status": "booked",
+        "description": "Cardiology clinic",
+        "start": "2024-03-19T09:00:00+00:00",
+        "end": "2024-03-19T09:30:00+00:00",
+        "participant": [{"actor": {"reference": f"Patient/{fx.PATIENT_ID}"}, "status": "accepted"}],
+    }
+    vaccine = {
+        "resourceType": "Immunization",
+        "id": "flu",
+        "status": "completed",
+        "vaccineCode": {"text": "Influenza vaccine"},
+        "patient": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "occurrenceDateTime": "2024-03-03T10:00:00+00:00",
+    }
+    heparin = {
+        "resourceType": "MedicationAdministration",
+        "id": "heparin",
+        "status": "completed",
+        "medicationCodeableConcept": {"text": "Heparin 5000 UNT Injection"},
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "context": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "effectiveDateTime": "2024-03-02T08:00:00+00:00",
+    }
+    xray = {
+        "resourceType": "ImagingStudy",
+        "id": "cxr",
+        "status": "available",
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "started": "2024-03-01T12:00:00+00:00",
+        "modality": [{"code": "DX", "display": "Digital Radiography"}],
+        "procedureCode": [{"text": "Chest X-ray"}],
+    }
+    state = build_evidence(fx.stay(plan, old_plan, appointment, vaccine, heparin, xray))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
+    assert drafted["follow_up"] == [
+        "Care plan (active): Discharge care plan; activities: Cardiac rehabilitation.",
+        "Appointment: Cardiology clinic on 2024-03-19 (booked).",
+    ]
+    given = (
+        "Given during the stay: Heparin 5000 UNT Injection on 2024-03-02; Influenza vaccine "
+        "(vaccine) on 2024-03-03."
+    )
+    assert given in drafted["medications"]
+    assert "Imaging: Chest X-ray (Digital Radiography) on 2024-03-01." in drafted["results"]
+    assert all(s.verdict == "supported" for s in summary.sentences())
+
+
+def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
+    from smartapp.fhir_client import RECORD_SEARCHES
+    from smartapp.oauth import READ_TYPES
+
+    wanted = {
+        "CarePlan",
+        "ServiceRequest",
+        "Appointment",
+        "Immunization",
+        "MedicationAdministration",
+        "ImagingStudy",
+    }
+    assert wanted <= set(RECORD_SEARCHES) and wanted <= set(READ_TYPES)

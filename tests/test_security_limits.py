@@ -299,13 +299,9 @@ def test_malformed_resources_in_a_pulled_record_become_exclusions() -> None:
         ehr.routes["/fhir/Encounter"] = lambda _: as_json(searchset([stay]))
         ehr.routes["/fhir/Condition"] = lambda _: as_json(searchset(broken[:1] + broken[2:]))
         ehr.routes["/fhir/Observation"] = lambda _: as_json(searchset(broken[1:2]))
-        for kind in (
-            "DocumentReference",
-            "MedicationRequest",
-            "DiagnosticReport",
-            "AllergyIntolerance",
-            "Procedure",
-        ):
+        from smartapp.fhir_client import RECORD_SEARCHES
+
+        for kind in set(RECORD_SEARCHES) - {"Encounter", "Condition", "Observation"}:
             ehr.routes[f"/fhir/{kind}"] = lambda _: as_json(searchset([]))
 
         async def pull() -> dict:
