@@ -55,6 +55,16 @@ _COMPLAINT_SECTIONS = frozenset(
     {"chief complaint", "reason for admission", "reason for visit", "presenting complaint"}
 )
 _ALLERGY_SECTIONS = frozenset({"allergies", "allergy", "drug allergies"})
+MEDICATION_SECTIONS = frozenset(
+    {
+        "medications",
+        "current medications",
+        "home medications",
+        "medications on admission",
+        "admission medications",
+        "outpatient medications",
+    }
+)
 _NO_KNOWN_ALLERGIES = re.compile(
     r"\b(no known (drug )?allergies|nkda|nka|no allergies)\b", re.IGNORECASE
 )
@@ -150,6 +160,10 @@ def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> 
         attributes = NarrativeAttributes(category="course", text=span.text, section=section)
     elif key in _FOLLOW_UP_SECTIONS:
         attributes = NarrativeAttributes(category="follow_up", text=span.text, section=section)
+    elif key in MEDICATION_SECTIONS:
+        attributes = NarrativeAttributes(
+            category="medication_list", text=span.text, section=section
+        )
     elif key in _COMPLAINT_SECTIONS:
         attributes = EncounterAttributes(kind="chief_complaint", text=span.text)
     elif key in _ALLERGY_SECTIONS and _NO_KNOWN_ALLERGIES.search(span.text):

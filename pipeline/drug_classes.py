@@ -1,4 +1,5 @@
-"""Therapeutic classes of the discharge medications: duplication and drug-class allergies.
+"""Medication safety: therapeutic duplication, drug-class allergies, a note's medication list
+against the orders, and leaving with no medication.
 
 From the shipped ``drug_classes`` table (ingredient → class; which classes must not be given twice
 at discharge, alone or with a partner such as an ACE inhibitor with an ARB; which allergy
@@ -18,6 +19,7 @@ from pipeline.evidence import (
     ReviewFlag,
     stable_id,
 )
+from pipeline.medications import drug_key
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
@@ -128,5 +130,83 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
     flags += duplication_flags(discharge, drug_table)
+    flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})
+
+
+_NONE_LISTED = re.compile(r"\bno (active |current |home )?medications\b|^none\b", re.IGNORECASE)
+# Words of a drug name that say nothing about its ingredient.
+_SALTS = frozenset(
+    "sodium potassium calcium magnesium hydrochloride hcl succinate tartrate besylate maleate "
+    "citrate acetate sulfate phosphate hr extended release delayed oral tablet capsule".split()
+)
+
+
+def ingredients(name: str) -> set[str]:
+    """The ingredient words of a drug name ("naproxen sodium 220 MG Oral Tablet" → naproxen)."""
+    return {word for word in drug_key(name).split() if word not in _SALTS and len(word) > 2}
+
+
+def _items(text: str) -> list[str]:
+    """The drugs one line of a medication list names; none for "no active medications"."""
+    if _NONE_LISTED.search(text.strip()):
+        return []
+    return [item.strip(" -*•\t.") for item in text.split(";") if item.strip(" -*•\t.")]
+
+
+def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
+    """A medication list written in a note of the stay against the orders, by ingredient: a drug
+    the note names that no order has, or an order active at admission the note leaves out."""
+    orders = [
+        fact
+        for fact in state.facts.get("medication", [])
+        if isinstance(fact.attributes, MedicationAttributes)
+    ]
+    admission_ids = set(state.medications.admission)
+    lists: dict[str, list[Fact]] = defaultdict(list)
+    for fact in state.facts.get("medication_list", []):
+        lists[fact.sources[0].document or ""].append(fact)
+    titles = {document.id: document.title for document in state.documents}
+    flags: list[ReviewFlag] = []
+    for document_id, lines in lists.items():
+        named = {
+            item: (line, ingredients(item))
+            for line in lines
+            for item in _items(line.attributes.text)
+        }
+        unordered = {
+            item: line
+            for item, (line, words) in named.items()
+            if words and not any(words & ingredients(f.attributes.name) for f in orders)
+        }
+        left_out = [
+            f
+            for f in orders
+            if f.id in admission_ids
+            and not any(words & ingredients(f.attributes.name) for _, words in named.values())
+        ]
+        if not unordered and not left_out:
+            continue
+        parts = []
+        if unordered:  # by ingredient: the note's strengths are the note's to show
+            names = "; ".join(dict.fromkeys(drug_key(item) for item in unordered))
+            parts.append(f"it names {names} (absent from the orders)")
+        if left_out:
+            names = "; ".join(f.attributes.name for f in left_out)
+            parts.append(f"it leaves out {names} (ordered before admission)")
+        reason = f"Medication list in {titles.get(document_id) or 'a note'}: " + "; ".join(parts)
+        if any(flag.reason == reason for flag in flags):
+            continue  # the same list in another note of the stay: said once
+        cited = list(dict.fromkeys(line.id for line in unordered.values())) or [lines[0].id]
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "med-list", document_id),
+                code="medication_discrepancy",
+                reason=reason,
+                raised_by=RAISED_BY,
+                fact_ids=cited + [f.id for f in left_out],
+                document=document_id,
+            )
+        )
+    return flags

@@ -31,6 +31,7 @@ FactCategory = Literal[
     "care_plan",
     "administration",
     "imaging",
+    "medication_list",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
@@ -206,9 +207,9 @@ class PendingResultAttributes(_Model):
 
 
 class NarrativeAttributes(_Model):
-    """A statement taken verbatim from a note (hospital course, follow-up, chief complaint)."""
+    """A statement taken verbatim from a note (hospital course, follow-up, a medication list)."""
 
-    category: Literal["course", "follow_up"]
+    category: Literal["course", "follow_up", "medication_list"]
     text: str
     section: str | None = None
 

@@ -48,15 +48,19 @@ def hostile_sandbox() -> Iterator[Sandbox]:
         httpx.put(
             f"{box.fhir_base}/DocumentReference/hostile-note", json=note, headers=admin
         ).raise_for_status()
-        _leave_one_flag(box, ONE_FLAG, admin)
+        with httpx.Client() as browser:
+            stay = inpatient_encounter(browser, box, ONE_FLAG)
+        discharged = httpx.get(f"{box.fhir_base}/Encounter/{stay}", headers=admin).json()
+        _leave_one_flag(box, ONE_FLAG, admin, discharged["period"]["end"])
         yield box
 
 
-def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
+def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharged: str) -> None:
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
-    data-quality flags) and leaves clopidogrel beside prasugrel and simvastatin beside
-    rosuvastatin (two duplications). Here the events resolved a year after onset and the older
-    drugs were completed, so one flag remains: the orders without a complete dosage."""
+    data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
+    (two duplications), and its notes list no medications beside home orders (a discrepancy).
+    Here the events resolved a year after onset, the older drugs were completed and the notes
+    list the orders, so one flag remains: the orders without a complete dosage."""
 
     def update(kind: str, change) -> None:
         found = httpx.get(
@@ -85,6 +89,33 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
 
     update("Condition", resolve)
     update("MedicationRequest", complete)
+    orders = httpx.get(
+        f"{box.fhir_base}/MedicationRequest",
+        params={"patient": f"Patient/{patient}"},
+        headers=admin,
+    ).json()
+    listed = "; ".join(
+        e["resource"].get("medicationCodeableConcept", {}).get("text", "")
+        for e in orders["entry"]
+        if e["resource"]["status"] in {"active", "on-hold"}
+        and e["resource"].get("authoredOn", "") <= discharged
+    )
+
+    def list_orders(note: dict) -> dict | None:
+        attachments = [c["attachment"] for c in note.get("content", [])] + note.get(
+            "presentedForm", []
+        )
+        changed = False
+        for attachment in attachments:
+            text = base64.b64decode(attachment.get("data", "")).decode("utf-8", "replace")
+            if "# Medications\nNo Active Medications." in text:
+                text = text.replace("No Active Medications.", listed)
+                attachment["data"] = base64.b64encode(text.encode()).decode()
+                changed = True
+        return note if changed else None
+
+    update("DocumentReference", list_orders)
+    update("DiagnosticReport", list_orders)
 
 
 def form_values(page: str) -> dict[str, str]:

@@ -204,3 +204,40 @@ def test_synthea_discharge_medications_are_orders_active_at_discharge(path: Path
             assert all("as needed" in line for line in shown), shown
         if medication.status == "completed":
             assert not [line for line in shown if line.startswith("NEW:")], medication.name
+
+
+def test_a_notes_medication_list_is_compared_with_the_orders_by_ingredient() -> None:
+    note = fx.document_reference(
+        "hp",
+        fx.attachment(
+            "# Medications\nlisinopril 10 mg oral tablet; naproxen sodium 220 mg oral tablet\n\n"
+            "# Plan\nAdmit."
+        ),
+    )
+    state, sections = drafted(
+        note,
+        fx.medication_request("home-acei", "Lisinopril 20 MG Oral Tablet", authored=BEFORE),
+        fx.medication_request("home-statin", "Atorvastatin 40 MG Oral Tablet", authored=BEFORE),
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
+    assert flag.reason == (
+        "Medication list in Discharge note: it names naproxen sodium (absent from the orders); "
+        "it leaves out Atorvastatin 40 MG Oral Tablet (ordered before admission)"
+    )
+    assert any(
+        line.startswith("Medication list in Discharge note") for line in sections["needs_review"]
+    )
+
+
+def test_a_note_listing_no_medications_beside_home_orders_is_a_discrepancy_too() -> None:
+    note = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
+    state, _ = drafted(
+        note, fx.medication_request("home", "Metformin 500 MG Oral Tablet", authored=BEFORE)
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
+    assert "leaves out Metformin 500 MG Oral Tablet" in flag.reason
+    agreeing = fx.document_reference("hp", fx.attachment("# Medications\nmetformin 500 mg\n"))
+    state, _ = drafted(
+        agreeing, fx.medication_request("home", "Metformin 500 MG Oral Tablet", authored=BEFORE)
+    )
+    assert not [f for f in state.flags_for_review if f.code == "medication_discrepancy"]

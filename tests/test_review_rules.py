@@ -63,7 +63,7 @@ def _sentence(summary: Summary, *, flagged: bool):
 def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
     summary, state = drafted
     waiting = awaiting_review(summary)
-    assert len(waiting) == 6  # orders without a complete dosage: one line
+    assert len(waiting) == 7  # incomplete orders in one line; the H&P lists no medication
     kinds = {item.kind for sentence in waiting for item in review_items(sentence)}
     assert {"Conflict", "Unexplained medication change", "Therapeutic duplication"} <= kinds
     third, second, first = (s.id for s in waiting[:3])  # most severe first: conflicts
