@@ -3,6 +3,7 @@
 import sys
 
 from bench import (
+    drafts,
     evidence,
     fetch,
     focus_quality,
@@ -16,6 +17,7 @@ if __name__ == "__main__":
     sys.argv = sys.argv[:1]
     startup.main()
     evidence.main()
+    drafts.main()
     fetch.main()
     launch_to_draft.main()
     review_api.main()

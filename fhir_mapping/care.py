@@ -62,6 +62,12 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                 or concept_text(getattr(scope.index.resolve(reference.reference), "code", None))
             )
         ]
+        goals = [
+            text
+            for reference in plan.goal or []
+            if (goal := scope.index.resolve(reference.reference)) is not None
+            and (text := concept_text(goal.description))
+        ]
         mapped.facts.append(
             Fact(
                 id=stable_id("careplan", item.key),
@@ -72,6 +78,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                     status=plan.status,
                     activities=activities,
                     addresses=addresses,
+                    goals=goals,
                     when=start,
                 ),
                 sources=[ref(item, "category")],

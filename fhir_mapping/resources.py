@@ -38,6 +38,7 @@ MAPPED_TYPES = frozenset(
         "Immunization",
         "MedicationAdministration",
         "ImagingStudy",
+        "Goal",
     }
 )
 

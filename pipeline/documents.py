@@ -55,6 +55,9 @@ _COMPLAINT_SECTIONS = frozenset(
     {"chief complaint", "reason for admission", "reason for visit", "presenting complaint"}
 )
 _ALLERGY_SECTIONS = frozenset({"allergies", "allergy", "drug allergies"})
+_CONDITION_SECTIONS = frozenset(
+    {"condition at discharge", "discharge condition", "condition on discharge", "condition"}
+)
 MEDICATION_SECTIONS = frozenset(
     {
         "medications",
@@ -160,6 +163,10 @@ def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> 
         attributes = NarrativeAttributes(category="course", text=span.text, section=section)
     elif key in _FOLLOW_UP_SECTIONS:
         attributes = NarrativeAttributes(category="follow_up", text=span.text, section=section)
+    elif key in _CONDITION_SECTIONS:
+        attributes = NarrativeAttributes(
+            category="condition_statement", text=span.text, section=section
+        )
     elif key in MEDICATION_SECTIONS:
         attributes = NarrativeAttributes(
             category="medication_list", text=span.text, section=section

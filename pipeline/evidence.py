@@ -32,6 +32,7 @@ FactCategory = Literal[
     "administration",
     "imaging",
     "medication_list",
+    "condition_statement",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
@@ -209,7 +210,7 @@ class PendingResultAttributes(_Model):
 class NarrativeAttributes(_Model):
     """A statement taken verbatim from a note (hospital course, follow-up, a medication list)."""
 
-    category: Literal["course", "follow_up", "medication_list"]
+    category: Literal["course", "follow_up", "medication_list", "condition_statement"]
     text: str
     section: str | None = None
 
@@ -253,6 +254,7 @@ class CarePlanAttributes(_Model):
     status: str | None = None
     activities: list[str] = Field(default_factory=list)
     addresses: list[str] = Field(default_factory=list)
+    goals: list[str] = Field(default_factory=list)
     when: datetime | None = None
 
 

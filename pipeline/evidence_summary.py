@@ -194,7 +194,8 @@ def _structured_course(
 
 
 def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
-    """The Joint Commission's condition at discharge: disposition and the last vital signs."""
+    """The Joint Commission's condition at discharge: disposition, the last vital signs, and
+    what the notes say of it, quoted."""
     sentences = []
     if (
         stay is not None
@@ -215,6 +216,10 @@ def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None
         latest = [f for f in vitals if f.attributes.effective == last]
         text = render.vital_signs("discharge", last, [f.attributes for f in latest])
         sentences.append(_sentence("condition_at_discharge", text, [f.id for f in latest]))
+    sentences += [
+        _sentence("condition_at_discharge", render.quote(f.attributes), [f.id])
+        for f in state.facts["condition_statement"]
+    ]
     return sentences
 
 

@@ -43,6 +43,7 @@ RECORD_SEARCHES = (
     "Immunization",
     "MedicationAdministration",
     "ImagingStudy",
+    "Goal",
 )
 
 

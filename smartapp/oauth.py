@@ -53,6 +53,7 @@ READ_TYPES = (
     "Immunization",
     "MedicationAdministration",
     "ImagingStudy",
+    "Goal",
     "Practitioner",
     "Composition",
     "Provenance",

@@ -224,3 +224,36 @@ def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
         "ImagingStudy",
     }
     assert wanted <= set(RECORD_SEARCHES) and wanted <= set(READ_TYPES)
+
+
+def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge() -> None:
+    goal = {
+        "resourceType": "Goal",
+        "id": "walk",
+        "lifecycleStatus": "active",
+        "description": {"text": "Walk 30 minutes a day"},
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+    }
+    plan = {
+        "resourceType": "CarePlan",
+        "id": "plan",
+        "status": "active",
+        "intent": "plan",
+        "category": [{"text": "Cardiac rehabilitation plan"}],
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "goal": [{"reference": "Goal/walk"}],
+    }
+    note = fx.document_reference(
+        "summary",
+        fx.attachment("# Condition at discharge\nStable and ambulating independently.\n"),
+    )
+    summary = summarize_evidence(
+        build_evidence(fx.stay(goal, plan, note)), salience=lambda text: ([], [])
+    )
+    drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
+    assert drafted["follow_up"] == [
+        "Care plan (active): Cardiac rehabilitation plan; goals: Walk 30 minutes a day."
+    ]
+    assert drafted["condition_at_discharge"] == ["Stable and ambulating independently."]
+    assert all(s.verdict == "supported" for s in summary.sentences())

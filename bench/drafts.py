@@ -1,0 +1,70 @@
+"""What the evidence-only draft of every Synthea stay holds, for a physician's eye.
+
+For each of the 15 bundles in ``../shared/data/synthea/california/`` (the default stay: the most
+recent inpatient one, else the most recent encounter): the episode's encounters, sentences,
+flagged sentences, sections that say "Not documented", abnormal results found, and the time to
+build the evidence and draft against only parsing the bundle (the floor).
+
+Run: ``python -m bench`` (all benchmarks) or ``python -m bench.drafts``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from fhir_mapping.evidence import build_evidence
+from fhir_mapping.resources import index_resources
+from pipeline.evidence import LabResultAttributes
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.results import ABNORMAL
+
+ROOT = Path(__file__).resolve().parents[1]
+SYNTHEA = ROOT.parent / "shared" / "data" / "synthea" / "california"
+
+
+def bundles() -> list[Path]:
+    return sorted(
+        path
+        for path in SYNTHEA.glob("*.json")
+        if not path.name.startswith(("hospitalInformation", "practitionerInformation", "metadata"))
+    )
+
+
+def main() -> None:
+    paths = bundles()
+    summarize_evidence(build_evidence(json.loads(paths[0].read_bytes())))  # load FOCUS once
+    print("Evidence-only drafts of the Synthea stays")
+    print(
+        "| stay | class | episode | sentences | flagged | not documented | abnormal results "
+        "| draft / parse |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for path in paths:
+        data = json.loads(path.read_bytes())
+        started = time.perf_counter()
+        index_resources(data)
+        floor = time.perf_counter() - started
+        started = time.perf_counter()
+        state = build_evidence(data)
+        summary = summarize_evidence(state)
+        spent = time.perf_counter() - started
+        stay = next(f.attributes for f in state.facts["encounter"] if f.attributes.kind == "stay")
+        sentences = summary.sentences()
+        empty = [s.spec.title for s in summary.sections if not s.sentences]
+        abnormal = sum(
+            isinstance(f.attributes, LabResultAttributes)
+            and not f.attributes.baseline
+            and f.attributes.flag in ABNORMAL
+            for f in state.facts["lab_result"]
+        )
+        print(
+            f"| {path.name[:8]} | {stay.class_code} | {len(state.episode)} | {len(sentences)} "
+            f"| {sum(s.flagged for s in sentences)} | {len(empty)} ({', '.join(empty)}) "
+            f"| {abnormal} | {spent / floor:.1f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
