@@ -19,28 +19,26 @@ from pydantic import ValidationError
 
 from pipeline.evidence import Exclusion
 
-MAPPED_TYPES = frozenset(
-    {
-        "Patient",
-        "Encounter",
-        "Condition",
-        "MedicationRequest",
-        "Medication",
-        "AllergyIntolerance",
-        "Procedure",
-        "DiagnosticReport",
-        "Observation",
-        "DocumentReference",
-        "Binary",
-        "CarePlan",
-        "ServiceRequest",
-        "Appointment",
-        "Immunization",
-        "MedicationAdministration",
-        "ImagingStudy",
-        "Goal",
-    }
+# What a record pull searches by patient: every type the mapping reads about the stay.
+RECORD_TYPES = (
+    "Encounter",
+    "DocumentReference",
+    "MedicationRequest",
+    "DiagnosticReport",
+    "Observation",
+    "Condition",
+    "AllergyIntolerance",
+    "Procedure",
+    "CarePlan",
+    "ServiceRequest",
+    "Appointment",
+    "Immunization",
+    "MedicationAdministration",
+    "ImagingStudy",
+    "Goal",
 )
+# Read besides: the patient, and what the searched resources point to.
+MAPPED_TYPES = frozenset({"Patient", "Medication", "Binary", *RECORD_TYPES})
 
 
 # The OperationOutcome in a pulled record that lists what the pull deliberately did not fetch.

@@ -21,30 +21,14 @@ from typing import Any
 
 import httpx
 
-from fhir_mapping.resources import not_fetched_outcome
+from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from smartapp.egress import EhrBearerAuth, TokenGetter, under_base
 from smartapp.errors import ProvenoteError, logged
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_WAIT_S = 30.0
 MAX_PAGES = 1000
-RECORD_SEARCHES = (
-    "Encounter",
-    "DocumentReference",
-    "MedicationRequest",
-    "DiagnosticReport",
-    "Observation",
-    "Condition",
-    "AllergyIntolerance",
-    "Procedure",
-    "CarePlan",
-    "ServiceRequest",
-    "Appointment",
-    "Immunization",
-    "MedicationAdministration",
-    "ImagingStudy",
-    "Goal",
-)
+RECORD_SEARCHES = RECORD_TYPES
 
 
 class FhirError(ProvenoteError):

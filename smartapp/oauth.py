@@ -28,6 +28,7 @@ from joserfc.jwk import ECKey, KeySet, RSAKey
 from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field
 
+from fhir_mapping.resources import RECORD_TYPES
 from smartapp.errors import ProvenoteError, logged
 from smartapp.settings import ClientRegistration, origin_of
 
@@ -37,23 +38,9 @@ ASSERTION_LIFETIME_S = 300
 # What the pipeline reads, and what write-back writes.
 READ_TYPES = (
     "Patient",
-    "Encounter",
-    "DocumentReference",
+    *RECORD_TYPES,
     "Binary",
-    "MedicationRequest",
     "Medication",
-    "DiagnosticReport",
-    "Observation",
-    "Condition",
-    "AllergyIntolerance",
-    "Procedure",
-    "CarePlan",
-    "ServiceRequest",
-    "Appointment",
-    "Immunization",
-    "MedicationAdministration",
-    "ImagingStudy",
-    "Goal",
     "Practitioner",
     "Composition",
     "Provenance",
@@ -63,8 +50,6 @@ WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 
 
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
-# Scopes whose absence from ``scopes_supported`` means the server does not offer them.
-CONTEXT_SCOPES = ("launch/encounter", "offline_access", "online_access")
 OAUTH_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
 
 
