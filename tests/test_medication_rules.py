@@ -69,6 +69,7 @@ def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_miss
     state, sections = drafted(statin)
     (line,) = [m for m in sections["medications"] if "Atorvastatin" in m]
     assert "as needed" in line and "route oral" in line
+    assert 'instructions "Take as needed."' in line  # the order's own words, quoted
     assert "frequency" not in line and "route not documented" not in line
     (fact,) = state.facts["medication"]
     assert fact.attributes.route_source == "dose form"
