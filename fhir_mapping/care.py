@@ -9,8 +9,6 @@ given and imaging studies belong to the episode by its encounters, else by their
 
 from __future__ import annotations
 
-from typing import Any
-
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
@@ -125,17 +123,13 @@ def _requests(scope: Scope, mapped: Mapped) -> None:
             )
 
 
-def _in_episode(scope: Scope, encounter: Any, when: Any) -> bool:
-    return scope.in_stay(encounter, when)
-
-
 def _administrations(scope: Scope, mapped: Mapped) -> None:
     for item in scope.index.of_type("Immunization"):
         vaccine = item.model
         if not scope.is_patient(vaccine.patient):
             continue
         when = as_datetime(vaccine.occurrenceDateTime)
-        if vaccine.status not in _GIVEN or not _in_episode(scope, vaccine.encounter, when):
+        if vaccine.status not in _GIVEN or not scope.in_stay(vaccine.encounter, when):
             continue
         mapped.facts.append(
             Fact(
@@ -158,7 +152,7 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
             given.effectiveDateTime
             or (given.effectivePeriod.start if given.effectivePeriod else None)
         )
-        if given.status not in _GIVEN or not _in_episode(scope, given.context, when):
+        if given.status not in _GIVEN or not scope.in_stay(given.context, when):
             continue
         concept = given.medicationCodeableConcept
         if concept is None and given.medicationReference is not None:
@@ -193,8 +187,8 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
         if not scope.is_patient(study.subject):
             continue
         started = as_datetime(study.started)
-        if study.status in {"cancelled", "entered-in-error"} or not _in_episode(
-            scope, study.encounter, started
+        if study.status in {"cancelled", "entered-in-error"} or not scope.in_stay(
+            study.encounter, started
         ):
             continue
         name = next(
@@ -223,7 +217,7 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
             not codes & _IMAGING_CATEGORIES
             or not report.conclusion
             or not scope.is_patient(report.subject)
-            or not _in_episode(scope, report.encounter, effective or report.issued)
+            or not scope.in_stay(report.encounter, effective or report.issued)
         ):
             continue
         mapped.facts.append(

@@ -49,10 +49,6 @@ class Scope:
         return min(starts) if starts else None
 
     @property
-    def admission(self) -> datetime | None:
-        return _period(self.encounter)[0]
-
-    @property
     def end(self) -> datetime | None:
         """Discharge: the stay's own end (None while it is open)."""
         return _period(self.encounter)[1]

@@ -83,13 +83,11 @@ class TokenVerifier:
     _fetched_at: float = float("-inf")
     _kids: set[str] = field(default_factory=set)
     _unknown: dict[str, float] = field(default_factory=dict)
-    fetches: int = 0
 
     async def _fetch(self) -> None:
         if not self.settings.api_jwks_url:
             raise ApiAuthError(401, "login", "the API has no issuer JWKS configured")
         self._fetched_at = time.monotonic()
-        self.fetches += 1
         try:
             response = await self.http.get(self.settings.api_jwks_url, timeout=10.0)
             response.raise_for_status()
@@ -104,7 +102,8 @@ class TokenVerifier:
     async def _key_set(self, kid: str | None) -> KeySet:
         now = time.monotonic()
         since = now - self._fetched_at
-        self._unknown = {k: t for k, t in self._unknown.items() if now - t < self.unknown_ttl}
+        ttl = self.settings.api_unknown_kid_ttl_s
+        self._unknown = {k: t for k, t in self._unknown.items() if now - t < ttl}
         if self._keys is None or since > JWKS_TTL_S:
             await self._fetch()
         elif kid is not None and kid not in self._kids:
@@ -117,10 +116,6 @@ class TokenVerifier:
             raise ApiAuthError(401, "login", "the bearer token is signed by an unknown key")
         assert self._keys is not None
         return self._keys
-
-    @property
-    def unknown_ttl(self) -> float:
-        return self.settings.api_unknown_kid_ttl_s
 
     def _check_shape(self, header: dict[str, Any], claims: dict[str, Any]) -> None:
         """The claims any valid token has, checked before a key is looked for."""

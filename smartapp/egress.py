@@ -79,9 +79,6 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         self.trusted = {origin_of(origin) for origin in trusted_origins}
         self.inner = inner
 
-    def trust(self, origin: str) -> None:
-        self.trusted.add(origin_of(origin))
-
     async def _check(self, url: httpx.URL) -> None:
         if origin_of(str(url)) in self.trusted:
             return

@@ -6,6 +6,7 @@ EHR's access token, a client secret, or any request at all.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -113,8 +114,6 @@ def test_paging_links_off_the_base_are_not_followed_and_say_so() -> None:
                 client = FhirClient(f"{ehr.url}/fhir", http, token)
                 return [await client.search(kind, {}) for kind in ("Observation", "Condition")]
 
-        import asyncio
-
         observations, conditions = asyncio.run(search())
     assert [r["id"] for r in observations.resources] == ["o1"]
     assert observations.not_fetched == [
@@ -149,8 +148,6 @@ def test_the_bearer_token_is_attached_only_under_the_fhir_base() -> None:
             ):
                 await http.get(url, auth=auth)
 
-    import asyncio
-
     asyncio.run(requests())
     carrying = [str(r.url) for r in sent if "authorization" in r.headers]
     assert carrying == ["https://ehr.example.org/fhir/R4/Patient/1"]
@@ -179,8 +176,6 @@ def test_non_public_addresses_are_refused_unless_configured() -> None:
                     return (await http.get(url)).status_code
                 except httpx.TransportError:
                     return -1
-
-        import asyncio
 
         assert asyncio.run(fetch(f"{internal.url}/latest/meta-data")) == -1
         assert asyncio.run(fetch(f"{ehr.url}/fhir/metadata")) == 404  # configured: reached
