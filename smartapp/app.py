@@ -21,14 +21,13 @@ from sqlalchemy import select
 import templates
 from pipeline.rendering import render
 from smartapp.csrf import FIELD, HEADER, csrf_token, csrf_valid
-from smartapp.db import Database, DraftRow, JobRow, WriteBackRow
-from smartapp.egress import guarded_client
-from smartapp.errors import ProvenoteError, logged
+from smartapp.db import DraftRow, JobRow, WriteBackRow
+from smartapp.errors import logged
 from smartapp.fhir_api import fhir_api_handlers
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.headers import security_headers
-from smartapp.jobs import JobService, StageHook, job_view
-from smartapp.keys import app_secret, private_data_dir, public_jwks, signing_key, token_cipher
+from smartapp.jobs.service import StageHook, job_view
+from smartapp.keys import public_jwks, signing_key
 from smartapp.oauth import (
     SmartError,
     authorize_url,
@@ -45,11 +44,12 @@ from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, Stored
 from smartapp.settings import AppSettings, get_app_settings, normalise_issuer
 from smartapp.state import (
     AppState,
-    backend_fhir_client,
     fhir_client_for,
+    job_queue,
+    job_service,
+    new_state,
     token_expiry,
 )
-from smartapp.style import StyleCache
 from smartapp.writeback import WRITE_BACK_WORDS
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
@@ -65,13 +65,6 @@ def _cookie(state: AppState, name: str, value: str, max_age: int | None = None) 
         path="/",
         max_age=max_age,
     )
-
-
-def _trusted_origins(settings: AppSettings) -> list[str]:
-    """Origins the app may reach even on a non-public address: the configured EHRs, the API's
-    issuer and EHR, and itself."""
-    configured = [settings.api_jwks_url, settings.api_issuer, settings.api_ehr_base]
-    return [*settings.ehr_origins(), settings.base_url, *(url for url in configured if url)]
 
 
 async def _stay_class(client: FhirClient, encounter: str) -> str | None:
@@ -101,31 +94,9 @@ def create_app(
 ) -> Litestar:
     """The app; ``stage_hook`` runs as each job stage starts (tests use it to interrupt a job)."""
     settings = settings or get_app_settings()
-    private_data_dir(settings)
-    database = Database(settings.database_dsn)
-    http = guarded_client(_trusted_origins(settings), settings.http_timeout_s)
-    state = AppState(
-        settings=settings,
-        database=database,
-        store=SessionStore(
-            database,
-            token_cipher(settings),
-            idle_s=settings.session_idle_s,
-            max_s=settings.session_max_s,
-        ),
-        http=http,
-        secret=app_secret(settings),
-        styles=StyleCache(http),
-    )
+    state = new_state(settings)
+    database = state.database
     streams: Counter[str] = Counter()
-
-    async def client_for_job(job: JobRow) -> tuple[FhirClient, str]:
-        if job.origin == "backend":
-            return await backend_fhir_client(state, job.iss)
-        context = await state.store.stored_context(job.session_id)
-        if context is None:
-            raise ProvenoteError("the job's launch session has ended; launch again from the chart")
-        return fhir_client_for(state, job.session_id, job.iss), context.scope
 
     @get("/launch")
     async def launch(
@@ -416,7 +387,7 @@ def create_app(
             )
         try:
             bundle = await pull_record(
-                fhir_client_for(state, session_id, context.iss), context.patient
+                fhir_client_for(state, session_id, context.iss), context.patient, context.encounter
             )
         except FhirError as failure:
             return Response({"error": str(failure)}, status_code=502)
@@ -447,16 +418,7 @@ def create_app(
         state.loop = asyncio.get_running_loop()
         await database.migrate()
         state.installation = await database.installation_id(settings.installation_id)
-        state.jobs = JobService(
-            database,
-            client_for_job,
-            workers=settings.job_workers,
-            lease_s=settings.job_lease_s,
-            forced_strategies=settings.writeback_strategies,
-            stage_hook=stage_hook,
-            installation=state.installation,
-            inpatient_classes=settings.inpatient_classes,
-        )
+        state.jobs = job_service(state, job_queue(settings), stage_hook)
         await state.jobs.start()
         background.append(asyncio.create_task(sweep_signatures()))
 

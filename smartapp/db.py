@@ -29,12 +29,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     select,
+    text,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATION_LOCK = 0x70726F6D
 
 
 def utcnow() -> datetime:
@@ -100,6 +102,8 @@ class JobRow(Base):
     # False when no launch behind the job may write to the chart (e.g. a patient's).
     may_write: Mapped[bool] = mapped_column(Boolean, default=True)
     lease_until: Mapped[datetime | None] = mapped_column()
+    # The process (host:pid) that last took the job.
+    worker: Mapped[str | None] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -197,6 +201,12 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+def libpq_dsn(sqlalchemy_dsn: str) -> str:
+    """A SQLAlchemy URL (``postgresql+asyncpg://…``) as libpq, asyncpg and psycopg take it."""
+    scheme, _, rest = sqlalchemy_dsn.partition("://")
+    return f"{scheme.split('+')[0]}://{rest}"
+
+
 def _private_sqlite_file(dsn: str) -> None:
     """The SQLite file readable by its owner only (it holds sealed tokens and patient data)."""
     if not dsn.startswith("sqlite") or ":///" not in dsn:
@@ -214,10 +224,17 @@ class Database:
         self.engine: AsyncEngine = create_async_engine(dsn, pool_pre_ping=True)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
+    @property
+    def is_postgresql(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""
         _private_sqlite_file(self.dsn)
         async with self.engine.begin() as connection:
+            if self.is_postgresql:
+                # Replicas starting together migrate one after the other (released at commit).
+                await connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
             await connection.run_sync(_upgrade)
 
     async def installation_id(self, configured: str | None = None) -> str:

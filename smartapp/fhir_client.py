@@ -5,8 +5,9 @@ exponential backoff and full jitter, honouring ``Retry-After``; a 401 refreshes 
 retries (``EhrBearerAuth``). Anything else fails the call with an error that names the request
 (method, resource type, status) and an error id; the EHR's answer goes to the log, never to users.
 Every request goes under the launch's FHIR base: a URL elsewhere is refused before it is sent.
-``pull_record`` either returns everything the pipeline needs or raises; what it deliberately did
-not fetch (references outside the EHR) it says so in the bundle, so nothing is lost silently.
+``pull_record`` either returns everything the pipeline needs about one stay or raises; what it
+deliberately did not fetch (references outside the EHR) it says so in the bundle, so nothing is
+lost silently.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from typing import Any
 
 import httpx
 
+from fhir_mapping.pull_plan import (
+    Search,
+    encounter_searches,
+    episode_searches,
+    stay_search,
+    stay_searches,
+    stay_window,
+    unbounded,
+    whole_record_searches,
+)
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from smartapp.egress import EhrBearerAuth, TokenGetter, under_base
 from smartapp.errors import ProvenoteError, logged
@@ -181,11 +192,14 @@ class FhirClient:
         """A Binary as a FHIR resource, refused when larger than the attachment size limit."""
         return await self._json("GET", reference, max_bytes=self.max_binary_bytes * 4 // 3 + 4096)
 
-    async def search(self, resource_type: str, params: dict[str, Any]) -> SearchResult:
-        """Every match, following ``next`` links page by page while they stay in the EHR."""
+    async def search(
+        self, resource_type: str, params: dict[str, Any], *, pages: int = MAX_PAGES
+    ) -> SearchResult:
+        """Every match, following ``next`` links page by page while they stay in the EHR; only
+        the first ``pages`` pages when a caller wants the top of a sorted search."""
         page = await self._json("GET", resource_type, params={"_count": self.page_size} | params)
         result = SearchResult()
-        for _ in range(MAX_PAGES):
+        for number in range(1, MAX_PAGES + 1):
             entries = page.get("entry")
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, dict) and isinstance(entry.get("resource"), dict):
@@ -199,7 +213,7 @@ class FhirClient:
                 ),
                 None,
             )
-            if not isinstance(following, str):
+            if not isinstance(following, str) or number >= pages:
                 return result
             try:
                 self.url(following)
@@ -228,6 +242,17 @@ class FhirClient:
             headers["if-match"] = if_match
         path = f"{resource['resourceType']}/{resource['id']}"
         return await self._json("PUT", path, json=resource, headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class PullBounds:
+    """How far around the stay a record pull reaches (``fhir_mapping.pull_plan``)."""
+
+    window_h: float = 24.0
+    lookback_days: int = 365
+    inpatient_classes: list[str] = field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
+    # Pull everything the patient has (for an EHR whose searches cannot be bounded by date).
+    whole_record: bool = False
 
 
 @dataclass(slots=True)
@@ -264,31 +289,103 @@ def _result_references(resource: dict[str, Any]) -> list[Any]:
     return [item.get("reference") for item in resource.get("result", [])]
 
 
+def _goal_references(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("reference") for item in resource.get("goal", [])]
+
+
 def _attachment_urls(resource: dict[str, Any]) -> list[Any]:
     return [item.get("attachment", {}).get("url") for item in resource.get("content", [])]
 
 
-async def pull_record(client: FhirClient, patient_id: str) -> dict[str, Any]:
-    """A collection Bundle of the patient and everything the pipeline reads about them.
+def _merged(batches: Iterable[SearchResult]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The resources of several searches, each once (two searches may both find one)."""
+    seen: set[str] = set()
+    resources, not_fetched = [], []
+    for batch in batches:
+        not_fetched += batch.not_fetched
+        for resource in batch.resources:
+            key = _key(resource)
+            if key is None or key not in seen:
+                resources.append(resource)
+                seen.add(key or "")
+    return resources, not_fetched
 
-    References (medications, results, attachments' Binaries) are followed only inside the EHR;
-    one that points elsewhere is not fetched and is listed in the bundle's not-fetched outcome.
+
+async def _search(client: FhirClient, search: Search) -> SearchResult:
+    """A bounded search; by patient alone when the EHR refuses a bound (more to read, nothing
+    missed)."""
+    try:
+        return await client.search(search.resource_type, search.params)
+    except FhirError as refused:
+        if refused.status != 400 or set(search.params) == {"patient"}:
+            raise
+        logged(f"search {search.resource_type}: bounds refused, searching by patient", str(refused))
+        wider = unbounded(search)
+        return await client.search(wider.resource_type, wider.params)
+
+
+async def find_stay(
+    client: FhirClient, patient_id: str, encounter_id: str | None, inpatient_classes: list[str]
+) -> dict[str, Any] | None:
+    """The stay's Encounter: the launch's, else the patient's latest inpatient encounter, else
+    their latest of any class (the mapping then refuses it as not an inpatient stay)."""
+    if encounter_id:
+        return await client.read("Encounter", encounter_id)
+    for search in stay_search(patient_id, inpatient_classes):
+        found = await client.search(search.resource_type, search.params, pages=1)
+        if found.resources:
+            return found.resources[0]
+    return None
+
+
+async def pull_record(
+    client: FhirClient,
+    patient_id: str,
+    encounter_id: str | None = None,
+    bounds: PullBounds | None = None,
+) -> dict[str, Any]:
+    """A collection Bundle of the patient and what the pipeline reads about one stay.
+
+    The searches are bounded by the stay (``fhir_mapping.pull_plan``); a stay without a start
+    date, or a patient without any encounter, falls back to the whole record. References
+    (medications, results, goals, attachments' Binaries) are followed only inside the EHR; one
+    that points elsewhere is not fetched and is listed in the bundle's not-fetched outcome.
     """
-    patient_ref = f"Patient/{patient_id}"
-    patient, *found = await asyncio.gather(
-        client.read("Patient", patient_id),
-        *(client.search(kind, {"patient": patient_ref}) for kind in RECORD_SEARCHES),
+    bounds = bounds or PullBounds()
+    stay = await find_stay(client, patient_id, encounter_id, bounds.inpatient_classes)
+    window = (
+        stay_window(stay, bounds.window_h, bounds.lookback_days)
+        if stay and not bounds.whole_record
+        else None
     )
-    by_type = {kind: result.resources for kind, result in zip(RECORD_SEARCHES, found, strict=True)}
-    resources = [patient, *(resource for batch in by_type.values() for resource in batch)]
-    not_fetched = [item for result in found for item in result.not_fetched]
+    if stay is not None and window is not None:
+        episode = await asyncio.gather(
+            *(_search(client, s) for s in episode_searches(patient_id, str(stay["id"]), window))
+        )
+        encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]
+        searches = [
+            *stay_searches(patient_id, window),
+            *encounter_searches(patient_id, encounters),
+        ]
+    else:
+        episode = []
+        searches = whole_record_searches(patient_id, RECORD_SEARCHES)
+    patient, *found = await asyncio.gather(
+        client.read("Patient", patient_id), *(_search(client, search) for search in searches)
+    )
+    resources, not_fetched = _merged([SearchResult([stay] if stay else []), *episode, *found])
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for resource in resources:
+        by_type.setdefault(str(resource.get("resourceType")), []).append(resource)
+    resources.insert(0, patient)
     have = {key for key in map(_key, resources) if key}
-    wanted = _reference_values(by_type["MedicationRequest"], _medication_reference)
-    wanted |= _reference_values(by_type["DiagnosticReport"], _result_references)
+    wanted = _reference_values(by_type.get("MedicationRequest", []), _medication_reference)
+    wanted |= _reference_values(by_type.get("DiagnosticReport", []), _result_references)
+    wanted |= _reference_values(by_type.get("CarePlan", []), _goal_references)
     wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}
     binaries = {
         url
-        for url in _reference_values(by_type["DocumentReference"], _attachment_urls)
+        for url in _reference_values(by_type.get("DocumentReference", []), _attachment_urls)
         if "Binary/" in url
     }
     inside = []

@@ -10,12 +10,15 @@ Tokens are Fernet-sealed: a leaked database reveals no token without the app's k
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
-from sqlalchemy import delete, update
+from sqlalchemy import delete, text, update
 
 from smartapp.db import Database, PendingLaunchRow, SessionRow, utcnow
 from smartapp.oauth import SmartConfiguration, TokenResponse
@@ -65,6 +68,30 @@ class SessionStore:
         self._cipher = cipher
         self.idle = timedelta(seconds=idle_s)
         self.lifetime = timedelta(seconds=max_s)
+        self._refreshing: dict[str, asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def refresh_lock(self, session_id: str) -> AsyncIterator[None]:
+        """Held while a session's tokens are refreshed, by one task of one process at a time:
+        an EHR's refresh token is often single-use, so a second refresh with it would fail and
+        end the session. Across processes it is a PostgreSQL advisory lock on the session."""
+        local = self._refreshing.setdefault(session_id, asyncio.Lock())
+        async with local:
+            if not self._database.is_postgresql:
+                yield
+                return
+            key = {"key": f"provenote-refresh:{session_id}"}
+            async with self._database.engine.connect() as connection:
+                await connection.execute(
+                    text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key
+                )
+                try:
+                    yield
+                finally:
+                    await connection.execute(
+                        text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key
+                    )
+                    await connection.commit()
 
     @staticmethod
     def new_id() -> str:

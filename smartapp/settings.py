@@ -79,6 +79,15 @@ class AppSettings(BaseSettings):
     # SQLAlchemy async DSN; default: SQLite in data_dir. E.g. postgresql+asyncpg://user@host/db
     database_url: str | None = None
     job_workers: int = Field(2, ge=1, le=64)
+    # Where jobs run: "in_process" (workers inside the web process; the embedded default) or
+    # "procrastinate" (web processes only queue; `provenote worker` processes run the jobs;
+    # needs a PostgreSQL database_url, whose database also holds the queue).
+    job_queue: Literal["in_process", "procrastinate"] = "in_process"
+    # Jobs one `provenote worker` process runs at once, and how it shows it is alive: a worker
+    # silent for worker_stalled_after_s is taken for dead and its jobs are run by another.
+    worker_concurrency: int = Field(2, ge=1, le=64)
+    worker_heartbeat_s: float = Field(2.0, gt=0)
+    worker_stalled_after_s: float = Field(10.0, gt=0)
     job_lease_s: float = Field(120.0, gt=0)
     # Per EHR (FHIR base URL): force a write-back strategy instead of reading it from the
     # CapabilityStatement: composition | document-reference | final-only | none.
@@ -133,6 +142,9 @@ class AppSettings(BaseSettings):
     fhir_max_retries: int = Field(4, ge=0, le=10)
     fhir_page_size: int = Field(100, ge=1, le=1000)
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
+    # How far before admission the record pull reaches for baselines, social history and
+    # recently ended problems and orders (active ones are pulled whatever their age).
+    record_lookback_days: int = Field(365, ge=1)
     # Tokens are refreshed this long before they expire (at most half their lifetime).
     refresh_margin_s: int = Field(60, ge=0)
 
@@ -145,6 +157,8 @@ class AppSettings(BaseSettings):
                 *(ClientRegistration.model_validate(item) for item in listed),
             ]
         self.allowed_issuers = [normalise_issuer(iss) for iss in self.allowed_issuers]
+        if self.job_queue == "procrastinate" and not self.database_dsn.startswith("postgresql"):
+            raise ValueError("job_queue procrastinate needs a PostgreSQL database_url")
         return self
 
     def registration_for(self, iss: str) -> ClientRegistration | None:

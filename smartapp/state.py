@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 import httpx
 from joserfc.jwk import ECKey, RSAKey
 
-from smartapp.db import Database
-from smartapp.fhir_client import FhirClient, TokenGetter
-from smartapp.jobs import JobService
-from smartapp.keys import registration_key
+from pipeline.settings import get_settings
+from smartapp.db import Database, JobRow
+from smartapp.egress import guarded_client
+from smartapp.errors import ProvenoteError
+from smartapp.fhir_client import FhirClient, PullBounds, TokenGetter
+from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
+from smartapp.jobs.queue import InProcessQueue, JobQueue, ProcrastinateQueue
+from smartapp.jobs.service import JobService, StageHook
+from smartapp.keys import app_secret, private_data_dir, registration_key, token_cipher
 from smartapp.oauth import (
     SmartError,
     client_credentials,
@@ -45,7 +50,6 @@ class AppState:
     jobs: JobService | None = None
     loop: asyncio.AbstractEventLoop | None = None
     installation: str = ""
-    refresh_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # SMART Backend Services tokens per EHR, for jobs no user launched ($summarize).
     backend_tokens: dict[str, tuple[str, str, float | None]] = field(default_factory=dict)
     _keys: dict[str, RSAKey | ECKey | None] = field(default_factory=dict)
@@ -86,8 +90,7 @@ def token_getter(state: AppState, session_id: str) -> TokenGetter:
     """Current access token; refreshed before expiry, or on demand after a 401 (once)."""
 
     async def get_token(force_refresh: bool) -> str | None:
-        lock = state.refresh_locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
+        async with state.store.refresh_lock(session_id):
             stored = await state.store.tokens(session_id)
             if stored is None:
                 return None
@@ -141,6 +144,85 @@ def _client(state: AppState, iss: str, token: TokenGetter) -> FhirClient:
 def fhir_client_for(state: AppState, session_id: str, iss: str) -> FhirClient:
     """A client for the session's EHR, acting with the session's tokens."""
     return _client(state, iss, token_getter(state, session_id))
+
+
+async def client_for_job(state: AppState, job: JobRow) -> tuple[FhirClient, str]:
+    """A client for a job's EHR: as Provenote itself for the API's jobs, else with the tokens of
+    the launch behind the job, and the scope it acts with."""
+    if job.origin == "backend":
+        return await backend_fhir_client(state, job.iss)
+    context = await state.store.stored_context(job.session_id)
+    if context is None:
+        raise ProvenoteError("the job's launch session has ended; launch again from the chart")
+    return fhir_client_for(state, job.session_id, job.iss), context.scope
+
+
+def trusted_origins(settings: AppSettings) -> list[str]:
+    """Origins the app may reach even on a non-public address: the configured EHRs, the API's
+    issuer and EHR, and itself."""
+    configured = [settings.api_jwks_url, settings.api_issuer, settings.api_ehr_base]
+    return [*settings.ehr_origins(), settings.base_url, *(url for url in configured if url)]
+
+
+def new_state(settings: AppSettings) -> AppState:
+    """What a web or worker process holds: its database, sessions, outgoing HTTP, secrets."""
+    private_data_dir(settings)
+    database = Database(settings.database_dsn)
+    http = guarded_client(trusted_origins(settings), settings.http_timeout_s)
+    return AppState(
+        settings=settings,
+        database=database,
+        store=SessionStore(
+            database,
+            token_cipher(settings),
+            idle_s=settings.session_idle_s,
+            max_s=settings.session_max_s,
+        ),
+        http=http,
+        secret=app_secret(settings),
+        styles=StyleCache(http),
+    )
+
+
+def job_service(
+    state: AppState, queue: JobQueue, stage_hook: StageHook | None = None
+) -> JobService:
+    """The job service of a started process (its database migrated, its installation known)."""
+    settings = state.settings
+    database = state.database
+    progress = PostgresProgressBus(database.engine) if database.is_postgresql else ProgressBus()
+
+    async def client_for(job: JobRow) -> tuple[FhirClient, str]:
+        return await client_for_job(state, job)
+
+    return JobService(
+        database,
+        client_for,
+        queue=queue,
+        progress=progress,
+        lease_s=settings.job_lease_s,
+        forced_strategies=settings.writeback_strategies,
+        stage_hook=stage_hook,
+        installation=state.installation,
+        inpatient_classes=settings.inpatient_classes,
+        pull_bounds=PullBounds(
+            window_h=get_settings().episode_window_h,
+            lookback_days=settings.record_lookback_days,
+            inpatient_classes=settings.inpatient_classes,
+        ),
+    )
+
+
+def job_queue(settings: AppSettings) -> JobQueue:
+    """The queue the settings name: workers in this process, or procrastinate's."""
+    if settings.job_queue == "procrastinate":
+        return ProcrastinateQueue(
+            settings.database_dsn,
+            concurrency=settings.worker_concurrency,
+            heartbeat_s=settings.worker_heartbeat_s,
+            stalled_after_s=settings.worker_stalled_after_s,
+        )
+    return InProcessQueue(settings.job_workers)
 
 
 async def backend_fhir_client(state: AppState, iss: str) -> tuple[FhirClient, str]:

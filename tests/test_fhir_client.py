@@ -10,9 +10,16 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
+from fhir_mapping.evidence import build_evidence
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
-from smartapp.fhir_client import FhirClient, FhirError, pull_record, retry_after_seconds
+from smartapp.fhir_client import (
+    FhirClient,
+    FhirError,
+    PullBounds,
+    pull_record,
+    retry_after_seconds,
+)
 from smartapp.oauth import SmartError, discover
 from smartapp.settings import AppSettings, ClientRegistration
 
@@ -120,24 +127,54 @@ def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
     assert others.resources == []
 
 
-def test_pull_record_gathers_everything_the_pipeline_reads(sandbox: Sandbox) -> None:
-    bundle = run(with_client(sandbox, lambda client: pull_record(client, PATIENT)))
-    kinds = {entry["resource"]["resourceType"] for entry in bundle["entry"]}
-    assert {
-        "Patient",
-        "Encounter",
-        "DocumentReference",
-        "MedicationRequest",
-        "Medication",
-        "DiagnosticReport",
-        "Observation",
-        "Condition",
-        "Procedure",
-    } <= kinds
-    from fhir_mapping.evidence import build_evidence
+def _evidence_of(bundle: dict, encounter: str | None = None) -> dict:
+    state = build_evidence(bundle, encounter)
+    facts = {
+        fact.id: fact.attributes.model_dump(mode="json")
+        for facts in state.facts.values()
+        for fact in facts
+    }
+    return {"encounter": state.encounter, "facts": facts, "documents": state.documents}
 
-    state = build_evidence(bundle)
-    assert state.patient == f"Patient/{PATIENT}" and state.documents
+
+@pytest.mark.parametrize(
+    "patient", [PATIENT, OTHER_PATIENT, "97da660e-b895-3740-a6fc-f8cb48dcf20c"]
+)
+def test_the_stay_bounded_pull_yields_the_evidence_of_the_whole_record(
+    sandbox: Sandbox, patient: str
+) -> None:
+    async def both(client: FhirClient) -> tuple[dict, dict]:
+        bounded = await pull_record(client, patient)
+        whole = await pull_record(client, patient, bounds=PullBounds(whole_record=True))
+        return bounded, whole
+
+    bounded, whole = run(with_client(sandbox, both, token=token_for(sandbox, patient)))
+    assert len(bounded["entry"]) < len(whole["entry"])
+    assert _evidence_of(bounded) == _evidence_of(whole)
+
+
+def test_a_launch_encounter_bounds_the_pull_to_that_stay(sandbox: Sandbox) -> None:
+    async def encounters(client: FhirClient) -> list[dict]:
+        return (await client.search("Encounter", {"patient": f"Patient/{PATIENT}"})).resources
+
+    everything = run(with_client(sandbox, encounters))
+    earliest = min(everything, key=lambda e: e["period"]["start"])
+    bundle = run(with_client(sandbox, lambda client: pull_record(client, PATIENT, earliest["id"])))
+    pulled = {
+        e["resource"]["id"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Encounter"
+    }
+    assert earliest["id"] in pulled and len(pulled) < len(everything)
+    whole = run(
+        with_client(
+            sandbox,
+            lambda client: pull_record(
+                client, PATIENT, earliest["id"], PullBounds(whole_record=True)
+            ),
+        )
+    )
+    assert _evidence_of(bundle, f"Encounter/{earliest['id']}") == _evidence_of(
+        whole, f"Encounter/{earliest['id']}"
+    )
 
 
 def test_binary_over_the_size_limit_is_refused(sandbox: Sandbox) -> None:
@@ -266,3 +303,42 @@ def test_seeding_the_california_folder_resolves_every_conditional_reference() ->
             encounter["serviceProvider"]["reference"],
         ):
             assert httpx.get(f"{box.fhir_base}/{reference}", headers=headers).status_code == 200
+
+
+def test_an_ehr_that_refuses_a_search_bound_is_searched_by_patient_alone() -> None:
+    stay = {
+        "resourceType": "Encounter",
+        "id": "stay",
+        "period": {"start": "2024-03-01T08:00:00Z", "end": "2024-03-04T12:00:00Z"},
+    }
+    note = {"resourceType": "DocumentReference", "id": "note", "status": "current"}
+    asked: list[str] = []
+
+    def strict_server(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        kind = request.url.path.rsplit("/", 2)[-1]
+        params = set(request.url.params) - {"_count"}
+        if request.url.path.endswith("/Patient/p1"):
+            return httpx.Response(200, json={"resourceType": "Patient", "id": "p1"})
+        if request.url.path.endswith("/Encounter/stay"):
+            return httpx.Response(200, json=stay)
+        if kind != "Encounter" and params != {"patient"}:
+            return httpx.Response(400, json={"resourceType": "OperationOutcome"})
+        found = {"Encounter": [stay], "DocumentReference": [note]}.get(kind, [])
+        entries = [{"resource": resource} for resource in found]
+        return httpx.Response(200, json={"resourceType": "Bundle", "entry": entries})
+
+    async def pull() -> dict:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(strict_server)) as http:
+            return await pull_record(FhirClient("http://ehr/fhir", http), "p1", "stay")
+
+    bundle = run(pull())
+    assert {"DocumentReference/note", "Encounter/stay", "Patient/p1"} <= {
+        f"{e['resource']['resourceType']}/{e['resource'].get('id')}" for e in bundle["entry"]
+    }
+    fallbacks = [
+        url
+        for url in asked
+        if "/DocumentReference" in url and set(httpx.URL(url).params) == {"_count", "patient"}
+    ]
+    assert fallbacks  # the bounded searches were refused, then asked by patient alone

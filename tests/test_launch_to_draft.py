@@ -141,7 +141,10 @@ def test_launch_to_draft_for_each_capability_profile(
             (ours,) = documents
             cited = {ref["resource"] for d in second.evidence["documents"] for ref in d["sources"]}
             assert f"DocumentReference/{ours['id']}" not in cited
-            assert {
+            # Dated when it was written, after the stay, it is not even pulled; had it been,
+            # the mapping excludes it (tests/test_fhir_mapping_rules.py).
+            excluded = {exclusion["resource"] for exclusion in second.evidence["exclusions"]}
+            assert f"DocumentReference/{ours['id']}" not in excluded or {
                 "resource": f"DocumentReference/{ours['id']}",
                 "kind": "ai_generated",
                 "reason": "AI-generated draft",

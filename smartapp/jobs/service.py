@@ -3,15 +3,17 @@
 Every stage is persisted before it starts and its output when it ends (the pulled record on the
 job, the draft in its table, the write-back under its idempotency key), so a job interrupted at
 any point resumes from the last stored output, and running it again creates nothing twice.
-Workers run in-process; a running job holds a lease, and a job whose lease ran out (its process
-died) is queued again by whichever process sees it first. A worker never dies with a job: any
-failure marks that job failed, with a message safe to show and an error id for the log.
+Who runs a job is the queue's business (``smartapp.jobs.queue``: workers in this process, or
+procrastinate's worker processes); a running job holds a lease, and a job whose lease ran out
+(its process died) is queued again by whichever process sees it first. A worker never dies with
+a job: any failure marks that job failed, with a message safe to show and an error id for the log.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
+import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -26,7 +28,9 @@ from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
 from smartapp.errors import ProvenoteError, log, new_error_id
-from smartapp.fhir_client import FhirClient, pull_record
+from smartapp.fhir_client import FhirClient, PullBounds, pull_record
+from smartapp.jobs.progress import ProgressBus
+from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.writeback import WRITE_BACK_WORDS, Write, write_back
 
 ACTIVE = ("queued", "running")
@@ -56,37 +60,38 @@ class JobService:
         database: Database,
         client_for: ClientFactory,
         *,
-        workers: int = 2,
+        queue: JobQueue | None = None,
+        progress: ProgressBus | None = None,
         lease_s: float = 120.0,
         forced_strategies: dict[str, str] | None = None,
         stage_hook: StageHook | None = None,
         installation: str = "",
         inpatient_classes: list[str] | None = None,
+        pull_bounds: PullBounds | None = None,
     ) -> None:
         self.database = database
         self.client_for = client_for
-        self.workers = workers
+        self.queue = queue or InProcessQueue()
+        self.progress = progress or ProgressBus()
         self.lease = timedelta(seconds=lease_s)
         self.forced_strategies = forced_strategies or {}
         self.stage_hook = stage_hook
         self.installation = installation
         self.inpatient_classes = set(inpatient_classes or ("IMP", "ACUTE", "NONAC"))
-        self._tasks: list[asyncio.Task[None]] = []
-        self._wake = asyncio.Event()
-        self._listeners: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+        self.pull_bounds = pull_bounds or PullBounds()
+        # Which process runs a job, for operators (host:pid).
+        self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
 
     # --- lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._wake = asyncio.Event()
-        self._tasks = [asyncio.create_task(self._work()) for _ in range(self.workers)]
+        await self.progress.start()
+        await self.queue.start(self)
 
     async def stop(self) -> None:
-        """Stop the workers where they are, as a dying process would; leases then run out."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        """Stop where the jobs are, as a dying process would; leases then run out."""
+        await self.queue.stop()
+        await self.progress.stop()
 
     # --- submitting and watching -----------------------------------------------------------------
 
@@ -142,7 +147,7 @@ class JobService:
                 may_write=may_write,
             )
             session.add(job)
-        self._wake.set()
+        await self.queue.enqueue(job.id)
         return job
 
     async def running_for_client(self, api_client: str) -> int:
@@ -162,7 +167,7 @@ class JobService:
             if job is None or job.state != "failed":
                 return job
             job.state, job.error = "queued", None
-        self._wake.set()
+        await self.queue.enqueue(job_id)
         return job
 
     async def get(self, job_id: str) -> JobRow | None:
@@ -170,12 +175,10 @@ class JobService:
             return await session.get(JobRow, job_id)
 
     def listen(self, job_id: str) -> asyncio.Queue[dict[str, Any]]:
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._listeners.setdefault(job_id, set()).add(queue)
-        return queue
+        return self.progress.listen(job_id)
 
     def unlisten(self, job_id: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
-        self._listeners.get(job_id, set()).discard(queue)
+        self.progress.unlisten(job_id, queue)
 
     # --- working ---------------------------------------------------------------------------------
 
@@ -208,26 +211,39 @@ class JobService:
                     state="running",
                     attempts=JobRow.attempts + 1,
                     lease_until=datetime.now(UTC) + self.lease,
+                    worker=self.worker_name,
                 )
             )
             if claimed.rowcount != 1:
                 return None
         return await self.get(candidate)
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                job = await self._claim()
-            except Exception as failure:  # the database hiccuped: wait, then claim again
-                log.warning("claiming a job failed: %r", failure)
-                await asyncio.sleep(1.0)
-                continue
-            if job is None:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=0.5)
-                continue
-            await self._run(job)
+    async def run_next(self) -> bool:
+        job = await self._claim()
+        if job is None:
+            return False
+        await self._run(job)
+        return True
+
+    async def run_by_id(self, job_id: str) -> None:
+        """Run a job a queue delivered: the queue decided this worker runs it (a stalled
+        worker's job included), so a running row is taken over; an ended one is left."""
+        async with self.database.sessions() as session, session.begin():
+            claimed = await session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.state.in_(ACTIVE))
+                .values(
+                    state="running",
+                    attempts=JobRow.attempts + 1,
+                    lease_until=datetime.now(UTC) + self.lease,
+                    worker=self.worker_name,
+                )
+            )
+        if claimed.rowcount != 1:
+            return
+        job = await self.get(job_id)
+        assert job is not None
+        await self._run(job)
 
     async def _update(self, job_id: str, **values: Any) -> JobRow:
         values.setdefault("lease_until", datetime.now(UTC) + self.lease)
@@ -236,8 +252,7 @@ class JobService:
             assert job is not None
             for name, value in values.items():
                 setattr(job, name, value)
-        for queue in list(self._listeners.get(job_id, ())):
-            queue.put_nowait(job_view(job))
+        await self.progress.publish(job_id, job_view(job))
         return job
 
     async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
@@ -293,7 +308,7 @@ class JobService:
         client, scope = await self.client_for(job)
         if job.record is None:
             job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
-            record = await pull_record(client, job.patient)
+            record = await pull_record(client, job.patient, job.encounter, self.pull_bounds)
             job = await self._update(job.id, record=record)
         draft = await self.draft_of(job.id)
         if draft is None:
