@@ -144,11 +144,15 @@ def test_launch_to_draft_for_each_capability_profile(
             # Dated when it was written, after the stay, it is not even pulled; had it been,
             # the mapping excludes it (tests/test_fhir_mapping_rules.py).
             excluded = {exclusion["resource"] for exclusion in second.evidence["exclusions"]}
-            assert f"DocumentReference/{ours['id']}" not in excluded or {
-                "resource": f"DocumentReference/{ours['id']}",
-                "kind": "ai_generated",
-                "reason": "AI-generated draft",
-            } in second.evidence["exclusions"]
+            assert (
+                f"DocumentReference/{ours['id']}" not in excluded
+                or {
+                    "resource": f"DocumentReference/{ours['id']}",
+                    "kind": "ai_generated",
+                    "reason": "AI-generated draft",
+                }
+                in second.evidence["exclusions"]
+            )
 
 
 def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
