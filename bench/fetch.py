@@ -9,19 +9,16 @@ stay-bounded pull is timed against the whole-record pull, as served and with 50 
 every answer, as a hospital network and EHR add latency. Then, at 50 ms, the client's
 concurrency (8) against one request at a time.
 
-Median of 5 pulls each. Run: ``python -m bench.fetch``.
+Median of 5 stay pulls, one whole-record pull. Run: ``python -m bench.fetch``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
-import re
 import statistics
 import tempfile
 import time
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,33 +26,13 @@ from typing import Any
 import httpx
 
 from launch.sandbox.authorization import LaunchContext
+from launch.sandbox.copies import copied_entries
 from launch.sandbox.run import SAMPLES, Sandbox
 from smartapp.fhir_client import FhirClient, PullBounds, pull_record
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 REPEATS = 5
 LATENCY_MS = 50
-DATE = re.compile(r"^(\d{4})(-\d{2}-\d{2}.*)?$")
-
-
-def _shift_years(value: str, years: int) -> str:
-    found = DATE.match(value)
-    if found is None:
-        return value
-    rest = found.group(2) or ""
-    if rest.startswith("-02-29"):
-        rest = "-02-28" + rest[6:]
-    return f"{int(found.group(1)) - years:04d}{rest}"
-
-
-def _rewrite(value: Any, renames: dict[str, str], years: int) -> Any:
-    if isinstance(value, dict):
-        return {key: _rewrite(item, renames, years) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_rewrite(item, renames, years) for item in value]
-    if isinstance(value, str):
-        return renames.get(value) or _shift_years(value, years)
-    return value
 
 
 def _mentions(resource: Any, targets: set[str]) -> bool:
@@ -100,26 +77,17 @@ def with_history(bundle: dict[str, Any], times: int) -> dict[str, Any]:
         if e["fullUrl"] in past
         or (e["resource"]["resourceType"] != "Patient" and _mentions(e["resource"], past))
     ]
-    added = []
-    for copy_number in range(1, times):
-        renames = {}
-        for entry in replicated:
-            new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{copy_number}:{entry['fullUrl']}"))
-            kind, old_id = entry["resource"]["resourceType"], entry["resource"]["id"]
-            renames |= {
-                entry["fullUrl"]: f"urn:uuid:{new_id}",
-                f"{kind}/{old_id}": f"{kind}/{new_id}",
-                old_id: new_id,
-            }
-        for entry in replicated:
-            moved = _rewrite(copy.deepcopy(entry), renames, copy_number * span)
-            moved["resource"] = _as_past(moved["resource"])
-            added.append(moved)
+    added = [
+        entry | {"resource": _as_past(entry["resource"])}
+        for number in range(1, times)
+        for entry in copied_entries(replicated, f"history-{number}", number * span)
+    ]
     return bundle | {"entry": [*entries, *added]}
 
 
 async def _pull(sandbox: Sandbox, concurrency: int, bounds: PullBounds) -> tuple[float, int]:
-    token = sandbox.auth.access_token("bench", "patient/*.rs", LaunchContext(f"Patient/{PATIENT}"))
+    context = LaunchContext(f"Patient/{PATIENT}")
+    token = sandbox.auth.access_token("bench", "patient/*.rs", context, 3600)
 
     async def get_token(refresh: bool) -> str:
         return token
@@ -133,8 +101,10 @@ async def _pull(sandbox: Sandbox, concurrency: int, bounds: PullBounds) -> tuple
         return time.perf_counter() - start, len(bundle["entry"])
 
 
-def _median(sandbox: Sandbox, concurrency: int, bounds: PullBounds) -> tuple[float, int]:
-    runs = [asyncio.run(_pull(sandbox, concurrency, bounds)) for _ in range(REPEATS)]
+def _median(
+    sandbox: Sandbox, concurrency: int, bounds: PullBounds, repeats: int = REPEATS
+) -> tuple[float, int]:
+    runs = [asyncio.run(_pull(sandbox, concurrency, bounds)) for _ in range(repeats)]
     return statistics.median(seconds for seconds, _ in runs), runs[0][1]
 
 
@@ -148,7 +118,8 @@ def _measure(times: int, folder: Path) -> dict[str, tuple[float, int]]:
             if delay:
                 sandbox.set_fault("slow", count=1_000_000, delay_ms=delay)
             results[f"stay {label}"] = _median(sandbox, 8, PullBounds())
-            results[f"whole {label}"] = _median(sandbox, 8, PullBounds(whole_record=True))
+            # The whole record is the reference, not the claim: one pull (minutes at 100x).
+            results[f"whole {label}"] = _median(sandbox, 8, PullBounds(whole_record=True), 1)
         if times == 1:
             results["stay sequential"] = _median(sandbox, 1, PullBounds())
         sandbox.set_fault("none", count=0)

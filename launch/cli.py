@@ -370,5 +370,24 @@ def serve(
     uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
 
+@app.command()
+def worker(
+    name: Annotated[
+        str | None, typer.Option(help="Worker name in the queue (default host:pid).")
+    ] = None,
+) -> None:
+    """Run drafting jobs from the queue until stopped (scale-out mode: PROVENOTE_APP_JOB_QUEUE=
+    procrastinate, PostgreSQL); start as many as the load needs, beside `provenote serve`."""
+    import asyncio
+
+    from smartapp.errors import ProvenoteError
+    from smartapp.jobs.worker import run_worker
+
+    try:
+        asyncio.run(run_worker(get_app_settings(), name))
+    except ProvenoteError as error:
+        raise fail(str(error)) from error
+
+
 if __name__ == "__main__":
     sys.exit(app())

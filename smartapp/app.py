@@ -404,6 +404,34 @@ def create_app(
             keys.append(signing_key(settings))
         return public_jwks([key for key in keys if key is not None])
 
+    @get("/health")
+    async def health() -> dict[str, str]:
+        """Alive: the process answers (for an orchestrator's liveness probe)."""
+        return {"status": "alive"}
+
+    @get("/ready")
+    async def ready() -> Response[Any]:
+        """Ready for traffic: its database and job queue answer. The EHRs are not asked: one
+        EHR down must not take the app out of a load balancer serving the others."""
+        jobs = state.jobs
+
+        async def queue_ready() -> bool:
+            return jobs is not None and await jobs.ready()
+
+        checks = {"database": database.ping, "queue": queue_ready}
+        results = {}
+        for name, check in checks.items():
+            try:
+                results[name] = "ok" if await check() else "failing"
+            except Exception as failure:  # a probe reports what fails; it never raises
+                results[name] = "failing"
+                logged(f"readiness check {name} failed", repr(failure))
+        ok = all(result == "ok" for result in results.values())
+        return Response(
+            {"status": "ready" if ok else "not ready", "checks": results},
+            status_code=200 if ok else 503,
+        )
+
     async def sweep_signatures() -> None:
         while True:
             await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
@@ -445,6 +473,8 @@ def create_app(
             context_api,
             record_api,
             jwks,
+            health,
+            ready,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
         before_send=[security_headers(settings)],

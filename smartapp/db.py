@@ -237,6 +237,10 @@ class Database:
                 await connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
             await connection.run_sync(_upgrade)
 
+    async def ping(self) -> bool:
+        async with self.engine.connect() as connection:
+            return (await connection.execute(text("SELECT 1"))).scalar_one() == 1
+
     async def installation_id(self, configured: str | None = None) -> str:
         """This installation's id: configured, else the one stored, else a new one stored now."""
         if configured:

@@ -8,7 +8,9 @@ so that restarts keep the same key and stored tokens stay readable.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 from cryptography.fernet import Fernet
@@ -24,10 +26,18 @@ def private_data_dir(settings: AppSettings) -> None:
 
 
 def _write_private(path: Path, data: bytes) -> None:
+    """Create ``path`` (mode 0600) holding ``data``, unless it exists: processes starting together
+    on one data directory all end up reading the one key that was linked in first, and no
+    process ever reads a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as stream:
-        stream.write(data)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+        with contextlib.suppress(FileExistsError):
+            path.hardlink_to(temporary)
+    finally:
+        Path(temporary).unlink()
 
 
 def _key_at(path: Path, alg: SigningAlg) -> RSAKey | ECKey:

@@ -75,6 +75,16 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
     if request.param == "sqlite":
         yield None
         return
+    yield from fresh_postgres()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database (SQLAlchemy URL), dropped afterwards."""
+    yield from fresh_postgres()
+
+
+def fresh_postgres() -> Iterator[str]:
     name = f"provenote_{uuid.uuid4().hex[:12]}"
     try:
         asyncio.run(_postgres(f"CREATE DATABASE {name}"))

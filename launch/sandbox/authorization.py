@@ -327,6 +327,11 @@ class AuthorizationServer:
             answer["refresh_token"] = refresh
         return answer
 
+    def issue_for_tests(self, client_id: str, scope: str, patient: str) -> dict[str, Any]:
+        """A token answer (with a refresh token when ``scope`` asks) as if ``client_id`` had
+        completed a launch for ``patient``: for tests of what the app does with tokens."""
+        return self._issue(self.clients[client_id], scope, LaunchContext(patient), None)
+
     async def token(self, form: dict[str, str], authorization: str | None) -> dict[str, Any]:
         """The token endpoint's answer; raises OAuthError with the status to answer with."""
         grant_type = form.get("grant_type")

@@ -49,6 +49,10 @@ class JobQueue(Protocol):
 
     async def enqueue(self, job_id: str) -> None: ...
 
+    async def ready(self) -> bool:
+        """Whether jobs handed to the queue now will be run."""
+        ...
+
 
 class InProcessQueue:
     """Workers in this process, polling the job table and woken when a job is added."""
@@ -71,6 +75,9 @@ class InProcessQueue:
 
     async def enqueue(self, job_id: str) -> None:
         self._wake.set()
+
+    async def ready(self) -> bool:
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
 
     async def _work(self, runner: Runner) -> None:
         while True:
@@ -120,16 +127,16 @@ class ProcrastinateQueue:
         await self._install_schema()
 
     async def _install_schema(self) -> None:
+        """procrastinate's tables, once: the first process installs them while the others wait
+        on a transaction-scoped lock (held by one pooled connection, released at its commit)."""
         connector = self.app.connector
-        await connector.execute_query_async(f"SELECT pg_advisory_lock({SCHEMA_LOCK})")
-        try:
-            installed = await connector.execute_query_one_async(
-                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
-            )
-            if not installed["present"]:
+        assert isinstance(connector, PsycopgConnector)
+        async with connector.pool.connection() as connection, connection.transaction():
+            await connection.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
+            found = await connection.execute("SELECT to_regclass('procrastinate_jobs')")
+            present = await found.fetchone()
+            if present is None or present[0] is None:
                 await self.app.schema_manager.apply_schema_async()
-        finally:
-            await connector.execute_query_async(f"SELECT pg_advisory_unlock({SCHEMA_LOCK})")
 
     async def stop(self) -> None:
         await self.app.close_async()
@@ -138,6 +145,11 @@ class ProcrastinateQueue:
         # One pending delivery per job: a second submit while it waits is the same job.
         with contextlib.suppress(AlreadyEnqueued):
             await self.task.configure(queueing_lock=job_id).defer_async(job_id=job_id)
+
+    async def ready(self) -> bool:
+        """The queue's database answers (workers are separate processes, watched on their own)."""
+        answer = await self.app.connector.execute_query_one_async("SELECT 1 AS alive")
+        return bool(answer["alive"])
 
     async def work(self, name: str) -> None:
         """Run jobs until the process is told to stop (SIGINT/SIGTERM)."""

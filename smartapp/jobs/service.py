@@ -174,6 +174,10 @@ class JobService:
         async with self.database.sessions() as session:
             return await session.get(JobRow, job_id)
 
+    async def ready(self) -> bool:
+        """Whether a job submitted now will be run."""
+        return await self.queue.ready()
+
     def listen(self, job_id: str) -> asyncio.Queue[dict[str, Any]]:
         return self.progress.listen(job_id)
 

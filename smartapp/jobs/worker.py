@@ -1,0 +1,39 @@
+"""``provenote worker``: a process that runs jobs from the procrastinate queue until stopped.
+
+It holds what a web process holds for a job (the database, the sessions' sealed tokens, the
+outgoing HTTP client, the keys) but serves no requests. CPU-heavy stages (OCR, FOCUS, model
+scoring) run here, so web processes stay responsive whatever the load.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from smartapp.errors import ProvenoteError
+from smartapp.jobs.queue import ProcrastinateQueue
+from smartapp.settings import AppSettings
+from smartapp.state import job_queue, job_service, new_state
+
+
+async def run_worker(settings: AppSettings, name: str | None = None) -> None:
+    """Run jobs until SIGINT or SIGTERM; a job in hand when killed is resumed by another worker."""
+    queue = job_queue(settings)
+    if not isinstance(queue, ProcrastinateQueue):
+        raise ProvenoteError(
+            "provenote worker needs PROVENOTE_APP_JOB_QUEUE=procrastinate and a PostgreSQL "
+            "PROVENOTE_APP_DATABASE_URL; with the in-process queue, `provenote serve` runs jobs"
+        )
+    state = new_state(settings)
+    try:
+        await state.database.migrate()
+        state.installation = await state.database.installation_id(settings.installation_id)
+        state.jobs = job_service(state, queue)
+        await state.jobs.start()
+        try:
+            await queue.work(name or f"{socket.gethostname()}:{os.getpid()}")
+        finally:
+            await state.jobs.stop()
+    finally:
+        await state.http.aclose()
+        await state.database.dispose()

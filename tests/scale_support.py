@@ -1,0 +1,182 @@
+"""Provenote as a health system runs it: web replicas behind a load balancer, worker processes,
+one PostgreSQL. Every part is a real process talking real HTTP and SQL."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from launch.sandbox.run import Sandbox, ThreadedServer, free_port
+from smartapp.settings import AppSettings
+from tests.conftest import ROOT
+
+# Hop-by-hop headers and those the proxy recomputes for the body it sends on.
+NOT_FORWARDED = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+class RoundRobinProxy:
+    """A load balancer without affinity: each request goes to the next web process in turn,
+    so consecutive steps of one launch land on different processes."""
+
+    def __init__(self, backends: list[str]) -> None:
+        self.backends = backends
+        self._next = itertools.cycle(range(len(backends)))
+        # (path, backend index) of every request, in order.
+        self.routed: list[tuple[str, int]] = []
+        self._http: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            if self._http is not None:
+                await self._http.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        index = next(self._next)
+        self.routed.append((scope["path"], index))
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=120)
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = self.backends[index] + scope["path"] + (f"?{query}" if query else "")
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in scope["headers"]
+            if name.decode("latin-1").lower() not in NOT_FORWARDED
+        ]
+        answer = await self._http.request(scope["method"], url, headers=headers, content=body)
+        content = answer.content
+        out = [
+            (name, value)
+            for name, value in answer.headers.raw
+            if name.decode("latin-1").lower() not in NOT_FORWARDED | {"content-encoding"}
+        ]
+        out.append((b"content-length", str(len(content)).encode()))
+        await send({"type": "http.response.start", "status": answer.status_code, "headers": out})
+        await send({"type": "http.response.body", "body": content})
+
+
+@dataclass
+class Cluster:
+    sandbox: Sandbox
+    proxy: RoundRobinProxy
+    base_url: str
+    web_urls: list[str]
+    database_url: str
+    env: dict[str, str]
+    logs: Path
+    webs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        number = len(self.workers)
+        worker = _process(["worker", "--name", f"worker-{number}"], self.env, self.logs, number)
+        self.workers.append(worker)
+        return worker
+
+    def worker_by_pid(self, pid: int) -> subprocess.Popen[bytes]:
+        return next(worker for worker in self.workers if worker.pid == pid)
+
+    def stop(self) -> None:
+        for process in [*self.webs, *self.workers]:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in [*self.webs, *self.workers]:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _process(
+    arguments: list[str], env: dict[str, str], logs: Path, number: int
+) -> subprocess.Popen[bytes]:
+    log = (logs / f"{arguments[0]}-{number}.log").open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "launch.cli", *arguments],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], logs: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = "\n".join(
+                path.read_text(errors="replace")[-2000:] for path in logs.glob("*.log")
+            )
+            raise AssertionError(f"a web process exited ({process.returncode}):\n{tail}")
+        try:
+            if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not become ready")
+
+
+@contextmanager
+def cluster(
+    sandbox: Sandbox, data_dir: Path, database_url: str, web: int = 2, workers: int = 2
+) -> Iterator[Cluster]:
+    """``web`` × ``provenote serve`` behind a round-robin proxy and ``workers`` ×
+    ``provenote worker``, all on one PostgreSQL database with the procrastinate queue."""
+    proxy_port = free_port()
+    base_url = f"http://127.0.0.1:{proxy_port}"
+    settings = sandbox.configure(
+        AppSettings(base_url=base_url, data_dir=data_dir, client_id="provenote-scale")
+    )
+    registrations = [r.model_dump(mode="json", exclude_none=True) for r in settings.registrations]
+    env = os.environ | {
+        "PROVENOTE_APP_BASE_URL": base_url,
+        "PROVENOTE_APP_DATA_DIR": str(data_dir),
+        "PROVENOTE_APP_DATABASE_URL": database_url,
+        "PROVENOTE_APP_JOB_QUEUE": "procrastinate",
+        "PROVENOTE_APP_CLIENT_ID": "provenote-scale",
+        "PROVENOTE_APP_REGISTRATIONS": json.dumps(registrations),
+        "PROVENOTE_APP_WORKER_HEARTBEAT_S": "1",
+        "PROVENOTE_APP_WORKER_STALLED_AFTER_S": "4",
+        "PROVENOTE_APP_WORKER_CONCURRENCY": "2",
+    }
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    web_ports = [free_port() for _ in range(web)]
+    web_urls = [f"http://127.0.0.1:{port}" for port in web_ports]
+    proxy = RoundRobinProxy(web_urls)
+    running = Cluster(sandbox, proxy, base_url, web_urls, database_url, env, logs)
+    server = ThreadedServer(proxy, proxy_port)
+    server.start()
+    try:
+        for number, port in enumerate(web_ports):
+            arguments = ["serve", "--host", "127.0.0.1", "--port", str(port)]
+            running.webs.append(_process(arguments, env, logs, number))
+        for _ in range(workers):
+            running.start_worker()
+        for url, process in zip(web_urls, running.webs, strict=True):
+            _wait_ready(url, process, logs)
+        sandbox.app_launch_url = f"{base_url}/launch"
+        yield running
+    finally:
+        server.stop()
+        running.stop()

@@ -1,0 +1,275 @@
+"""Many processes on existing engines: two web replicas behind a round-robin load balancer, two
+worker processes, one PostgreSQL holding the app's tables and the procrastinate queue.
+
+Nothing a request needs lives in one process: the launch's pending state, the session, the job,
+its progress events and the refresh of its tokens are all shared through the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from launch.sandbox.copies import patient_copy
+from launch.sandbox.run import SAMPLES, Sandbox
+from smartapp.db import libpq_dsn
+from smartapp.oauth import TokenResponse, discover
+from smartapp.sessions import LaunchContext, StoredTokens
+from smartapp.settings import AppSettings
+from smartapp.state import new_state, token_getter
+from tests.scale_support import Cluster, cluster
+from tests.smart_support import launch_job
+
+# One test worker starts the cluster for the whole module (launch/test.sh: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("scale-out")
+
+SOURCE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
+PATIENTS = 25
+
+
+def _ids(bundle: dict) -> set[str]:
+    return {entry["resource"]["id"] for entry in bundle["entry"]}
+
+
+def _latest_stay(bundle: dict) -> str:
+    stays = [
+        entry["resource"]
+        for entry in bundle["entry"]
+        if entry["resource"]["resourceType"] == "Encounter"
+        and entry["resource"]["class"]["code"] == "IMP"
+    ]
+    return max(stays, key=lambda stay: stay["period"]["start"])["id"]
+
+
+@pytest.fixture(scope="module")
+def many_patients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, dict]]:
+    """A sandbox holding 25 patients, each a copy of one sample under ids of its own; with the
+    ids of each patient's resources and their latest inpatient stay."""
+    folder = tmp_path_factory.mktemp("patients")
+    original = json.loads((SAMPLES / f"{SOURCE}.json").read_bytes())
+    owned = {}
+    for number in range(PATIENTS):
+        bundle = patient_copy(original, f"scale-{number}")
+        (patient,) = [
+            e["resource"]["id"]
+            for e in bundle["entry"]
+            if e["resource"]["resourceType"] == "Patient"
+        ]
+        owned[patient] = (_ids(bundle), _latest_stay(bundle))
+        (folder / f"{patient}.json").write_text(json.dumps(bundle), encoding="utf-8")
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch", seed_paths=[folder]) as sandbox:
+        yield sandbox, owned
+
+
+@pytest.fixture(scope="module")
+def health_system(
+    many_patients: tuple[Sandbox, dict], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    from tests.conftest import fresh_postgres
+
+    database = fresh_postgres()
+    url = next(database)
+    sandbox, _ = many_patients
+    try:
+        with cluster(sandbox, tmp_path_factory.mktemp("cluster"), url) as running:
+            yield running
+    finally:
+        next(database, None)
+
+
+def _query(cluster: Cluster, sql: str, *args: object) -> list[asyncpg.Record]:
+    async def run() -> list[asyncpg.Record]:
+        connection = await asyncpg.connect(libpq_dsn(cluster.database_url))
+        try:
+            return await connection.fetch(sql, *args)
+        finally:
+            await connection.close()
+
+    return asyncio.run(run())
+
+
+def _wait_done(browser: httpx.Client, cluster: Cluster, job_id: str, timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    job: dict = {}
+    while time.monotonic() < deadline:
+        job = browser.get(f"{cluster.base_url}/jobs/{job_id}").json()
+        if job.get("state") in {"done", "failed"}:
+            return job
+        time.sleep(0.3)
+    raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+def _read_events(url: str, cookies: dict[str, str], into: list[dict]) -> None:
+    with (
+        httpx.Client(timeout=httpx.Timeout(60, read=60), cookies=cookies) as client,
+        client.stream("GET", url) as stream,
+    ):
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                into.append(json.loads(line[5:]))
+                if into[-1].get("state") in {"done", "failed"}:
+                    return
+
+
+def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
+    health_system: Cluster, many_patients: tuple[Sandbox, dict]
+) -> None:
+    sandbox, owned = many_patients
+    patient = sorted(owned)[0]
+    # Slow answers from the EHR keep the job in hand long enough to kill its worker.
+    sandbox.set_fault("slow", count=1_000_000, delay_ms=400)
+    try:
+        with httpx.Client(follow_redirects=True, timeout=120) as browser:
+            first = len(health_system.proxy.routed)
+            job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
+            steps = health_system.proxy.routed[first:]
+            launched = next(index for path, index in steps if path == "/launch")
+            called_back = next(index for path, index in steps if path == "/callback")
+            assert launched != called_back  # the launch's state crossed processes
+
+            # The progress stream is read from the first web process; the job runs elsewhere.
+            events: list[dict] = []
+            stream_url = f"{health_system.web_urls[0]}/jobs/{job_id}/events"
+            reader = threading.Thread(
+                target=_read_events, args=(stream_url, dict(browser.cookies), events), daemon=True
+            )
+            reader.start()
+
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                (row,) = _query(health_system, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
+                if row["state"] == "running" and row["worker"]:
+                    break
+                time.sleep(0.05)
+            killed_pid = int(row["worker"].rsplit(":", 1)[1])
+            os.kill(killed_pid, signal.SIGKILL)
+            health_system.worker_by_pid(killed_pid).wait(timeout=10)
+            sandbox.set_fault("none", count=0)
+
+            job = _wait_done(browser, health_system, job_id, timeout_s=180)
+            reader.join(timeout=60)
+        assert job["state"] == "done", job
+        assert job["attempts"] >= 2
+        (row,) = _query(health_system, "SELECT worker FROM jobs WHERE id = $1", job_id)
+        assert int(row["worker"].rsplit(":", 1)[1]) != killed_pid
+
+        # Finished once: one draft, one write-back, one note in the EHR.
+        drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
+        assert len(drafts) == 1
+        written = _query(
+            health_system, "SELECT remote_id FROM write_backs WHERE draft_id = $1", drafts[0]["id"]
+        )
+        assert len(written) == 1
+        notes = httpx.get(
+            f"{sandbox.fhir_base}/Composition",
+            params={"subject": f"Patient/{patient}"},
+            headers={"x-admin-token": sandbox.admin_token},
+        ).json()
+        assert [entry["resource"]["id"] for entry in notes.get("entry", [])] == [
+            written[0]["remote_id"]
+        ]
+
+        stages = [event.get("stage") for event in events]
+        assert stages[-1] == "done"
+        # Stages between the first event and the last came as notices from the worker.
+        assert {"ingesting", "summarizing", "writing_back"} & set(stages[1:-1])
+    finally:
+        sandbox.set_fault("none", count=0)
+        health_system.start_worker()
+
+
+def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(
+    health_system: Cluster, many_patients: tuple[Sandbox, dict]
+) -> None:
+    sandbox, owned = many_patients
+    launches = [patient for patient in sorted(owned) for _ in range(2)]
+
+    def launch_and_wait(patient: str) -> tuple[str, dict, dict]:
+        with httpx.Client(follow_redirects=True, timeout=300) as browser:
+            job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
+            job = _wait_done(browser, health_system, job_id, timeout_s=600)
+            draft = browser.get(f"{health_system.base_url}/api/drafts/{job.get('draft')}")
+            return patient, job, draft.json()
+
+    with ThreadPoolExecutor(max_workers=len(launches)) as pool:
+        results = list(pool.map(launch_and_wait, launches))
+
+    assert len(results) == 50
+    for patient, job, draft in results:
+        assert job["state"] == "done" and job["patient"] == patient, job
+        assert draft["patient"] == patient
+        (composition,) = [
+            entry["resource"]
+            for entry in draft["bundle"]["entry"]
+            if entry["resource"]["resourceType"] == "Composition"
+        ]
+        assert composition["subject"]["reference"] == f"Patient/{patient}"
+        others = set().union(*(ids for who, (ids, _) in owned.items() if who != patient))
+        mentioned = json.dumps(draft["bundle"])
+        assert not any(other in mentioned for other in others)
+    evidence = _query(
+        health_system,
+        "SELECT patient, evidence FROM drafts WHERE patient = ANY($1::text[])",
+        list(owned),
+    )
+    for row in evidence:
+        state = json.loads(row["evidence"])
+        cited = {
+            ref["resource"].split("/")[-1]
+            for document in state["documents"]
+            for ref in document["sources"]
+        }
+        assert cited <= owned[row["patient"]][0]
+
+
+def test_two_processes_never_refresh_one_token_twice(
+    sandbox: Sandbox, tmp_path: Path, postgres_url: str
+) -> None:
+    """The sandbox's refresh tokens are single-use, as many EHRs' are: a second refresh with the
+    same token would be refused and end the session."""
+    settings = sandbox.configure(
+        AppSettings(
+            base_url="http://127.0.0.1:1",
+            data_dir=tmp_path,
+            database_url=postgres_url,
+            client_id="provenote-refresh",
+        )
+    )
+    registration = settings.registrations[0]
+    patient = sandbox.auth.default_patient or ""
+    issued = TokenResponse.model_validate(
+        sandbox.auth.issue_for_tests(
+            "provenote-refresh", "launch/patient patient/*.rs offline_access", patient
+        )
+    )
+
+    async def scenario() -> list[str | None]:
+        # Two app states on one database: two processes, each with its own locks and pool.
+        first, second = new_state(settings), new_state(settings)
+        try:
+            await first.database.migrate()
+            config = await discover(first.http, registration)
+            context = LaunchContext(iss=registration.issuer, patient=patient, scope=issued.scope)
+            expired = StoredTokens(config=config, tokens=issued, expires_at=time.time() - 1)
+            await first.store.save("shared-session", context, expired)
+            getters = [token_getter(state, "shared-session") for state in (first, second)] * 3
+            return await asyncio.gather(*(get(False) for get in getters))
+        finally:
+            for state in (first, second):
+                await state.http.aclose()
+                await state.database.dispose()
+
+    tokens = asyncio.run(scenario())
+    assert None not in tokens
+    assert len(set(tokens)) == 1 and tokens[0] != issued.access_token
