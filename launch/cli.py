@@ -366,8 +366,45 @@ def serve(
     import uvicorn
 
     from smartapp.app import create_app
+    from smartapp.logs import configure_logging
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    settings = get_app_settings()
+    configure_logging(settings.log_format == "json", settings.log_level)
+    # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
+    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+
+
+@app.command("export-edits")
+def export_edits(
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSON Lines file to write.")],
+    since: Annotated[
+        datetime | None,
+        typer.Option(formats=["%Y-%m-%d"], help="Only edits made on or after this date (UTC)."),
+    ] = None,
+) -> None:
+    """Write every physician edit as a JSON line: draft, section, sentence before and after,
+    cited evidence, checker verdicts, when, and a pseudonymous editor id."""
+    import asyncio
+
+    from smartapp.db import Database
+    from smartapp.edits_export import edit_records
+    from smartapp.keys import app_secret
+
+    settings = get_app_settings()
+
+    async def collect() -> list[str]:
+        database = Database(settings.database_dsn)
+        try:
+            await database.migrate()
+            start = since.replace(tzinfo=UTC) if since is not None else None
+            records = edit_records(database, app_secret(settings), start)
+            return [json.dumps(record, ensure_ascii=False) async for record in records]
+        finally:
+            await database.dispose()
+
+    lines = asyncio.run(collect())
+    write_atomically(output, "".join(f"{line}\n" for line in lines))
+    typer.echo(f"{len(lines)} edits written to {output}", err=True)
 
 
 @app.command()
@@ -375,16 +412,26 @@ def worker(
     name: Annotated[
         str | None, typer.Option(help="Worker name in the queue (default host:pid).")
     ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve this worker's Prometheus metrics on this port.")
+    ] = None,
 ) -> None:
     """Run drafting jobs from the queue until stopped (scale-out mode: PROVENOTE_APP_JOB_QUEUE=
     procrastinate, PostgreSQL); start as many as the load needs, beside `provenote serve`."""
     import asyncio
 
+    from prometheus_client import start_http_server
+
     from smartapp.errors import ProvenoteError
     from smartapp.jobs.worker import run_worker
+    from smartapp.logs import configure_logging
 
+    settings = get_app_settings()
+    configure_logging(settings.log_format == "json", settings.log_level)
+    if metrics_port is not None:
+        start_http_server(metrics_port)
     try:
-        asyncio.run(run_worker(get_app_settings(), name))
+        asyncio.run(run_worker(settings, name))
     except ProvenoteError as error:
         raise fail(str(error)) from error
 

@@ -16,7 +16,8 @@ from litestar.datastructures import Cookie
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
-from sqlalchemy import select
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import func, select
 
 import templates
 from pipeline.rendering import render
@@ -28,6 +29,8 @@ from smartapp.fhir_client import FhirClient, FhirError, pull_record
 from smartapp.headers import security_headers
 from smartapp.jobs.service import StageHook, job_view
 from smartapp.keys import public_jwks, signing_key
+from smartapp.logs import request_ids
+from smartapp.metrics import JOBS
 from smartapp.oauth import (
     SmartError,
     authorize_url,
@@ -432,6 +435,19 @@ def create_app(
             status_code=200 if ok else 503,
         )
 
+    @get("/metrics", media_type=CONTENT_TYPE_LATEST)
+    async def metrics() -> Response[bytes]:
+        """Prometheus exposition: this process's counters, and jobs by state (installation-wide,
+        from the database)."""
+        async with database.sessions() as session:
+            counted = await session.execute(
+                select(JobRow.state, func.count()).group_by(JobRow.state)
+            )
+            by_state = {state: count for state, count in counted.all()}
+        for name in ("queued", "running", "done", "failed"):
+            JOBS.labels(name).set(by_state.get(name, 0))
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
     async def sweep_signatures() -> None:
         while True:
             await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
@@ -475,9 +491,11 @@ def create_app(
             jwks,
             health,
             ready,
+            metrics,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
         before_send=[security_headers(settings)],
+        middleware=[request_ids],
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,

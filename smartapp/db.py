@@ -153,6 +153,8 @@ class DraftEditRow(Base):
     before: Mapped[str | None] = mapped_column(Text)
     after: Mapped[str | None] = mapped_column(Text)
     verdict: Mapped[str | None] = mapped_column(String(16))
+    # The sentence as it stood before the action: section, citations, checker verdicts, flags.
+    drafted: Mapped[dict | None] = mapped_column(JSON)
 
 
 class DraftRevisionRow(Base):

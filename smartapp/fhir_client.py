@@ -35,6 +35,7 @@ from fhir_mapping.pull_plan import (
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from smartapp.egress import EhrBearerAuth, TokenGetter, under_base
 from smartapp.errors import ProvenoteError, logged
+from smartapp.metrics import FHIR_REQUESTS, FHIR_RETRIES
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_WAIT_S = 30.0
@@ -121,7 +122,8 @@ class FhirClient:
     ) -> tuple[httpx.Response, bytes]:
         """One FHIR interaction with retries; the response and its body (size-limited)."""
         url = self.url(path)
-        what = f"{method} {resource_type_of(url.removeprefix(self.base))}"
+        kind = resource_type_of(url.removeprefix(self.base))
+        what = f"{method} {kind}"
         sent = {"accept": "application/fhir+json"} | (headers or {})
         attempt = 0
         while True:
@@ -136,15 +138,19 @@ class FhirClient:
                     finally:
                         await response.aclose()
             except httpx.TransportError as error:
+                FHIR_REQUESTS.labels(method, kind, "none").inc()
                 if attempt >= self.max_retries:
                     error_id = logged(f"{what} {url}: no answer", repr(error))
                     raise FhirError(
                         f"{what}: no answer after {attempt + 1} attempts (error {error_id})"
                     ) from error
+                FHIR_RETRIES.labels("transport").inc()
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1
                 continue
+            FHIR_REQUESTS.labels(method, kind, str(response.status_code)).inc()
             if response.status_code in RETRIED_STATUSES and attempt < self.max_retries:
+                FHIR_RETRIES.labels(str(response.status_code)).inc()
                 wait = retry_after_seconds(response)
                 await asyncio.sleep(
                     min(MAX_RETRY_WAIT_S, wait) if wait is not None else self._backoff(attempt)

@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from smartapp.metrics import MODEL_CALLS, MODEL_TOKENS
+
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -70,8 +72,18 @@ class OpenAIBackend:
             self.json_mode = False  # the server does not take response_format: parse strictly
             return self.complete(messages, schema)
         if response.status_code != 200:
+            MODEL_CALLS.labels(self.name, f"http_{response.status_code}").inc()
             raise BackendError(f"{self.name}: HTTP {response.status_code}: {response.text[:200]}")
         try:
-            return str(response.json()["choices"][0]["message"]["content"])
+            answer = response.json()
+            content = str(answer["choices"][0]["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError) as error:
+            MODEL_CALLS.labels(self.name, "malformed").inc()
             raise BackendError(f"{self.name}: malformed answer: {response.text[:200]}") from error
+        MODEL_CALLS.labels(self.name, "ok").inc()
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        for kind in ("prompt", "completion"):
+            count = usage.get(f"{kind}_tokens") if isinstance(usage, dict) else None
+            if isinstance(count, int) and count >= 0:
+                MODEL_TOKENS.labels(self.name, kind).inc(count)
+        return content

@@ -25,6 +25,7 @@ from pipeline.summary import Sentence, Summary
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
 from smartapp.fhir_client import FhirClient, FhirError
+from smartapp.metrics import DRAFTS_SIGNED, WRITE_BACKS
 from smartapp.writeback import Write, idempotency_key, recorded, remote_status, write_signed
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
@@ -171,6 +172,7 @@ async def apply_review(
                 before=before.text,
                 after=kept.text if kept is not None else None,
                 verdict=kept.verdict if kept is not None else None,
+                drafted=before.model_dump(mode="json"),
             )
         )
         _add_revision(
@@ -315,8 +317,10 @@ async def sign(
     except BaseException as failure:  # whatever stops the signature must not leave the claim
         await _release(database, draft_id, practitioner, repr(failure))
         raise
+    WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
     remote = f"{outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else "no copy"
     await _finish_signature(database, signed, revision, f"EHR {outcome.strategy}: {remote}")
+    DRAFTS_SIGNED.inc()
     final = await load(database, draft_id)
     assert final is not None
     return final

@@ -79,6 +79,9 @@ class AppSettings(BaseSettings):
     # SQLAlchemy async DSN; default: SQLite in data_dir. E.g. postgresql+asyncpg://user@host/db
     database_url: str | None = None
     job_workers: int = Field(2, ge=1, le=64)
+    # `provenote serve` and `provenote worker` log JSON lines (or plain text) at this level.
+    log_format: Literal["json", "text"] = "json"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Where jobs run: "in_process" (workers inside the web process; the embedded default) or
     # "procrastinate" (web processes only queue; `provenote worker` processes run the jobs;
     # needs a PostgreSQL database_url, whose database also holds the queue).

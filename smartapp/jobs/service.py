@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,8 @@ from smartapp.errors import ProvenoteError, log, new_error_id
 from smartapp.fhir_client import FhirClient, PullBounds, pull_record
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
+from smartapp.logs import JOB_ID
+from smartapp.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
 from smartapp.writeback import WRITE_BACK_WORDS, Write, write_back
 
 ACTIVE = ("queued", "running")
@@ -81,6 +84,7 @@ class JobService:
         self.pull_bounds = pull_bounds or PullBounds()
         # Which process runs a job, for operators (host:pid).
         self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
+        self._stage_clock: dict[str, tuple[str, float]] = {}
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -259,7 +263,16 @@ class JobService:
         await self.progress.publish(job_id, job_view(job))
         return job
 
+    def _time_stage(self, job_id: str, stage: str | None) -> None:
+        """End the job's current stage on the clock (its duration observed), start ``stage``."""
+        started = self._stage_clock.pop(job_id, None)
+        if started is not None:
+            STAGE_SECONDS.labels(started[0]).observe(time.monotonic() - started[1])
+        if stage is not None:
+            self._stage_clock[job_id] = (stage, time.monotonic())
+
     async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
+        self._time_stage(job.id, stage)
         job = await self._update(job.id, stage=stage, progress=progress, detail=detail)
         if self.stage_hook is not None:
             await self.stage_hook(job.id, stage)
@@ -277,6 +290,7 @@ class JobService:
                 )
 
     async def _run(self, job: JobRow) -> None:
+        job_id = JOB_ID.set(job.id)
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await self._stages(job)
@@ -287,11 +301,14 @@ class JobService:
             log.exception("job %s failed (error %s)", job.id, error_id)
             await self._fail(job, f"internal error while drafting (error {error_id})")
         finally:
+            self._time_stage(job.id, None)
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
+            JOB_ID.reset(job_id)
 
     async def _fail(self, job: JobRow, message: str) -> None:
         await self._update(job.id, state="failed", error=message, lease_until=None)
+        JOBS_FINISHED.labels("failed").inc()
 
     def _check_inpatient(self, state: Any) -> None:
         """A discharge summary is drafted for an inpatient stay only; anything else is refused
@@ -338,6 +355,7 @@ class JobService:
         job = await self._stage(job, "writing_back", 0.85, "writing the draft back to the EHR")
         write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
         outcome = await write_back(self.database, client, draft, scope, write)
+        WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
         await self._audit(
             f"provenote job {job.id}",
             f"write_back_{outcome.status}",
@@ -354,6 +372,7 @@ class JobService:
             + WRITE_BACK_WORDS.get(outcome.status, outcome.status),
             lease_until=None,
         )
+        JOBS_FINISHED.labels("done").inc()
 
     async def _audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         async with self.database.sessions() as session, session.begin():

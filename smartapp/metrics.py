@@ -1,0 +1,48 @@
+"""What operators watch, in Prometheus' format: jobs, stages, the EHR, write-backs, models,
+sign-off.
+
+Counters and histograms live in the process that does the work (a web process or a worker);
+each process answers ``/metrics`` for itself (workers with ``provenote worker --metrics-port``),
+and Prometheus adds them up. Jobs by state is read from the database at scrape time, so any
+process reports the same, whole-installation figure. Labels never carry a patient, a user or a
+token: only resource types, stages, statuses and outcomes.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+JOBS = Gauge("provenote_jobs", "Drafting jobs in the database, by state.", ["state"])
+STAGE_SECONDS = Histogram(
+    "provenote_job_stage_seconds",
+    "How long each job stage took.",
+    ["stage"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900),
+)
+JOBS_FINISHED = Counter("provenote_jobs_finished_total", "Jobs that ended, by outcome.", ["state"])
+FHIR_REQUESTS = Counter(
+    "provenote_fhir_requests_total",
+    "Requests to the EHR's FHIR server, by method, resource type and HTTP status.",
+    ["method", "resource_type", "status"],
+)
+FHIR_RETRIES = Counter(
+    "provenote_fhir_retries_total",
+    "Requests to the EHR retried, by why (HTTP status, or 'transport').",
+    ["reason"],
+)
+WRITE_BACKS = Counter(
+    "provenote_write_backs_total",
+    "Drafts written back to the EHR, by strategy and outcome.",
+    ["strategy", "status"],
+)
+MODEL_CALLS = Counter(
+    "provenote_model_calls_total",
+    "Calls to a language model, by backend and outcome.",
+    ["backend", "outcome"],
+)
+MODEL_TOKENS = Counter(
+    "provenote_model_tokens_total",
+    "Tokens a language model read (prompt) and wrote (completion), by backend.",
+    ["backend", "kind"],
+)
+DRAFTS_SIGNED = Counter("provenote_drafts_signed_total", "Drafts signed by a physician.")

@@ -1,0 +1,157 @@
+"""What operators expect: health and readiness probes, Prometheus metrics, JSON logs that never
+carry a token, and the export of physicians' edits."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
+
+from launch.cli import app as cli
+from launch.sandbox.run import Sandbox
+from smartapp.logs import REQUEST_ID, JsonFormatter
+from tests.review_support import ONE_FLAG, form_values
+from tests.smart_support import RunningApp, launch_job, running_app, wait_for
+
+PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+
+
+def samples(base_url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"{base_url}/metrics").text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def delta(before: dict, after: dict, name: str, **labels: str) -> float:
+    key = (name, tuple(sorted(labels.items())))
+    return after.get(key, 0.0) - before.get(key, 0.0)
+
+
+def test_health_and_ready_answer_an_orchestrator(sandbox: Sandbox, tmp_path: Path) -> None:
+    with running_app(sandbox, tmp_path) as app:
+        assert httpx.get(f"{app.base_url}/health").json() == {"status": "alive"}
+        ready = httpx.get(f"{app.base_url}/ready")
+        assert ready.status_code == 200
+        assert ready.json()["checks"] == {"database": "ok", "queue": "ok"}
+        assert app.state.jobs is not None
+        app.call(app.state.jobs.queue.stop())  # the job workers are gone
+        not_ready = httpx.get(f"{app.base_url}/ready")
+        assert not_ready.status_code == 503
+        assert not_ready.json()["checks"] == {"database": "ok", "queue": "failing"}
+
+
+def test_metrics_count_a_drafting_job_its_stages_requests_and_write_back(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path) as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        before = samples(app.base_url)
+        job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT))
+        assert job["state"] == "done", job
+        after = samples(app.base_url)
+    assert after[("provenote_jobs", (("state", "done"),))] >= 1
+    assert delta(before, after, "provenote_jobs_finished_total", state="done") == 1
+    for stage in ("fetching", "ingesting", "summarizing", "writing_back"):
+        assert delta(before, after, "provenote_job_stage_seconds_count", stage=stage) == 1
+    assert (
+        delta(
+            before,
+            after,
+            "provenote_fhir_requests_total",
+            method="GET",
+            resource_type="Patient",
+            status="200",
+        )
+        >= 1
+    )
+    written = [
+        key
+        for key in after
+        if key[0] == "provenote_write_backs_total" and delta(before, after, key[0], **dict(key[1]))
+    ]
+    assert len(written) == 1 and dict(written[0][1])["status"] == "done"
+    # Labels name types and outcomes, never a patient.
+    assert PATIENT not in httpx.Response(200, text=str(after)).text
+
+
+def test_log_lines_are_json_with_the_request_id_and_never_a_token() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("provenote.test-logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
+    token = REQUEST_ID.set("req-12345678")
+    try:
+        logger.warning(
+            "EHR said: Authorization: Bearer abcdef123456 token %s; callback code=SplxlOBeZQQYbYS6",
+            jwt,
+        )
+    finally:
+        REQUEST_ID.reset(token)
+        logger.removeHandler(handler)
+    line = json.loads(stream.getvalue())
+    assert line["request_id"] == "req-12345678" and line["level"] == "warning"
+    assert jwt not in line["message"] and "abcdef123456" not in line["message"]
+    assert "SplxlOBeZQQYbYS6" not in line["message"]
+    assert line["message"].count("[redacted]") == 3
+
+
+def test_each_request_gets_an_id_and_one_access_line_without_its_query(
+    sandbox: Sandbox, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running_app(sandbox, tmp_path) as app, caplog.at_level(logging.INFO, "provenote.access"):
+        kept = httpx.get(f"{app.base_url}/health", headers={"x-request-id": "lb-0123456789"})
+        made = httpx.get(f"{app.base_url}/callback", params={"code": "SECRETCODE123", "state": "x"})
+    assert kept.headers["x-request-id"] == "lb-0123456789"
+    assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
+    lines = [json.loads(JsonFormatter().format(record)) for record in caplog.records]
+    callback = next(line for line in lines if line.get("path") == "/callback")
+    assert "SECRETCODE123" not in json.dumps(lines)
+    assert callback["method"] == "GET" and callback["status"] == made.status_code
+
+
+def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_editor(
+    app: RunningApp, review_sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        job = wait_for(browser, app, launch_job(browser, review_sandbox, ONE_FLAG))
+        draft = job["draft"]
+        page = browser.get(f"{app.base_url}/drafts/{draft}").text
+        target = re.search(r'<li id="([^"]+)" class="sentence" data-sentence', page).group(1)
+        answer = browser.post(
+            f"{app.base_url}/drafts/{draft}/sentences/{target}",
+            data=form_values(page) | {"action": "edit", "text": "Discharged home, stable."},
+        )
+        assert answer.status_code == 200
+    monkeypatch.setenv("PROVENOTE_APP_DATA_DIR", str(app.settings.data_dir))
+    monkeypatch.delenv("PROVENOTE_APP_DATABASE_URL", raising=False)
+    out = tmp_path / "edits.jsonl"
+    result = CliRunner().invoke(cli, ["export-edits", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["draft"] == draft and record["sentence"] == target
+    assert record["action"] == "edit" and record["after"] == "Discharged home, stable."
+    assert record["before"] and record["section"]
+    assert record["citations"] and all("/" in ref for ref in record["cited_resources"])
+    assert record["drafted_verdicts"]["checks"] is not None
+    assert record["editor"].startswith("editor-")
+    assert review_sandbox.practitioner.split("/")[-1] not in json.dumps(record)
+
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
+    later = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--since", tomorrow])
+    assert later.exit_code == 0 and out.read_text() == ""
