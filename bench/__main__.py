@@ -10,6 +10,7 @@ from bench import (
     focus_speed,
     launch_to_draft,
     review_api,
+    scale_out,
     startup,
 )
 
@@ -20,6 +21,7 @@ if __name__ == "__main__":
     drafts.main()
     fetch.main()
     launch_to_draft.main()
+    scale_out.main()
     review_api.main()
     focus_quality.main()
     focus_speed.main()

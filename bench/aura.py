@@ -71,11 +71,11 @@ class Counting:
 
 def calls_table() -> None:
     from fhir_mapping.evidence import build_evidence
+    from launch.tiny_models import tiny_llama, word_tokenizer
     from pipeline.agentic import LoopSettings, agentic_summary
     from pipeline.chat import ask_json
     from pipeline.extraction import with_model_extraction
     from pipeline.llm import TransformersBackend
-    from tests.tiny_models import tiny_llama, word_tokenizer
 
     folder = SYNTHEA if SYNTHEA.is_dir() else Path(__file__).parents[1] / "launch" / "samples"
     loop_calls, loop_tokens, single_calls, single_tokens = [], [], [], []

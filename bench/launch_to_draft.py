@@ -43,7 +43,7 @@ def stays(chart: str) -> list[tuple[str, str]]:
     return found[:STAYS]
 
 
-async def _pull(sandbox: Sandbox, patient: str) -> float:
+async def _pull(sandbox: Sandbox, patient: str, encounter: str) -> float:
     token = sandbox.auth.access_token("bench", "patient/*.rs", LaunchContext(f"Patient/{patient}"))
 
     async def get_token(refresh: bool) -> str:
@@ -51,7 +51,7 @@ async def _pull(sandbox: Sandbox, patient: str) -> float:
 
     async with httpx.AsyncClient(timeout=120) as http:
         start = time.perf_counter()
-        await pull_record(FhirClient(sandbox.fhir_base, http, get_token), patient)
+        await pull_record(FhirClient(sandbox.fhir_base, http, get_token), patient, encounter)
         return time.perf_counter() - start
 
 

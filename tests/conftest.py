@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,19 +55,6 @@ def sandbox():
         yield box
 
 
-POSTGRES = os.environ.get(
-    "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-
-
-async def _postgres(statement: str) -> None:
-    connection = await asyncpg.connect(POSTGRES, timeout=5)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
     """None: the default SQLite file; else a fresh PostgreSQL database, dropped afterwards."""
@@ -85,16 +71,17 @@ def postgres_url() -> Iterator[str]:
 
 
 def fresh_postgres() -> Iterator[str]:
-    name = f"provenote_{uuid.uuid4().hex[:12]}"
-    try:
-        asyncio.run(_postgres(f"CREATE DATABASE {name}"))
-    except (OSError, asyncpg.PostgresError) as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL at {POSTGRES}: {error}")
-    base = POSTGRES.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-    yield f"{base}/{name}"
-    asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    """A fresh PostgreSQL database; skipped where there is no PostgreSQL, except in CI."""
+    from launch.sandbox.cluster import POSTGRES_ADMIN, temporary_postgres
+
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(temporary_postgres())
+        except (OSError, asyncpg.PostgresError) as error:
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN}: {error}")
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from launch.tiny_models import tiny_llama, word_tokenizer
 from pipeline.attention import attention_rows_by_layer
 from pipeline.aura import aura_scores
-from tests.tiny_models import tiny_llama, word_tokenizer
 
 SOURCE = "the patient was admitted with chest pain and treated with aspirin ."
 CONTEXT = f"summarize this note for a hospital discharge summary : {SOURCE} summary :"

@@ -10,6 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from launch.tiny_models import tiny_bert, tiny_llama, word_tokenizer
 from pipeline.attention import attention_rows
 from pipeline.focus import (
     AttentionSalience,
@@ -20,7 +21,6 @@ from pipeline.focus import (
     keep_count,
     select,
 )
-from tests.tiny_models import tiny_bert, tiny_llama, word_tokenizer
 
 NOTE = (
     "# History\nThe patient was admitted with chest pain. She denies fever.\n"

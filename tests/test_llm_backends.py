@@ -10,9 +10,9 @@ from typing import ClassVar
 
 import pytest
 
+from launch.tiny_models import tiny_llama, word_tokenizer
 from pipeline.llm import TransformersBackend
 from smartapp.openai_backend import BackendError, OpenAIBackend
-from tests.tiny_models import tiny_llama, word_tokenizer
 
 MESSAGES = [
     {"role": "system", "content": "answer with json"},

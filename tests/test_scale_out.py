@@ -21,6 +21,7 @@ import asyncpg
 import httpx
 import pytest
 
+from launch.sandbox.cluster import Cluster, cluster, temporary_postgres
 from launch.sandbox.copies import patient_copy
 from launch.sandbox.run import SAMPLES, Sandbox
 from smartapp.db import libpq_dsn
@@ -28,7 +29,6 @@ from smartapp.oauth import TokenResponse, discover
 from smartapp.sessions import LaunchContext, StoredTokens
 from smartapp.settings import AppSettings
 from smartapp.state import new_state, token_getter
-from tests.scale_support import Cluster, cluster
 from tests.smart_support import launch_job
 
 # One test worker starts the cluster for the whole module (launch/test.sh: --dist loadgroup).
@@ -76,16 +76,12 @@ def many_patients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sa
 def health_system(
     many_patients: tuple[Sandbox, dict], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
-    from tests.conftest import fresh_postgres
-
-    database = fresh_postgres()
-    url = next(database)
     sandbox, _ = many_patients
-    try:
-        with cluster(sandbox, tmp_path_factory.mktemp("cluster"), url) as running:
-            yield running
-    finally:
-        next(database, None)
+    with (
+        temporary_postgres() as url,
+        cluster(sandbox, tmp_path_factory.mktemp("cluster"), url) as running,
+    ):
+        yield running
 
 
 def _query(cluster: Cluster, sql: str, *args: object) -> list[asyncpg.Record]:

@@ -1,4 +1,5 @@
-"""Tiny randomly initialised transformers and a tokenizer built here: no download, ever."""
+"""Tiny randomly initialised transformers and a tokenizer built here, for the tests and the
+benchmarks of the code paths that need a model: no download, ever."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""Provenote as a health system runs it: web replicas behind a load balancer, worker processes,
-one PostgreSQL. Every part is a real process talking real HTTP and SQL."""
+"""Provenote as a health system runs it, on one machine: web replicas behind a load balancer,
+worker processes, one PostgreSQL. Every part is a real process talking real HTTP and SQL; the
+multi-process tests and the scale-out benchmark start it against a sandbox EHR."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -10,18 +12,20 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.settings import AppSettings
-from tests.conftest import ROOT
 
+ROOT = Path(__file__).resolve().parents[2]
 # Hop-by-hop headers and those the proxy recomputes for the body it sends on.
 NOT_FORWARDED = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
@@ -72,6 +76,31 @@ class RoundRobinProxy:
         out.append((b"content-length", str(len(content)).encode()))
         await send({"type": "http.response.start", "status": answer.status_code, "headers": out})
         await send({"type": "http.response.body", "body": content})
+
+
+POSTGRES_ADMIN = os.environ.get(
+    "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+async def _postgres(statement: str, admin_dsn: str) -> None:
+    connection = await asyncpg.connect(admin_dsn, timeout=5)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@contextmanager
+def temporary_postgres(admin_dsn: str = POSTGRES_ADMIN) -> Iterator[str]:
+    """A new, empty PostgreSQL database (its SQLAlchemy URL), dropped afterwards."""
+    name = f"provenote_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_postgres(f"CREATE DATABASE {name}", admin_dsn))
+    base = admin_dsn.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        asyncio.run(_postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", admin_dsn))
 
 
 @dataclass
