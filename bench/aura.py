@@ -70,12 +70,12 @@ class Counting:
 
 
 def calls_table() -> None:
-    from fhir_mapping.evidence import build_evidence
     from launch.tiny_models import tiny_llama, word_tokenizer
     from pipeline.agentic import LoopSettings, agentic_summary
     from pipeline.chat import ask_json
     from pipeline.extraction import with_model_extraction
     from pipeline.llm import TransformersBackend
+    from smartapp.evidence import evidence_from_fhir
 
     folder = SYNTHEA if SYNTHEA.is_dir() else Path(__file__).parents[1] / "launch" / "samples"
     loop_calls, loop_tokens, single_calls, single_tokens = [], [], [], []
@@ -89,7 +89,7 @@ def calls_table() -> None:
             if e["resource"]["resourceType"] == "Encounter"
         ):
             continue
-        state = build_evidence(data)
+        state = evidence_from_fhir(data)
         counting = Counting(TransformersBackend(model, tokenizer, max_new_tokens=16), tokenizer)
         extended = with_model_extraction(state, counting)
         agentic_summary(

@@ -14,11 +14,11 @@ import json
 import time
 from pathlib import Path
 
-from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import index_resources
 from pipeline.evidence import LabResultAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.results import ABNORMAL
+from smartapp.evidence import evidence_from_fhir
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHEA = ROOT.parent / "shared" / "data" / "synthea" / "california"
@@ -34,7 +34,7 @@ def bundles() -> list[Path]:
 
 def main() -> None:
     paths = bundles()
-    summarize_evidence(build_evidence(json.loads(paths[0].read_bytes())))  # load FOCUS once
+    summarize_evidence(evidence_from_fhir(json.loads(paths[0].read_bytes())))  # load FOCUS once
     print("Evidence-only drafts of the Synthea stays")
     print(
         "| stay | class | episode | sentences | flagged | not documented | abnormal results "
@@ -47,7 +47,7 @@ def main() -> None:
         index_resources(data)
         floor = time.perf_counter() - started
         started = time.perf_counter()
-        state = build_evidence(data)
+        state = evidence_from_fhir(data)
         summary = summarize_evidence(state)
         spent = time.perf_counter() - started
         stay = next(f.attributes for f in state.facts["encounter"] if f.attributes.kind == "stay")

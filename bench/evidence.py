@@ -1,6 +1,6 @@
 """Evidence-building cost against its floor, and PDF ingestion speed with and without OCR.
 
-For each Synthea bundle: the median time of ``build_evidence`` (parse, scope, map, ingest notes,
+For each Synthea bundle: the median time of ``evidence_from_fhir`` (parse, scope, map, ingest notes,
 agent loop) divided by the median time of only parsing and validating the same resources with
 fhir.resources (``index_resources``), the floor no mapper can beat. For PDFs: pages per second
 through the text layer, and through OCR, and their ratio.
@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import index_resources
 from pipeline.attachments import read_attachment
 from pipeline.settings import PipelineSettings
+from smartapp.evidence import evidence_from_fhir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -55,7 +55,7 @@ def bench_bundles(repeats: int = 5) -> None:
         data = json.loads(path.read_bytes())
         parsed = len(index_resources(data).resources)
         floor = median_seconds(lambda data=data: index_resources(data), repeats)
-        build = median_seconds(lambda data=data: build_evidence(data), repeats)
+        build = median_seconds(lambda data=data: evidence_from_fhir(data), repeats)
         ratios.append(build / floor)
         print(
             f"{path.name[:8]:<10} {parsed:>9} {floor * 1e3:>9.1f} {build * 1e3:>9.1f} "

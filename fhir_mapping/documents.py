@@ -1,14 +1,14 @@
-"""DocumentReference attachments and DiagnosticReport.presentedForm to source documents.
+"""DocumentReference attachments and DiagnosticReport.presentedForm to documents to read.
 
 The same note is often presented twice (Synthea stores every note as a DocumentReference and as a
 DiagnosticReport with byte-identical data): attachments with the same bytes in one stay become one
-document that cites both resources. An attachment given by ``url`` is read from a Binary in the
-input; one that cannot be read still becomes a document, carrying the error.
+document that cites both resources. An attachment given by ``url`` is taken from a Binary in the
+input; one that cannot be had still becomes a document, carrying the error. Reading the bytes
+(text, PDF, OCR) is the pipeline's (``pipeline.build``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,25 +17,13 @@ from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, relative_key
 from fhir_mapping.scope import Scope
-from pipeline.documents import document_id, ingest_document
-from pipeline.evidence import SourceDocument, SourceRef, stable_id
-from pipeline.ocr import OcrBudget
-from pipeline.settings import PipelineSettings
+from pipeline.documents import document_id
+from pipeline.evidence import stable_id
+from pipeline.mapped import PendingDocument
 
 OUTSIDE_EHR = "attachment outside the EHR, not fetched"
 AI_GENERATED = "AI-generated draft"
 AI_ASSERTED_CODE = "AIAST"
-
-
-@dataclass(slots=True)
-class _Attachment:
-    key: str
-    data: bytes
-    content_type: str | None
-    title: str | None
-    date: datetime | None
-    sources: list[SourceRef] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 def _attachment_bytes(
@@ -61,7 +49,7 @@ def _attachment_bytes(
 
 
 def _collect(
-    found: dict[str, _Attachment],
+    found: dict[str, PendingDocument],
     scope: Scope,
     item: ParsedResource,
     attachment: Any,
@@ -73,36 +61,11 @@ def _collect(
     encounter = scope.encounter.key
     key = document_id(data, encounter) if data else stable_id("doc", item.key, path)
     entry = found.setdefault(
-        key, _Attachment(key, data, content_type, attachment.title or title, date)
+        key, PendingDocument(key, data, content_type, attachment.title or title, date)
     )
     entry.sources.append(ref(item, path))
     if error:
         entry.errors.append(error)
-
-
-def _read(
-    entry: _Attachment, encounter: str, settings: PipelineSettings, budget: OcrBudget
-) -> SourceDocument:
-    if entry.errors:
-        return SourceDocument(
-            id=entry.key,
-            sources=entry.sources,
-            title=entry.title,
-            date=entry.date,
-            encounter=encounter,
-            content_type=entry.content_type or "",
-            errors=entry.errors,
-        )
-    return ingest_document(
-        data=entry.data,
-        content_type=entry.content_type,
-        sources=entry.sources,
-        title=entry.title,
-        date=entry.date,
-        encounter=encounter,
-        settings=settings,
-        budget=budget,
-    )
 
 
 def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
@@ -138,11 +101,11 @@ def ai_generated(document: Any, scope: Scope, item: ParsedResource) -> bool:
     return False
 
 
-def collect_documents(
-    scope: Scope, settings: PipelineSettings
-) -> tuple[list[SourceDocument], Mapped]:
+def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
+    """The stay's documents to read (notes and reports' presented forms, the same bytes once),
+    and the notes excluded with why."""
     mapped = Mapped()
-    found: dict[str, _Attachment] = {}
+    found: dict[str, PendingDocument] = {}
     for item in scope.index.of_type("DocumentReference"):
         document = item.model
         if not scope.is_patient(document.subject):
@@ -190,8 +153,4 @@ def collect_documents(
                 concept_text(report.code),
                 as_datetime(effective or report.issued),
             )
-    # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
-    budget = OcrBudget.for_job(settings)
-    documents = [_read(entry, scope.encounter.key, settings, budget) for entry in found.values()]
-    documents.sort(key=lambda document: (document.date is None, document.date, document.id))
-    return documents, mapped
+    return list(found.values()), mapped

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fhir_mapping.composition import draft_bundle
-from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.chat import ChatBackend, ModelOutputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
+from smartapp.evidence import evidence_from_fhir
 from smartapp.openai_backend import BackendError, OpenAIBackend
 from smartapp.settings import get_app_settings
 
@@ -96,7 +96,7 @@ def load_evidence(bundle: Path | None, encounter: str | None) -> EvidenceState:
         typer.echo(f"Using the shipped sample patient {source.name}", err=True)
     data = read_json(source)
     try:
-        return build_evidence(data, encounter)
+        return evidence_from_fhir(data, encounter)
     except EvidenceInputError as error:
         raise fail(f"{source}: {error}") from None
 

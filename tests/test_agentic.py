@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
-from fhir_mapping.evidence import build_evidence
 from pipeline.agentic import LoopSettings, agentic_summary
 from pipeline.chat import ModelOutputError, ask_json
 from pipeline.evidence import EvidenceState
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 NOTE = (
@@ -25,7 +25,7 @@ NO_SALIENCE = lambda text: ([], [])  # noqa: E731 - FOCUS keeps every sentence a
 
 
 def state_with(note: str = NOTE) -> EvidenceState:
-    return build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    return evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
 
 
 def course_ids(state: EvidenceState) -> list[str]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import PipelineSettings
 from pipeline.tables import table
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -82,7 +82,7 @@ def record() -> dict:
 
 
 def sections() -> dict[str, list[str]]:
-    summary = summarize_evidence(build_evidence(record()), salience=lambda text: ([], []))
+    summary = summarize_evidence(evidence_from_fhir(record()), salience=lambda text: ([], []))
     return {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
 
 
@@ -120,7 +120,7 @@ def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() ->
         "Discharge disposition: Home.",
         "Vital signs at discharge (2024-03-05): Heart rate 72 /min.",
     ]
-    empty = summarize_evidence(build_evidence(fx.stay()), salience=lambda text: ([], []))
+    empty = summarize_evidence(evidence_from_fhir(fx.stay()), salience=lambda text: ([], []))
     assert empty.section("condition_at_discharge").empty_reason == "Not documented"
 
 
@@ -130,7 +130,7 @@ ROUTINE = table("routine_procedures", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path) -> None:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
     cited = {c for s in summary.section("procedures").sentences for c in s.citations}
     for fact in state.facts["procedure"]:
@@ -195,7 +195,7 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
         "modality": [{"code": "DX", "display": "Digital Radiography"}],
         "procedureCode": [{"text": "Chest X-ray"}],
     }
-    state = build_evidence(fx.stay(plan, old_plan, appointment, vaccine, heparin, xray))
+    state = evidence_from_fhir(fx.stay(plan, old_plan, appointment, vaccine, heparin, xray))
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
     assert drafted["follow_up"] == [
@@ -249,7 +249,7 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
         fx.attachment("# Condition at discharge\nStable and ambulating independently.\n"),
     )
     summary = summarize_evidence(
-        build_evidence(fx.stay(goal, plan, note)), salience=lambda text: ([], [])
+        evidence_from_fhir(fx.stay(goal, plan, note)), salience=lambda text: ([], [])
     )
     drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
     assert drafted["follow_up"] == [

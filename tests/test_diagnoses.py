@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import DiagnosisAttributes, EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import PipelineSettings
 from pipeline.tables import table
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -56,7 +56,7 @@ def sections(state: EvidenceState) -> dict[str, list[str]]:
 
 
 def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> None:
-    drafted = sections(build_evidence(record()))
+    drafted = sections(evidence_from_fhir(record()))
     assert drafted["diagnoses"] == [
         "Aortic valve stenosis: principal diagnosis, the reason for the stay, onset 2023-01-10, "
         "active.",
@@ -69,14 +69,14 @@ def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> N
 
 
 def test_social_findings_are_social_history_not_diagnoses() -> None:
-    drafted = sections(build_evidence(record()))
+    drafted = sections(evidence_from_fhir(record()))
     every_diagnosis = " ".join(drafted["diagnoses"] + drafted["active_problems"])
     assert "education" not in every_diagnosis and "Refugee" not in every_diagnosis
     assert drafted["social_history"] == ["Refugee (person); Received higher education (finding)."]
 
 
 def test_an_acute_event_recorded_active_for_decades_is_a_data_quality_flag() -> None:
-    state = build_evidence(record())
+    state = evidence_from_fhir(record())
     (flag,) = [f for f in state.flags_for_review if f.code == "stale_condition"]
     assert flag.reason == (
         "Sepsis (disorder) recorded active since 1973-06-01, an acute event: confirm it is current"
@@ -103,7 +103,7 @@ def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_ro
         data["entry"][1]["resource"] = stay
         listings = {
             f.attributes.display: f.attributes.listing
-            for f in build_evidence(data).facts["diagnosis"]
+            for f in evidence_from_fhir(data).facts["diagnosis"]
         }
         assert listings["Anemia (disorder)"] == "principal"
         assert listings["Aortic valve stenosis"] == "active"
@@ -118,7 +118,7 @@ def test_the_tables_carry_their_source_and_a_deployment_can_replace_them(tmp_pat
     settings = PipelineSettings(tables_dir=tmp_path)
     listings = {
         f.attributes.display: f.attributes.listing
-        for f in build_evidence(record(), settings=settings).facts["diagnosis"]
+        for f in evidence_from_fhir(record(), settings=settings).facts["diagnosis"]
     }
     assert listings["Anemia (disorder)"] == "social"
     assert listings["Received higher education (finding)"] == "episode"  # not in the override
@@ -130,7 +130,7 @@ SOCIAL = table("social_findings", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path: Path) -> None:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     drafted = summarize_evidence(state)
     listed = {
         citation

@@ -14,12 +14,12 @@ from fhir.resources.R4B import get_fhir_model_class
 from fhir.resources.R4B.bundle import Bundle
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_bundle
-from fhir_mapping.evidence import build_evidence
 from pipeline.checker import numeric_metrics
 from pipeline.evidence import EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.summary import Summary
 from pipeline.summary_text import render_markdown
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import ROOT, synthea_bundles
 
@@ -29,7 +29,7 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 @cache
 def drafted(path: Path) -> tuple[EvidenceState, Summary, dict]:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
     return state, summary, draft_bundle(summary, state, WHEN)
 
@@ -100,7 +100,7 @@ def test_every_sentence_has_its_provenance_extension_and_each_section_a_provenan
 
 
 def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.medication_request("a", "warfarin 5 MG", encounter_id=fx.ENCOUNTER_ID),
             fx.medication_request("b", "warfarin 2 MG", encounter_id=fx.ENCOUNTER_ID),
@@ -123,7 +123,7 @@ def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> No
 
 
 def test_trends_are_computed_in_code() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.observation("g1", "Glucose", 182, "mg/dL", when="2024-03-02T08:00:00+00:00"),
             fx.observation("g2", "Glucose", 95, "mg/dL", when="2024-03-04T08:00:00+00:00"),
@@ -139,7 +139,7 @@ def test_trends_are_computed_in_code() -> None:
 
 
 def test_medication_changes_are_labelled_and_empty_sections_say_not_documented() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.medication_request("a", "lisinopril 10 MG", authored="2023-01-01T00:00:00+00:00"),
             fx.medication_request(
@@ -164,7 +164,7 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
         "Patient improved <script>alert('x')</script> on day two.\n"
         'Wound checked <img src=x onerror="alert(1)"> and clean.\n'
     )
-    state = build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
     summary = summarize_evidence(state, ratio=1.0)
     bundle = draft_bundle(summary, state, WHEN)
     (composition,) = resources_of(bundle, "Composition")

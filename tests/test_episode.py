@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import (
     DiagnosisAttributes,
     EncounterAttributes,
@@ -18,6 +17,7 @@ from pipeline.evidence import (
     ProcedureAttributes,
 )
 from pipeline.settings import PipelineSettings
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -85,7 +85,7 @@ def facts_of(state: EvidenceState, kind: type) -> list:
 
 
 def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> None:
-    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
     assert {member.resource: member.reason for member in state.episode} == {
         f"Encounter/{fx.ENCOUNTER_ID}": "the inpatient stay",
         "Encounter/ed-visit": "ended 2.0 h before admission",
@@ -100,7 +100,7 @@ def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> Non
 
 
 def test_the_record_is_read_as_of_discharge() -> None:
-    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
     diagnoses = {d.display: d for d in facts_of(state, DiagnosisAttributes)}
     assert diagnoses["Pneumonia"].clinical_status == "active"  # resolved only after discharge
     assert diagnoses["Pneumonia"].abatement is None
@@ -113,7 +113,7 @@ def test_the_record_is_read_as_of_discharge() -> None:
 
 def test_the_window_before_admission_is_a_setting() -> None:
     narrow = PipelineSettings(episode_window_h=1)
-    state = build_evidence(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", narrow)
+    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", narrow)
     assert "Encounter/ed-visit" not in {member.resource for member in state.episode}
 
 
@@ -137,7 +137,7 @@ def _dates(state: EvidenceState) -> list[tuple[str, datetime]]:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_nothing_cited_is_dated_after_discharge_in_any_synthea_stay(path: Path) -> None:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     (stay,) = [f for f in facts_of(state, EncounterAttributes) if f.kind == "stay"]
     assert state.episode[0].resource == state.encounter
     if stay.end is None:

@@ -7,7 +7,6 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from fhir_mapping.evidence import build_evidence
 from launch.cli import DEFAULT_SAMPLE
 from pipeline.evidence import (
     EvidenceState,
@@ -17,11 +16,12 @@ from pipeline.evidence import (
     SourceRef,
     stable_id,
 )
+from smartapp.evidence import evidence_from_fhir
 
 
 @pytest.fixture(scope="module")
 def sample_state() -> EvidenceState:
-    return build_evidence(json.loads(DEFAULT_SAMPLE.read_bytes()))
+    return evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()))
 
 
 def test_state_round_trips_through_json_exactly(sample_state: EvidenceState) -> None:
@@ -32,7 +32,7 @@ def test_state_round_trips_through_json_exactly(sample_state: EvidenceState) -> 
 
 
 def test_same_input_gives_the_same_fact_ids(sample_state: EvidenceState) -> None:
-    again = build_evidence(json.loads(DEFAULT_SAMPLE.read_bytes()))
+    again = evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()))
     assert [fact.id for fact in again.all_facts()] == [fact.id for fact in sample_state.all_facts()]
     assert again.model_dump_json() == sample_state.model_dump_json()
 

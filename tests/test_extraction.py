@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.agent import run_agent_loop
 from pipeline.extraction import extract_from_notes, locate_quote, with_extraction
 from pipeline.validate import quote_problem
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 NOTE = (
@@ -33,7 +33,7 @@ class Extractor:
 
 
 def stay_with_note(*resources: dict):
-    return build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), *resources))
+    return evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), *resources))
 
 
 def test_locate_quote_is_exact_first_then_tolerant_of_whitespace_and_case() -> None:

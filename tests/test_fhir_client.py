@@ -10,9 +10,9 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
+from smartapp.evidence import evidence_from_fhir
 from smartapp.fhir_client import (
     FhirClient,
     FhirError,
@@ -128,7 +128,7 @@ def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
 
 
 def _evidence_of(bundle: dict, encounter: str | None = None) -> dict:
-    state = build_evidence(bundle, encounter)
+    state = evidence_from_fhir(bundle, encounter)
     facts = {
         fact.id: fact.attributes.model_dump(mode="json")
         for facts in state.facts.values()

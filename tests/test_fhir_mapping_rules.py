@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.evidence import EvidenceState, MedicationAttributes
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 
@@ -31,7 +31,7 @@ def exclusion_of(state: EvidenceState, resource: str) -> tuple[str, str]:
 
 
 def test_default_scope_is_the_most_recent_inpatient_stay() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.bundle(
             fx.patient(),
             fx.encounter("old-stay", "2020-01-01T00:00:00+00:00", "2020-01-03T00:00:00+00:00"),
@@ -43,7 +43,7 @@ def test_default_scope_is_the_most_recent_inpatient_stay() -> None:
 
 
 def test_without_inpatient_stays_the_most_recent_encounter_is_used() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.bundle(
             fx.patient(),
             fx.encounter("a", "2020-01-01T00:00:00+00:00", class_code="AMB"),
@@ -59,9 +59,9 @@ def test_encounter_can_be_chosen_by_id_or_reference() -> None:
         fx.encounter("a", "2020-01-01T00:00:00+00:00"),
         fx.encounter("b", "2021-01-01T00:00:00+00:00"),
     )
-    assert build_evidence(data, "a").encounter == "Encounter/a"
-    assert build_evidence(data, "Encounter/a").encounter == "Encounter/a"
-    assert build_evidence(data, "urn:uuid:a").encounter == "Encounter/a"
+    assert evidence_from_fhir(data, "a").encounter == "Encounter/a"
+    assert evidence_from_fhir(data, "Encounter/a").encounter == "Encounter/a"
+    assert evidence_from_fhir(data, "urn:uuid:a").encounter == "Encounter/a"
 
 
 @pytest.mark.parametrize(
@@ -75,18 +75,18 @@ def test_encounter_can_be_chosen_by_id_or_reference() -> None:
 )
 def test_input_that_cannot_be_mapped_is_a_clear_error(data: object, message: str) -> None:
     with pytest.raises(EvidenceInputError, match=message):
-        build_evidence(data)
+        evidence_from_fhir(data)
 
 
 def test_unknown_encounter_is_a_clear_error() -> None:
     with pytest.raises(EvidenceInputError, match="'nope' is not in the input"):
-        build_evidence(fx.stay(), "nope")
+        evidence_from_fhir(fx.stay(), "nope")
 
 
 def test_broken_patient_is_named_in_the_error() -> None:
     broken = fx.patient() | {"birthDate": "not a date"}
     with pytest.raises(EvidenceInputError, match="Patient/pat-1: birthDate"):
-        build_evidence(fx.bundle(broken, fx.encounter()))
+        evidence_from_fhir(fx.bundle(broken, fx.encounter()))
 
 
 # --- malformed resources -------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def test_broken_patient_is_named_in_the_error() -> None:
 def test_a_resource_that_fails_to_parse_is_recorded_and_the_rest_mapped() -> None:
     broken = fx.medication_request("bad", "aspirin 81 MG") | {"status": None, "authoredOn": 7}
     good = fx.medication_request("good", "lisinopril 10 MG", encounter_id=fx.ENCOUNTER_ID)
-    state = build_evidence(fx.stay(broken, good, "not even a dict"))  # type: ignore[arg-type]
+    state = evidence_from_fhir(fx.stay(broken, good, "not even a dict"))  # type: ignore[arg-type]
     kind, reason = exclusion_of(state, "MedicationRequest/bad")
     assert kind == "parse_error" and "status" in reason
     assert medication_named(state, "lisinopril 10 MG").phase == "discharge"
@@ -129,7 +129,7 @@ def test_a_resource_that_fails_to_parse_is_recorded_and_the_rest_mapped() -> Non
     ],
 )
 def test_medication_phase_rules(overrides: dict, phase: str) -> None:
-    state = build_evidence(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
+    state = evidence_from_fhir(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
     attributes = medication_named(state, "aspirin 81 MG")
     assert attributes.phase == phase
     assert attributes.phase_rule
@@ -155,7 +155,7 @@ def test_medication_phase_rules(overrides: dict, phase: str) -> None:
 def test_medications_outside_the_stay_are_excluded_with_a_reason(
     overrides: dict, kind: str, reason: str
 ) -> None:
-    state = build_evidence(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
+    state = evidence_from_fhir(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
     assert state.facts["medication"] == []
     found_kind, found_reason = exclusion_of(state, "MedicationRequest/m")
     assert found_kind == kind and reason in found_reason
@@ -171,7 +171,9 @@ def test_dosage_is_read_from_dose_timing_and_route() -> None:
         route="Oral",
         encounter_id=fx.ENCOUNTER_ID,
     )
-    attributes = medication_named(build_evidence(fx.stay(request)), "metoprolol 25 MG Oral Tablet")
+    attributes = medication_named(
+        evidence_from_fhir(fx.stay(request)), "metoprolol 25 MG Oral Tablet"
+    )
     assert (attributes.strength, attributes.dose, attributes.frequency, attributes.route) == (
         "25 MG",
         "1 tablet",
@@ -190,7 +192,7 @@ def test_medication_reference_to_a_bundle_entry_cites_both_resources() -> None:
     request = fx.medication_request("m", "x", encounter_id=fx.ENCOUNTER_ID)
     del request["medicationCodeableConcept"]
     request["medicationReference"] = {"reference": "urn:uuid:med-1"}
-    state = build_evidence(fx.stay(medication, request))
+    state = evidence_from_fhir(fx.stay(medication, request))
     (fact,) = state.facts["medication"]
     assert fact.attributes.name == "amlodipine 5 MG"
     assert [ref.resource for ref in fact.sources] == ["MedicationRequest/m", "Medication/med-1"]
@@ -203,7 +205,7 @@ def test_medication_reference_to_a_contained_resource() -> None:
         {"resourceType": "Medication", "id": "c1", "code": {"text": "heparin 5000 UNT"}}
     ]
     request["medicationReference"] = {"reference": "#c1"}
-    state = build_evidence(fx.stay(request))
+    state = evidence_from_fhir(fx.stay(request))
     assert state.facts["medication"][0].attributes.name == "heparin 5000 UNT"
 
 
@@ -211,7 +213,7 @@ def test_unresolvable_medication_reference_is_excluded_not_guessed() -> None:
     request = fx.medication_request("m", "x", encounter_id=fx.ENCOUNTER_ID)
     del request["medicationCodeableConcept"]
     request["medicationReference"] = {"reference": "Medication/missing"}
-    state = build_evidence(fx.stay(request))
+    state = evidence_from_fhir(fx.stay(request))
     assert state.facts["medication"] == []
     assert exclusion_of(state, "MedicationRequest/m")[0] == "unresolved"
 
@@ -220,7 +222,7 @@ def test_unresolvable_medication_reference_is_excluded_not_guessed() -> None:
 
 
 def test_refuted_and_entered_in_error_conditions_are_excluded_but_traced() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.condition("c1", "Pneumonia", verification="refuted"),
             fx.condition("c2", "Sepsis", verification="entered-in-error"),
@@ -234,7 +236,7 @@ def test_refuted_and_entered_in_error_conditions_are_excluded_but_traced() -> No
 
 
 def test_problems_active_during_the_stay_are_included_resolved_ones_are_not() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.condition("active", "Diabetes", code="1", encounter_id=None, onset="2010-01-01"),
             fx.condition(
@@ -263,7 +265,7 @@ def test_problems_active_during_the_stay_are_included_resolved_ones_are_not() ->
 
 
 def test_allergy_is_mapped_with_reactions_and_inactive_ones_excluded() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(fx.allergy("a1", "Penicillin V"), fx.allergy("a2", "Latex", clinical="inactive"))
     )
     (fact,) = state.facts["allergy"]
@@ -284,7 +286,7 @@ def test_procedures_of_the_stay_only() -> None:
             "performedDateTime": when,
         }
 
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             procedure("in", "2024-03-02T00:00:00+00:00"),
             procedure("before", "2020-01-01T00:00:00+00:00"),
@@ -300,7 +302,7 @@ def test_procedures_of_the_stay_only() -> None:
 
 
 def test_final_report_gives_results_citing_observation_and_report() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.observation("o1", "Glucose", 182, "mg/dL"),
             fx.diagnostic_report("r1", "final", ["o1"]),
@@ -316,7 +318,7 @@ def test_final_report_gives_results_citing_observation_and_report() -> None:
 
 
 def test_preliminary_report_is_a_pending_result() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.observation("o1", "Blood culture", 0, "1", status="preliminary"),
             fx.diagnostic_report("r1", "preliminary", ["o1"], name="Blood culture"),
@@ -334,7 +336,7 @@ def test_observation_components_are_separate_results() -> None:
         {"code": {"text": "Systolic"}, "valueQuantity": {"value": 150, "unit": "mm[Hg]"}},
         {"code": {"text": "Diastolic"}, "valueQuantity": {"value": 95, "unit": "mm[Hg]"}},
     ]
-    state = build_evidence(fx.stay(blood_pressure))
+    state = evidence_from_fhir(fx.stay(blood_pressure))
     assert [(f.attributes.name, str(f.attributes.value)) for f in state.facts["lab_result"]] == [
         ("Systolic", "150"),
         ("Diastolic", "95"),
@@ -352,7 +354,7 @@ NOTE = (
 
 def test_note_presented_as_document_and_report_is_one_document() -> None:
     report = fx.diagnostic_report("r1", "final", []) | {"presentedForm": [fx.attachment(NOTE)]}
-    state = build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), report))
+    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), report))
     (document,) = state.documents
     assert [ref.resource for ref in document.sources] == [
         "DocumentReference/d1",
@@ -375,7 +377,7 @@ def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
         "contentType": "text/plain",
         "data": base64.b64encode(NOTE.encode()).decode(),
     }
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             binary, fx.document_reference("d1", {"contentType": "text/plain", "url": "Binary/b1"})
         )
@@ -396,7 +398,7 @@ def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
 def test_broken_attachment_is_recorded_on_its_document_and_others_still_ingested(
     content: dict, error: str
 ) -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.document_reference("broken", content),
             fx.document_reference("good", fx.attachment(NOTE)),
@@ -417,7 +419,7 @@ def test_broken_attachment_is_recorded_on_its_document_and_others_still_ingested
 
 
 def test_note_of_another_stay_is_excluded() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.bundle(
             fx.patient(),
             fx.encounter(),
@@ -459,7 +461,7 @@ def test_an_ai_generated_draft_is_never_evidence(marking: dict) -> None:
         | marking
     )
     human_note = fx.document_reference("human-note", fx.attachment("Patient walked today."))
-    state = build_evidence(fx.stay(earlier_draft, human_note))
+    state = evidence_from_fhir(fx.stay(earlier_draft, human_note))
     assert [d.sources[0].resource for d in state.documents] == ["DocumentReference/human-note"]
     (excluded,) = [e for e in state.exclusions if e.kind == "ai_generated"]
     assert excluded.resource == "DocumentReference/earlier-draft"

@@ -180,9 +180,9 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     from fhir.resources.R4B.bundle import Bundle
 
     from fhir_mapping.composition import draft_bundle
-    from fhir_mapping.evidence import build_evidence
     from pipeline.agentic import LoopSettings, agentic_summary
     from pipeline.extraction import with_model_extraction
+    from smartapp.evidence import evidence_from_fhir
     from tests import fhir_fixtures as fx
 
     note = (
@@ -192,7 +192,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     tokenizer = word_tokenizer(note + " system user assistant")
     backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, grounding_layers=[1])
     state = with_model_extraction(
-        build_evidence(fx.stay(fx.document_reference("d1", fx.attachment(note)))), backend
+        evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note)))), backend
     )
     assert any(e.agent == "extract" for e in state.trace)
     summary = agentic_summary(

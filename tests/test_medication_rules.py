@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import EvidenceState, MedicationAttributes
 from pipeline.evidence_summary import summarize_evidence
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -19,7 +19,7 @@ BEFORE = "2023-06-01"
 
 
 def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
-    state = build_evidence(fx.stay(*resources))
+    state = evidence_from_fhir(fx.stay(*resources))
     summary = summarize_evidence(state)
     return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
 
@@ -190,7 +190,7 @@ def test_an_allergic_disposition_is_not_an_allergy_to_contradict() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_discharge_medications_are_orders_active_at_discharge(path: Path) -> None:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
     lines = [s.text for s in summary.section("medications").sentences]
     for fact_id in state.medications.discharge:

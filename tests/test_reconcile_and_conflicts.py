@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import EvidenceState
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 BEFORE = "2023-01-01T00:00:00+00:00"
@@ -32,7 +32,7 @@ FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
 
 
 def test_new_stopped_continued_and_changed() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             home("a", "aspirin 81 MG Oral Tablet", **FULL),
             home(
@@ -65,7 +65,7 @@ def test_new_stopped_continued_and_changed() -> None:
 
 
 def test_units_and_spelling_are_normalised_before_comparing() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             home(
                 "a", "Metoprolol 25mg", code="1", dose="1 tablet", frequency=(2, 1, "d"), route="PO"
@@ -84,7 +84,7 @@ def test_units_and_spelling_are_normalised_before_comparing() -> None:
 
 
 def test_matching_uses_the_rxnorm_code_first() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             home("a", "Brand X", code="197361", **FULL),
             discharge(
@@ -104,7 +104,7 @@ def test_matching_uses_the_rxnorm_code_first() -> None:
 
 
 def test_documented_reason_is_not_flagged() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             home("a", "furosemide 20 MG", **FULL),
             discharge("b", "furosemide 40 MG", reason="fluid overload", **FULL),
@@ -116,13 +116,15 @@ def test_documented_reason_is_not_flagged() -> None:
 
 
 def test_medication_missing_dose_frequency_or_route_is_flagged() -> None:
-    state = build_evidence(fx.stay(discharge("a", "aspirin 81 MG", dose="1 tablet")))
+    state = evidence_from_fhir(fx.stay(discharge("a", "aspirin 81 MG", dose="1 tablet")))
     (flag,) = [f for f in state.flags_for_review if f.code == "incomplete_medication"]
     assert flag.reason == "aspirin 81 MG: frequency, route not documented"
 
 
 def test_phase_unknown_is_flagged_not_guessed() -> None:
-    state = build_evidence(fx.stay(fx.medication_request("a", "aspirin", authored=None, **FULL)))
+    state = evidence_from_fhir(
+        fx.stay(fx.medication_request("a", "aspirin", authored=None, **FULL))
+    )
     assert flag_codes(state) == ["medication_phase_unknown"]
     assert state.medications.admission == [] and state.medications.discharge == []
 
@@ -135,7 +137,7 @@ def conflict_kinds(state: EvidenceState) -> list[str]:
 
 
 def test_one_drug_with_two_active_doses_is_a_conflict() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             discharge("a", "warfarin 5 MG", **FULL),
             discharge("b", "Warfarin 2 MG", **FULL),
@@ -146,14 +148,14 @@ def test_one_drug_with_two_active_doses_is_a_conflict() -> None:
 
 
 def test_same_dose_twice_is_not_a_conflict() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "Warfarin 5mg", **FULL))
     )
     assert state.conflicts == []
 
 
 def test_prescribed_drug_matching_an_allergy_is_a_conflict() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.allergy("al", "Penicillin V (substance)"),
             discharge("m", "penicillin V potassium 250 MG Oral Tablet", **FULL),
@@ -165,14 +167,14 @@ def test_prescribed_drug_matching_an_allergy_is_a_conflict() -> None:
 
 
 def test_unrelated_allergy_is_not_a_conflict() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(fx.allergy("al", "Latex"), discharge("m", "aspirin 81 MG", **FULL))
     )
     assert state.conflicts == []
 
 
 def test_condition_both_active_and_resolved_is_a_conflict() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.condition("c1", "Atrial fibrillation", code="49436004"),
             fx.condition(
@@ -191,7 +193,7 @@ def test_condition_both_active_and_resolved_is_a_conflict() -> None:
 def test_one_lab_at_one_time_with_two_values_is_a_conflict(
     second: float, expected: list[str]
 ) -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(
             fx.observation("o1", "Potassium", 4.1, "mmol/L", loinc="2823-3"),
             fx.observation("o2", "Potassium", second, "mmol/L", loinc="2823-3"),
@@ -201,7 +203,7 @@ def test_one_lab_at_one_time_with_two_values_is_a_conflict(
 
 
 def test_conflicts_are_flagged_not_resolved() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "warfarin 2 MG", **FULL))
     )
     assert {f.attributes.name for f in state.facts["medication"]} == {
@@ -213,7 +215,7 @@ def test_conflicts_are_flagged_not_resolved() -> None:
 
 def test_no_known_allergies_beside_a_documented_allergy_is_a_conflict() -> None:
     note = "# Allergies\nNo Known Allergies.\n"
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(fx.document_reference("d1", fx.attachment(note)), fx.allergy("a1", "Latex"))
     )
     (conflict,) = state.conflicts

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import LabResultAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.results import shown
+from smartapp.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -25,7 +25,7 @@ def lab(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str, 
 
 
 def results_of(*resources: dict) -> list[str]:
-    state = build_evidence(fx.stay(*resources))
+    state = evidence_from_fhir(fx.stay(*resources))
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     return [sentence.text for sentence in summary.section("results").sentences]
 
@@ -55,7 +55,7 @@ def test_abnormal_results_come_first_marked_with_their_trend_and_baseline() -> N
 
 
 def test_a_critical_value_is_marked_and_flagged_for_review() -> None:
-    state = build_evidence(
+    state = evidence_from_fhir(
         fx.stay(lab("k", "Potassium", 6.9, "mmol/L", POTASSIUM, "2024-03-02T08:00:00+00:00"))
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "critical_result"]
@@ -73,7 +73,7 @@ def test_the_observations_own_range_wins_and_another_unit_gets_no_default() -> N
         "referenceRange": [{"low": {"value": 130}, "high": {"value": 155}}]
     }
     other_unit = lab("unit", "Creatinine", 300, "umol/L", CREATININE, "2024-03-02T08:00:00+00:00")
-    state = build_evidence(fx.stay(own, other_unit))
+    state = evidence_from_fhir(fx.stay(own, other_unit))
     by_name = {f.attributes.name: f.attributes for f in state.facts["lab_result"]}
     assert (by_name["Sodium"].flag, by_name["Sodium"].range_source) == ("normal", "observation")
     assert by_name["Creatinine"].flag is None and by_name["Creatinine"].range_source is None
@@ -107,7 +107,7 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
-    state = build_evidence(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
     sentences = summary.section("results").sentences
     normal_line = [s for s in sentences if s.text.startswith("Other results within")]

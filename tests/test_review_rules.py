@@ -12,7 +12,6 @@ from fhir.resources.R4B.bundle import Bundle
 from fhir.resources.R4B.composition import Composition
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
-from fhir_mapping.evidence import build_evidence
 from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
 from fhir_mapping.signoff import signed_bundle
 from pipeline.evidence_summary import summarize_evidence
@@ -28,6 +27,7 @@ from pipeline.review import (
 )
 from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
 from smartapp.csrf import csrf_token, csrf_valid
+from smartapp.evidence import evidence_from_fhir
 from smartapp.pages import practitioner_reference
 from smartapp.scopes import granted, only_restricted
 from smartapp.sessions import LaunchContext
@@ -52,7 +52,7 @@ def drafted(record: dict):
         and e["resource"].get("class", {}).get("code") == "IMP"
     ]
     stay = max(stays, key=lambda encounter: encounter["period"]["start"])
-    state = build_evidence(record, f"Encounter/{stay['id']}")
+    state = evidence_from_fhir(record, f"Encounter/{stay['id']}")
     return summarize_evidence(state), state
 
 

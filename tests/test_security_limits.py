@@ -19,7 +19,6 @@ from joserfc.jwk import KeySet, RSAKey
 from PIL import Image, ImageDraw
 from sqlalchemy import select, update
 
-from fhir_mapping.evidence import build_evidence
 from launch.sandbox.run import Sandbox
 from pipeline.attachments import read_attachment
 from pipeline.ocr import OcrBudget
@@ -28,6 +27,7 @@ from pipeline.rendering import render
 from pipeline.settings import PipelineSettings
 from smartapp.app import reconcile_signatures
 from smartapp.db import AuditRow, DraftRow, utcnow
+from smartapp.evidence import evidence_from_fhir
 from smartapp.fhir_client import FhirClient, pull_record
 from smartapp.oauth import SmartConfiguration, requested_scopes
 from smartapp.settings import AppSettings, origin_of
@@ -309,7 +309,7 @@ def test_malformed_resources_in_a_pulled_record_become_exclusions() -> None:
                 return await pull_record(FhirClient(f"{ehr.url}/fhir", http), "p1")
 
         record = asyncio.run(pull())
-    state = build_evidence(record, "Encounter/e1")
+    state = evidence_from_fhir(record, "Encounter/e1")
     reasons = {exclusion.resource: exclusion.reason for exclusion in state.exclusions}
     assert any(key.startswith("Condition/") for key in reasons)
     assert "Observation/o1" in reasons

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence import EvidenceState
 from pipeline.validate import quote_problem
+from smartapp.evidence import evidence_from_fhir
 from tests.conftest import synthea_bundles
 
 pytestmark = pytest.mark.shared_data
@@ -29,7 +29,7 @@ BUNDLES = synthea_bundles()
 @cache
 def evidence_of(path: Path) -> tuple[dict, EvidenceState]:
     data = json.loads(path.read_bytes())
-    return data, build_evidence(data)
+    return data, evidence_from_fhir(data)
 
 
 def test_all_fifteen_bundles_are_here() -> None:

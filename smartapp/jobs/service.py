@@ -23,12 +23,12 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from fhir_mapping.composition import draft_bundle
-from fhir_mapping.evidence import build_evidence
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
 from smartapp.errors import ProvenoteError, log, new_error_id
+from smartapp.evidence import evidence_from_fhir
 from smartapp.fhir_client import FhirClient, PullBounds, pull_record
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
@@ -345,7 +345,9 @@ class JobService:
             )
             try:
                 state = await asyncio.to_thread(
-                    build_evidence, job.record, job.encounter and f"Encounter/{job.encounter}"
+                    evidence_from_fhir,
+                    job.record,
+                    job.encounter and f"Encounter/{job.encounter}",
                 )
             except ValueError as unusable:  # EvidenceInputError: says what is wrong, no PHI
                 raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable

@@ -1,0 +1,60 @@
+"""FHIR input to one mapped stay: index, choose the stay and its episode, map each resource type.
+
+What follows (reading the documents, the agent loop) is the pipeline's: ``pipeline.build``.
+"""
+
+from __future__ import annotations
+
+from fhir_mapping.care import map_care
+from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures
+from fhir_mapping.demographics import encounter_fact, patient_fact
+from fhir_mapping.documents import collect_documents
+from fhir_mapping.mapped import Mapped
+from fhir_mapping.medications import map_medications
+from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
+from fhir_mapping.results import map_results
+from fhir_mapping.scope import Scope, choose_scope
+from pipeline.mapped import MappedRecord
+
+MAPPERS = (
+    map_conditions,
+    map_medications,
+    map_allergies,
+    map_procedures,
+    map_results,
+    map_care,
+)
+
+
+def _scope(index: ResourceIndex, encounter_id: str | None, window_h: float) -> Scope:
+    try:
+        return choose_scope(index, encounter_id, window_h)
+    except EvidenceInputError as error:
+        broken = [item for item in index.failures if item.resource.startswith(("Patient", "Enc"))]
+        if broken:
+            details = "; ".join(f"{item.resource}: {item.reason}" for item in broken)
+            raise EvidenceInputError(f"{error} ({details})") from error
+        raise
+
+
+def map_record(
+    data: object, encounter_id: str | None = None, window_h: float = 24.0
+) -> MappedRecord:
+    """One stay of the record, mapped: the patient and episode, facts from the structured
+    resources, what was excluded and why, and the documents to read. Raises EvidenceInputError
+    when the input holds no stay to summarize. Pure: reads no attachment, asks nothing."""
+    index = index_resources(data)
+    scope = _scope(index, encounter_id, window_h)
+    mapped = Mapped(facts=[patient_fact(scope), encounter_fact(scope)])
+    for mapper in MAPPERS:
+        mapped.extend(mapper(scope))
+    documents, document_exclusions = collect_documents(scope)
+    mapped.extend(document_exclusions)
+    return MappedRecord(
+        patient=scope.patient.key,
+        encounter=scope.encounter.key,
+        episode=dict(scope.episode),
+        facts=mapped.facts,
+        exclusions=index.failures + mapped.exclusions,
+        documents=documents,
+    )

@@ -1,0 +1,104 @@
+"""The evidence state of one stay, from what the FHIR mapping found: documents read, facts from
+their text, then classification, result interpretation, the agent loop and medication safety.
+
+This is where the CPU-heavy work happens (PDF text, OCR, the agent loop), in the pipeline and so
+in whatever process runs the job, never in the mapping.
+"""
+
+from __future__ import annotations
+
+from pipeline.agent import run_agent_loop
+from pipeline.diagnoses import classify_diagnoses
+from pipeline.documents import facts_from_document, ingest_document, ingestion_events
+from pipeline.drug_classes import medication_safety
+from pipeline.evidence import (
+    EpisodeEncounter,
+    EvidenceState,
+    Exclusion,
+    SourceDocument,
+    TraceEvent,
+    group_facts,
+)
+from pipeline.mapped import MappedRecord, PendingDocument
+from pipeline.ocr import OcrBudget
+from pipeline.results import interpret_results
+from pipeline.settings import PipelineSettings, get_settings
+
+
+def read_document(
+    pending: PendingDocument, encounter: str, settings: PipelineSettings, budget: OcrBudget
+) -> SourceDocument:
+    """One document read; one that could not be fetched keeps its errors and no pages."""
+    if pending.errors:
+        return SourceDocument(
+            id=pending.key,
+            sources=pending.sources,
+            title=pending.title,
+            date=pending.date,
+            encounter=encounter,
+            content_type=pending.content_type or "",
+            errors=pending.errors,
+        )
+    return ingest_document(
+        data=pending.data,
+        content_type=pending.content_type,
+        sources=pending.sources,
+        title=pending.title,
+        date=pending.date,
+        encounter=encounter,
+        settings=settings,
+        budget=budget,
+    )
+
+
+def _exclusion_events(exclusions: list[Exclusion]) -> list[TraceEvent]:
+    return [
+        TraceEvent(
+            step=0,
+            agent="map",
+            action=f"excluded:{exclusion.kind}",
+            detail=exclusion.reason,
+            resource=exclusion.resource,
+        )
+        for exclusion in exclusions
+    ]
+
+
+def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = None) -> EvidenceState:
+    """The validated evidence state of the mapped stay."""
+    settings = settings or get_settings()
+    # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
+    budget = OcrBudget.for_job(settings)
+    documents = [read_document(p, mapped.encounter, settings, budget) for p in mapped.documents]
+    documents.sort(key=lambda document: (document.date is None, document.date, document.id))
+    facts = list(mapped.facts)
+    for document in documents:
+        facts.extend(facts_from_document(document))
+    trace = [
+        TraceEvent(
+            step=0,
+            agent="map",
+            action="mapped",
+            detail=f"{len(facts)} facts, {len(documents)} documents, "
+            f"{len(mapped.exclusions)} resources excluded",
+            resource=mapped.encounter,
+        ),
+        *(
+            TraceEvent(step=0, agent="map", action="episode", detail=why, resource=key)
+            for key, why in mapped.episode.items()
+        ),
+        *_exclusion_events(mapped.exclusions),
+        *ingestion_events(documents, step=0),
+    ]
+    state = EvidenceState(
+        patient=mapped.patient,
+        encounter=mapped.encounter,
+        episode=[EpisodeEncounter(resource=key, reason=why) for key, why in mapped.episode.items()],
+        documents=documents,
+        facts=group_facts(facts),
+        exclusions=mapped.exclusions,
+        trace=trace,
+    )
+    state = interpret_results(classify_diagnoses(state, settings), settings)
+    state = run_agent_loop(state, settings.max_agent_steps)
+    return medication_safety(state, settings)

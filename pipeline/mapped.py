@@ -1,0 +1,41 @@
+"""What the FHIR mapping hands the pipeline: one stay's facts, exclusions and unread documents.
+
+The mapping (``fhir_mapping.record.map_record``) is pure: it decides what belongs to the stay and
+turns structured resources into facts, but reads no attachment. The documents it found are
+handed over as bytes with where they came from; ``pipeline.build.build_evidence`` reads them
+(text, HTML, PDF, OCR under one budget) and builds the evidence state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pipeline.evidence import Exclusion, Fact, SourceRef
+
+
+@dataclass(slots=True)
+class PendingDocument:
+    """An attachment to read: its bytes once (the same bytes cited by several resources are one
+    document), or the errors that kept it from being read."""
+
+    key: str
+    data: bytes
+    content_type: str | None
+    title: str | None
+    date: datetime | None
+    sources: list[SourceRef] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class MappedRecord:
+    """One stay as mapped from FHIR: the patient, the stay and its episode (encounter → why it
+    belongs), the facts and exclusions, and the documents still to read."""
+
+    patient: str
+    encounter: str
+    episode: dict[str, str]
+    facts: list[Fact]
+    exclusions: list[Exclusion]
+    documents: list[PendingDocument]

@@ -1,0 +1,18 @@
+"""A FHIR record to the evidence state of one stay: the mapping (pure), then the pipeline (which
+reads the documents and runs the agent loop). Where the two layers meet, for jobs and the CLI."""
+
+from __future__ import annotations
+
+from fhir_mapping.record import map_record
+from pipeline.build import build_evidence
+from pipeline.evidence import EvidenceState
+from pipeline.settings import PipelineSettings, get_settings
+
+
+def evidence_from_fhir(
+    data: object, encounter_id: str | None = None, settings: PipelineSettings | None = None
+) -> EvidenceState:
+    """The evidence state of a stay in ``data`` (a Bundle or a list of resources): the launch's
+    encounter, else the latest inpatient one. EvidenceInputError when there is no stay."""
+    settings = settings or get_settings()
+    return build_evidence(map_record(data, encounter_id, settings.episode_window_h), settings)
