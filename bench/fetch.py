@@ -33,6 +33,7 @@ from smartapp.fhir_client import FhirClient, PullBounds, pull_record
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 REPEATS = 5
 LATENCY_MS = 50
+PAGE_SIZE = 1000
 
 
 def _mentions(resource: Any, targets: set[str]) -> bool:
@@ -94,7 +95,7 @@ async def _pull(sandbox: Sandbox, concurrency: int, bounds: PullBounds) -> tuple
 
     async with httpx.AsyncClient(timeout=300) as http:
         client = FhirClient(
-            sandbox.fhir_base, http, get_token, concurrency=concurrency, page_size=100
+            sandbox.fhir_base, http, get_token, concurrency=concurrency, page_size=PAGE_SIZE
         )
         start = time.perf_counter()
         bundle = await pull_record(client, PATIENT, bounds=bounds)
@@ -120,6 +121,7 @@ def _measure(times: int, folder: Path) -> dict[str, tuple[float, int]]:
             results[f"stay {label}"] = _median(sandbox, 8, PullBounds())
             # The whole record is the reference, not the claim: one pull (minutes at 100x).
             results[f"whole {label}"] = _median(sandbox, 8, PullBounds(whole_record=True), 1)
+            print(f"  ({times}x {label}: {results[f'stay {label}'][0]:.3f} s)", flush=True)
         if times == 1:
             results["stay sequential"] = _median(sandbox, 1, PullBounds())
         sandbox.set_fault("none", count=0)

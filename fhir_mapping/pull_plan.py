@@ -14,6 +14,7 @@ Pure: dates and search parameters in, a list of searches out; ``smartapp`` runs 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -179,3 +180,58 @@ def stay_search(patient: str, inpatient_classes: list[str]) -> list[Search]:
         Search("Encounter", who | {"class": ",".join(inpatient_classes)}),
         Search("Encounter", who),
     ]
+
+
+def resource_key(resource: dict[str, Any]) -> str | None:
+    """``Type/id`` of a resource as JSON; None for one without both."""
+    kind, resource_id = resource.get("resourceType"), resource.get("id")
+    return (
+        f"{kind}/{resource_id}" if isinstance(kind, str) and isinstance(resource_id, str) else None
+    )
+
+
+def _reference_values(resources: Iterable[dict[str, Any]], pick: Callable[..., Any]) -> set[str]:
+    """Reference strings found by ``pick``; malformed elements are skipped, not fatal."""
+    found = set()
+    for resource in resources:
+        try:
+            values = list(pick(resource))
+        except (AttributeError, TypeError):
+            continue
+        found |= {value for value in values if isinstance(value, str) and value}
+    return found
+
+
+def _medication_reference(resource: dict[str, Any]) -> list[Any]:
+    return [resource.get("medicationReference", {}).get("reference")]
+
+
+def _result_references(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("reference") for item in resource.get("result", [])]
+
+
+def _goal_references(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("reference") for item in resource.get("goal", [])]
+
+
+def _attachment_urls(resource: dict[str, Any]) -> list[Any]:
+    return [item.get("attachment", {}).get("url") for item in resource.get("content", [])]
+
+
+def follow_ups(resources: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """What the pulled resources point to that the mapping reads and the pull did not bring:
+    (medications, results and goals to read; attachments' Binaries to fetch)."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for resource in resources:
+        by_type.setdefault(str(resource.get("resourceType")), []).append(resource)
+    have = {key for key in map(resource_key, resources) if key}
+    wanted = _reference_values(by_type.get("MedicationRequest", []), _medication_reference)
+    wanted |= _reference_values(by_type.get("DiagnosticReport", []), _result_references)
+    wanted |= _reference_values(by_type.get("CarePlan", []), _goal_references)
+    wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}
+    binaries = {
+        url
+        for url in _reference_values(by_type.get("DocumentReference", []), _attachment_urls)
+        if "Binary/" in url
+    }
+    return wanted, binaries

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from fhir.resources.R4B import get_fhir_model_class
 from fhir.resources.R4B.resource import Resource
 from pydantic import ValidationError
 
+from pipeline.errors import InputError
 from pipeline.evidence import Exclusion
 
 # What a record pull searches by patient: every type the mapping reads about the stay.
@@ -57,7 +59,7 @@ def not_fetched_outcome(items: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-class EvidenceInputError(ValueError):
+class EvidenceInputError(InputError):
     """The input as a whole cannot be mapped (not FHIR, no patient, unknown encounter)."""
 
 
@@ -197,6 +199,15 @@ def _record_not_fetched(index: ResourceIndex, outcome: dict[str, Any]) -> None:
         if isinstance(what, str) and isinstance(why, str):
             index.not_fetched[what] = why
             index.failures.append(Exclusion(resource=what, kind="not_fetched", reason=why))
+
+
+def type_counts(data: object) -> Counter[str]:
+    """How many resources of each type the input holds (malformed entries are not counted)."""
+    return Counter(
+        str(resource["resourceType"])
+        for _, resource in _entries(data)
+        if isinstance(resource, dict) and isinstance(resource.get("resourceType"), str)
+    )
 
 
 def index_resources(data: object) -> ResourceIndex:

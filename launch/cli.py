@@ -422,7 +422,7 @@ def worker(
 
     from prometheus_client import start_http_server
 
-    from smartapp.errors import ProvenoteError
+    from pipeline.errors import ProvenoteError
     from smartapp.jobs.worker import run_worker
     from smartapp.logs import configure_logging
 

@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from pipeline.errors import ModelError
+
 _LAYER_LISTS = (
     "model.layers",
     "layers",
@@ -28,7 +30,7 @@ _LAYER_LISTS = (
 )
 
 
-class UnsupportedModelError(TypeError):
+class UnsupportedModelError(ModelError, TypeError):
     """The model's layers or attention modules are not of a family this module can read."""
 
 

@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from pipeline.errors import ModelError
+
 
 class ChatBackend(Protocol):
     name: str
@@ -15,7 +17,7 @@ class ChatBackend(Protocol):
         """The model's answer to a chat, as text; JSON matching ``schema`` where it can."""
 
 
-class ModelOutputError(RuntimeError):
+class ModelOutputError(ModelError):
     """The model's answer could not be used (not JSON of the asked shape after the retries)."""
 
 

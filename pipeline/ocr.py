@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
 
 
-class OcrUnavailableError(RuntimeError):
+class OcrUnavailableError(ProvenoteError, RuntimeError):
     """tesseract is not installed, or failed on this image; the page is flagged unread."""
 
 

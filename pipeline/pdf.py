@@ -13,12 +13,13 @@ from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
 from pdfminer.pdfpage import PDFPage
 from pdfminer.pdfparser import PDFParser
 
+from pipeline.errors import InputError
 from pipeline.evidence import Page
 from pipeline.ocr import OcrBudget, OcrUnavailableError, ocr_image
 from pipeline.settings import PipelineSettings
 
 
-class PdfUnreadableError(ValueError):
+class PdfUnreadableError(InputError):
     """The PDF as a whole cannot be read: encrypted, corrupt or empty."""
 
 

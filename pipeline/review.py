@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pipeline.checker import check_cited_sentence
+from pipeline.errors import InputError
 from pipeline.evidence import EvidenceState
 from pipeline.summary import Sentence, Summary
 
@@ -59,7 +60,7 @@ def review_items(sentence: Sentence) -> list[ReviewItem]:
     return items
 
 
-class ReviewError(ValueError):
+class ReviewError(InputError):
     """An action the review cannot take: unknown sentence, empty or oversized text."""
 
 

@@ -20,7 +20,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
-from smartapp.errors import logged
+from smartapp.errors import CallerError, logged
 from smartapp.scopes import granted, only_restricted
 from smartapp.settings import AppSettings
 
@@ -29,10 +29,10 @@ JWKS_TTL_S = 300.0
 LEEWAY_S = 30
 
 
-class ApiAuthError(Exception):
+class ApiAuthError(CallerError):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
-        self.status, self.code = status, code
+        self.status_code, self.code = status, code
 
 
 @dataclass(frozen=True, slots=True)

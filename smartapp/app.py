@@ -20,12 +20,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
 import templates
+from fhir_mapping.resources import type_counts
 from pipeline.rendering import render
 from smartapp.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.db import DraftRow, JobRow, WriteBackRow
 from smartapp.errors import logged
 from smartapp.fhir_api import fhir_api_handlers
 from smartapp.fhir_client import FhirClient, FhirError, pull_record
+from smartapp.handlers import EXCEPTION_HANDLERS
 from smartapp.headers import security_headers
 from smartapp.jobs.service import StageHook, job_view
 from smartapp.keys import public_jwks, signing_key
@@ -53,6 +55,7 @@ from smartapp.state import (
     new_state,
     token_expiry,
 )
+from smartapp.statuses import JobState
 from smartapp.writeback import WRITE_BACK_WORDS
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
@@ -341,14 +344,14 @@ def create_app(
                 current = await jobs.get(job_id)
                 view = job_view(current) if current is not None else {}
                 yield ServerSentEventMessage(data=json.dumps(view), event="progress")
-                while view.get("state") not in {"done", "failed"}:
+                while view.get("state") not in {JobState.DONE, JobState.FAILED}:
                     with contextlib.suppress(TimeoutError):
                         view = await asyncio.wait_for(queue.get(), timeout=15)
                         yield ServerSentEventMessage(data=json.dumps(view), event="progress")
                         continue
                     # No news: the job may have ended in another process, or the session.
                     current = await jobs.get(job_id)
-                    view = job_view(current) if current is not None else {"state": "failed"}
+                    view = job_view(current) if current else {"state": JobState.FAILED}
                     if await state.store.stored_context(session_id) is None:
                         break
                 yield ServerSentEventMessage(data=json.dumps(view), event="progress")
@@ -394,7 +397,7 @@ def create_app(
             )
         except FhirError as failure:
             return Response({"error": str(failure)}, status_code=502)
-        counts = Counter(entry["resource"]["resourceType"] for entry in bundle["entry"])
+        counts = type_counts(bundle)
         return Response(
             {"patient": context.patient, "encounter": context.encounter, "counts": counts}
         )
@@ -444,8 +447,8 @@ def create_app(
                 select(JobRow.state, func.count()).group_by(JobRow.state)
             )
             by_state = {state: count for state, count in counted.all()}
-        for name in ("queued", "running", "done", "failed"):
-            JOBS.labels(name).set(by_state.get(name, 0))
+        for name in JobState:
+            JOBS.labels(name.value).set(by_state.get(name, 0))
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     async def sweep_signatures() -> None:
@@ -496,6 +499,7 @@ def create_app(
         ],
         before_send=[security_headers(settings)],
         middleware=[request_ids],
+        exception_handlers=EXCEPTION_HANDLERS,
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,

@@ -24,7 +24,9 @@ from fhir_mapping.hosted import HostedDraft, device_id, document_bundle, hosted_
 from pipeline.rendering import render
 from smartapp.api_auth import ApiAuthError, ApiClient, TokenVerifier
 from smartapp.db import DraftRevisionRow, DraftRow, JobRow
+from smartapp.errors import CallerError
 from smartapp.state import AppState
+from smartapp.statuses import DraftStatus, JobState
 
 FHIR_JSON = "application/fhir+json"
 DEFAULT_COUNT, MAX_COUNT = 20, 100
@@ -35,12 +37,12 @@ FHIR_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 DATE_PREFIXES = ("eq", "ne", "gt", "lt", "ge", "le")
 
 
-class ApiError(Exception):
+class ApiError(CallerError):
     def __init__(
         self, status: int, code: str, message: str, headers: dict[str, str] | None = None
     ) -> None:
         super().__init__(message)
-        self.status, self.code, self.headers = status, code, headers or {}
+        self.status_code, self.code, self.headers = status, code, headers or {}
 
 
 def fhir(
@@ -184,9 +186,9 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
             await caller(request, resource_type, action)
             return await work()
         except ApiAuthError as refused:
-            return outcome(refused.status, refused.code, str(refused))
+            return outcome(refused.status_code, refused.code, str(refused))
         except ApiError as failure:
-            return outcome(failure.status, failure.code, str(failure), failure.headers)
+            return outcome(failure.status_code, failure.code, str(failure), failure.headers)
 
     @get("/fhir/metadata")
     async def metadata() -> Response[Any]:
@@ -241,7 +243,8 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
             if "status" in params:
                 # A draft being signed is still preliminary until the EHR has taken it.
                 wanted = set(params["status"].split(","))
-                stored = wanted | ({"signing"} if "preliminary" in wanted else set())
+                signing = DraftStatus.PRELIMINARY in wanted
+                stored = wanted | ({DraftStatus.SIGNING.value} if signing else set())
                 query = query.where(DraftRow.status.in_(stored))
             async with database.sessions() as session:
                 if not {"date", "type"} & params.keys():
@@ -360,9 +363,9 @@ def fhir_api_handlers(state: AppState) -> list[Any]:
             job = await state.jobs.get(job_id) if state.jobs is not None else None
             if job is None or job.api_client is None:
                 raise ApiError(404, "not-found", "no such asynchronous request")
-            if job.state == "failed":
+            if job.state == JobState.FAILED:
                 raise ApiError(500, "exception", job.error or "the summary could not be made")
-            draft = await state.jobs.draft_of(job.id) if job.state == "done" else None
+            draft = await state.jobs.draft_of(job.id) if job.state == JobState.DONE else None
             if draft is None:
                 return Response(
                     b"", status_code=202, headers={"x-progress": f"{job.stage}: {job.detail}"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -26,6 +26,8 @@ from fhir_mapping.pull_plan import (
     Search,
     encounter_searches,
     episode_searches,
+    follow_ups,
+    resource_key,
     stay_search,
     stay_searches,
     stay_window,
@@ -34,7 +36,7 @@ from fhir_mapping.pull_plan import (
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from smartapp.egress import EhrBearerAuth, TokenGetter, under_base
-from smartapp.errors import ProvenoteError, logged
+from smartapp.errors import EhrError, logged
 from smartapp.metrics import FHIR_REQUESTS, FHIR_RETRIES
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -43,7 +45,7 @@ MAX_PAGES = 1000
 RECORD_SEARCHES = RECORD_TYPES
 
 
-class FhirError(ProvenoteError):
+class FhirError(EhrError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -268,41 +270,6 @@ class SearchResult:
     not_fetched: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _key(resource: dict[str, Any]) -> str | None:
-    kind, resource_id = resource.get("resourceType"), resource.get("id")
-    return (
-        f"{kind}/{resource_id}" if isinstance(kind, str) and isinstance(resource_id, str) else None
-    )
-
-
-def _reference_values(resources: Iterable[dict[str, Any]], pick: Callable[..., Any]) -> set[str]:
-    """Reference strings found by ``pick``; malformed elements are skipped, not fatal."""
-    found = set()
-    for resource in resources:
-        try:
-            values = list(pick(resource))
-        except (AttributeError, TypeError):
-            continue
-        found |= {value for value in values if isinstance(value, str) and value}
-    return found
-
-
-def _medication_reference(resource: dict[str, Any]) -> list[Any]:
-    return [resource.get("medicationReference", {}).get("reference")]
-
-
-def _result_references(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("reference") for item in resource.get("result", [])]
-
-
-def _goal_references(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("reference") for item in resource.get("goal", [])]
-
-
-def _attachment_urls(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("attachment", {}).get("url") for item in resource.get("content", [])]
-
-
 def _merged(batches: Iterable[SearchResult]) -> tuple[list[dict[str, Any]], list[Any]]:
     """The resources of several searches, each once (two searches may both find one)."""
     seen: set[str] = set()
@@ -310,7 +277,7 @@ def _merged(batches: Iterable[SearchResult]) -> tuple[list[dict[str, Any]], list
     for batch in batches:
         not_fetched += batch.not_fetched
         for resource in batch.resources:
-            key = _key(resource)
+            key = resource_key(resource)
             if key is None or key not in seen:
                 resources.append(resource)
                 seen.add(key or "")
@@ -380,20 +347,8 @@ async def pull_record(
         client.read("Patient", patient_id), *(_search(client, search) for search in searches)
     )
     resources, not_fetched = _merged([SearchResult([stay] if stay else []), *episode, *found])
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for resource in resources:
-        by_type.setdefault(str(resource.get("resourceType")), []).append(resource)
     resources.insert(0, patient)
-    have = {key for key in map(_key, resources) if key}
-    wanted = _reference_values(by_type.get("MedicationRequest", []), _medication_reference)
-    wanted |= _reference_values(by_type.get("DiagnosticReport", []), _result_references)
-    wanted |= _reference_values(by_type.get("CarePlan", []), _goal_references)
-    wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}
-    binaries = {
-        url
-        for url in _reference_values(by_type.get("DocumentReference", []), _attachment_urls)
-        if "Binary/" in url
-    }
+    wanted, binaries = follow_ups(resources)
     inside = []
     for reference in sorted(wanted | binaries):
         try:
@@ -414,7 +369,7 @@ async def pull_record(
         "type": "collection",
         "entry": [
             {"fullUrl": f"{client.base}/{key}", "resource": resource}
-            if (key := _key(resource))
+            if (key := resource_key(resource))
             else {"resource": resource}
             for resource in resources
         ],

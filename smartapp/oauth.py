@@ -29,7 +29,7 @@ from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field
 
 from fhir_mapping.resources import RECORD_TYPES
-from smartapp.errors import ProvenoteError, logged
+from smartapp.errors import LaunchError, logged
 from smartapp.settings import ClientRegistration, origin_of
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
@@ -53,7 +53,7 @@ ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
 OAUTH_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
 
 
-class SmartError(ProvenoteError):
+class SmartError(LaunchError):
     """A launch step failed; the message is safe to show to the user."""
 
 

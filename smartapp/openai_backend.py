@@ -13,12 +13,13 @@ from typing import Any
 
 import httpx
 
+from pipeline.errors import ModelError
 from smartapp.metrics import MODEL_CALLS, MODEL_TOKENS
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-class BackendError(RuntimeError):
+class BackendError(ModelError):
     """The model could not be reached or answered nothing usable."""
 
 

@@ -34,6 +34,7 @@ from smartapp.review import (
 from smartapp.sessions import LaunchContext
 from smartapp.settings import AppSettings
 from smartapp.state import AppState, fhir_client_for
+from smartapp.statuses import DraftStatus
 from smartapp.writeback import WRITE_BACK_WORDS, Write
 
 PARTIAL_HEADER = "x-requested-with"
@@ -148,7 +149,7 @@ def review_handlers(state: AppState) -> list[Any]:
             "citations": _citations(opened.summary, opened.state),
             "review_items": review_items,
             "edits": await edits_of(database, draft.id),
-            "editable": draft.status == "preliminary",
+            "editable": draft.status == DraftStatus.PRELIMINARY,
             "practitioner": practitioner_reference(context.fhir_user),
             "may_review": may_review(state.settings, context)
             and practitioner_reference(context.fhir_user) is not None,
@@ -241,7 +242,7 @@ def review_handlers(state: AppState) -> list[Any]:
                 form.get("text", ""),
             )
         except ReviewRefusedError as failure:
-            return await answer(request, found, str(failure), failure.status)
+            return await answer(request, found, str(failure), failure.status_code)
         except ReviewError as failure:
             return await answer(request, found, str(failure), 400)
         return await answer(request, found)
@@ -273,7 +274,7 @@ def review_handlers(state: AppState) -> list[Any]:
                 Write(state.installation, state.settings.writeback_strategies.get(context.iss)),
             )
         except ReviewRefusedError as failure:
-            return await answer(request, found, str(failure), failure.status)
+            return await answer(request, found, str(failure), failure.status_code)
         return await answer(request, found)
 
     @get("/api/drafts/{draft_id:str}")

@@ -24,33 +24,35 @@ from pipeline.review import ReviewAction, accept, awaiting_review, delete, edit,
 from pipeline.summary import Sentence, Summary
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
+from smartapp.errors import DraftStateError
 from smartapp.fhir_client import FhirClient, FhirError
 from smartapp.metrics import DRAFTS_SIGNED, WRITE_BACKS
+from smartapp.statuses import DRAFT_MOVES, DraftStatus, moved
 from smartapp.writeback import Write, idempotency_key, recorded, remote_status, write_signed
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
 
 
-class ReviewRefusedError(Exception):
-    """The action is not allowed now; ``status`` is the HTTP answer that says why."""
+class ReviewRefusedError(DraftStateError):
+    """The action is not allowed now; ``status_code`` is the HTTP answer that says why."""
 
-    status = 400
+    status_code = 400
 
 
 class StaleDraftError(ReviewRefusedError):
-    status = 409
+    status_code = 409
 
 
 class DraftClosedError(ReviewRefusedError):
-    status = 409
+    status_code = 409
 
 
 class FlagsOpenError(ReviewRefusedError):
-    status = 409
+    status_code = 409
 
 
 class EhrRefusedError(ReviewRefusedError):
-    status = 502
+    status_code = 502
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,7 @@ async def load(database: Database, draft_id: str) -> DraftRow | None:
 
 
 def _check_open(row: DraftRow, revision: int) -> None:
-    if row.status != "preliminary":
+    if row.status != DraftStatus.PRELIMINARY:
         raise DraftClosedError(f"this draft is {row.status}; it can no longer be changed")
     if row.revision != revision:
         raise StaleDraftError(
@@ -155,7 +157,7 @@ async def apply_review(
         await _conditional_update(
             session,
             draft_id,
-            (revision, "preliminary"),
+            (revision, DraftStatus.PRELIMINARY),
             at,
             revision=new_revision,
             summary=summary.model_dump(mode="json"),
@@ -178,7 +180,11 @@ async def apply_review(
         _add_revision(
             session,
             DraftRevisionRow(
-                draft_id=draft_id, revision=new_revision, status="preliminary", bundle=bundle, at=at
+                draft_id=draft_id,
+                revision=new_revision,
+                status=DraftStatus.PRELIMINARY,
+                bundle=bundle,
+                at=at,
             ),
             actor,
             f"sentence_{action}",
@@ -207,8 +213,13 @@ async def _release(database: Database, draft_id: str, practitioner: str, why: st
     async with database.sessions() as session, session.begin():
         await session.execute(
             update(DraftRow)
-            .where(DraftRow.id == draft_id, DraftRow.status == "signing")
-            .values(status="preliminary", signing_by=None, signing_at=None, signing_session=None)
+            .where(DraftRow.id == draft_id, DraftRow.status == DraftStatus.SIGNING)
+            .values(
+                status=moved(DRAFT_MOVES, DraftStatus.SIGNING, DraftStatus.PRELIMINARY),
+                signing_by=None,
+                signing_at=None,
+                signing_session=None,
+            )
         )
         session.add(
             AuditRow(actor=practitioner, action="sign_failed", draft_id=draft_id, detail=why)
@@ -232,7 +243,8 @@ def _as_signed(row: DraftRow, draft: ReviewedDraft, practitioner: str, at: datet
         draft.state,
         SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat()),
     )
-    row.signed_by, row.signed_at, row.status = practitioner, at, "final"
+    row.signed_by, row.signed_at = practitioner, at
+    row.status = moved(DRAFT_MOVES, DraftStatus.SIGNING, DraftStatus.FINAL)
     return row
 
 
@@ -246,9 +258,9 @@ async def _finish_signature(
         await _conditional_update(
             session,
             signed.id,
-            (revision, "signing"),
+            (revision, DraftStatus.SIGNING),
             signed.signed_at,
-            status="final",
+            status=DraftStatus.FINAL,
             revision=final_revision,
             bundle=signed.bundle,
             markdown=signed.markdown,
@@ -263,7 +275,7 @@ async def _finish_signature(
             DraftRevisionRow(
                 draft_id=signed.id,
                 revision=final_revision,
-                status="final",
+                status=DraftStatus.FINAL,
                 bundle=signed.bundle,
                 at=signed.signed_at,
             ),
@@ -298,9 +310,9 @@ async def sign(
         await _conditional_update(
             session,
             draft_id,
-            (revision, "preliminary"),
+            (revision, DraftStatus.PRELIMINARY),
             row.updated_at or utcnow(),
-            status="signing",
+            status=moved(DRAFT_MOVES, row.status, DraftStatus.SIGNING),
             signing_by=practitioner,
             signing_at=at,
             signing_session=signer.session_id,
@@ -369,7 +381,7 @@ async def stale_claims(database: Database, timeout_s: float) -> list[DraftRow]:
             (
                 await session.execute(
                     select(DraftRow).where(
-                        DraftRow.status == "signing", DraftRow.signing_at < cutoff
+                        DraftRow.status == DraftStatus.SIGNING, DraftRow.signing_at < cutoff
                     )
                 )
             ).scalars()

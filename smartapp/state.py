@@ -12,7 +12,7 @@ from joserfc.jwk import ECKey, RSAKey
 from pipeline.settings import get_settings
 from smartapp.db import Database, JobRow
 from smartapp.egress import guarded_client
-from smartapp.errors import ProvenoteError
+from smartapp.errors import LaunchError
 from smartapp.fhir_client import FhirClient, PullBounds, TokenGetter
 from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue, ProcrastinateQueue
@@ -153,7 +153,7 @@ async def client_for_job(state: AppState, job: JobRow) -> tuple[FhirClient, str]
         return await backend_fhir_client(state, job.iss)
     context = await state.store.stored_context(job.session_id)
     if context is None:
-        raise ProvenoteError("the job's launch session has ended; launch again from the chart")
+        raise LaunchError("the job's launch session has ended; launch again from the chart")
     return fhir_client_for(state, job.session_id, job.iss), context.scope
 
 

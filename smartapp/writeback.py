@@ -29,6 +29,7 @@ from fhir_mapping.signoff import verifier_provenance
 from smartapp.db import Database, DraftRow, WriteBackRow
 from smartapp.fhir_client import FhirClient, FhirError
 from smartapp.scopes import granted
+from smartapp.statuses import WriteBackStatus
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
 KEY_SYSTEM = DRAFT_KEY_SYSTEM
@@ -38,13 +39,18 @@ COMPOSITION_REFUSED = frozenset({403, 405, 422})
 # Write-back outcomes that are final for a draft version (nothing to retry).
 # What a write-back status means, for people.
 WRITE_BACK_WORDS = {
-    "done": "written to the EHR",
-    "deferred": "deferred until sign-off (the EHR takes final notes only)",
-    "not_permitted": "not permitted by the EHR",
-    "user_may_not_write": "not written: the launching user may not write to the chart",
-    "signed": "signed copy written",
+    WriteBackStatus.DONE: "written to the EHR",
+    WriteBackStatus.DEFERRED: "deferred until sign-off (the EHR takes final notes only)",
+    WriteBackStatus.NOT_PERMITTED: "not permitted by the EHR",
+    WriteBackStatus.USER_MAY_NOT_WRITE: (
+        "not written: the launching user may not write to the chart"
+    ),
+    WriteBackStatus.SIGNED: "signed copy written",
 }
-SETTLED = frozenset({"done", "deferred", "signed", "not_permitted", "user_may_not_write"})
+# (type, id, version) of the remote copy when nothing was written.
+NOTHING_WRITTEN = (None, None, None)
+# Every write-back status is settled: nothing is retried once recorded.
+SETTLED = frozenset(WriteBackStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +233,7 @@ async def _record(
     key: str,
     target: str,
     strategy: Strategy,
-    status: str,
+    status: WriteBackStatus,
     remote: tuple[str | None, str | None, str | None],
 ) -> WriteBackRow:
     """Store the outcome of a write under its idempotency key (one row per key)."""
@@ -287,22 +293,19 @@ async def write_back(
     if row is not None and row.status in SETTLED:
         return row
     if not write.permitted:
-        return await _record(
-            database, draft, key, client.base, "none", "user_may_not_write", (None, None, None)
-        )
+        status = WriteBackStatus.USER_MAY_NOT_WRITE
+        return await _record(database, draft, key, client.base, "none", status, NOTHING_WRITTEN)
     statement = await client.read_reference("metadata")
     strategy = choose_strategy(statement, scope, write.forced)
     if strategy == "none":
-        return await _record(
-            database, draft, key, client.base, strategy, "not_permitted", (None, None, None)
-        )
+        status = WriteBackStatus.NOT_PERMITTED
+        return await _record(database, draft, key, client.base, strategy, status, NOTHING_WRITTEN)
     if strategy == "final-only":
-        return await _record(
-            database, draft, key, client.base, strategy, "deferred", (None, None, None)
-        )
+        status = WriteBackStatus.DEFERRED
+        return await _record(database, draft, key, client.base, strategy, status, NOTHING_WRITTEN)
     provenance = _provenance_allowed(statement, scope)
     strategy, remote = await _write(client, draft, key, scope, strategy, provenance, None)
-    return await _record(database, draft, key, client.base, strategy, "done", remote)
+    return await _record(database, draft, key, client.base, strategy, WriteBackStatus.DONE, remote)
 
 
 async def write_signed(
@@ -324,7 +327,7 @@ async def write_signed(
         strategy = before.strategy  # type: ignore[assignment]
     written_before = before if before is not None and before.strategy == strategy else None
     strategy, remote = await _write(client, draft, key, scope, strategy, provenance, written_before)
-    status = "not_permitted" if strategy == "none" else "signed"
+    status = WriteBackStatus.NOT_PERMITTED if strategy == "none" else WriteBackStatus.SIGNED
     return await _record(database, draft, key, client.base, strategy, status, remote)
 
 

@@ -12,11 +12,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from litestar import Litestar, get
+from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from launch.cli import app as cli
 from launch.sandbox.run import Sandbox
+from smartapp.errors import DraftStateError
+from smartapp.handlers import EXCEPTION_HANDLERS
 from smartapp.logs import REQUEST_ID, JsonFormatter
 from tests.review_support import ONE_FLAG, form_values
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
@@ -155,3 +159,35 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
     later = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--since", tomorrow])
     assert later.exit_code == 0 and out.read_text() == ""
+
+
+def test_every_failure_gets_one_answer_in_the_form_its_path_speaks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @get("/drafts/boom")
+    async def page_fails() -> str:
+        raise KeyError("note text: patient reports chest pain")
+
+    @get("/jobs/stale")
+    async def stale() -> str:
+        raise DraftStateError("this draft changed since you opened it")
+
+    @get("/fhir/Composition")
+    async def api_fails() -> str:
+        raise RuntimeError("token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln")
+
+    app = Litestar(
+        [page_fails, stale, api_fails], exception_handlers=EXCEPTION_HANDLERS, logging_config=None
+    )
+    with TestClient(app) as client, caplog.at_level(logging.ERROR, "provenote"):
+        page = client.get("/drafts/boom")
+        refused = client.get("/jobs/stale")
+        outcome = client.get("/fhir/Composition")
+    assert page.status_code == 500 and page.headers["content-type"].startswith("text/html")
+    assert "chest pain" not in page.text
+    error_id = re.search(r"error ([0-9a-f]{12})", page.text).group(1)
+    assert any(error_id in record.getMessage() for record in caplog.records)  # the log has it
+    assert refused.status_code == 409
+    assert refused.json() == {"error": "this draft changed since you opened it"}
+    assert outcome.status_code == 500 and outcome.json()["resourceType"] == "OperationOutcome"
+    assert "eyJ" not in outcome.text

@@ -23,21 +23,29 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from fhir_mapping.composition import draft_bundle
+from fhir_mapping.resources import type_counts
+from pipeline.errors import InputError, ProvenoteError
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
-from smartapp.errors import ProvenoteError, log, new_error_id
+from smartapp.errors import log, new_error_id
 from smartapp.evidence import evidence_from_fhir
 from smartapp.fhir_client import FhirClient, PullBounds, pull_record
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.logs import JOB_ID
 from smartapp.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
+from smartapp.statuses import (
+    ACTIVE_JOB_STATES,
+    JOB_MOVES,
+    DraftStatus,
+    JobStage,
+    JobState,
+    moved,
+)
 from smartapp.writeback import WRITE_BACK_WORDS, Write, write_back
 
-ACTIVE = ("queued", "running")
-STAGES = ("queued", "fetching", "ingesting", "summarizing", "writing_back", "done")
 StageHook = Callable[[str, str], Awaitable[None]]
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 
@@ -122,7 +130,7 @@ class JobService:
                             JobRow.patient == patient,
                             JobRow.encounter == encounter,
                             JobRow.iss == iss,
-                            JobRow.state.in_(ACTIVE),
+                            JobRow.state.in_(ACTIVE_JOB_STATES),
                         )
                     )
                 )
@@ -141,8 +149,8 @@ class JobService:
                 iss=iss,
                 patient=patient,
                 encounter=encounter,
-                state="queued",
-                stage="queued",
+                state=JobState.QUEUED,
+                stage=JobStage.QUEUED,
                 progress=0.0,
                 detail="waiting for a worker",
                 attempts=0,
@@ -160,7 +168,7 @@ class JobService:
             count = await session.scalar(
                 select(func.count())
                 .select_from(JobRow)
-                .where(JobRow.api_client == api_client, JobRow.state.in_(ACTIVE))
+                .where(JobRow.api_client == api_client, JobRow.state.in_(ACTIVE_JOB_STATES))
             )
         return count or 0
 
@@ -168,9 +176,9 @@ class JobService:
         """Queue a failed job again; it continues from what it had stored."""
         async with self.database.sessions() as session, session.begin():
             job = await session.get(JobRow, job_id)
-            if job is None or job.state != "failed":
+            if job is None or job.state != JobState.FAILED:
                 return job
-            job.state, job.error = "queued", None
+            job.state, job.error = moved(JOB_MOVES, job.state, JobState.QUEUED), None
         await self.queue.enqueue(job_id)
         return job
 
@@ -195,8 +203,8 @@ class JobService:
         async with self.database.sessions() as session, session.begin():
             await session.execute(
                 update(JobRow)
-                .where(JobRow.state == "running", JobRow.lease_until < now)
-                .values(state="queued", detail="resumed after an interrupted run")
+                .where(JobRow.state == JobState.RUNNING, JobRow.lease_until < now)
+                .values(state=JobState.QUEUED, detail="resumed after an interrupted run")
             )
 
     async def _claim(self) -> JobRow | None:
@@ -205,7 +213,7 @@ class JobService:
             candidate = (
                 await session.execute(
                     select(JobRow.id)
-                    .where(JobRow.state == "queued")
+                    .where(JobRow.state == JobState.QUEUED)
                     .order_by(JobRow.created_at)
                     .limit(1)
                 )
@@ -214,9 +222,9 @@ class JobService:
                 return None
             claimed = await session.execute(
                 update(JobRow)
-                .where(JobRow.id == candidate, JobRow.state == "queued")
+                .where(JobRow.id == candidate, JobRow.state == JobState.QUEUED)
                 .values(
-                    state="running",
+                    state=JobState.RUNNING,
                     attempts=JobRow.attempts + 1,
                     lease_until=datetime.now(UTC) + self.lease,
                     worker=self.worker_name,
@@ -239,9 +247,9 @@ class JobService:
         async with self.database.sessions() as session, session.begin():
             claimed = await session.execute(
                 update(JobRow)
-                .where(JobRow.id == job_id, JobRow.state.in_(ACTIVE))
+                .where(JobRow.id == job_id, JobRow.state.in_(ACTIVE_JOB_STATES))
                 .values(
-                    state="running",
+                    state=JobState.RUNNING,
                     attempts=JobRow.attempts + 1,
                     lease_until=datetime.now(UTC) + self.lease,
                     worker=self.worker_name,
@@ -258,6 +266,8 @@ class JobService:
         async with self.database.sessions() as session, session.begin():
             job = await session.get(JobRow, job_id)
             assert job is not None
+            if "state" in values:
+                values["state"] = moved(JOB_MOVES, job.state, JobState(values["state"]))
             for name, value in values.items():
                 setattr(job, name, value)
         await self.progress.publish(job_id, job_view(job))
@@ -285,7 +295,7 @@ class JobService:
             async with self.database.sessions() as session, session.begin():
                 await session.execute(
                     update(JobRow)
-                    .where(JobRow.id == job_id, JobRow.state == "running")
+                    .where(JobRow.id == job_id, JobRow.state == JobState.RUNNING)
                     .values(lease_until=datetime.now(UTC) + self.lease)
                 )
 
@@ -307,8 +317,8 @@ class JobService:
             JOB_ID.reset(job_id)
 
     async def _fail(self, job: JobRow, message: str) -> None:
-        await self._update(job.id, state="failed", error=message, lease_until=None)
-        JOBS_FINISHED.labels("failed").inc()
+        await self._update(job.id, state=JobState.FAILED, error=message, lease_until=None)
+        JOBS_FINISHED.labels(JobState.FAILED).inc()
 
     def _check_inpatient(self, state: Any) -> None:
         """A discharge summary is drafted for an inpatient stay only; anything else is refused
@@ -328,20 +338,14 @@ class JobService:
     async def _stages(self, job: JobRow) -> None:
         client, scope = await self.client_for(job)
         if job.record is None:
-            job = await self._stage(job, "fetching", 0.05, "pulling the record from the EHR")
+            job = await self._stage(job, JobStage.FETCHING, 0.05, "pulling the record from the EHR")
             record = await pull_record(client, job.patient, job.encounter, self.pull_bounds)
             job = await self._update(job.id, record=record)
         draft = await self.draft_of(job.id)
         if draft is None:
-            entries = job.record.get("entry", []) if isinstance(job.record, dict) else []
-            documents = sum(
-                isinstance(e, dict)
-                and isinstance(e.get("resource"), dict)
-                and e["resource"].get("resourceType") == "DocumentReference"
-                for e in entries
-            )
+            documents = type_counts(job.record)["DocumentReference"]
             job = await self._stage(
-                job, "ingesting", 0.35, f"ingesting {documents} documents, building evidence"
+                job, JobStage.INGESTING, 0.35, f"ingesting {documents} documents, building evidence"
             )
             try:
                 state = await asyncio.to_thread(
@@ -349,12 +353,14 @@ class JobService:
                     job.record,
                     job.encounter and f"Encounter/{job.encounter}",
                 )
-            except ValueError as unusable:  # EvidenceInputError: says what is wrong, no PHI
+            except InputError as unusable:  # says what is wrong, never the content
                 raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
             self._check_inpatient(state)
-            job = await self._stage(job, "summarizing", 0.6, "drafting the summary")
+            job = await self._stage(job, JobStage.SUMMARIZING, 0.6, "drafting the summary")
             draft = await self._store_draft(job, state)
-        job = await self._stage(job, "writing_back", 0.85, "writing the draft back to the EHR")
+        job = await self._stage(
+            job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
+        )
         write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
         outcome = await write_back(self.database, client, draft, scope, write)
         WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
@@ -367,14 +373,14 @@ class JobService:
         )
         await self._update(
             job.id,
-            state="done",
-            stage="done",
+            state=JobState.DONE,
+            stage=JobStage.DONE,
             progress=1.0,
             detail=f"draft {draft.id} stored; write-back {outcome.strategy}: "
             + WRITE_BACK_WORDS.get(outcome.status, outcome.status),
             lease_until=None,
         )
-        JOBS_FINISHED.labels("done").inc()
+        JOBS_FINISHED.labels(JobState.DONE).inc()
 
     async def _audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         async with self.database.sessions() as session, session.begin():
@@ -411,7 +417,7 @@ class JobService:
                 patient=job.patient,
                 encounter=encounter,
                 version=(latest or 0) + 1,
-                status="preliminary",
+                status=DraftStatus.PRELIMINARY,
                 bundle=bundle,
                 markdown=markdown,
                 summary=summary.model_dump(mode="json"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-from smartapp.errors import ProvenoteError
+from pipeline.errors import ProvenoteError
 from smartapp.jobs.queue import ProcrastinateQueue
 from smartapp.settings import AppSettings
 from smartapp.state import job_queue, job_service, new_state

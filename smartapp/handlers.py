@@ -1,0 +1,48 @@
+"""One answer for every failure: an error page for the browser, JSON for the app's own API, an
+OperationOutcome under ``/fhir``. A ``ProvenoteError`` says what went wrong in words safe to
+show, with its status; anything else is logged under an error id and answered with only that id,
+so no stack trace, token or note text ever reaches a response."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+
+from pipeline.errors import ProvenoteError
+from pipeline.rendering import render
+from smartapp.errors import log, new_error_id
+
+FHIR_JSON = "application/fhir+json"
+JSON_PREFIXES = ("/api/", "/jobs/")
+
+
+def error_response(request: Request[Any, Any, Any], message: str, status: int) -> Response[Any]:
+    """The failure, in the form the requested path speaks."""
+    path = request.url.path
+    if path == "/fhir" or path.startswith("/fhir/"):
+        issue = {"severity": "error", "code": "exception", "diagnostics": message}
+        body = {"resourceType": "OperationOutcome", "issue": [issue]}
+        return Response(body, status_code=status, media_type=FHIR_JSON)
+    if path.startswith(JSON_PREFIXES):
+        return Response({"error": message}, status_code=status)
+    page = render("app/error.html.j2", message=message, heading="Something went wrong", advice=None)
+    return Response(page, status_code=status, media_type="text/html")
+
+
+def provenote_error(request: Request[Any, Any, Any], failure: Exception) -> Response[Any]:
+    status = getattr(failure, "status_code", ProvenoteError.status_code)
+    return error_response(request, str(failure), status if isinstance(status, int) else 500)
+
+
+def unexpected_error(request: Request[Any, Any, Any], failure: Exception) -> Response[Any]:
+    error_id = new_error_id()
+    path = request.url.path
+    log.error("error %s: %s %s failed", error_id, request.method, path, exc_info=failure)
+    return error_response(request, f"internal error (error {error_id})", 500)
+
+
+EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    ProvenoteError: provenote_error,
+    500: unexpected_error,
+}

@@ -1,0 +1,81 @@
+"""The states a job, a draft and a write-back can be in, and the moves allowed between them.
+
+Stored as their string values (the columns are strings, the API and pages show them); every
+change of state goes through ``moved``, so an impossible move (a signed draft made preliminary,
+a finished job running again) is refused where it would happen rather than stored.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
+
+from pipeline.errors import ProvenoteError
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class JobStage(StrEnum):
+    QUEUED = "queued"
+    FETCHING = "fetching"
+    INGESTING = "ingesting"
+    SUMMARIZING = "summarizing"
+    WRITING_BACK = "writing_back"
+    DONE = "done"
+
+
+class DraftStatus(StrEnum):
+    PRELIMINARY = "preliminary"
+    # A signature in progress: claimed, the EHR's copy being made final.
+    SIGNING = "signing"
+    FINAL = "final"
+
+
+class WriteBackStatus(StrEnum):
+    DONE = "done"
+    DEFERRED = "deferred"
+    NOT_PERMITTED = "not_permitted"
+    USER_MAY_NOT_WRITE = "user_may_not_write"
+    SIGNED = "signed"
+
+
+ACTIVE_JOB_STATES = (JobState.QUEUED, JobState.RUNNING)
+
+JOB_MOVES: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.RUNNING}),
+    # Back to queued: its process died (lease ran out, or the queue saw the worker stall).
+    JobState.RUNNING: frozenset(
+        {JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.QUEUED}
+    ),
+    # A failed job is queued again by a retry; it continues from what it stored.
+    JobState.FAILED: frozenset({JobState.QUEUED}),
+    # A duplicate delivery of a finished job runs again and finds everything stored: done again.
+    JobState.DONE: frozenset({JobState.DONE}),
+}
+DRAFT_MOVES: dict[DraftStatus, frozenset[DraftStatus]] = {
+    DraftStatus.PRELIMINARY: frozenset({DraftStatus.SIGNING}),
+    # A signature completes, or is released (the EHR refused, the process died).
+    DraftStatus.SIGNING: frozenset({DraftStatus.FINAL, DraftStatus.PRELIMINARY}),
+    DraftStatus.FINAL: frozenset(),
+}
+
+S = TypeVar("S", JobState, DraftStatus)
+
+
+class InvalidMoveError(ProvenoteError):
+    """A job or draft asked to move to a state it cannot reach from where it is."""
+
+    status_code = 409
+
+
+def moved(moves: dict[S, frozenset[S]], current: str, new: S) -> S:
+    """``new``, if the move from ``current`` is allowed; InvalidMoveError if not."""
+    allowed = moves[type(new)(current)]
+    if new not in allowed:
+        raise InvalidMoveError(f"cannot go from {current} to {new.value}")
+    return new
