@@ -75,7 +75,7 @@ def calls_table() -> None:
     from pipeline.chat import ask_json
     from pipeline.extraction import with_model_extraction
     from pipeline.llm import TransformersBackend
-    from smartapp.evidence import evidence_from_fhir
+    from smartapp.jobs.evidence import evidence_from_fhir
 
     folder = SYNTHEA if SYNTHEA.is_dir() else Path(__file__).parents[1] / "launch" / "samples"
     loop_calls, loop_tokens, single_calls, single_tokens = [], [], [], []

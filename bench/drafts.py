@@ -18,7 +18,7 @@ from fhir_mapping.resources import index_resources
 from pipeline.evidence import LabResultAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.results import ABNORMAL
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHEA = ROOT.parent / "shared" / "data" / "synthea" / "california"

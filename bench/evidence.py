@@ -19,7 +19,7 @@ from pathlib import Path
 from fhir_mapping.resources import index_resources
 from pipeline.attachments import read_attachment
 from pipeline.settings import PipelineSettings
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -24,8 +24,9 @@ import httpx
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.fhir_client import FhirClient, pull_record
-from smartapp.settings import AppSettings
+from smartapp.core.settings import AppSettings
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.pull import pull_record
 
 SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 STAYS = 10

@@ -26,7 +26,7 @@ from bench.launch_to_draft import SYNTHEA, stays
 from launch.sandbox.cluster import cluster, temporary_postgres
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.settings import AppSettings
+from smartapp.core.settings import AppSettings
 
 
 def _launch(sandbox: Sandbox, base_url: str, stay: tuple[str, str]) -> float:

@@ -27,9 +27,9 @@ from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAtt
 from pipeline.rendering import render
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from smartapp.evidence import evidence_from_fhir
-from smartapp.openai_backend import BackendError, OpenAIBackend
-from smartapp.settings import get_app_settings
+from smartapp.core.openai_backend import BackendError, OpenAIBackend
+from smartapp.core.settings import get_app_settings
+from smartapp.jobs.evidence import evidence_from_fhir
 
 if TYPE_CHECKING:
     from pipeline.agentic import GroundingScorer
@@ -366,7 +366,7 @@ def serve(
     import uvicorn
 
     from smartapp.app import create_app
-    from smartapp.logs import configure_logging
+    from smartapp.core.logs import configure_logging
 
     settings = get_app_settings()
     configure_logging(settings.log_format == "json", settings.log_level)
@@ -386,9 +386,9 @@ def export_edits(
     cited evidence, checker verdicts, when, and a pseudonymous editor id."""
     import asyncio
 
-    from smartapp.db import Database
-    from smartapp.edits_export import edit_records
-    from smartapp.keys import app_secret
+    from smartapp.core.db import Database
+    from smartapp.core.keys import app_secret
+    from smartapp.drafts.edits_export import edit_records
 
     settings = get_app_settings()
 
@@ -423,8 +423,8 @@ def worker(
     from prometheus_client import start_http_server
 
     from pipeline.errors import ProvenoteError
+    from smartapp.core.logs import configure_logging
     from smartapp.jobs.worker import run_worker
-    from smartapp.logs import configure_logging
 
     settings = get_app_settings()
     configure_logging(settings.log_format == "json", settings.log_level)

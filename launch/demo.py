@@ -17,7 +17,7 @@ import httpx
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.settings import AppSettings
+from smartapp.core.settings import AppSettings
 
 DEMO_PATIENT = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
 

@@ -2,8 +2,8 @@
 
 Its message is safe to show to users and to store with a job: it never carries a token, an
 outside system's answer or note text (those go to the log, under an error id the message names).
-The branches say whose the failure is, so that one handler (``smartapp.handlers``) answers each
-with the right page, OperationOutcome or job error: the input (a malformed resource, an
+The branches say whose the failure is, so that one handler (``smartapp.core.handlers``) answers
+each with the right page, OperationOutcome or job error: the input (a malformed resource, an
 unreadable document), a model, the launch, the EHR, the draft's state, the API's caller.
 """
 

@@ -4,7 +4,7 @@ It answers :class:`pipeline.agentic.ChatBackend`'s ``complete`` and scores groun
 its own attentions. Decoding is greedy with no repetition penalty, since summaries copy numbers and
 names. JSON answers are parsed strictly by the caller, with a bounded retry
 (``pipeline.agentic.ask_json``). The OpenAI-compatible backend does HTTP, so it lives in
-``smartapp.openai_backend`` (ARCHITECTURE.md: all I/O sits in smartapp and launch).
+``smartapp.core.openai_backend`` (ARCHITECTURE.md: all I/O sits in smartapp and launch).
 """
 
 from __future__ import annotations

@@ -22,18 +22,25 @@ from sqlalchemy import func, select
 import templates
 from fhir_mapping.resources import type_counts
 from pipeline.rendering import render
-from smartapp.csrf import FIELD, HEADER, csrf_token, csrf_valid
-from smartapp.db import DraftRow, JobRow, WriteBackRow
-from smartapp.errors import logged
-from smartapp.fhir_api import fhir_api_handlers
-from smartapp.fhir_client import FhirClient, FhirError, pull_record
-from smartapp.handlers import EXCEPTION_HANDLERS
-from smartapp.headers import security_headers
+from smartapp.api.fhir_api import fhir_api_handlers
+from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
+from smartapp.core.db import DraftRow, JobRow, WriteBackRow
+from smartapp.core.errors import logged
+from smartapp.core.handlers import EXCEPTION_HANDLERS
+from smartapp.core.headers import security_headers
+from smartapp.core.keys import public_jwks, signing_key
+from smartapp.core.logs import request_ids
+from smartapp.core.metrics import JOBS
+from smartapp.core.settings import AppSettings, get_app_settings, normalise_issuer
+from smartapp.core.statuses import JobState
+from smartapp.drafts.pages import error_page, html, may_review, review_handlers
+from smartapp.drafts.review import reconcile_claim, stale_claims
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.ehr.pull import pull_record
+from smartapp.ehr.writeback import WRITE_BACK_WORDS
+from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.service import StageHook, job_view
-from smartapp.keys import public_jwks, signing_key
-from smartapp.logs import request_ids
-from smartapp.metrics import JOBS
-from smartapp.oauth import (
+from smartapp.launch.oauth import (
     SmartError,
     authorize_url,
     discover,
@@ -43,20 +50,9 @@ from smartapp.oauth import (
     requested_scopes,
     validate_id_token,
 )
-from smartapp.pages import error_page, html, may_review, review_handlers
-from smartapp.review import reconcile_claim, stale_claims
-from smartapp.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
-from smartapp.settings import AppSettings, get_app_settings, normalise_issuer
-from smartapp.state import (
-    AppState,
-    fhir_client_for,
-    job_queue,
-    job_service,
-    new_state,
-    token_expiry,
-)
-from smartapp.statuses import JobState
-from smartapp.writeback import WRITE_BACK_WORDS
+from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
+from smartapp.launch.tokens import token_expiry
+from smartapp.state import AppState, new_state
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
 
@@ -90,7 +86,7 @@ async def reconcile_signatures(state: AppState) -> list[str]:
     for row in await stale_claims(state.database, state.settings.signing_timeout_s):
         session_id = row.signing_session or ""
         live = await state.store.stored_context(session_id) if session_id else None
-        client = fhir_client_for(state, session_id, row.iss) if live else None
+        client = state.access.client_for(session_id, row.iss) if live else None
         outcomes.append(await reconcile_claim(state.database, row, client, state.installation))
     return outcomes
 
@@ -180,12 +176,12 @@ def create_app(
         if not code:
             return error_page("The EHR sent no authorization code.")
         try:
-            registration = state.registration(pending.iss)
+            registration = state.access.registration(pending.iss)
             tokens = await exchange_code(
                 state.http,
                 config,
                 registration,
-                state.key_for(registration),
+                state.access.key_for(registration),
                 code=code,
                 verifier=pending.verifier,
                 redirect_uri=settings.redirect_uri,
@@ -219,7 +215,7 @@ def create_app(
             _cookie(state, state.launch_cookie, "", 0),
         ]
         if context.patient and context.encounter:
-            client = fhir_client_for(state, session_id, context.iss)
+            client = state.access.client_for(session_id, context.iss)
             kind = await _stay_class(client, context.encounter)
             if kind is not None and kind not in settings.inpatient_classes:
                 page = error_page(
@@ -393,7 +389,7 @@ def create_app(
             )
         try:
             bundle = await pull_record(
-                fhir_client_for(state, session_id, context.iss), context.patient, context.encounter
+                state.access.client_for(session_id, context.iss), context.patient, context.encounter
             )
         except FhirError as failure:
             return Response({"error": str(failure)}, status_code=502)
@@ -405,7 +401,7 @@ def create_app(
     @get("/.well-known/jwks.json")
     async def jwks() -> dict[str, Any]:
         registrations = [settings.registration_for(iss) for iss in settings.allowed_issuers]
-        keys = [state.key_for(r) for r in [*registrations, *settings.registrations] if r]
+        keys = [state.access.key_for(r) for r in [*registrations, *settings.registrations] if r]
         if settings.client_auth == "private_key_jwt":
             keys.append(signing_key(settings))
         return public_jwks([key for key in keys if key is not None])
@@ -465,7 +461,9 @@ def create_app(
         state.loop = asyncio.get_running_loop()
         await database.migrate()
         state.installation = await database.installation_id(settings.installation_id)
-        state.jobs = job_service(state, job_queue(settings), stage_hook)
+        state.jobs = job_service(
+            settings, database, state.access, state.installation, job_queue(settings), stage_hook
+        )
         await state.jobs.start()
         background.append(asyncio.create_task(sweep_signatures()))
 

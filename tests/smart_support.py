@@ -16,8 +16,8 @@ from launch.demo import inpatient_encounter as chart_inpatient_encounter
 from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import create_app
+from smartapp.core.settings import AppSettings, ClientRegistration
 from smartapp.jobs.service import StageHook
-from smartapp.settings import AppSettings, ClientRegistration
 from smartapp.state import AppState
 
 T = TypeVar("T")

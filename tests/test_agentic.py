@@ -13,7 +13,7 @@ from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from pipeline.agentic import LoopSettings, agentic_summary
 from pipeline.chat import ModelOutputError, ask_json
 from pipeline.evidence import EvidenceState
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 NOTE = (

@@ -10,7 +10,7 @@ import pytest
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import PipelineSettings
 from pipeline.tables import table
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
@@ -212,8 +212,8 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
 
 
 def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
-    from smartapp.fhir_client import RECORD_SEARCHES
-    from smartapp.oauth import READ_TYPES
+    from fhir_mapping.resources import RECORD_TYPES
+    from smartapp.launch.oauth import READ_TYPES
 
     wanted = {
         "CarePlan",
@@ -223,7 +223,7 @@ def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
         "MedicationAdministration",
         "ImagingStudy",
     }
-    assert wanted <= set(RECORD_SEARCHES) and wanted <= set(READ_TYPES)
+    assert wanted <= set(RECORD_TYPES) and wanted <= set(READ_TYPES)
 
 
 def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge() -> None:

@@ -12,7 +12,7 @@ from pipeline.evidence import DiagnosisAttributes, EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import PipelineSettings
 from pipeline.tables import table
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 

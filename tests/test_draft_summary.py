@@ -19,7 +19,7 @@ from pipeline.evidence import EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.summary import Summary
 from pipeline.summary_text import render_markdown
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import ROOT, synthea_bundles
 

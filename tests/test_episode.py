@@ -17,7 +17,7 @@ from pipeline.evidence import (
     ProcedureAttributes,
 )
 from pipeline.settings import PipelineSettings
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 

@@ -16,7 +16,7 @@ from pipeline.evidence import (
     SourceRef,
     stable_id,
 )
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 
 
 @pytest.fixture(scope="module")

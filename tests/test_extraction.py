@@ -8,7 +8,7 @@ import re
 from pipeline.agent import run_agent_loop
 from pipeline.extraction import extract_from_notes, locate_quote, with_extraction
 from pipeline.validate import quote_problem
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 NOTE = (

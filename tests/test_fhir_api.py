@@ -23,7 +23,7 @@ from joserfc.jwk import KeySet, RSAKey
 
 from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.run import Sandbox
-from smartapp.oauth import client_assertion
+from smartapp.launch.oauth import client_assertion
 from tests.smart_support import RunningApp, inpatient_encounter, running_app
 
 PATIENTS = (

@@ -12,16 +12,11 @@ import pytest
 
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
-from smartapp.evidence import evidence_from_fhir
-from smartapp.fhir_client import (
-    FhirClient,
-    FhirError,
-    PullBounds,
-    pull_record,
-    retry_after_seconds,
-)
-from smartapp.oauth import SmartError, discover
-from smartapp.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.ehr.fhir_client import FhirClient, FhirError, retry_after_seconds
+from smartapp.ehr.pull import PullBounds, pull_record
+from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.launch.oauth import SmartError, discover
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 OTHER_PATIENT = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"

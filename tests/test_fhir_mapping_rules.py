@@ -8,7 +8,7 @@ import pytest
 
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.evidence import EvidenceState, MedicationAttributes
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 

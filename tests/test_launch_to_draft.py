@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
-from smartapp.review import load
-from smartapp.writeback import KEY_SYSTEM, idempotency_key
+from smartapp.drafts.review import load
+from smartapp.ehr.writeback import KEY_SYSTEM, idempotency_key
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
@@ -287,7 +287,7 @@ def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
         async def audit() -> list[tuple[str, str]]:
             from sqlalchemy import select
 
-            from smartapp.db import AuditRow
+            from smartapp.core.db import AuditRow
 
             async with app.state.database.sessions() as session:
                 rows = await session.execute(
@@ -303,7 +303,7 @@ def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
 
 
 def test_write_back_strategy_follows_the_capability_statement_scopes_and_overrides() -> None:
-    from smartapp.writeback import ACCEPTED_STATUS, choose_strategy
+    from smartapp.ehr.writeback import ACCEPTED_STATUS, choose_strategy
 
     def statement(*types: str, final_only: bool = False) -> dict:
         resources = []

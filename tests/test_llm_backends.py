@@ -12,7 +12,7 @@ import pytest
 
 from launch.tiny_models import tiny_llama, word_tokenizer
 from pipeline.llm import TransformersBackend
-from smartapp.openai_backend import BackendError, OpenAIBackend
+from smartapp.core.openai_backend import BackendError, OpenAIBackend
 
 MESSAGES = [
     {"role": "system", "content": "answer with json"},
@@ -182,7 +182,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     from fhir_mapping.composition import draft_bundle
     from pipeline.agentic import LoopSettings, agentic_summary
     from pipeline.extraction import with_model_extraction
-    from smartapp.evidence import evidence_from_fhir
+    from smartapp.jobs.evidence import evidence_from_fhir
     from tests import fhir_fixtures as fx
 
     note = (

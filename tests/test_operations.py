@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from launch.cli import app as cli
 from launch.sandbox.run import Sandbox
-from smartapp.errors import DraftStateError
-from smartapp.handlers import EXCEPTION_HANDLERS
-from smartapp.logs import REQUEST_ID, JsonFormatter
+from smartapp.core.errors import DraftStateError
+from smartapp.core.handlers import EXCEPTION_HANDLERS
+from smartapp.core.logs import REQUEST_ID, JsonFormatter
 from tests.review_support import ONE_FLAG, form_values
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 

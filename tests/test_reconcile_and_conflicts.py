@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.evidence import EvidenceState
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 BEFORE = "2023-01-01T00:00:00+00:00"

@@ -26,12 +26,12 @@ from pipeline.review import (
     review_items,
 )
 from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
-from smartapp.csrf import csrf_token, csrf_valid
-from smartapp.evidence import evidence_from_fhir
-from smartapp.pages import practitioner_reference
-from smartapp.scopes import granted, only_restricted
-from smartapp.sessions import LaunchContext
-from smartapp.style import safe_style
+from smartapp.core.csrf import csrf_token, csrf_valid
+from smartapp.drafts.pages import practitioner_reference
+from smartapp.ehr.scopes import granted, only_restricted
+from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.launch.sessions import LaunchContext
+from smartapp.launch.style import safe_style
 
 SAMPLE = Path(__file__).resolve().parents[1] / "launch" / "samples"
 MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"

@@ -24,11 +24,11 @@ import pytest
 from launch.sandbox.cluster import Cluster, cluster, temporary_postgres
 from launch.sandbox.copies import patient_copy
 from launch.sandbox.run import SAMPLES, Sandbox
-from smartapp.db import libpq_dsn
-from smartapp.oauth import TokenResponse, discover
-from smartapp.sessions import LaunchContext, StoredTokens
-from smartapp.settings import AppSettings
-from smartapp.state import new_state, token_getter
+from smartapp.core.db import libpq_dsn
+from smartapp.core.settings import AppSettings
+from smartapp.launch.oauth import TokenResponse, discover
+from smartapp.launch.sessions import LaunchContext, StoredTokens
+from smartapp.state import new_state
 from tests.smart_support import launch_job
 
 # One test worker starts the cluster for the whole module (launch/test.sh: --dist loadgroup).
@@ -259,7 +259,8 @@ def test_two_processes_never_refresh_one_token_twice(
             context = LaunchContext(iss=registration.issuer, patient=patient, scope=issued.scope)
             expired = StoredTokens(config=config, tokens=issued, expires_at=time.time() - 1)
             await first.store.save("shared-session", context, expired)
-            getters = [token_getter(state, "shared-session") for state in (first, second)] * 3
+            getters = [state.access.token_getter("shared-session") for state in (first, second)]
+            getters *= 3
             return await asyncio.gather(*(get(False) for get in getters))
         finally:
             for state in (first, second):

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
-from smartapp.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
-from smartapp.fhir_client import FhirClient, OutsideEhrError
-from smartapp.review import load
-from smartapp.settings import ClientRegistration
+from smartapp.core.settings import ClientRegistration
+from smartapp.drafts.review import load
+from smartapp.ehr.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
+from smartapp.ehr.fhir_client import FhirClient, OutsideEhrError
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay
 from tests.smart_support import chart_launch, launch_job, running_app, wait_for
 
@@ -399,7 +399,7 @@ def test_pending_launches_live_in_the_database_and_are_used_up(
 ) -> None:
     from sqlalchemy import func, select
 
-    from smartapp.db import PendingLaunchRow
+    from smartapp.core.db import PendingLaunchRow
 
     async def pending_count(app) -> int:
         async with app.state.database.sessions() as session:
@@ -499,7 +499,7 @@ def test_a_job_is_visible_only_to_a_session_of_its_patient_and_issuer(
 ) -> None:
     from sqlalchemy import update
 
-    from smartapp.db import JobRow
+    from smartapp.core.db import JobRow
 
     encounter = seed_stay(sandbox, "sec-visible")
     with (
@@ -554,7 +554,7 @@ def test_registrations_come_from_one_variable_or_one_file(
 
     from pydantic import ValidationError
 
-    from smartapp.settings import AppSettings
+    from smartapp.core.settings import AppSettings
 
     listed = [{"issuer": "https://a.example.org/fhir/", "client_id": "from-variable"}]
     monkeypatch.setenv("PROVENOTE_APP_REGISTRATIONS", json.dumps(listed))

@@ -26,13 +26,14 @@ from pipeline.pdf import _page_png, read_pdf
 from pipeline.rendering import render
 from pipeline.settings import PipelineSettings
 from smartapp.app import reconcile_signatures
-from smartapp.db import AuditRow, DraftRow, utcnow
-from smartapp.evidence import evidence_from_fhir
-from smartapp.fhir_client import FhirClient, pull_record
-from smartapp.oauth import SmartConfiguration, requested_scopes
-from smartapp.settings import AppSettings, origin_of
-from smartapp.state import refresh_margin
-from smartapp.style import safe_style
+from smartapp.core.db import AuditRow, DraftRow, utcnow
+from smartapp.core.settings import AppSettings, origin_of
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.pull import pull_record
+from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.launch.oauth import SmartConfiguration, requested_scopes
+from smartapp.launch.style import safe_style
+from smartapp.launch.tokens import refresh_margin
 from tests.attack_support import as_json, recording_server, seed_stay
 from tests.smart_support import chart_launch, launch_job, running_app, wait_for
 
@@ -299,9 +300,9 @@ def test_malformed_resources_in_a_pulled_record_become_exclusions() -> None:
         ehr.routes["/fhir/Encounter"] = lambda _: as_json(searchset([stay]))
         ehr.routes["/fhir/Condition"] = lambda _: as_json(searchset(broken[:1] + broken[2:]))
         ehr.routes["/fhir/Observation"] = lambda _: as_json(searchset(broken[1:2]))
-        from smartapp.fhir_client import RECORD_SEARCHES
+        from fhir_mapping.resources import RECORD_TYPES
 
-        for kind in set(RECORD_SEARCHES) - {"Encounter", "Condition", "Observation"}:
+        for kind in set(RECORD_TYPES) - {"Encounter", "Condition", "Observation"}:
             ehr.routes[f"/fhir/{kind}"] = lambda _: as_json(searchset([]))
 
         async def pull() -> dict:

@@ -16,9 +16,9 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from launch.sandbox.run import Sandbox
-from smartapp.keys import signing_key
-from smartapp.oauth import ASSERTION_TYPE, client_assertion
-from smartapp.settings import AppSettings, ClientRegistration
+from smartapp.core.keys import signing_key
+from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.launch.oauth import ASSERTION_TYPE, client_assertion
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
@@ -326,7 +326,7 @@ def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> Non
 
 
 def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
-    from smartapp.oauth import SmartConfiguration, requested_scopes
+    from smartapp.launch.oauth import SmartConfiguration, requested_scopes
 
     v2 = SmartConfiguration(
         authorization_endpoint="a", token_endpoint="t", capabilities=["permission-v2"]

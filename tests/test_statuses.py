@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from smartapp.statuses import (
+from smartapp.core.statuses import (
     DRAFT_MOVES,
     JOB_MOVES,
     DraftStatus,

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.evidence import EvidenceState
 from pipeline.validate import quote_problem
-from smartapp.evidence import evidence_from_fhir
+from smartapp.jobs.evidence import evidence_from_fhir
 from tests.conftest import synthea_bundles
 
 pytestmark = pytest.mark.shared_data

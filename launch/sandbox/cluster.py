@@ -23,7 +23,7 @@ import asyncpg
 import httpx
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
-from smartapp.settings import AppSettings
+from smartapp.core.settings import AppSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Hop-by-hop headers and those the proxy recomputes for the body it sends on.

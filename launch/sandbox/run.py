@@ -20,7 +20,7 @@ import uvicorn
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
-from smartapp.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import AppSettings, ClientRegistration
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"

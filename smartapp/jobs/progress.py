@@ -18,8 +18,8 @@ import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from smartapp.db import libpq_dsn
-from smartapp.errors import log
+from smartapp.core.db import libpq_dsn
+from smartapp.core.errors import log
 
 CHANNEL = "provenote_job_progress"
 View = dict[str, Any]

@@ -21,8 +21,8 @@ from typing import Protocol
 from procrastinate import App, PsycopgConnector
 from procrastinate.exceptions import AlreadyEnqueued
 
-from smartapp.db import libpq_dsn
-from smartapp.errors import log
+from smartapp.core.db import libpq_dsn
+from smartapp.core.errors import log
 
 TASK_NAME = "provenote.draft"
 QUEUE_NAME = "provenote-drafts"

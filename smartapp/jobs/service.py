@@ -28,15 +28,11 @@ from pipeline.errors import InputError, ProvenoteError
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from smartapp.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
-from smartapp.errors import log, new_error_id
-from smartapp.evidence import evidence_from_fhir
-from smartapp.fhir_client import FhirClient, PullBounds, pull_record
-from smartapp.jobs.progress import ProgressBus
-from smartapp.jobs.queue import InProcessQueue, JobQueue
-from smartapp.logs import JOB_ID
-from smartapp.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
-from smartapp.statuses import (
+from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
+from smartapp.core.errors import log, new_error_id
+from smartapp.core.logs import JOB_ID
+from smartapp.core.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
+from smartapp.core.statuses import (
     ACTIVE_JOB_STATES,
     JOB_MOVES,
     DraftStatus,
@@ -44,7 +40,12 @@ from smartapp.statuses import (
     JobState,
     moved,
 )
-from smartapp.writeback import WRITE_BACK_WORDS, Write, write_back
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.pull import PullBounds, pull_record
+from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write, write_back
+from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.jobs.progress import ProgressBus
+from smartapp.jobs.queue import InProcessQueue, JobQueue
 
 StageHook = Callable[[str, str], Awaitable[None]]
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]

@@ -11,9 +11,10 @@ import os
 import socket
 
 from pipeline.errors import ProvenoteError
+from smartapp.core.settings import AppSettings
+from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.queue import ProcrastinateQueue
-from smartapp.settings import AppSettings
-from smartapp.state import job_queue, job_service, new_state
+from smartapp.state import new_state
 
 
 async def run_worker(settings: AppSettings, name: str | None = None) -> None:
@@ -28,7 +29,7 @@ async def run_worker(settings: AppSettings, name: str | None = None) -> None:
     try:
         await state.database.migrate()
         state.installation = await state.database.installation_id(settings.installation_id)
-        state.jobs = job_service(state, queue)
+        state.jobs = job_service(settings, state.database, state.access, state.installation, queue)
         await state.jobs.start()
         try:
             await queue.work(name or f"{socket.gethostname()}:{os.getpid()}")

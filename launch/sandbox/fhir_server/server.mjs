@@ -316,6 +316,7 @@ async function handleFhir(req, res, url) {
     query.searchParams.set('_total', 'accurate');
   }
   const routed = `${query.pathname.slice(BASE_PATH.length) || '/'}${query.search}`;
+  const started = process.hrtime.bigint();
   const [result, resource] = await router.handleRequest(
     {
       method: req.method,
@@ -328,6 +329,9 @@ async function handleFhir(req, res, url) {
     },
     repo
   );
+  // How long the repository worked on this request (an in-memory scan, no indexes): benchmarks
+  // separate the server's own work from the client's.
+  res.setHeader('server-timing', `repository;dur=${Number(process.hrtime.bigint() - started) / 1e6}`);
   const status = getStatus(result);
   if (status >= 400 || !resource) return send(res, status, resource ?? result);
   if (patientId && resource.resourceType === 'Bundle' && resource.type === 'searchset') {

@@ -20,9 +20,11 @@ from pipeline.evidence import EvidenceState, PatientInfoAttributes, SourceDocume
 from pipeline.rendering import render
 from pipeline.review import ReviewError, review_items
 from pipeline.summary import Summary, cited_sources
-from smartapp.csrf import FIELD, csrf_token, csrf_valid
-from smartapp.db import AuditRow, DraftRow, WriteBackRow
-from smartapp.review import (
+from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
+from smartapp.core.db import AuditRow, DraftRow, WriteBackRow
+from smartapp.core.settings import AppSettings
+from smartapp.core.statuses import DraftStatus
+from smartapp.drafts.review import (
     ReviewRefusedError,
     Signer,
     apply_review,
@@ -31,17 +33,15 @@ from smartapp.review import (
     reviewed,
     sign,
 )
-from smartapp.sessions import LaunchContext
-from smartapp.settings import AppSettings
-from smartapp.state import AppState, fhir_client_for
-from smartapp.statuses import DraftStatus
-from smartapp.writeback import WRITE_BACK_WORDS, Write
+from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write
+from smartapp.launch.sessions import LaunchContext
+from smartapp.state import AppState
 
 PARTIAL_HEADER = "x-requested-with"
 
 
 def html(page: str, status: int = 200) -> Response[str]:
-    """An HTML answer; its security headers (CSP, no-store) come from ``smartapp.headers``."""
+    """An HTML answer; its security headers (CSP, no-store) come from ``smartapp.core.headers``."""
     return Response(page, status_code=status, media_type="text/html")
 
 
@@ -263,7 +263,7 @@ def review_handlers(state: AppState) -> list[Any]:
                 f"{context.fhir_user or 'an unknown user'}.",
                 403,
             )
-        client = fhir_client_for(state, session_id, context.iss)
+        client = state.access.client_for(session_id, context.iss)
         try:
             await sign(
                 database,

@@ -26,10 +26,10 @@ from fhir_mapping.composition import DRAFT_KEY_SYSTEM, TARGET_ELEMENT
 from fhir_mapping.document_reference import draft_document_reference
 from fhir_mapping.references import rewrite_references
 from fhir_mapping.signoff import verifier_provenance
-from smartapp.db import Database, DraftRow, WriteBackRow
-from smartapp.fhir_client import FhirClient, FhirError
-from smartapp.scopes import granted
-from smartapp.statuses import WriteBackStatus
+from smartapp.core.db import Database, DraftRow, WriteBackRow
+from smartapp.core.statuses import WriteBackStatus
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.ehr.scopes import granted
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
 KEY_SYSTEM = DRAFT_KEY_SYSTEM

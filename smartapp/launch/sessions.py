@@ -20,8 +20,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 from sqlalchemy import delete, text, update
 
-from smartapp.db import Database, PendingLaunchRow, SessionRow, utcnow
-from smartapp.oauth import SmartConfiguration, TokenResponse
+from smartapp.core.db import Database, PendingLaunchRow, SessionRow, utcnow
+from smartapp.launch.oauth import SmartConfiguration, TokenResponse
 
 PENDING_TTL_S = 600
 # A session's last-seen time is written at most this often (not on every request).

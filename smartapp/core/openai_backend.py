@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from pipeline.errors import ModelError
-from smartapp.metrics import MODEL_CALLS, MODEL_TOKENS
+from smartapp.core.metrics import MODEL_CALLS, MODEL_TOKENS
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 

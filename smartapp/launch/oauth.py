@@ -29,8 +29,8 @@ from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field
 
 from fhir_mapping.resources import RECORD_TYPES
-from smartapp.errors import LaunchError, logged
-from smartapp.settings import ClientRegistration, origin_of
+from smartapp.core.errors import LaunchError, logged
+from smartapp.core.settings import ClientRegistration, origin_of
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"

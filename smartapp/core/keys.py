@@ -16,7 +16,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
-from smartapp.settings import AppSettings, ClientRegistration, SigningAlg
+from smartapp.core.settings import AppSettings, ClientRegistration, SigningAlg
 
 
 def private_data_dir(settings: AppSettings) -> None:

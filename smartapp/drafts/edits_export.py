@@ -22,7 +22,7 @@ from sqlalchemy.orm import undefer
 
 from pipeline.evidence import EvidenceState
 from pipeline.summary import Sentence, Summary, cited_sources
-from smartapp.db import Database, DraftEditRow, DraftRow
+from smartapp.core.db import Database, DraftEditRow, DraftRow
 
 
 def editor_pseudonym(secret: bytes, actor: str) -> str:

@@ -23,12 +23,12 @@ from pipeline.evidence import EvidenceState
 from pipeline.review import ReviewAction, accept, awaiting_review, delete, edit, find_sentence
 from pipeline.summary import Sentence, Summary
 from pipeline.summary_text import render_markdown
-from smartapp.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
-from smartapp.errors import DraftStateError
-from smartapp.fhir_client import FhirClient, FhirError
-from smartapp.metrics import DRAFTS_SIGNED, WRITE_BACKS
-from smartapp.statuses import DRAFT_MOVES, DraftStatus, moved
-from smartapp.writeback import Write, idempotency_key, recorded, remote_status, write_signed
+from smartapp.core.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
+from smartapp.core.errors import DraftStateError
+from smartapp.core.metrics import DRAFTS_SIGNED, WRITE_BACKS
+from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, moved
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.ehr.writeback import Write, idempotency_key, recorded, remote_status, write_signed
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
 

@@ -3,7 +3,7 @@
 Exactly what ``/fhir/metadata`` lists: Composition read, vread, search (patient, encounter,
 status, date, type; ``_count`` and ``_offset`` paging) and ``$document``; Provenance search by
 target; Device read; ``Patient/$summarize`` in the FHIR asynchronous pattern (202 and a status
-URL to poll). Every request but ``metadata`` needs a bearer token (``smartapp.api_auth``);
+URL to poll). Every request but ``metadata`` needs a bearer token (``smartapp.api.auth``);
 errors are OperationOutcomes.
 """
 
@@ -22,11 +22,11 @@ from sqlalchemy import func, select
 
 from fhir_mapping.hosted import HostedDraft, device_id, document_bundle, hosted_draft
 from pipeline.rendering import render
-from smartapp.api_auth import ApiAuthError, ApiClient, TokenVerifier
-from smartapp.db import DraftRevisionRow, DraftRow, JobRow
-from smartapp.errors import CallerError
+from smartapp.api.auth import ApiAuthError, ApiClient, TokenVerifier
+from smartapp.core.db import DraftRevisionRow, DraftRow, JobRow
+from smartapp.core.errors import CallerError
+from smartapp.core.statuses import DraftStatus, JobState
 from smartapp.state import AppState
-from smartapp.statuses import DraftStatus, JobState
 
 FHIR_JSON = "application/fhir+json"
 DEFAULT_COUNT, MAX_COUNT = 20, 100

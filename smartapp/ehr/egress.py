@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import httpx
 
-from smartapp.settings import origin_of
+from smartapp.core.settings import origin_of
 
 TokenGetter = Callable[[bool], Awaitable[str | None]]
 

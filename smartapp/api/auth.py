@@ -20,9 +20,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
-from smartapp.errors import CallerError, logged
-from smartapp.scopes import granted, only_restricted
-from smartapp.settings import AppSettings
+from smartapp.core.errors import CallerError, logged
+from smartapp.core.settings import AppSettings
+from smartapp.ehr.scopes import granted, only_restricted
 
 ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
 JWKS_TTL_S = 300.0

@@ -11,7 +11,7 @@ from litestar import Request, Response
 
 from pipeline.errors import ProvenoteError
 from pipeline.rendering import render
-from smartapp.errors import log, new_error_id
+from smartapp.core.errors import log, new_error_id
 
 FHIR_JSON = "application/fhir+json"
 JSON_PREFIXES = ("/api/", "/jobs/")

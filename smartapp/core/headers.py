@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from litestar.types import Message, Scope
 
-from smartapp.settings import AppSettings
+from smartapp.core.settings import AppSettings
 
 STATIC_PREFIX = "/static/"
 HSTS = b"max-age=31536000; includeSubDomains"

@@ -1,0 +1,146 @@
+"""Pulling one stay's record: the searches ``fhir_mapping.pull_plan`` plans, run concurrently.
+
+``pull_record`` either returns everything the pipeline needs about one stay or raises; what it
+deliberately did not fetch (references outside the EHR) it says so in the bundle, so nothing is
+lost silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fhir_mapping.pull_plan import (
+    Search,
+    encounter_searches,
+    episode_searches,
+    follow_ups,
+    resource_key,
+    stay_search,
+    stay_searches,
+    stay_window,
+    unbounded,
+    whole_record_searches,
+)
+from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
+from smartapp.core.errors import logged
+from smartapp.ehr.fhir_client import FhirClient, FhirError, OutsideEhrError, SearchResult
+
+
+@dataclass(frozen=True, slots=True)
+class PullBounds:
+    """How far around the stay a record pull reaches (``fhir_mapping.pull_plan``)."""
+
+    window_h: float = 24.0
+    lookback_days: int = 365
+    inpatient_classes: list[str] = field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
+    # Pull everything the patient has (for an EHR whose searches cannot be bounded by date).
+    whole_record: bool = False
+
+
+def _merged(batches: Iterable[SearchResult]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The resources of several searches, each once (two searches may both find one)."""
+    seen: set[str] = set()
+    resources, not_fetched = [], []
+    for batch in batches:
+        not_fetched += batch.not_fetched
+        for resource in batch.resources:
+            key = resource_key(resource)
+            if key is None or key not in seen:
+                resources.append(resource)
+                seen.add(key or "")
+    return resources, not_fetched
+
+
+async def _search(client: FhirClient, search: Search) -> SearchResult:
+    """A bounded search; by patient alone when the EHR refuses a bound (more to read, nothing
+    missed)."""
+    try:
+        return await client.search(search.resource_type, search.params)
+    except FhirError as refused:
+        if refused.status != 400 or set(search.params) == {"patient"}:
+            raise
+        logged(f"search {search.resource_type}: bounds refused, searching by patient", str(refused))
+        wider = unbounded(search)
+        return await client.search(wider.resource_type, wider.params)
+
+
+async def find_stay(
+    client: FhirClient, patient_id: str, encounter_id: str | None, inpatient_classes: list[str]
+) -> dict[str, Any] | None:
+    """The stay's Encounter: the launch's, else the patient's latest inpatient encounter, else
+    their latest of any class (the mapping then refuses it as not an inpatient stay)."""
+    if encounter_id:
+        return await client.read("Encounter", encounter_id)
+    for search in stay_search(patient_id, inpatient_classes):
+        found = await client.search(search.resource_type, search.params, pages=1)
+        if found.resources:
+            return found.resources[0]
+    return None
+
+
+async def pull_record(
+    client: FhirClient,
+    patient_id: str,
+    encounter_id: str | None = None,
+    bounds: PullBounds | None = None,
+) -> dict[str, Any]:
+    """A collection Bundle of the patient and what the pipeline reads about one stay.
+
+    The searches are bounded by the stay (``fhir_mapping.pull_plan``); a stay without a start
+    date, or a patient without any encounter, falls back to the whole record. References
+    (medications, results, goals, attachments' Binaries) are followed only inside the EHR; one
+    that points elsewhere is not fetched and is listed in the bundle's not-fetched outcome.
+    """
+    bounds = bounds or PullBounds()
+    stay = await find_stay(client, patient_id, encounter_id, bounds.inpatient_classes)
+    window = (
+        stay_window(stay, bounds.window_h, bounds.lookback_days)
+        if stay and not bounds.whole_record
+        else None
+    )
+    if stay is not None and window is not None:
+        episode = await asyncio.gather(
+            *(_search(client, s) for s in episode_searches(patient_id, str(stay["id"]), window))
+        )
+        encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]
+        searches = [
+            *stay_searches(patient_id, window),
+            *encounter_searches(patient_id, encounters),
+        ]
+    else:
+        episode = []
+        searches = whole_record_searches(patient_id, RECORD_TYPES)
+    patient, *found = await asyncio.gather(
+        client.read("Patient", patient_id), *(_search(client, search) for search in searches)
+    )
+    resources, not_fetched = _merged([SearchResult([stay] if stay else []), *episode, *found])
+    resources.insert(0, patient)
+    wanted, binaries = follow_ups(resources)
+    inside = []
+    for reference in sorted(wanted | binaries):
+        try:
+            client.url(reference)
+        except OutsideEhrError:
+            logged("reference outside the EHR, not fetched", reference)
+            not_fetched.append((reference, "reference outside the EHR, not fetched"))
+            continue
+        inside.append(reference)
+    extra = await asyncio.gather(
+        *(client.binary(ref) if ref in binaries else client.read_reference(ref) for ref in inside)
+    )
+    resources += extra
+    if not_fetched:
+        resources.append(not_fetched_outcome(not_fetched))
+    return {
+        "resourceType": "Bundle",
+        "type": "collection",
+        "entry": [
+            {"fullUrl": f"{client.base}/{key}", "resource": resource}
+            if (key := resource_key(resource))
+            else {"resource": resource}
+            for resource in resources
+        ],
+    }

@@ -1,0 +1,52 @@
+"""The job service and its queue, as the settings ask: in-process workers, or procrastinate's."""
+
+from __future__ import annotations
+
+from pipeline.settings import get_settings
+from smartapp.core.db import Database
+from smartapp.core.settings import AppSettings
+from smartapp.ehr.pull import PullBounds
+from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
+from smartapp.jobs.queue import InProcessQueue, JobQueue, ProcrastinateQueue
+from smartapp.jobs.service import JobService, StageHook
+from smartapp.launch.tokens import EhrAccess
+
+
+def job_queue(settings: AppSettings) -> JobQueue:
+    """The queue the settings name: workers in this process, or procrastinate's."""
+    if settings.job_queue == "procrastinate":
+        return ProcrastinateQueue(
+            settings.database_dsn,
+            concurrency=settings.worker_concurrency,
+            heartbeat_s=settings.worker_heartbeat_s,
+            stalled_after_s=settings.worker_stalled_after_s,
+        )
+    return InProcessQueue(settings.job_workers)
+
+
+def job_service(
+    settings: AppSettings,
+    database: Database,
+    access: EhrAccess,
+    installation: str,
+    queue: JobQueue,
+    stage_hook: StageHook | None = None,
+) -> JobService:
+    """The job service of a started process (its database migrated, its installation known)."""
+    progress = PostgresProgressBus(database.engine) if database.is_postgresql else ProgressBus()
+    return JobService(
+        database,
+        access.client_for_job,
+        queue=queue,
+        progress=progress,
+        lease_s=settings.job_lease_s,
+        forced_strategies=settings.writeback_strategies,
+        stage_hook=stage_hook,
+        installation=installation,
+        inpatient_classes=settings.inpatient_classes,
+        pull_bounds=PullBounds(
+            window_h=get_settings().episode_window_h,
+            lookback_days=settings.record_lookback_days,
+            inpatient_classes=settings.inpatient_classes,
+        ),
+    )

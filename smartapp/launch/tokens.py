@@ -1,0 +1,156 @@
+"""The EHR's tokens, and FHIR clients that act with them.
+
+A launch session's access token is refreshed before it expires (or once after a 401), under the
+session store's refresh lock, so no two tasks or processes ever spend one refresh token twice. A
+job no user launched (the API's ``$summarize``) acts as Provenote itself, with a SMART Backend
+Services token per EHR.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+from joserfc.jwk import ECKey, RSAKey
+
+from smartapp.core.db import JobRow
+from smartapp.core.errors import LaunchError
+from smartapp.core.keys import registration_key
+from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.ehr.fhir_client import FhirClient, TokenGetter
+from smartapp.launch.oauth import (
+    SmartError,
+    client_credentials,
+    discover,
+    refresh_tokens,
+    system_scopes,
+)
+from smartapp.launch.sessions import SessionStore, StoredTokens
+
+
+def token_expiry(expires_in: int | None) -> float | None:
+    return time.time() + expires_in if expires_in else None
+
+
+def refresh_margin(settings: AppSettings, expires_in: int | None) -> float:
+    """How long before expiry a token is refreshed: never more than half its lifetime, so a
+    short-lived token is not refreshed on every request."""
+    margin = float(settings.refresh_margin_s)
+    return min(margin, expires_in / 2) if expires_in else margin
+
+
+class EhrAccess:
+    """How this process reaches each configured EHR: its registration, its key, the tokens of
+    launch sessions and of Provenote itself, and FHIR clients acting with them."""
+
+    def __init__(self, settings: AppSettings, store: SessionStore, http: httpx.AsyncClient) -> None:
+        self.settings = settings
+        self.store = store
+        self.http = http
+        self._keys: dict[str, RSAKey | ECKey | None] = {}
+        # SMART Backend Services tokens per EHR: (access token, scope, expiry).
+        self._backend: dict[str, tuple[str, str, float | None]] = {}
+
+    def key_for(self, registration: ClientRegistration) -> RSAKey | ECKey | None:
+        """The private_key_jwt key for an EHR (loaded once)."""
+        if registration.issuer not in self._keys:
+            self._keys[registration.issuer] = registration_key(self.settings, registration)
+        return self._keys[registration.issuer]
+
+    def registration(self, iss: str) -> ClientRegistration:
+        registration = self.settings.registration_for(iss)
+        if registration is None:
+            raise SmartError("this EHR is no longer configured for Provenote")
+        return registration
+
+    def token_getter(self, session_id: str) -> TokenGetter:
+        """The session's current access token; refreshed before expiry, or on demand after a
+        401 (once)."""
+
+        async def get_token(force_refresh: bool) -> str | None:
+            async with self.store.refresh_lock(session_id):
+                stored = await self.store.tokens(session_id)
+                if stored is None:
+                    return None
+                margin = refresh_margin(self.settings, stored.tokens.expires_in)
+                expiring = stored.expires_at is not None and (
+                    stored.expires_at - time.time() < margin
+                )
+                if not (force_refresh or expiring):
+                    return stored.tokens.access_token
+                if not stored.tokens.refresh_token:
+                    return None if force_refresh else stored.tokens.access_token
+                return await self._refresh(session_id, stored)
+
+        return get_token
+
+    async def _refresh(self, session_id: str, stored: StoredTokens) -> str | None:
+        context = await self.store.stored_context(session_id)
+        if context is None or stored.tokens.refresh_token is None:
+            return None
+        try:
+            registration = self.registration(context.iss)
+            fresh = await refresh_tokens(
+                self.http,
+                stored.config,
+                registration,
+                self.key_for(registration),
+                stored.tokens.refresh_token,
+            )
+        except SmartError:
+            return None
+        if fresh.refresh_token is None:
+            fresh.refresh_token = stored.tokens.refresh_token
+        expires_at = token_expiry(fresh.expires_in)
+        saved = StoredTokens(config=stored.config, tokens=fresh, expires_at=expires_at)
+        await self.store.save(session_id, context, saved)
+        return fresh.access_token
+
+    def _client(self, iss: str, token: TokenGetter) -> FhirClient:
+        settings = self.settings
+        return FhirClient(
+            iss,
+            self.http,
+            token,
+            concurrency=settings.fhir_concurrency,
+            max_retries=settings.fhir_max_retries,
+            page_size=settings.fhir_page_size,
+            max_binary_bytes=settings.max_attachment_bytes,
+        )
+
+    def client_for(self, session_id: str, iss: str) -> FhirClient:
+        """A client for the session's EHR, acting with the session's tokens."""
+        return self._client(iss, self.token_getter(session_id))
+
+    async def backend_client(self, iss: str) -> tuple[FhirClient, str]:
+        """A client acting as the app itself (client_credentials), and the scope it was
+        granted."""
+        registration = self.registration(iss)
+
+        async def fetch(force_refresh: bool) -> str | None:
+            cached = self._backend.get(iss)
+            fresh_enough = cached is not None and (
+                cached[2] is None or cached[2] - time.time() > self.settings.refresh_margin_s
+            )
+            if cached is not None and fresh_enough and not force_refresh:
+                return cached[0]
+            config = await discover(self.http, registration)
+            tokens = await client_credentials(
+                self.http, config, registration, self.key_for(registration), system_scopes(config)
+            )
+            expiry = token_expiry(tokens.expires_in)
+            self._backend[iss] = (tokens.access_token, tokens.scope, expiry)
+            return tokens.access_token
+
+        await fetch(False)
+        return self._client(iss, fetch), self._backend[iss][1]
+
+    async def client_for_job(self, job: JobRow) -> tuple[FhirClient, str]:
+        """A client for a job's EHR: as Provenote itself for the API's jobs, else with the
+        tokens of the launch behind the job; and the scope it acts with."""
+        if job.origin == "backend":
+            return await self.backend_client(job.iss)
+        context = await self.store.stored_context(job.session_id)
+        if context is None:
+            raise LaunchError("the job's launch session has ended; launch again from the chart")
+        return self.client_for(job.session_id, job.iss), context.scope
