@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from litestar import Litestar, Request, get, post
 from litestar.datastructures import Cookie
+from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
@@ -22,7 +23,9 @@ from sqlalchemy import func, select
 import templates
 from fhir_mapping.resources import type_counts
 from pipeline.rendering import render
-from smartapp.api.fhir_api import fhir_api_handlers
+from smartapp.api.auth import TokenVerifier
+from smartapp.api.controllers import FhirApiController
+from smartapp.api.guards import VERIFIER
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.core.db import DraftRow, JobRow, WriteBackRow
 from smartapp.core.errors import logged
@@ -486,7 +489,7 @@ def create_app(
             job_events,
             logout,
             *review_handlers(state),
-            *fhir_api_handlers(state),
+            FhirApiController,
             context_api,
             record_api,
             jwks,
@@ -498,9 +501,11 @@ def create_app(
         before_send=[security_headers(settings)],
         middleware=[request_ids],
         exception_handlers=EXCEPTION_HANDLERS,
+        dependencies={"provenote": Provide(lambda: state, sync_to_thread=False)},
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,
     )
     app.state.provenote = state
+    setattr(app.state, VERIFIER, TokenVerifier(settings, state.http))
     return app

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass
 
 import httpx
+from litestar.di import NamedDependency
 
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
@@ -48,6 +49,10 @@ class AppState:
     @property
     def launch_cookie(self) -> str:
         return SECURE_LAUNCH_COOKIE if self.settings.https else LAUNCH_COOKIE
+
+
+# What a controller declares to be handed the process's state (``create_app`` provides it).
+Provenote = NamedDependency[AppState]
 
 
 def trusted_origins(settings: AppSettings) -> list[str]:

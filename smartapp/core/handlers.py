@@ -17,22 +17,40 @@ FHIR_JSON = "application/fhir+json"
 JSON_PREFIXES = ("/api/", "/jobs/")
 
 
-def error_response(request: Request[Any, Any, Any], message: str, status: int) -> Response[Any]:
-    """The failure, in the form the requested path speaks."""
+def error_response(
+    request: Request[Any, Any, Any],
+    message: str,
+    status: int,
+    code: str = "exception",
+    headers: dict[str, str] | None = None,
+) -> Response[Any]:
+    """The failure, in the form the requested path speaks; under /fhir, ``code`` is the issue's
+    type and a 401 says how to authenticate."""
     path = request.url.path
+    headers = dict(headers or {})
     if path == "/fhir" or path.startswith("/fhir/"):
-        issue = {"severity": "error", "code": "exception", "diagnostics": message}
+        if status == 401:
+            headers["www-authenticate"] = 'Bearer realm="provenote", error="invalid_token"'
+        issue = {"severity": "error", "code": code, "diagnostics": message}
         body = {"resourceType": "OperationOutcome", "issue": [issue]}
-        return Response(body, status_code=status, media_type=FHIR_JSON)
+        return Response(body, status_code=status, media_type=FHIR_JSON, headers=headers)
     if path.startswith(JSON_PREFIXES):
-        return Response({"error": message}, status_code=status)
+        return Response({"error": message}, status_code=status, headers=headers)
     page = render("app/error.html.j2", message=message, heading="Something went wrong", advice=None)
-    return Response(page, status_code=status, media_type="text/html")
+    return Response(page, status_code=status, media_type="text/html", headers=headers)
 
 
 def provenote_error(request: Request[Any, Any, Any], failure: Exception) -> Response[Any]:
     status = getattr(failure, "status_code", ProvenoteError.status_code)
-    return error_response(request, str(failure), status if isinstance(status, int) else 500)
+    code = getattr(failure, "code", "exception")
+    headers = getattr(failure, "headers", None)
+    return error_response(
+        request,
+        str(failure),
+        status if isinstance(status, int) else 500,
+        code if isinstance(code, str) else "exception",
+        headers if isinstance(headers, dict) else None,
+    )
 
 
 def unexpected_error(request: Request[Any, Any, Any], failure: Exception) -> Response[Any]:

@@ -1,0 +1,241 @@
+"""Provenote's own FHIR R4 API under ``/fhir``: how other systems pull drafts and signed summaries.
+
+Exactly what ``/fhir/metadata`` lists: Composition read, vread, search (patient, encounter,
+status, date, type; ``_count`` and ``_offset`` paging) and ``$document``; Provenance search by
+target; Device read; ``Patient/$summarize`` in the FHIR asynchronous pattern (202 and a status
+URL to poll). Every route but ``metadata`` declares the scope it needs and is guarded by
+``smartapp.api.guards.api_token``; failures are OperationOutcomes (``smartapp.core.handlers``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from litestar import Controller, Request, get, post
+from litestar.params import FromPath
+from litestar.response import Response
+from sqlalchemy import func, select
+
+from fhir_mapping.hosted import device_id, document_bundle, hosted_draft
+from pipeline.rendering import render
+from smartapp.api.auth import ApiClient
+from smartapp.api.fhir_api import (
+    FHIR_ID,
+    ApiError,
+    bare_id,
+    date_matches,
+    fhir,
+    page_of,
+    paging,
+    searchset,
+    served,
+    type_matches,
+)
+from smartapp.api.guards import CALLER, api_token
+from smartapp.core.db import DraftRevisionRow, DraftRow, JobRow
+from smartapp.core.statuses import DraftStatus, JobState
+from smartapp.state import AppState, Provenote
+
+
+async def _draft_or_404(provenote: AppState, draft_id: str) -> DraftRow:
+    async with provenote.database.sessions() as session:
+        draft = await session.get(DraftRow, draft_id)
+    if draft is None:
+        raise ApiError(404, "not-found", f"Composition/{draft_id} is not known")
+    return draft
+
+
+class FhirApiController(Controller):
+    path = "/fhir"
+    guards: ClassVar = [api_token]
+
+    @get("/metadata")
+    async def metadata(self, provenote: Provenote) -> Response[Any]:
+        settings = provenote.settings
+        statement = render(
+            "app/capability_statement.json.j2",
+            base=settings.api_base,
+            date=datetime.now(UTC).date().isoformat(),
+            token_url=settings.api_token_url
+            or (f"{settings.api_issuer.rstrip('/')}/token" if settings.api_issuer else None),
+            summarize=bool(settings.api_ehr_base),
+        )
+        return fhir(json.loads(statement))
+
+    @get("/Composition/{draft_id:str}", opt={"scope": ("Composition", "r")})
+    async def read_composition(
+        self, provenote: Provenote, draft_id: FromPath[str]
+    ) -> Response[Any]:
+        draft = await _draft_or_404(provenote, draft_id)
+        return fhir(served(draft).composition, headers={"etag": f'W/"{draft.revision}"'})
+
+    @get("/Composition/{draft_id:str}/_history/{version:str}", opt={"scope": ("Composition", "r")})
+    async def vread_composition(
+        self, provenote: Provenote, draft_id: FromPath[str], version: FromPath[str]
+    ) -> Response[Any]:
+        revision = int(version) if version.isdigit() else -1
+        async with provenote.database.sessions() as session:
+            row = await session.get(DraftRevisionRow, (draft_id, revision))
+        if row is None:
+            raise ApiError(404, "not-found", f"Composition/{draft_id} has no version {version}")
+        hosted = hosted_draft(row.bundle, draft_id, row.revision, row.at)
+        return fhir(hosted.composition, headers={"etag": f'W/"{row.revision}"'})
+
+    @get("/Composition", opt={"scope": ("Composition", "s")})
+    async def search_composition(
+        self, provenote: Provenote, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        base = provenote.settings.api_base
+        params = {
+            key: request.query_params[key]
+            for key in ("patient", "encounter", "status", "date", "type")
+            if key in request.query_params
+        }
+        count, offset = paging(request)
+        query = select(DraftRow).order_by(DraftRow.created_at.desc(), DraftRow.id)
+        if "patient" in params:
+            query = query.where(DraftRow.patient == bare_id(params["patient"], "Patient"))
+        if "encounter" in params:
+            query = query.where(DraftRow.encounter == bare_id(params["encounter"], "Encounter"))
+        if "status" in params:
+            # A draft being signed is still preliminary until the EHR has taken it.
+            wanted = set(params["status"].split(","))
+            signing = DraftStatus.PRELIMINARY in wanted
+            stored = wanted | ({DraftStatus.SIGNING.value} if signing else set())
+            query = query.where(DraftRow.status.in_(stored))
+        async with provenote.database.sessions() as session:
+            if not {"date", "type"} & params.keys():
+                # Everything is in SQL: count, then read only the page.
+                total = await session.scalar(
+                    select(func.count()).select_from(query.order_by(None).subquery())
+                )
+                page = (await session.execute(query.offset(offset).limit(count))).scalars()
+                compositions = [served(draft).composition for draft in page]
+                bundle = searchset(
+                    base, "Composition", params, compositions, count, total or 0, offset
+                )
+                return fhir(bundle)
+            drafts = list((await session.execute(query)).scalars())
+        matches = []
+        for draft in drafts:
+            composition = served(draft).composition
+            if "date" in params and not date_matches(composition["date"], params["date"]):
+                continue
+            if "type" in params and not type_matches(composition, params["type"]):
+                continue
+            matches.append(composition)
+        return fhir(page_of(base, "Composition", params, matches, count, offset))
+
+    @get("/Composition/{draft_id:str}/$document", opt={"scope": ("Composition", "r")})
+    async def composition_document(
+        self, provenote: Provenote, draft_id: FromPath[str]
+    ) -> Response[Any]:
+        draft = await _draft_or_404(provenote, draft_id)
+        async with provenote.database.sessions() as session:
+            job = await session.get(JobRow, draft.job_id)
+        record = job.record if job is not None and job.record else {"entry": []}
+        document = document_bundle(
+            served(draft),
+            record,
+            api_base=provenote.settings.api_base,
+            ehr_base=draft.iss,
+            timestamp=datetime.now(UTC),
+        )
+        return fhir(document)
+
+    @get("/Provenance", opt={"scope": ("Provenance", "s")})
+    async def search_provenance(
+        self, provenote: Provenote, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        target = request.query_params.get("target")
+        if not target or "Composition/" not in target:
+            raise ApiError(
+                400, "not-supported", "Provenance is searched by target=Composition/{id}"
+            )
+        count, offset = paging(request)
+        async with provenote.database.sessions() as session:
+            draft = await session.get(DraftRow, bare_id(target, "Composition"))
+        provenances = served(draft).provenances if draft is not None else []
+        base = provenote.settings.api_base
+        return fhir(page_of(base, "Provenance", {"target": target}, provenances, count, offset))
+
+    @get("/Device/{device:str}", opt={"scope": ("Device", "r")})
+    async def read_device(self, provenote: Provenote, device: FromPath[str]) -> Response[Any]:
+        async with provenote.database.sessions() as session:
+            for bundle in (await session.execute(select(DraftRow.bundle))).scalars():
+                for entry in bundle["entry"]:
+                    resource = entry["resource"]
+                    if resource["resourceType"] == "Device" and device_id(resource) == device:
+                        return fhir(resource | {"id": device})
+        raise ApiError(404, "not-found", f"Device/{device} is not known")
+
+    @post(
+        "/Patient/{patient:str}/$summarize",
+        status_code=202,
+        opt={"scope": ("Composition", "c")},
+    )
+    async def summarize(
+        self, provenote: Provenote, request: Request[Any, Any, Any], patient: FromPath[str]
+    ) -> Response[Any]:
+        settings, jobs = provenote.settings, provenote.jobs
+        if not settings.api_ehr_base or jobs is None:
+            raise ApiError(400, "not-supported", "no EHR is configured for $summarize")
+        client: ApiClient = request.state[CALLER]
+        encounter = request.query_params.get("encounter")
+        encounter_id = bare_id(encounter, "Encounter") if encounter else None
+        for value in (patient, encounter_id):
+            if value is not None and not FHIR_ID.fullmatch(value):
+                raise ApiError(400, "invalid", "patient and encounter must be FHIR ids")
+        running = await jobs.running_for_client(client.client_id)
+        if running >= settings.api_max_jobs_per_client:
+            raise ApiError(
+                429,
+                "throttled",
+                f"{running} summaries are already running for this client; try again later",
+                {"retry-after": "30"},
+            )
+        job = await jobs.submit(
+            settings.api_ehr_base,
+            patient,
+            encounter_id,
+            origin="backend",
+            api_client=client.client_id,
+        )
+        body = {
+            "resourceType": "OperationOutcome",
+            "issue": [
+                {"severity": "information", "code": "informational", "diagnostics": "queued"}
+            ],
+        }
+        location = f"{settings.api_base}/_async/{job.id}"
+        return fhir(body, 202, {"content-location": location})
+
+    @get("/_async/{job_id:str}", opt={"scope": ("Composition", "r")})
+    async def async_status(self, provenote: Provenote, job_id: FromPath[str]) -> Response[Any]:
+        jobs = provenote.jobs
+        job = await jobs.get(job_id) if jobs is not None else None
+        if jobs is None or job is None or job.api_client is None:
+            raise ApiError(404, "not-found", "no such asynchronous request")
+        if job.state == JobState.FAILED:
+            raise ApiError(500, "exception", job.error or "the summary could not be made")
+        draft = await jobs.draft_of(job.id) if job.state == JobState.DONE else None
+        if draft is None:
+            return Response(
+                b"", status_code=202, headers={"x-progress": f"{job.stage}: {job.detail}"}
+            )
+        result = {
+            "resourceType": "Bundle",
+            "type": "batch-response",
+            "entry": [
+                {
+                    "resource": served(draft).composition,
+                    "response": {
+                        "status": "201 Created",
+                        "location": f"Composition/{draft.id}/_history/{draft.revision}",
+                    },
+                }
+            ],
+        }
+        return fhir(result)
