@@ -34,9 +34,10 @@ from smartapp.core.headers import security_headers
 from smartapp.core.keys import public_jwks, signing_key
 from smartapp.core.logs import request_ids
 from smartapp.core.metrics import JOBS
+from smartapp.core.responses import error_page, html
 from smartapp.core.settings import AppSettings, get_app_settings, normalise_issuer
 from smartapp.core.statuses import JobState
-from smartapp.drafts.pages import error_page, html, may_review, review_handlers
+from smartapp.drafts.controllers import DraftController
 from smartapp.drafts.review import reconcile_claim, stale_claims
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import pull_record
@@ -53,6 +54,7 @@ from smartapp.launch.oauth import (
     requested_scopes,
     validate_id_token,
 )
+from smartapp.launch.roles import may_review
 from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.launch.tokens import token_expiry
 from smartapp.state import AppState, new_state
@@ -488,7 +490,7 @@ def create_app(
             job_retry,
             job_events,
             logout,
-            *review_handlers(state),
+            DraftController,
             FhirApiController,
             context_api,
             record_api,

@@ -27,9 +27,9 @@ from pipeline.review import (
 )
 from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
 from smartapp.core.csrf import csrf_token, csrf_valid
-from smartapp.drafts.pages import practitioner_reference
 from smartapp.ehr.scopes import granted, only_restricted
 from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.launch.roles import practitioner_reference
 from smartapp.launch.sessions import LaunchContext
 from smartapp.launch.style import safe_style
 

@@ -1,0 +1,20 @@
+"""HTML answers: a page, or an error page that says what happened and that nothing changed."""
+
+from __future__ import annotations
+
+from litestar.response import Response
+
+from pipeline.rendering import render
+
+
+def html(page: str, status: int = 200) -> Response[str]:
+    """An HTML answer; its security headers (CSP, no-store) come from ``smartapp.core.headers``."""
+    return Response(page, status_code=status, media_type="text/html")
+
+
+def error_page(message: str, status: int = 400, heading: str | None = None) -> Response[str]:
+    """An error page; without a heading it is the launch's (no token exchanged, nothing kept)."""
+    advice = "Nothing was changed." if heading else None
+    return html(
+        render("app/error.html.j2", message=message, heading=heading, advice=advice), status
+    )
