@@ -5,7 +5,8 @@ and services that need a part of it."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import httpx
 from litestar.di import NamedDependency
@@ -41,6 +42,8 @@ class AppState:
     jobs: JobService | None = None
     loop: asyncio.AbstractEventLoop | None = None
     installation: str = ""
+    # Open progress streams per browser session (capped: settings.max_event_streams).
+    event_streams: Counter[str] = field(default_factory=Counter)
 
     @property
     def session_cookie(self) -> str:

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -121,6 +122,12 @@ def test_each_request_gets_an_id_and_one_access_line_without_its_query(
     with running_app(sandbox, tmp_path) as app, caplog.at_level(logging.INFO, "provenote.access"):
         kept = httpx.get(f"{app.base_url}/health", headers={"x-request-id": "lb-0123456789"})
         made = httpx.get(f"{app.base_url}/callback", params={"code": "SECRETCODE123", "state": "x"})
+        # The access line is written once the answer has gone out: wait for it.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+            getattr(record, "path", None) == "/callback" for record in caplog.records
+        ):
+            time.sleep(0.02)
     assert kept.headers["x-request-id"] == "lb-0123456789"
     assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
     lines = [json.loads(JsonFormatter().format(record)) for record in caplog.records]

@@ -163,6 +163,17 @@ class JobService:
         await self.queue.enqueue(job.id)
         return job
 
+    async def latest_for(self, iss: str, patient: str, encounter: str | None) -> JobRow | None:
+        """The newest job for a patient's stay on an EHR (a launch may share it)."""
+        async with self.database.sessions() as session:
+            found = await session.execute(
+                select(JobRow)
+                .where(JobRow.iss == iss, JobRow.patient == patient, JobRow.encounter == encounter)
+                .order_by(JobRow.created_at.desc())
+                .limit(1)
+            )
+            return found.scalar_one_or_none()
+
     async def running_for_client(self, api_client: str) -> int:
         """Jobs an API client has queued or running."""
         async with self.database.sessions() as session:

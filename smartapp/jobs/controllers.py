@@ -1,0 +1,146 @@
+"""The launch's landing page and its job: state, retry, and progress as Server-Sent Events.
+
+A job is seen only from a launch for its patient on its EHR (``smartapp.launch.guards``). The
+progress stream is fed by the progress bus (in this process or, at scale, by NOTIFY from the
+worker running the job) and polls the job row when it hears nothing, so it ends with the job
+wherever that ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar
+
+from litestar import Controller, Request, get, post
+from litestar.di import Provide
+from litestar.params import FromPath
+from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
+from sqlalchemy import select
+
+from pipeline.rendering import render
+from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
+from smartapp.core.db import DraftRow, JobRow, WriteBackRow
+from smartapp.core.responses import html
+from smartapp.core.statuses import JobState
+from smartapp.ehr.writeback import WRITE_BACK_WORDS
+from smartapp.jobs.service import JobService, job_view
+from smartapp.launch.guards import VisibleRecord, launched_for_job, visible_job
+from smartapp.launch.sessions import LaunchContext
+from smartapp.state import AppState, Provenote
+
+
+async def _latest_job(
+    provenote: AppState, context: LaunchContext | None
+) -> tuple[JobRow | None, DraftRow | None]:
+    """The newest job for the launch context's patient and encounter (it may be shared)."""
+    if context is None or not context.patient or provenote.jobs is None:
+        return None, None
+    job = await provenote.jobs.latest_for(context.iss, context.patient, context.encounter)
+    draft = await provenote.jobs.draft_of(job.id) if job is not None else None
+    return job, draft
+
+
+async def _write_back_of(provenote: AppState, draft: DraftRow | None) -> WriteBackRow | None:
+    if draft is None:
+        return None
+    async with provenote.database.sessions() as session:
+        found = await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft.id))
+        return found.scalar_one_or_none()
+
+
+class LandingController(Controller):
+    @get("/")
+    async def landing(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[str]:
+        session_id = request.cookies.get(provenote.session_cookie)
+        context = await provenote.store.context(session_id)
+        job, draft = await _latest_job(provenote, context)
+        style = await provenote.styles.get(context.smart_style_url if context else None)
+        page = render(
+            "app/landing.html.j2",
+            context=context,
+            job=job,
+            draft=draft,
+            write_back=await _write_back_of(provenote, draft),
+            write_back_words=WRITE_BACK_WORDS,
+            smart_style=style,
+            csrf=csrf_token(provenote.secret, session_id) if context and session_id else "",
+        )
+        return html(page)
+
+
+class JobController(Controller):
+    path = "/jobs/{job_id:str}"
+    guards: ClassVar = [launched_for_job]
+    dependencies: ClassVar = {"visible": Provide(visible_job, sync_to_thread=False)}
+
+    @staticmethod
+    def _jobs(provenote: AppState) -> JobService:
+        assert provenote.jobs is not None  # the guard found the job through it
+        return provenote.jobs
+
+    @get("/")
+    async def job_api(
+        self, provenote: Provenote, visible: VisibleRecord, job_id: FromPath[str]
+    ) -> dict[str, Any]:
+        assert visible.job is not None
+        draft = await self._jobs(provenote).draft_of(job_id)
+        return job_view(visible.job) | {"draft": draft.id if draft else None}
+
+    @post("/retry")
+    async def job_retry(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        request: Request[Any, Any, Any],
+        job_id: FromPath[str],
+    ) -> Response[Any]:
+        assert visible.job is not None
+        form = await request.form()
+        presented = request.headers.get(HEADER) or form.get(FIELD)
+        if not csrf_valid(provenote.secret, visible.session_id, presented):
+            return Response({"error": "missing or wrong CSRF token"}, status_code=403)
+        retried = await self._jobs(provenote).retry(job_id)
+        if request.headers.get("accept", "").startswith("text/html"):
+            return Redirect("/", status_code=303)
+        return Response(job_view(retried or visible.job), status_code=202)
+
+    @get("/events")
+    async def job_events(
+        self, provenote: Provenote, visible: VisibleRecord, job_id: FromPath[str]
+    ) -> Response[Any] | ServerSentEvent:
+        session_id = visible.session_id
+        streams = provenote.event_streams
+        if streams[session_id] >= provenote.settings.max_event_streams:
+            return Response(
+                {"error": "too many progress streams open for this session"},
+                status_code=429,
+                headers={"retry-after": "5"},
+            )
+        jobs = self._jobs(provenote)
+        streams[session_id] += 1
+
+        async def stream() -> AsyncGenerator[ServerSentEventMessage, None]:
+            queue = jobs.listen(job_id)
+            try:
+                current = await jobs.get(job_id)
+                view = job_view(current) if current is not None else {}
+                yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                while view.get("state") not in {JobState.DONE, JobState.FAILED}:
+                    with contextlib.suppress(TimeoutError):
+                        view = await asyncio.wait_for(queue.get(), timeout=15)
+                        yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                        continue
+                    # No news: the job may have ended in another process, or the session.
+                    current = await jobs.get(job_id)
+                    view = job_view(current) if current else {"state": JobState.FAILED}
+                    if await provenote.store.stored_context(session_id) is None:
+                        break
+                yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+            finally:
+                jobs.unlisten(job_id, queue)
+                streams[session_id] -= 1
+
+        return ServerSentEvent(stream())

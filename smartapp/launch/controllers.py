@@ -1,0 +1,265 @@
+"""The SMART App Launch (EHR and standalone), the launch context, sign-out and the app's keys.
+
+``/launch`` accepts only a configured EHR (default deny), discovers it, and sends the browser to
+authorize with PKCE, a nonce and a pending launch bound to this browser; ``/callback`` checks
+the answer came from that EHR, exchanges the code, validates the id_token, opens a session
+whose id only the server chose, and starts (or joins) the stay's drafting job.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import Cookie
+from litestar.params import FromQuery, QueryParameter
+from litestar.response import Redirect, Response
+
+from fhir_mapping.resources import type_counts
+from smartapp.core.csrf import FIELD, csrf_valid
+from smartapp.core.errors import logged
+from smartapp.core.keys import public_jwks, signing_key
+from smartapp.core.responses import error_page
+from smartapp.core.settings import normalise_issuer
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.ehr.pull import pull_record
+from smartapp.launch.oauth import (
+    SmartError,
+    authorize_url,
+    discover,
+    exchange_code,
+    new_pkce,
+    oauth_error_code,
+    requested_scopes,
+    validate_id_token,
+)
+from smartapp.launch.roles import may_review
+from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
+from smartapp.launch.tokens import token_expiry
+from smartapp.state import AppState, Provenote
+
+
+def cookie(provenote: AppState, name: str, value: str, max_age: int | None = None) -> Cookie:
+    return Cookie(
+        key=name,
+        value=value,
+        httponly=True,
+        samesite="lax",
+        secure=provenote.settings.secure_cookies or provenote.settings.https,
+        path="/",
+        max_age=max_age,
+    )
+
+
+async def _stay_class(client: FhirClient, encounter: str) -> str | None:
+    """The encounter's class code, or None when the EHR does not let us read it."""
+    try:
+        resource = await client.read("Encounter", encounter)
+    except FhirError:
+        return None
+    kind = resource.get("class")
+    return kind.get("code") if isinstance(kind, dict) else None
+
+
+class LaunchController(Controller):
+    @get("/launch")
+    async def launch(
+        self,
+        provenote: Provenote,
+        iss: FromQuery[str | None] = None,
+        launch: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        settings = provenote.settings
+        if not iss:
+            return error_page("The launch did not say which EHR it came from (no iss parameter).")
+        registration = settings.registration_for(iss)
+        if registration is None:
+            # Nothing is fetched from an issuer that is not configured, and nothing it sent is
+            # echoed back: /launch is neither a request-forgery tool nor an open redirect.
+            return error_page("This app is not configured to be launched from that EHR.", 403)
+        try:
+            config = await discover(provenote.http, registration)
+        except SmartError as error:
+            return error_page(str(error), 502)
+        if (
+            config.code_challenge_methods_supported
+            and "S256" not in config.code_challenge_methods_supported
+        ):
+            return error_page("The EHR does not support PKCE S256, which this app requires.", 502)
+        binding = SessionStore.new_id()
+        verifier, challenge = new_pkce()
+        nonce = secrets.token_urlsafe(24)
+        state_value = secrets.token_urlsafe(32)
+        await provenote.store.add_pending(
+            state_value,
+            binding,
+            PendingLaunch(iss=registration.issuer, config=config, verifier=verifier, nonce=nonce),
+        )
+        target = authorize_url(
+            config,
+            client_id=registration.client_id,
+            redirect_uri=settings.redirect_uri,
+            scope=requested_scopes(
+                config, ehr_launch=bool(launch), offline=settings.offline_access
+            ),
+            state=state_value,
+            aud=iss,
+            challenge=challenge,
+            launch=launch,
+            nonce=nonce,
+        )
+        bound = cookie(provenote, provenote.launch_cookie, binding, 600)
+        return Redirect(target, status_code=302, cookies=[bound])
+
+    @get("/callback")
+    async def callback(
+        self,
+        provenote: Provenote,
+        request: Request[Any, Any, Any],
+        code: FromQuery[str | None] = None,
+        state_param: Annotated[str | None, QueryParameter(name="state")] = None,
+        error: FromQuery[str | None] = None,
+        error_description: FromQuery[str | None] = None,
+        iss: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        settings = provenote.settings
+        pending = await provenote.store.take_pending(
+            state_param or "", request.cookies.get(provenote.launch_cookie)
+        )
+        if error:
+            error_id = logged("authorization refused", f"{error}: {error_description}")
+            shown = oauth_error_code(error) or "refused"
+            return error_page(
+                f"The EHR refused the authorization ({shown}; error {error_id}).", 403
+            )
+        if pending is None:
+            return error_page(
+                "The launch's state is unknown, expired, already used, or from another browser."
+            )
+        config = pending.config
+        if (iss is not None or config.authorization_response_iss_parameter_supported) and (
+            normalise_issuer(iss or "") != normalise_issuer(config.issuer or "")
+        ):
+            return error_page("The authorization response came from another server.", 403)
+        if not code:
+            return error_page("The EHR sent no authorization code.")
+        try:
+            registration = provenote.access.registration(pending.iss)
+            tokens = await exchange_code(
+                provenote.http,
+                config,
+                registration,
+                provenote.access.key_for(registration),
+                code=code,
+                verifier=pending.verifier,
+                redirect_uri=settings.redirect_uri,
+            )
+            claims = (
+                await validate_id_token(
+                    provenote.http, config, tokens.id_token, registration.client_id, pending.nonce
+                )
+                if tokens.id_token
+                else {}
+            )
+        except SmartError as failure:
+            return error_page(str(failure), 502)
+        context = LaunchContext(
+            iss=pending.iss,
+            patient=tokens.patient,
+            encounter=tokens.encounter,
+            fhir_user=claims.get("fhirUser"),
+            need_patient_banner=tokens.need_patient_banner,
+            smart_style_url=tokens.smart_style_url,
+            scope=tokens.scope,
+        )
+        expires_at = token_expiry(tokens.expires_in)
+        stored = StoredTokens(config=config, tokens=tokens, expires_at=expires_at)
+        # A new session, whose id only the server chose: never the cookie the browser brought.
+        session_id = SessionStore.new_id()
+        await provenote.store.save(session_id, context, stored)
+        cookies = [
+            cookie(provenote, provenote.session_cookie, session_id),
+            cookie(provenote, provenote.launch_cookie, "", 0),
+        ]
+        if context.patient and context.encounter:
+            client = provenote.access.client_for(session_id, context.iss)
+            kind = await _stay_class(client, context.encounter)
+            if kind is not None and kind not in settings.inpatient_classes:
+                page = error_page(
+                    f"Provenote drafts discharge summaries for inpatient stays; this encounter "
+                    f"is of class {kind}. Nothing was drafted or written to the chart.",
+                    409,
+                    heading="Not an inpatient stay",
+                )
+                page.cookies.extend(cookies)
+                return page
+        if context.patient and provenote.jobs is not None:
+            await provenote.jobs.submit(
+                context.iss,
+                context.patient,
+                context.encounter,
+                session_id=session_id,
+                may_write=may_review(settings, context),
+            )
+        return Redirect("/", status_code=302, cookies=cookies)
+
+    @post("/logout")
+    async def logout(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[Any]:
+        session_id = request.cookies.get(provenote.session_cookie)
+        form = await request.form()
+        if session_id and not csrf_valid(provenote.secret, session_id, form.get(FIELD)):
+            return error_page("The form's security token is missing or wrong.", 403, "Refused")
+        await provenote.store.end(session_id)
+        page = error_page(
+            "You are signed out of Provenote. Launch it again from the patient's chart.",
+            200,
+            heading="Signed out",
+        )
+        page.cookies.append(cookie(provenote, provenote.session_cookie, "", 0))
+        return page
+
+    @get("/api/context")
+    async def context_api(
+        self, provenote: Provenote, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        context = await provenote.store.context(request.cookies.get(provenote.session_cookie))
+        if context is None:
+            return Response({"error": "no launch in this session"}, status_code=401)
+        return Response(context.model_dump())
+
+    @get("/api/record")
+    async def record_api(
+        self, provenote: Provenote, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        session_id = request.cookies.get(provenote.session_cookie)
+        context = await provenote.store.context(session_id)
+        if context is None or session_id is None or not context.patient:
+            return Response(
+                {"error": "no patient in this session's launch context"}, status_code=401
+            )
+        client = provenote.access.client_for(session_id, context.iss)
+        try:
+            bundle = await pull_record(client, context.patient, context.encounter)
+        except FhirError as failure:
+            return Response({"error": str(failure)}, status_code=502)
+        return Response(
+            {
+                "patient": context.patient,
+                "encounter": context.encounter,
+                "counts": type_counts(bundle),
+            }
+        )
+
+    @get("/.well-known/jwks.json")
+    async def jwks(self, provenote: Provenote) -> dict[str, Any]:
+        settings = provenote.settings
+        registrations = [settings.registration_for(iss) for iss in settings.allowed_issuers]
+        keys = [
+            provenote.access.key_for(registration)
+            for registration in [*registrations, *settings.registrations]
+            if registration
+        ]
+        if settings.client_auth == "private_key_jwt":
+            keys.append(signing_key(settings))
+        return public_jwks([key for key in keys if key is not None])
