@@ -424,7 +424,7 @@ def worker(
 
     from pipeline.errors import ProvenoteError
     from smartapp.core.logs import configure_logging
-    from smartapp.jobs.worker import run_worker
+    from smartapp.worker import run_worker
 
     settings = get_app_settings()
     configure_logging(settings.log_format == "json", settings.log_level)

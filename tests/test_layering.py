@@ -63,3 +63,34 @@ def test_fhir_mapping_reads_no_document_and_runs_no_model() -> None:
         if imported_modules(path) & IMPURE_PIPELINE
     }
     assert offenders == {}
+
+
+# smartapp's slices, each importing only itself and those before it. The process's state
+# (smartapp.state) is handed to controllers; services never reach for it. The app factory, the
+# state, the worker and the operations routes assemble everything (smartapp/*.py).
+SLICES = ("core", "ehr", "launch", "drafts", "jobs", "api")
+
+
+def _smartapp_imports(path: Path) -> set[str]:
+    return {
+        module.split(".")[1]
+        for module in imported_modules(path)
+        if module.startswith("smartapp.") and module.count(".") >= 1
+    }
+
+
+@pytest.mark.parametrize("slice_name", SLICES)
+def test_a_slice_imports_only_itself_and_the_slices_before_it(slice_name: str) -> None:
+    allowed = set(SLICES[: SLICES.index(slice_name) + 1])
+    offenders = {}
+    for path in (ROOT / "smartapp" / slice_name).rglob("*.py"):
+        permitted = allowed | ({"state"} if path.name == "controllers.py" else set())
+        wrong = _smartapp_imports(path) - permitted
+        if wrong:
+            offenders[str(path.relative_to(ROOT))] = sorted(wrong)
+    assert offenders == {}
+
+
+def test_only_the_assembly_sits_outside_the_slices() -> None:
+    loose = {path.name for path in (ROOT / "smartapp").glob("*.py")}
+    assert loose == {"__init__.py", "app.py", "state.py", "worker.py", "operations.py"}
