@@ -16,12 +16,11 @@ from litestar import Controller, Request, get, post
 from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.response import Redirect, Response
-from sqlalchemy import select
 
 from pipeline.rendering import render
 from pipeline.review import ReviewError, review_items
 from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
-from smartapp.core.db import AuditRow, DraftRow, WriteBackRow
+from smartapp.core.db import DraftRow
 from smartapp.core.responses import error_page, html
 from smartapp.core.statuses import DraftStatus
 from smartapp.drafts.pages import PARTIAL_HEADER, citations, patient_banner
@@ -34,6 +33,7 @@ from smartapp.drafts.review import (
     reviewed,
     sign,
 )
+from smartapp.drafts.store import audit, write_back_of
 from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write
 from smartapp.launch.guards import Visible, VisibleRecord, launched_for_draft, visible_draft
 from smartapp.launch.roles import may_review, practitioner_reference
@@ -46,12 +46,6 @@ class Submission:
 
     form: dict[str, str]
     revision: int
-
-
-async def _write_back_of(provenote: AppState, draft_id: str) -> WriteBackRow | None:
-    async with provenote.database.sessions() as session:
-        found = await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))
-        return found.scalar_one_or_none()
 
 
 async def _review_values(
@@ -74,7 +68,7 @@ async def _review_values(
         "write_back_words": WRITE_BACK_WORDS,
         "user": context.fhir_user,
         "csrf": csrf_token(provenote.secret, visible.session_id),
-        "write_back": await _write_back_of(provenote, draft.id),
+        "write_back": await write_back_of(provenote.database, draft.id),
         "message": message,
         "context": context,
         "patient": patient_banner(opened.state),
@@ -138,8 +132,7 @@ class DraftController(Controller):
         draft = visible.draft
         assert draft is not None
         actor = visible.context.fhir_user or "unknown user"
-        async with provenote.database.sessions() as session, session.begin():
-            session.add(AuditRow(actor=actor, action="draft_viewed", draft_id=draft.id, detail=""))
+        await audit(provenote.database, actor, "draft_viewed", draft.id, "")
         try:
             values = await _review_values(provenote, visible, draft)
         except ReviewRefusedError as refused:
@@ -215,7 +208,7 @@ class DraftController(Controller):
     ) -> dict[str, Any]:
         draft = visible.draft
         assert draft is not None
-        written = await _write_back_of(provenote, draft.id)
+        written = await write_back_of(provenote.database, draft.id)
         return {
             "id": draft.id,
             "version": draft.version,

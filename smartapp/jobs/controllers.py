@@ -18,13 +18,13 @@ from litestar import Controller, Request, get, post
 from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
-from sqlalchemy import select
 
 from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
-from smartapp.core.db import DraftRow, JobRow, WriteBackRow
+from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
+from smartapp.drafts.store import write_back_of
 from smartapp.ehr.writeback import WRITE_BACK_WORDS
 from smartapp.jobs.service import JobService, job_view
 from smartapp.launch.guards import VisibleRecord, launched_for_job, visible_job
@@ -43,14 +43,6 @@ async def _latest_job(
     return job, draft
 
 
-async def _write_back_of(provenote: AppState, draft: DraftRow | None) -> WriteBackRow | None:
-    if draft is None:
-        return None
-    async with provenote.database.sessions() as session:
-        found = await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft.id))
-        return found.scalar_one_or_none()
-
-
 class LandingController(Controller):
     @get("/")
     async def landing(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[str]:
@@ -63,7 +55,7 @@ class LandingController(Controller):
             context=context,
             job=job,
             draft=draft,
-            write_back=await _write_back_of(provenote, draft),
+            write_back=await write_back_of(provenote.database, draft.id) if draft else None,
             write_back_words=WRITE_BACK_WORDS,
             smart_style=style,
             csrf=csrf_token(provenote.secret, session_id) if context and session_id else "",

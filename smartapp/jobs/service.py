@@ -25,21 +25,22 @@ from sqlalchemy import func, select, update
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.resources import type_counts
 from pipeline.errors import InputError, ProvenoteError
+from pipeline.evidence import EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
-from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, JobRow
+from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.logs import JOB_ID
 from smartapp.core.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
 from smartapp.core.statuses import (
     ACTIVE_JOB_STATES,
     JOB_MOVES,
-    DraftStatus,
     JobStage,
     JobState,
     moved,
 )
+from smartapp.drafts.store import audit, create_draft, draft_of_job
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import PullBounds, pull_record
 from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write, write_back
@@ -376,7 +377,8 @@ class JobService:
         write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
         outcome = await write_back(self.database, client, draft, scope, write)
         WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
-        await self._audit(
+        await audit(
+            self.database,
             f"provenote job {job.id}",
             f"write_back_{outcome.status}",
             draft.id,
@@ -394,61 +396,20 @@ class JobService:
         )
         JOBS_FINISHED.labels(JobState.DONE).inc()
 
-    async def _audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
-        async with self.database.sessions() as session, session.begin():
-            session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))
-
     async def draft_of(self, job_id: str) -> DraftRow | None:
-        async with self.database.sessions() as session:
-            return (
-                await session.execute(select(DraftRow).where(DraftRow.job_id == job_id))
-            ).scalar_one_or_none()
+        return await draft_of_job(self.database, job_id)
 
-    async def _store_draft(self, job: JobRow, state: Any) -> DraftRow:
+    async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
         summary = await asyncio.to_thread(
             summarize_evidence, state, ratio=get_settings().focus_ratio
         )
-        bundle = draft_bundle(summary, state, datetime.now(UTC))
-        markdown = render_markdown(summary, state)
-        encounter = (state.encounter or "").split("/")[-1]
-        async with self.database.sessions() as session, session.begin():
-            latest = (
-                await session.execute(
-                    select(func.max(DraftRow.version)).where(
-                        DraftRow.patient == job.patient, DraftRow.encounter == encounter
-                    )
-                )
-            ).scalar_one_or_none()
-            now = datetime.now(UTC)
-            draft = DraftRow(
-                id=str(uuid.uuid4()),
-                created_at=now,
-                updated_at=now,
-                job_id=job.id,
-                iss=job.iss,
-                patient=job.patient,
-                encounter=encounter,
-                version=(latest or 0) + 1,
-                status=DraftStatus.PRELIMINARY,
-                bundle=bundle,
-                markdown=markdown,
-                summary=summary.model_dump(mode="json"),
-                evidence=state.model_dump(mode="json"),
-                revision=1,
-            )
-            session.add(draft)
-            await session.flush()
-            session.add(
-                DraftRevisionRow(
-                    draft_id=draft.id, revision=1, status=draft.status, bundle=bundle, at=now
-                )
-            )
-            session.add(
-                AuditRow(
-                    actor=f"provenote job {job.id}",
-                    action="draft_created",
-                    draft_id=draft.id,
-                    detail=f"version {draft.version} for Patient/{job.patient}",
-                )
-            )
-        return draft
+        return await create_draft(
+            self.database,
+            job_id=job.id,
+            iss=job.iss,
+            patient=job.patient,
+            summary=summary,
+            state=state,
+            bundle=draft_bundle(summary, state, datetime.now(UTC)),
+            markdown=render_markdown(summary, state),
+        )
