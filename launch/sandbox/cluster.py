@@ -207,5 +207,5 @@ def cluster(
         sandbox.app_launch_url = f"{base_url}/launch"
         yield running
     finally:
-        server.stop()
         running.stop()
+        server.stop()
