@@ -14,6 +14,7 @@ import httpx
 
 from launch.demo import inpatient_encounter as chart_inpatient_encounter
 from launch.sandbox.authorization import RegisteredClient
+from launch.sandbox.cluster import Cluster
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import AppSettings, ClientRegistration
@@ -101,7 +102,9 @@ def launch_job(
     return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
 
 
-def wait_for(browser: httpx.Client, app: RunningApp, job_id: str, timeout_s: float = 120) -> dict:
+def wait_for(
+    browser: httpx.Client, app: RunningApp | Cluster, job_id: str, timeout_s: float = 120
+) -> dict:
     deadline = time.monotonic() + timeout_s
     job: dict = {}
     while time.monotonic() < deadline:

@@ -29,7 +29,7 @@ from smartapp.core.settings import AppSettings
 from smartapp.launch.oauth import TokenResponse, discover
 from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
-from tests.smart_support import launch_job
+from tests.smart_support import launch_job, wait_for
 
 # One test worker starts the cluster for the whole module (launch/test.sh: --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("scale-out")
@@ -95,17 +95,6 @@ def _query(cluster: Cluster, sql: str, *args: object) -> list[asyncpg.Record]:
     return asyncio.run(run())
 
 
-def _wait_done(browser: httpx.Client, cluster: Cluster, job_id: str, timeout_s: float) -> dict:
-    deadline = time.monotonic() + timeout_s
-    job: dict = {}
-    while time.monotonic() < deadline:
-        job = browser.get(f"{cluster.base_url}/jobs/{job_id}").json()
-        if job.get("state") in {"done", "failed"}:
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
-
-
 def _read_events(url: str, cookies: dict[str, str], into: list[dict]) -> None:
     with (
         httpx.Client(timeout=httpx.Timeout(60, read=60), cookies=cookies) as client,
@@ -153,7 +142,7 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
             health_system.worker_by_pid(killed_pid).wait(timeout=10)
             sandbox.set_fault("none", count=0)
 
-            job = _wait_done(browser, health_system, job_id, timeout_s=180)
+            job = wait_for(browser, health_system, job_id, timeout_s=180)
             reader.join(timeout=60)
         assert job["state"] == "done", job
         assert job["attempts"] >= 2
@@ -194,7 +183,7 @@ def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(
     def launch_and_wait(patient: str) -> tuple[str, dict, dict]:
         with httpx.Client(follow_redirects=True, timeout=300) as browser:
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
-            job = _wait_done(browser, health_system, job_id, timeout_s=600)
+            job = wait_for(browser, health_system, job_id, timeout_s=600)
             draft = browser.get(f"{health_system.base_url}/api/drafts/{job.get('draft')}")
             return patient, job, draft.json()
 
