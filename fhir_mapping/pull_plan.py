@@ -21,7 +21,6 @@ from typing import Any
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
 ACTIVE_CONDITION = "active,recurrence,relapse"
-LIVE_ALLERGY = "active,inactive,resolved"
 LIVE_ORDER = "active,on-hold,draft,unknown"
 LIVE_PLAN = "active,on-hold,draft"
 UPCOMING_APPOINTMENT = "proposed,pending,booked,arrived"

@@ -138,14 +138,15 @@ class Cluster:
 def _process(
     arguments: list[str], env: dict[str, str], logs: Path, number: int
 ) -> subprocess.Popen[bytes]:
-    log = (logs / f"{arguments[0]}-{number}.log").open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "launch.cli", *arguments],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    # The process holds its own copy of the log's descriptor; ours is closed at once.
+    with (logs / f"{arguments[0]}-{number}.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "launch.cli", *arguments],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], logs: Path) -> None:

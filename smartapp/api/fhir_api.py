@@ -13,8 +13,8 @@ from litestar.response import Response
 from fhir_mapping.hosted import HostedDraft, hosted_draft
 from smartapp.core.db import DraftRow
 from smartapp.core.errors import CallerError
+from smartapp.core.handlers import FHIR_JSON
 
-FHIR_JSON = "application/fhir+json"
 DEFAULT_COUNT, MAX_COUNT = 20, 100
 # Deeper pages than this are refused (400): a client pages with ``next`` links, or narrows.
 MAX_OFFSET = 10_000
@@ -35,19 +35,6 @@ def fhir(
     resource: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
 ) -> Response[Any]:
     return Response(resource, status_code=status, media_type=FHIR_JSON, headers=headers or {})
-
-
-def outcome(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
-) -> Response[Any]:
-    headers = dict(headers or {})
-    if status == 401:
-        headers["www-authenticate"] = 'Bearer realm="provenote", error="invalid_token"'
-    body = {
-        "resourceType": "OperationOutcome",
-        "issue": [{"severity": "error", "code": code, "diagnostics": message}],
-    }
-    return fhir(body, status, headers)
 
 
 def _last_updated(draft: DraftRow) -> datetime:
