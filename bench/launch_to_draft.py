@@ -24,7 +24,7 @@ import httpx
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 
@@ -68,7 +68,7 @@ def main() -> None:
         tempfile.TemporaryDirectory() as data_dir,
         Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch", seed_paths=seeds) as sandbox,
     ):
-        settings = AppSettings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(data_dir))
+        settings = Settings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(data_dir))
         settings = sandbox.configure(settings)
         server = ThreadedServer(create_app(settings, stamp), port)
         server.start()

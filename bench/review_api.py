@@ -30,7 +30,7 @@ from launch.demo import follow_progress, inpatient_encounter
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.db import DraftRevisionRow, DraftRow, JobRow
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.state import AppState
 
 REPEATS = 30
@@ -162,7 +162,7 @@ def main() -> None:
     port = free_port()
     sandbox = Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch")
     with sandbox, tempfile.TemporaryDirectory() as data_dir:
-        settings = AppSettings(
+        settings = Settings(
             base_url=f"http://127.0.0.1:{port}",
             data_dir=Path(data_dir),
             client_auth="private_key_jwt",

@@ -26,7 +26,7 @@ from bench.launch_to_draft import SYNTHEA, stays
 from launch.sandbox.cluster import cluster, temporary_postgres
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 
 
 def _launch(sandbox: Sandbox, base_url: str, stay: tuple[str, str]) -> float:
@@ -62,7 +62,7 @@ def main() -> None:
     ):
         chosen = stays(httpx.get(sandbox.chart_url, timeout=300).text)
         settings = sandbox.configure(
-            AppSettings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(folder) / "one")
+            Settings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(folder) / "one")
         )
         server = ThreadedServer(create_app(settings), port)
         server.start()

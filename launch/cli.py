@@ -25,10 +25,9 @@ from fhir_mapping.resources import EvidenceInputError
 from pipeline.chat import ChatBackend, ModelOutputError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.rendering import render
-from pipeline.settings import get_settings
 from pipeline.summary_text import render_markdown
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
-from smartapp.core.settings import get_app_settings
+from smartapp.core.settings import get_settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
 if TYPE_CHECKING:
@@ -75,7 +74,8 @@ def language_model(spec: str, scorer: Path | None) -> tuple[ChatBackend, Groundi
         return local, local.grounding
     if kind == "openai" and "#" in target:
         url, _, model = target.rpartition("#")
-        remote = OpenAIBackend(url, model, api_key=os.environ.get("PROVENOTE_LLM_API_KEY"))
+        key = get_settings().llm_api_key
+        remote = OpenAIBackend(url, model, api_key=key.get_secret_value() if key else None)
         grounding = TransformersBackend.from_directory(scorer).grounding if scorer else None
         return remote, grounding
     raise fail(f"--llm {spec!r}: expected none, transformers:DIR or openai:URL#MODEL")
@@ -96,7 +96,7 @@ def load_evidence(bundle: Path | None, encounter: str | None) -> EvidenceState:
         typer.echo(f"Using the shipped sample patient {source.name}", err=True)
     data = read_json(source)
     try:
-        return evidence_from_fhir(data, encounter)
+        return evidence_from_fhir(data, encounter, get_settings())
     except EvidenceInputError as error:
         raise fail(f"{source}: {error}") from None
 
@@ -204,15 +204,15 @@ def summarize(
     from pipeline.extraction import with_model_extraction
 
     state = load_evidence(bundle, encounter)
-    ratio = get_settings().focus_ratio
+    settings = get_settings()
     if llm == "none":
-        summary = summarize_evidence(state, ratio=ratio)
+        summary = summarize_evidence(state, ratio=settings.focus_ratio, settings=settings)
     else:
         backend, grounding = language_model(llm, scorer)
         try:
-            state = with_model_extraction(state, backend)
+            state = with_model_extraction(state, backend, settings.max_agent_steps)
             summary = agentic_summary(
-                state, backend, settings=LoopSettings.from_settings(), grounding=grounding
+                state, backend, settings=LoopSettings.from_settings(settings), grounding=grounding
             )
         except (ModelOutputError, BackendError) as error:
             typer.echo(f"error: the language model failed: {error}", err=True)
@@ -308,7 +308,7 @@ def sandbox(
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
     from launch.sandbox.run import Sandbox, SandboxError, app_client
 
-    settings = get_app_settings()
+    settings = get_settings()
     box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -327,7 +327,7 @@ def sandbox(
         typer.echo(f"FHIR base: {box.fhir_base}")
         typer.echo(f"Chart: {box.chart_url}")
         # What `provenote serve` needs to accept launches from this sandbox (default deny).
-        typer.echo(f"PROVENOTE_APP_REGISTRATIONS='{json.dumps([listed])}'")
+        typer.echo(f"PROVENOTE_REGISTRATIONS='{json.dumps([listed])}'")
         typer.echo(f"Loaded {len(box.report.patients)} patients; stop with Ctrl-C", err=True)
         stop.wait()
     finally:
@@ -362,13 +362,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
 ) -> None:
-    """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_APP_* settings."""
+    """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_* settings."""
     import uvicorn
 
     from smartapp.app import create_app
     from smartapp.core.logs import configure_logging
 
-    settings = get_app_settings()
+    settings = get_settings()
     configure_logging(settings.log_format == "json", settings.log_level)
     # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
     uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
@@ -390,7 +390,7 @@ def export_edits(
     from smartapp.core.keys import app_secret
     from smartapp.drafts.edits_export import edit_records
 
-    settings = get_app_settings()
+    settings = get_settings()
 
     async def collect() -> list[str]:
         database = Database(settings.database_dsn)
@@ -416,7 +416,7 @@ def worker(
         int | None, typer.Option(help="Serve this worker's Prometheus metrics on this port.")
     ] = None,
 ) -> None:
-    """Run drafting jobs from the queue until stopped (scale-out mode: PROVENOTE_APP_JOB_QUEUE=
+    """Run drafting jobs from the queue until stopped (scale-out mode: PROVENOTE_JOB_QUEUE=
     procrastinate, PostgreSQL); start as many as the load needs, beside `provenote serve`."""
     import asyncio
 
@@ -426,7 +426,7 @@ def worker(
     from smartapp.core.logs import configure_logging
     from smartapp.worker import run_worker
 
-    settings = get_app_settings()
+    settings = get_settings()
     configure_logging(settings.log_format == "json", settings.log_level)
     if metrics_port is not None:
         start_http_server(metrics_port)

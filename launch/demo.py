@@ -17,7 +17,7 @@ import httpx
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 
 DEMO_PATIENT = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
 
@@ -59,7 +59,7 @@ def run_demo(data_dir: Path, keep_running: bool) -> int:
     port = free_port()
     sandbox = Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch")
     # The app's FHIR API trusts the sandbox's authorization server, as a hospital's would its own.
-    settings = AppSettings(
+    settings = Settings(
         base_url=f"http://127.0.0.1:{port}",
         data_dir=data_dir,
         client_auth="private_key_jwt",

@@ -34,7 +34,7 @@ from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
-from pipeline.settings import get_settings
+from pipeline.settings import PipelineSettings
 from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
@@ -72,7 +72,7 @@ def _sentences_schema(citable: list[str], ids: list[str] | None = None) -> dict[
 
 
 class LoopSettings(BaseModel):
-    """τ, ε, T_max and r; ``from_settings`` reads them from the PROVENOTE_* environment."""
+    """τ, ε, T_max and r; ``from_settings`` takes them from the deployment's settings."""
 
     tau: float = Field(0.35, ge=0, le=1)
     epsilon: float = Field(0.01, ge=0)
@@ -82,8 +82,7 @@ class LoopSettings(BaseModel):
     json_retries: int = Field(2, ge=0, le=5)
 
     @classmethod
-    def from_settings(cls) -> LoopSettings:
-        settings = get_settings()
+    def from_settings(cls, settings: PipelineSettings) -> LoopSettings:
         return cls(
             tau=settings.aura_tau,
             epsilon=settings.aura_epsilon,
@@ -225,7 +224,7 @@ def agentic_summary(
     Pass the state from :func:`pipeline.extraction.with_model_extraction` to draft from the
     model's quoted extractions too; build the Composition from that same state.
     """
-    settings = settings or LoopSettings.from_settings()
+    settings = settings or LoopSettings()
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
     facts = {
         fact_id: sentence.text

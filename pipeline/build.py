@@ -22,7 +22,7 @@ from pipeline.evidence import (
 from pipeline.mapped import MappedRecord, PendingDocument
 from pipeline.ocr import OcrBudget
 from pipeline.results import interpret_results
-from pipeline.settings import PipelineSettings, get_settings
+from pipeline.settings import PipelineSettings
 
 
 def read_document(
@@ -66,7 +66,7 @@ def _exclusion_events(exclusions: list[Exclusion]) -> list[TraceEvent]:
 
 def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = None) -> EvidenceState:
     """The validated evidence state of the mapped stay."""
-    settings = settings or get_settings()
+    settings = settings or PipelineSettings()
     # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
     budget = OcrBudget.for_job(settings)
     documents = [read_document(p, mapped.encounter, settings, budget) for p in mapped.documents]

@@ -28,7 +28,7 @@ from pipeline.evidence import (
 )
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
 from pipeline.rendering import macros
-from pipeline.settings import PipelineSettings, get_settings
+from pipeline.settings import PipelineSettings
 from pipeline.summary import (
     NOT_DOCUMENTED,
     SECTION_SPECS,
@@ -480,7 +480,7 @@ def summarize_evidence(
     settings: PipelineSettings | None = None,
 ) -> Summary:
     """The evidence-only discharge summary of a validated evidence state, checked."""
-    settings = settings or get_settings()
+    settings = settings or PipelineSettings()
     render = macros("summary/sentences.txt.j2")
     stay_fact = next(
         (

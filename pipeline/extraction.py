@@ -36,7 +36,6 @@ from pipeline.evidence import (
 from pipeline.medications import strength_of
 from pipeline.rendering import render
 from pipeline.sentences import split_sentences
-from pipeline.settings import get_settings
 
 CHUNK_CHARS = 4000
 CATEGORIES = ["diagnosis", "medication", "allergy", "procedure", "pending_result", "follow_up"]
@@ -195,7 +194,9 @@ def with_extraction(state: EvidenceState, extraction: Extraction) -> EvidenceSta
     )
 
 
-def with_model_extraction(state: EvidenceState, backend: ChatBackend) -> EvidenceState:
+def with_model_extraction(
+    state: EvidenceState, backend: ChatBackend, max_agent_steps: int = 12
+) -> EvidenceState:
     """The state with the model's quoted extractions, reconciled, checked and validated again."""
     extended = with_extraction(state, extract_from_notes(state, backend))
-    return run_agent_loop(extended, extended.step_count + get_settings().max_agent_steps)
+    return run_agent_loop(extended, extended.step_count + max_agent_steps)

@@ -1,15 +1,16 @@
-"""Settings of the pipeline, read once from ``PROVENOTE_*`` environment variables."""
+"""The pipeline's knobs: a plain model handed down by whoever runs the pipeline.
 
-from functools import lru_cache
+The pipeline reads no environment. The one settings object that does is
+``smartapp.core.settings.Settings`` (``PROVENOTE_*``), read once at start-up; it carries these
+fields too, so the app, the worker and the CLI pass that object down as they are.
+"""
+
 from pathlib import Path
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field
 
 
-class PipelineSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PROVENOTE_", extra="ignore")
-
+class PipelineSettings(BaseModel):
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
     max_pdf_pages: int = Field(200, gt=0)
     # A page with fewer letters and digits than this has no usable text layer and is OCR'd.
@@ -38,8 +39,3 @@ class PipelineSettings(BaseSettings):
     aura_tau: float = Field(0.35, ge=0, le=1)
     aura_epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> PipelineSettings:
-    return PipelineSettings()

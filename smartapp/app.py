@@ -22,7 +22,7 @@ from smartapp.core.errors import logged
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.headers import security_headers
 from smartapp.core.logs import request_ids
-from smartapp.core.settings import AppSettings, get_app_settings
+from smartapp.core.settings import Settings, get_settings
 from smartapp.drafts.controllers import DraftController
 from smartapp.drafts.review import reconcile_claim, stale_claims
 from smartapp.jobs.controllers import JobController, LandingController
@@ -47,11 +47,9 @@ async def reconcile_signatures(state: AppState) -> list[str]:
     return outcomes
 
 
-def create_app(
-    settings: AppSettings | None = None, stage_hook: StageHook | None = None
-) -> Litestar:
+def create_app(settings: Settings | None = None, stage_hook: StageHook | None = None) -> Litestar:
     """The app; ``stage_hook`` runs as each job stage starts (tests use it to interrupt a job)."""
-    settings = settings or get_app_settings()
+    settings = settings or get_settings()
     state = new_state(settings)
     database = state.database
 

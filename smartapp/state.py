@@ -13,7 +13,7 @@ from litestar.di import NamedDependency
 
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.ehr.egress import guarded_client
 from smartapp.jobs.service import JobService
 from smartapp.launch.sessions import SessionStore
@@ -31,7 +31,7 @@ SECURE_LAUNCH_COOKIE = "__Host-provenote_launch"
 
 @dataclass(slots=True)
 class AppState:
-    settings: AppSettings
+    settings: Settings
     database: Database
     store: SessionStore
     http: httpx.AsyncClient
@@ -58,14 +58,14 @@ class AppState:
 Provenote = NamedDependency[AppState]
 
 
-def trusted_origins(settings: AppSettings) -> list[str]:
+def trusted_origins(settings: Settings) -> list[str]:
     """Origins the app may reach even on a non-public address: the configured EHRs, the API's
     issuer and EHR, and itself."""
     configured = [settings.api_jwks_url, settings.api_issuer, settings.api_ehr_base]
     return [*settings.ehr_origins(), settings.base_url, *(url for url in configured if url)]
 
 
-def new_state(settings: AppSettings) -> AppState:
+def new_state(settings: Settings) -> AppState:
     """What a web or worker process holds: its database, sessions, outgoing HTTP, secrets."""
     private_data_dir(settings)
     database = Database(settings.database_dsn)

@@ -11,19 +11,19 @@ import os
 import socket
 
 from pipeline.errors import ProvenoteError
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.queue import ProcrastinateQueue
 from smartapp.state import new_state
 
 
-async def run_worker(settings: AppSettings, name: str | None = None) -> None:
+async def run_worker(settings: Settings, name: str | None = None) -> None:
     """Run jobs until SIGINT or SIGTERM; a job in hand when killed is resumed by another worker."""
     queue = job_queue(settings)
     if not isinstance(queue, ProcrastinateQueue):
         raise ProvenoteError(
-            "provenote worker needs PROVENOTE_APP_JOB_QUEUE=procrastinate and a PostgreSQL "
-            "PROVENOTE_APP_DATABASE_URL; with the in-process queue, `provenote serve` runs jobs"
+            "provenote worker needs PROVENOTE_JOB_QUEUE=procrastinate and a PostgreSQL "
+            "PROVENOTE_DATABASE_URL; with the in-process queue, `provenote serve` runs jobs"
         )
     state = new_state(settings)
     try:

@@ -17,7 +17,7 @@ from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.cluster import Cluster
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import create_app
-from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.jobs.service import StageHook
 from smartapp.state import AppState
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class RunningApp:
-    settings: AppSettings
+    settings: Settings
     state: AppState
 
     @property
@@ -51,7 +51,7 @@ def running_app(
     EHRs given), charts pointing at it."""
     port = free_port()
     fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
-    settings = AppSettings(**fields)  # type: ignore[arg-type]
+    settings = Settings(**fields)  # type: ignore[arg-type]
     if {"registrations", "allowed_issuers"} & overrides.keys():
         sandbox.register(app_client(settings))
     else:

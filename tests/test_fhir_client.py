@@ -12,7 +12,7 @@ import pytest
 
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
-from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.ehr.fhir_client import FhirClient, FhirError, retry_after_seconds
 from smartapp.ehr.pull import PullBounds, pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -235,7 +235,7 @@ def test_discovery_reads_well_known_then_falls_back_to_the_capability_statement(
 ) -> None:
     async def live() -> object:
         async with httpx.AsyncClient() as http:
-            return await discover(http, sandbox.registration(AppSettings()))
+            return await discover(http, sandbox.registration(Settings()))
 
     config = run(live())
     assert config.authorization_endpoint == f"{sandbox.issuer}/authorize"

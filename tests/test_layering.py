@@ -94,3 +94,30 @@ def test_a_slice_imports_only_itself_and_the_slices_before_it(slice_name: str) -
 def test_only_the_assembly_sits_outside_the_slices() -> None:
     loose = {path.name for path in (ROOT / "smartapp").glob("*.py")}
     assert loose == {"__init__.py", "app.py", "state.py", "worker.py", "operations.py"}
+
+
+def _reads_environment(path: Path) -> bool:
+    """Subclasses BaseSettings, or reads ``os.environ`` / ``os.getenv`` for a value."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(base, ast.Name) and base.id == "BaseSettings" for base in node.bases
+        ):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called = ast.unparse(node.func)
+            if called in {"os.environ.get", "os.getenv"}:
+                return True
+    return False
+
+
+def test_one_settings_object_reads_the_environment() -> None:
+    """``smartapp.core.settings.Settings`` is read once and passed down; nothing else in the
+    product reads configuration from the environment (the sandbox and test tools may)."""
+    readers = {
+        str(path.relative_to(ROOT))
+        for package in ("pipeline", "fhir_mapping", "smartapp", "launch")
+        for path in (ROOT / package).rglob("*.py")
+        if "sandbox" not in path.parts and _reads_environment(path)
+    }
+    assert readers == {"smartapp/core/settings.py"}

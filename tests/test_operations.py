@@ -20,9 +20,12 @@ from typer.testing import CliRunner
 
 from launch.cli import app as cli
 from launch.sandbox.run import Sandbox
+from pipeline.agentic import LoopSettings
+from pipeline.settings import PipelineSettings
 from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.logs import REQUEST_ID, JsonFormatter
+from smartapp.core.settings import Settings
 from tests.review_support import ONE_FLAG, form_values
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
@@ -149,8 +152,8 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
             data=form_values(page) | {"action": "edit", "text": "Discharged home, stable."},
         )
         assert answer.status_code == 200
-    monkeypatch.setenv("PROVENOTE_APP_DATA_DIR", str(app.settings.data_dir))
-    monkeypatch.delenv("PROVENOTE_APP_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PROVENOTE_DATA_DIR", str(app.settings.data_dir))
+    monkeypatch.delenv("PROVENOTE_DATABASE_URL", raising=False)
     out = tmp_path / "edits.jsonl"
     result = CliRunner().invoke(cli, ["export-edits", "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -198,3 +201,15 @@ def test_every_failure_gets_one_answer_in_the_form_its_path_speaks(
     assert refused.json() == {"error": "this draft changed since you opened it"}
     assert outcome.status_code == 500 and outcome.json()["resourceType"] == "OperationOutcome"
     assert "eyJ" not in outcome.text
+
+
+def test_one_settings_object_carries_the_pipeline_and_the_app(monkeypatch) -> None:
+    """One ``PROVENOTE_*`` prefix: the pipeline's knobs and the app's come from one object,
+    which the pipeline takes as its own settings."""
+    monkeypatch.setenv("PROVENOTE_FOCUS_RATIO", "0.3")
+    monkeypatch.setenv("PROVENOTE_OCR_DPI", "150")
+    monkeypatch.setenv("PROVENOTE_JOB_WORKERS", "5")
+    settings = Settings()
+    assert isinstance(settings, PipelineSettings)
+    assert (settings.focus_ratio, settings.ocr_dpi, settings.job_workers) == (0.3, 150, 5)
+    assert LoopSettings.from_settings(settings).ratio == 0.3

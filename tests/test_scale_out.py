@@ -25,7 +25,7 @@ from launch.sandbox.cluster import Cluster, cluster, temporary_postgres
 from launch.sandbox.copies import patient_copy
 from launch.sandbox.run import SAMPLES, Sandbox
 from smartapp.core.db import libpq_dsn
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.launch.oauth import TokenResponse, discover
 from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
@@ -224,7 +224,7 @@ def test_two_processes_never_refresh_one_token_twice(
     """The sandbox's refresh tokens are single-use, as many EHRs' are: a second refresh with the
     same token would be refused and end the session."""
     settings = sandbox.configure(
-        AppSettings(
+        Settings(
             base_url="http://127.0.0.1:1",
             data_dir=tmp_path,
             database_url=postgres_url,

@@ -554,10 +554,10 @@ def test_registrations_come_from_one_variable_or_one_file(
 
     from pydantic import ValidationError
 
-    from smartapp.core.settings import AppSettings
+    from smartapp.core.settings import Settings
 
     listed = [{"issuer": "https://a.example.org/fhir/", "client_id": "from-variable"}]
-    monkeypatch.setenv("PROVENOTE_APP_REGISTRATIONS", json.dumps(listed))
+    monkeypatch.setenv("PROVENOTE_REGISTRATIONS", json.dumps(listed))
     in_file = tmp_path / "registrations.json"
     in_file.write_text(
         json.dumps(
@@ -571,20 +571,20 @@ def test_registrations_come_from_one_variable_or_one_file(
             ]
         )
     )
-    monkeypatch.setenv("PROVENOTE_APP_REGISTRATIONS_FILE", str(in_file))
-    settings = AppSettings()
+    monkeypatch.setenv("PROVENOTE_REGISTRATIONS_FILE", str(in_file))
+    settings = Settings()
     assert settings.registration_for("https://a.example.org/fhir").client_id == "from-variable"
     from_file = settings.registration_for("https://b.example.org/fhir/")
     assert from_file.client_auth == "client_secret_basic"
     assert from_file.client_secret.get_secret_value() == "s"
     assert settings.registration_for("https://c.example.org/fhir") is None
     assert "https://b.example.org:443" in settings.ehr_origins()
-    monkeypatch.delenv("PROVENOTE_APP_REGISTRATIONS_FILE")
+    monkeypatch.delenv("PROVENOTE_REGISTRATIONS_FILE")
     monkeypatch.setenv(
-        "PROVENOTE_APP_REGISTRATIONS",
+        "PROVENOTE_REGISTRATIONS",
         json.dumps(
             [{"issuer": "https://x", "client_id": "y", "client_auth": "client_secret_basic"}]
         ),
     )
     with pytest.raises(ValidationError, match="needs a client_secret"):
-        AppSettings()
+        Settings()

@@ -27,7 +27,7 @@ from pipeline.rendering import render
 from pipeline.settings import PipelineSettings
 from smartapp.app import reconcile_signatures
 from smartapp.core.db import AuditRow, DraftRow, utcnow
-from smartapp.core.settings import AppSettings, origin_of
+from smartapp.core.settings import Settings, origin_of
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -501,9 +501,9 @@ def test_scopes_are_asked_in_the_servers_form_and_context_scopes_where_offered()
 
 
 def test_the_refresh_margin_never_exceeds_half_the_tokens_lifetime() -> None:
-    settings = AppSettings(refresh_margin_s=600)
+    settings = Settings(refresh_margin_s=600)
     assert refresh_margin(settings, 300) == 150
-    assert refresh_margin(AppSettings(refresh_margin_s=60), 3600) == 60
+    assert refresh_margin(Settings(refresh_margin_s=60), 3600) == 60
     assert refresh_margin(settings, None) == 600
 
 

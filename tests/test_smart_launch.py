@@ -17,7 +17,7 @@ from joserfc.jwk import KeySet
 
 from launch.sandbox.run import Sandbox
 from smartapp.core.keys import signing_key
-from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.launch.oauth import ASSERTION_TYPE, client_assertion
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 
@@ -112,7 +112,7 @@ def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
         sealed = app.call(app.state.store.sealed(session))
         assert sealed and stored.tokens.access_token.encode() not in sealed
         assert b"access_token" not in sealed
-    assert AppSettings(base_url="https://provenote.example.org").secure_cookies
+    assert Settings(base_url="https://provenote.example.org").secure_cookies
 
 
 def test_a_state_mismatch_is_refused_and_stores_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -266,7 +266,7 @@ def test_a_reused_client_assertion_jti_is_refused(sandbox: Sandbox, tmp_path: Pa
     from launch.sandbox.authorization import pkce_challenge
     from tests.smart_support import registered
 
-    settings = AppSettings(client_id="jti-client", client_auth="private_key_jwt", data_dir=tmp_path)
+    settings = Settings(client_id="jti-client", client_auth="private_key_jwt", data_dir=tmp_path)
     key = signing_key(settings)
     sandbox.register(
         registered(
@@ -302,9 +302,7 @@ def test_a_reused_client_assertion_jti_is_refused(sandbox: Sandbox, tmp_path: Pa
 
 def test_client_assertions_are_rs384_or_es384_with_fresh_jti_and_short_exp(tmp_path: Path) -> None:
     for alg in ("RS384", "ES384"):
-        settings = AppSettings(
-            client_auth="private_key_jwt", signing_alg=alg, data_dir=tmp_path / alg
-        )
+        settings = Settings(client_auth="private_key_jwt", signing_alg=alg, data_dir=tmp_path / alg)
         key = signing_key(settings)
         first = client_assertion(key, alg, "c", "https://ehr/token")
         second = client_assertion(key, alg, "c", "https://ehr/token")
@@ -419,7 +417,7 @@ def test_backend_services_get_system_tokens_by_client_credentials(
 ) -> None:
     from tests.smart_support import registered
 
-    settings = AppSettings(
+    settings = Settings(
         client_id="backend", client_auth="private_key_jwt", signing_alg="ES384", data_dir=tmp_path
     )
     key = signing_key(settings)

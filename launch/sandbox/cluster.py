@@ -23,7 +23,7 @@ import asyncpg
 import httpx
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Hop-by-hop headers and those the proxy recomputes for the body it sends on.
@@ -175,19 +175,19 @@ def cluster(
     proxy_port = free_port()
     base_url = f"http://127.0.0.1:{proxy_port}"
     settings = sandbox.configure(
-        AppSettings(base_url=base_url, data_dir=data_dir, client_id="provenote-scale")
+        Settings(base_url=base_url, data_dir=data_dir, client_id="provenote-scale")
     )
     registrations = [r.model_dump(mode="json", exclude_none=True) for r in settings.registrations]
     env = os.environ | {
-        "PROVENOTE_APP_BASE_URL": base_url,
-        "PROVENOTE_APP_DATA_DIR": str(data_dir),
-        "PROVENOTE_APP_DATABASE_URL": database_url,
-        "PROVENOTE_APP_JOB_QUEUE": "procrastinate",
-        "PROVENOTE_APP_CLIENT_ID": "provenote-scale",
-        "PROVENOTE_APP_REGISTRATIONS": json.dumps(registrations),
-        "PROVENOTE_APP_WORKER_HEARTBEAT_S": "1",
-        "PROVENOTE_APP_WORKER_STALLED_AFTER_S": "4",
-        "PROVENOTE_APP_WORKER_CONCURRENCY": "2",
+        "PROVENOTE_BASE_URL": base_url,
+        "PROVENOTE_DATA_DIR": str(data_dir),
+        "PROVENOTE_DATABASE_URL": database_url,
+        "PROVENOTE_JOB_QUEUE": "procrastinate",
+        "PROVENOTE_CLIENT_ID": "provenote-scale",
+        "PROVENOTE_REGISTRATIONS": json.dumps(registrations),
+        "PROVENOTE_WORKER_HEARTBEAT_S": "1",
+        "PROVENOTE_WORKER_STALLED_AFTER_S": "4",
+        "PROVENOTE_WORKER_CONCURRENCY": "2",
     }
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)

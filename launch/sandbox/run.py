@@ -20,7 +20,7 @@ import uvicorn
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
-from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import ClientRegistration, Settings
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"
@@ -52,7 +52,7 @@ def ensure_npm_packages(folder: Path = FHIR_SERVER_DIR) -> None:
     )
 
 
-def app_client(settings: AppSettings) -> RegisteredClient:
+def app_client(settings: Settings) -> RegisteredClient:
     """The sandbox's registration of the Provenote app, as the app is configured."""
     kinds = {
         "public": "public",
@@ -127,7 +127,7 @@ class Sandbox:
     def register(self, client: RegisteredClient) -> None:
         self.auth.register(client)
 
-    def registration(self, settings: AppSettings) -> ClientRegistration:
+    def registration(self, settings: Settings) -> ClientRegistration:
         """How the app, as configured, is registered with this EHR. The sandbox's authorization
         server runs on another port than its FHIR server, so the registration names its
         endpoints (discovered endpoints off the issuer's origin are refused otherwise)."""
@@ -144,7 +144,7 @@ class Sandbox:
             openid_issuer=self.issuer,
         )
 
-    def configure(self, settings: AppSettings) -> AppSettings:
+    def configure(self, settings: Settings) -> Settings:
         """``settings`` with this EHR allowed to launch the app, and the app registered here."""
         self.register(app_client(settings))
         return settings.model_copy(update={"registrations": [self.registration(settings)]})

@@ -21,7 +21,7 @@ from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
 from smartapp.core.errors import CallerError, logged
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.ehr.scopes import granted, only_restricted
 
 ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
@@ -77,7 +77,7 @@ class TokenVerifier:
     an unknown ``kid`` at most once per ``api_jwks_min_refetch_s``. An unknown kid is
     remembered for ``api_unknown_kid_ttl_s``, so a flood of forged tokens fetches nothing."""
 
-    settings: AppSettings
+    settings: Settings
     http: httpx.AsyncClient
     _keys: KeySet | None = None
     _fetched_at: float = float("-inf")

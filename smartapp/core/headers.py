@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable
 
 from litestar.types import Message, Scope
 
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 
 STATIC_PREFIX = "/static/"
 HSTS = b"max-age=31536000; includeSubDomains"
 REPLACED = frozenset({b"content-security-policy", b"cache-control"})
 
 
-def content_security_policy(settings: AppSettings) -> str:
+def content_security_policy(settings: Settings) -> str:
     ancestors = " ".join(["'self'", *settings.ehr_origins(), *settings.frame_ancestors])
     return (
         "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
@@ -28,7 +28,7 @@ def content_security_policy(settings: AppSettings) -> str:
     )
 
 
-def security_headers(settings: AppSettings) -> Callable[[Message, Scope], Awaitable[None]]:
+def security_headers(settings: Settings) -> Callable[[Message, Scope], Awaitable[None]]:
     """A Litestar ``before_send`` hook adding the headers to every HTTP answer."""
     policy = content_security_policy(settings).encode("latin-1")
 

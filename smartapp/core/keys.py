@@ -16,10 +16,10 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
-from smartapp.core.settings import AppSettings, ClientRegistration, SigningAlg
+from smartapp.core.settings import ClientRegistration, Settings, SigningAlg
 
 
-def private_data_dir(settings: AppSettings) -> None:
+def private_data_dir(settings: Settings) -> None:
     """The data directory, readable by its owner only."""
     settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     settings.data_dir.chmod(0o700)
@@ -55,14 +55,12 @@ def _key_at(path: Path, alg: SigningAlg) -> RSAKey | ECKey:
     return key
 
 
-def signing_key(settings: AppSettings) -> RSAKey | ECKey:
+def signing_key(settings: Settings) -> RSAKey | ECKey:
     path = settings.signing_key_file or settings.data_dir / f"client-{settings.signing_alg}.pem"
     return _key_at(path, settings.signing_alg)
 
 
-def registration_key(
-    settings: AppSettings, registration: ClientRegistration
-) -> RSAKey | ECKey | None:
+def registration_key(settings: Settings, registration: ClientRegistration) -> RSAKey | ECKey | None:
     """The private_key_jwt key for one EHR: its own file, else the app's key for that alg."""
     if registration.client_auth != "private_key_jwt":
         return None
@@ -79,7 +77,7 @@ def public_jwks(keys: list[RSAKey | ECKey]) -> dict[str, object]:
     return KeySet(list(unique.values())).as_dict(private=False)
 
 
-def token_cipher(settings: AppSettings) -> Fernet:
+def token_cipher(settings: Settings) -> Fernet:
     if settings.token_encryption_key is not None:
         return Fernet(settings.token_encryption_key.get_secret_value().encode("ascii"))
     path = settings.token_encryption_key_file or settings.data_dir / "token-encryption.key"
@@ -88,7 +86,7 @@ def token_cipher(settings: AppSettings) -> Fernet:
     return Fernet(path.read_bytes().strip())
 
 
-def app_secret(settings: AppSettings) -> bytes:
+def app_secret(settings: Settings) -> bytes:
     if settings.app_secret is not None:
         return settings.app_secret.get_secret_value().encode("utf-8")
     path = settings.app_secret_file or settings.data_dir / "app-secret.key"

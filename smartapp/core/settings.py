@@ -1,4 +1,8 @@
-"""The app's settings, read once from ``PROVENOTE_APP_*`` environment variables."""
+"""Provenote's one settings object, read once from ``PROVENOTE_*`` environment variables.
+
+``Settings`` is read at start-up (``serve``, ``worker``, the CLI) and passed down; it carries the
+pipeline's fields too (it is a ``PipelineSettings``), so nothing below reads the environment.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.settings import PipelineSettings
 
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
 SigningAlg = Literal["RS384", "ES384"]
@@ -64,8 +70,8 @@ def origin_of(url: str) -> str:
     return f"{scheme}://{(parsed.hostname or '').lower()}:{port}"
 
 
-class AppSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PROVENOTE_APP_", extra="ignore")
+class Settings(PipelineSettings, BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROVENOTE_", extra="ignore")
 
     base_url: str = "http://127.0.0.1:8000"
     # The default registration, used for every issuer in ``allowed_issuers``.
@@ -144,15 +150,16 @@ class AppSettings(BaseSettings):
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)
     fhir_page_size: int = Field(100, ge=1, le=1000)
-    max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
     # How far before admission the record pull reaches for baselines, social history and
     # recently ended problems and orders (active ones are pulled whatever their age).
     record_lookback_days: int = Field(365, ge=1)
     # Tokens are refreshed this long before they expire (at most half their lifetime).
     refresh_margin_s: int = Field(60, ge=0)
+    # Bearer key for an OpenAI-compatible model server (``openai:URL#MODEL``).
+    llm_api_key: SecretStr | None = None
 
     @model_validator(mode="after")
-    def _read_registrations(self) -> AppSettings:
+    def _read_registrations(self) -> Settings:
         if self.registrations_file is not None:
             listed = json.loads(self.registrations_file.read_text(encoding="utf-8"))
             self.registrations = [
@@ -216,5 +223,6 @@ class AppSettings(BaseSettings):
 
 
 @lru_cache(maxsize=1)
-def get_app_settings() -> AppSettings:
-    return AppSettings()
+def get_settings() -> Settings:
+    """The process's settings, read from the environment the first time they are asked for."""
+    return Settings()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fhir_mapping.record import map_record
 from pipeline.build import build_evidence
 from pipeline.evidence import EvidenceState
-from pipeline.settings import PipelineSettings, get_settings
+from pipeline.settings import PipelineSettings
 
 
 def evidence_from_fhir(
@@ -14,5 +14,5 @@ def evidence_from_fhir(
 ) -> EvidenceState:
     """The evidence state of a stay in ``data`` (a Bundle or a list of resources): the launch's
     encounter, else the latest inpatient one. EvidenceInputError when there is no stay."""
-    settings = settings or get_settings()
+    settings = settings or PipelineSettings()
     return build_evidence(map_record(data, encounter_id, settings.episode_window_h), settings)

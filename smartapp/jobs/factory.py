@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.settings import get_settings
 from smartapp.core.db import Database
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.ehr.pull import PullBounds
 from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue, ProcrastinateQueue
@@ -12,7 +11,7 @@ from smartapp.jobs.service import JobService, StageHook
 from smartapp.launch.tokens import EhrAccess
 
 
-def job_queue(settings: AppSettings) -> JobQueue:
+def job_queue(settings: Settings) -> JobQueue:
     """The queue the settings name: workers in this process, or procrastinate's."""
     if settings.job_queue == "procrastinate":
         return ProcrastinateQueue(
@@ -25,7 +24,7 @@ def job_queue(settings: AppSettings) -> JobQueue:
 
 
 def job_service(
-    settings: AppSettings,
+    settings: Settings,
     database: Database,
     access: EhrAccess,
     installation: str,
@@ -33,7 +32,6 @@ def job_service(
     stage_hook: StageHook | None = None,
 ) -> JobService:
     """The job service of a started process (its database migrated, its installation known)."""
-    pipeline_settings = get_settings()
     progress = PostgresProgressBus(database.engine) if database.is_postgresql else ProgressBus()
     return JobService(
         database,
@@ -45,9 +43,9 @@ def job_service(
         stage_hook=stage_hook,
         installation=installation,
         inpatient_classes=settings.inpatient_classes,
-        pipeline_settings=pipeline_settings,
+        pipeline_settings=settings,
         pull_bounds=PullBounds(
-            window_h=pipeline_settings.episode_window_h,
+            window_h=settings.episode_window_h,
             lookback_days=settings.record_lookback_days,
             inpatient_classes=settings.inpatient_classes,
         ),

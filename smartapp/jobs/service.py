@@ -405,7 +405,10 @@ class JobService:
 
     async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
         summary = await asyncio.to_thread(
-            summarize_evidence, state, ratio=self.pipeline_settings.focus_ratio
+            summarize_evidence,
+            state,
+            ratio=self.pipeline_settings.focus_ratio,
+            settings=self.pipeline_settings,
         )
         return await create_draft(
             self.database,

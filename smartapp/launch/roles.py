@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from smartapp.core.settings import AppSettings
+from smartapp.core.settings import Settings
 from smartapp.launch.sessions import LaunchContext
 
 
@@ -18,7 +18,7 @@ def practitioner_reference(fhir_user: str | None) -> str | None:
     return f"Practitioner/{found[1]}" if found and found[0] == "Practitioner" else None
 
 
-def may_review(settings: AppSettings, context: LaunchContext) -> bool:
+def may_review(settings: Settings, context: LaunchContext) -> bool:
     """Whether the launched user may change and sign drafts, and so write to the chart."""
     found = _user_reference(context.fhir_user)
     return found is not None and found[0] in settings.reviewer_roles

@@ -16,7 +16,7 @@ from joserfc.jwk import ECKey, RSAKey
 from smartapp.core.db import JobRow
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
-from smartapp.core.settings import AppSettings, ClientRegistration
+from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.ehr.fhir_client import FhirClient, TokenGetter
 from smartapp.launch.oauth import (
     SmartError,
@@ -32,7 +32,7 @@ def token_expiry(expires_in: int | None) -> float | None:
     return time.time() + expires_in if expires_in else None
 
 
-def refresh_margin(settings: AppSettings, expires_in: int | None) -> float:
+def refresh_margin(settings: Settings, expires_in: int | None) -> float:
     """How long before expiry a token is refreshed: never more than half its lifetime, so a
     short-lived token is not refreshed on every request."""
     margin = float(settings.refresh_margin_s)
@@ -43,7 +43,7 @@ class EhrAccess:
     """How this process reaches each configured EHR: its registration, its key, the tokens of
     launch sessions and of Provenote itself, and FHIR clients acting with them."""
 
-    def __init__(self, settings: AppSettings, store: SessionStore, http: httpx.AsyncClient) -> None:
+    def __init__(self, settings: Settings, store: SessionStore, http: httpx.AsyncClient) -> None:
         self.settings = settings
         self.store = store
         self.http = http
