@@ -45,7 +45,8 @@ def _attending(encounter: object) -> str | None:
         for participant in participants:
             codes = {c.code for t in participant.type or [] for c in t.coding or []}
             if role in codes and participant.individual is not None:
-                return participant.individual.display or participant.individual.reference
+                named = participant.individual.display or participant.individual.reference
+                return str(named) if named else None
     return None
 
 

@@ -120,3 +120,12 @@ def document_bundle(
     }
     Bundle.model_validate(document)
     return document
+
+
+def served_device(bundle: dict[str, Any], served_id: str) -> dict[str, Any] | None:
+    """The draft's Device as served under ``served_id``, if that is its id."""
+    for entry in bundle.get("entry", []):
+        resource = entry.get("resource", {})
+        if resource.get("resourceType") == "Device" and device_id(resource) == served_id:
+            return dict(resource) | {"id": served_id}
+    return None

@@ -233,7 +233,10 @@ def index_resources(data: object) -> ResourceIndex:
         key = f"{resource_type}/{raw_id}" if raw_id else f"{resource_type}/{full_url or position}"
         raw, attachment_errors = _detach_broken_attachments(raw)
         try:
-            model: Resource = get_fhir_model_class(resource_type).model_validate(raw)
+            validated = get_fhir_model_class(resource_type).model_validate(raw)
+            if not isinstance(validated, Resource):
+                raise TypeError(f"{resource_type} is not a resource type")
+            model = validated
         except (ValidationError, ValueError, TypeError) as error:
             reason = _first_error(error) if isinstance(error, ValidationError) else str(error)
             index.failures.append(Exclusion(resource=key, kind="parse_error", reason=reason))

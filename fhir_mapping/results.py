@@ -156,8 +156,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
             or not scope.is_patient(observation.subject)
         ):
             continue
-        if code.code not in latest or latest[code.code][0] < when:
-            latest[code.code] = (when, item)
+        code_value = code.code or ""
+        if code_value not in latest or latest[code_value][0] < when:
+            latest[code_value] = (when, item)
     baselines = []
     for _, item in latest.values():
         for fact in observation_facts(item, None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceIndex, relative_key
@@ -58,7 +58,7 @@ class Scope:
         """The moment the record is read at: discharge, or now for a stay still open."""
         return self.end or datetime.now(UTC)
 
-    def after_discharge(self, moment: datetime | None) -> bool:
+    def after_discharge(self, moment: datetime | None) -> TypeGuard[datetime]:
         return moment is not None and moment > self.as_of
 
     def is_patient(self, reference: Any) -> bool:

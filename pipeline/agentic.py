@@ -35,12 +35,12 @@ from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
 from pipeline.settings import PipelineSettings
-from pipeline.summary import NOT_DOCUMENTED, Sentence, SentenceFlag, Summary
+from pipeline.summary import NOT_DOCUMENTED, SectionKey, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
 ]
-NARRATIVE = "hospital_course"
+NARRATIVE: SectionKey = "hospital_course"
 
 
 ENTAILMENT_SCHEMA: dict[str, Any] = {
@@ -191,7 +191,7 @@ def _fix(
         [_system(), {"role": "user", "content": prompt}],
         ["sentences"],
         settings.json_retries,
-        _sentences_schema(list(facts), [item["id"] for item in items]),
+        _sentences_schema(list(facts), [str(index) for index in range(len(flagged))]),
     )
     replaced: dict[int, list[Draft]] = {}
     for item in answer["sentences"]:
@@ -320,7 +320,7 @@ def agentic_summary(
                 text=sentence.text,
                 citations=sentence.citations,
                 grounding=sentence.grounding,
-                entailment=sentence.entailment,  # type: ignore[arg-type]
+                entailment=sentence.entailment,
                 checks=sentence.checks,
                 flags=flags,
             )

@@ -50,11 +50,12 @@ def attention_module(model: nn.Module, layer: int) -> nn.Module:
     for dotted in _LAYER_LISTS:
         layers = _attribute_path(model, dotted)
         if isinstance(layers, nn.ModuleList):
-            block = layers[layer]
-            if hasattr(block, "self_attn"):
-                return block.self_attn
+            block: Any = layers[layer]
+            attention = getattr(block, "self_attn", None)
+            if isinstance(attention, nn.Module):
+                return attention
             module = _attribute_path(block, "attention.self")
-            if module is not None:
+            if isinstance(module, nn.Module):
                 return module
     raise UnsupportedModelError(f"cannot find attention layers in {type(model).__name__}")
 
@@ -82,8 +83,9 @@ def _rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 def _decoder_rows(
-    module: nn.Module, hidden: torch.Tensor, rows: torch.Tensor, position_embeddings: Any
+    module: Any, hidden: torch.Tensor, rows: torch.Tensor, position_embeddings: Any
 ) -> torch.Tensor:
+    # ``module`` is a transformers attention layer, whose projections are plain attributes.
     head_dim = module.head_dim
     tokens = hidden.shape[0]
     query = module.q_proj(hidden[rows]).view(len(rows), -1, head_dim).transpose(0, 1)
@@ -94,17 +96,18 @@ def _decoder_rows(
     query = _rotary(query, cos[rows], sin[rows])
     key = _rotary(key, cos, sin)
     key = key.repeat_interleave(query.shape[0] // key.shape[0], dim=0)
-    scores = (query @ key.transpose(-1, -2)).float() * module.scaling
+    scores: torch.Tensor = (query @ key.transpose(-1, -2)).float() * module.scaling
     future = torch.arange(tokens, device=hidden.device).unsqueeze(0) > rows.unsqueeze(1)
     return scores.masked_fill(future.unsqueeze(0), float("-inf"))
 
 
-def _encoder_rows(module: nn.Module, hidden: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+def _encoder_rows(module: Any, hidden: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     head_dim = module.attention_head_size
     tokens = hidden.shape[0]
     query = module.query(hidden[rows]).view(len(rows), -1, head_dim).transpose(0, 1)
     key = module.key(hidden).view(tokens, -1, head_dim).transpose(0, 1)
-    return (query @ key.transpose(-1, -2)).float() * module.scaling
+    scores: torch.Tensor = (query @ key.transpose(-1, -2)).float() * module.scaling
+    return scores
 
 
 def _rows_of(module: nn.Module, captured: dict[str, Any], rows: Sequence[int]) -> torch.Tensor:

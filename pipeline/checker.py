@@ -115,7 +115,7 @@ def drug_lexicon() -> frozenset[str]:
 
 
 def stem(word: str) -> str:
-    return _STEMMER.stem(word.lower())
+    return str(_STEMMER.stem(word.lower()))
 
 
 def normal_number(text: str) -> str:

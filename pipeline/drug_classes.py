@@ -16,7 +16,9 @@ from pipeline.evidence import (
     EvidenceState,
     Fact,
     MedicationAttributes,
+    NarrativeAttributes,
     ReviewFlag,
+    attributes_as,
     stable_id,
 )
 from pipeline.medications import drug_key
@@ -24,6 +26,10 @@ from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
 RAISED_BY = "medication_safety"
+
+
+def _drug_name(fact: Fact) -> str:
+    return attributes_as(fact, MedicationAttributes).name
 
 
 def classes_of(name: str, drug_table: CodeTable) -> set[str]:
@@ -54,16 +60,16 @@ def duplication_flags(discharge: list[Fact], drug_table: CodeTable) -> list[Revi
             if found & set(group):
                 by_group[" or ".join(group)].append(fact)
     flags = []
-    for group, facts in by_group.items():
-        ingredients = {_ingredient(f.attributes.name, drug_table) for f in facts}
+    for group_name, facts in by_group.items():
+        ingredients = {_ingredient(_drug_name(f), drug_table) for f in facts}
         if len(ingredients) < 2:
             continue
-        names = "; ".join(f.attributes.name for f in facts)
+        names = "; ".join(_drug_name(f) for f in facts)
         flags.append(
             ReviewFlag(
                 id=stable_id("flag", "duplication", *(f.id for f in facts)),
                 code="therapeutic_duplication",
-                reason=f"Therapeutic duplication at discharge ({group}): {names}",
+                reason=f"Therapeutic duplication at discharge ({group_name}): {names}",
                 raised_by=RAISED_BY,
                 fact_ids=[f.id for f in facts],
             )
@@ -173,18 +179,18 @@ def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
         named = {
             item: (line, ingredients(item))
             for line in lines
-            for item in _items(line.attributes.text)
+            for item in _items(attributes_as(line, NarrativeAttributes).text)
         }
         unordered = {
             item: line
             for item, (line, words) in named.items()
-            if words and not any(words & ingredients(f.attributes.name) for f in orders)
+            if words and not any(words & ingredients(_drug_name(f)) for f in orders)
         }
         left_out = [
             f
             for f in orders
             if f.id in admission_ids
-            and not any(words & ingredients(f.attributes.name) for _, words in named.values())
+            and not any(words & ingredients(_drug_name(f)) for _, words in named.values())
         ]
         if not unordered and not left_out:
             continue
@@ -193,7 +199,7 @@ def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
             names = "; ".join(dict.fromkeys(drug_key(item) for item in unordered))
             parts.append(f"it names {names} (absent from the orders)")
         if left_out:
-            names = "; ".join(f.attributes.name for f in left_out)
+            names = "; ".join(_drug_name(f) for f in left_out)
             parts.append(f"it leaves out {names} (ordered before admission)")
         reason = f"Medication list in {titles.get(document_id) or 'a note'}: " + "; ".join(parts)
         if any(flag.reason == reason for flag in flags):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -35,6 +35,12 @@ FactCategory = Literal[
     "condition_statement",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
+
+
+def no_facts() -> dict[FactCategory, list[Fact]]:
+    """Every category, none filled yet."""
+    return {category: [] for category in FACT_CATEGORIES}
+
 
 MedicationPhase = Literal["admission", "inpatient", "discharge", "unknown"]
 
@@ -313,6 +319,17 @@ class Fact(_Model):
         return self
 
 
+AttributesT = TypeVar("AttributesT", bound=BaseModel)
+
+
+def attributes_as(fact: Fact, kind: type[AttributesT]) -> AttributesT:
+    """The fact's attributes as the type its category promises (``Fact`` validates that the
+    two agree, so a mismatch here is a programming error, not bad input)."""
+    if not isinstance(fact.attributes, kind):
+        raise TypeError(f"fact {fact.id} holds {fact.attributes.category}, not {kind.__name__}")
+    return fact.attributes
+
+
 ConflictKind = Literal[
     "duplicate_active_medication",
     "medication_allergy",
@@ -422,9 +439,7 @@ class EvidenceState(_Model):
     # The hospitalization as one episode: the stay and the encounters that belong with it.
     episode: list[EpisodeEncounter] = Field(default_factory=list)
     documents: list[SourceDocument] = Field(default_factory=list)
-    facts: dict[FactCategory, list[Fact]] = Field(
-        default_factory=lambda: {category: [] for category in FACT_CATEGORIES}
-    )
+    facts: dict[FactCategory, list[Fact]] = Field(default_factory=no_facts)
     medications: MedicationLists = Field(default_factory=MedicationLists)
     conflicts: list[Conflict] = Field(default_factory=list)
     missing_fields: list[FactCategory] = Field(default_factory=list)

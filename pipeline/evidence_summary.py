@@ -10,20 +10,25 @@ ranges (:mod:`pipeline.results`), and the hospital course's selection by FOCUS.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.checker import check_summary_sentences
 from pipeline.evidence import (
+    AdministrationAttributes,
     AllergyAttributes,
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
+    FactCategory,
+    ImagingAttributes,
     LabResultAttributes,
     MedicationAttributes,
     ProcedureAttributes,
     ReviewFlag,
+    attributes_as,
     stable_id,
 )
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
@@ -43,6 +48,8 @@ from pipeline.tables import CodeTable, table
 
 BACKEND = "provenote-evidence-only"
 BACKEND_VERSION = "1"
+# Sorts before every date; only ever compared when a dated fact's date is typed as optional.
+_NEVER = datetime.min.replace(tzinfo=UTC)
 _CATEGORY_SECTIONS: dict[str, SectionKey] = {
     "diagnosis": "diagnoses",
     "medication": "medications",
@@ -101,9 +108,9 @@ def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
     return sorted(
         facts,
         key=lambda f: (
-            listings.index(f.attributes.listing or "episode"),
-            f.attributes.onset is None,
-            f.attributes.onset,
+            listings.index(attributes_as(f, DiagnosisAttributes).listing or "episode"),
+            attributes_as(f, DiagnosisAttributes).onset is None,
+            attributes_as(f, DiagnosisAttributes).onset,
         ),
     )
 
@@ -138,6 +145,25 @@ def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
     return (document.date is None, document.date, document.id, ref.page, ref.start)
 
 
+def _by_time(facts: Iterable[Fact], when: Callable[[Fact], datetime | None]) -> list[Fact]:
+    """Facts in time order, the undated last (a stable sort keeps their order among themselves)."""
+    dated = sorted((f for f in facts if when(f) is not None), key=lambda f: when(f) or _NEVER)
+    return dated + [f for f in facts if when(f) is None]
+
+
+def _performed(fact: Fact) -> datetime | None:
+    return attributes_as(fact, ProcedureAttributes).performed_start
+
+
+def _procedure_code_and_name(fact: Fact) -> tuple[str | None, str]:
+    procedure = attributes_as(fact, ProcedureAttributes)
+    return (procedure.code.code if procedure.code else None), procedure.name
+
+
+def _effective(fact: Fact) -> datetime | None:
+    return attributes_as(fact, LabResultAttributes).effective
+
+
 def _structured_course(
     state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
@@ -148,13 +174,8 @@ def _structured_course(
     sentences = [_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
     procedures = [
         f
-        for f in sorted(
-            state.facts["procedure"],
-            key=lambda f: (f.attributes.performed_start is None, f.attributes.performed_start),
-        )
-        if not routine.matches(
-            f.attributes.code.code if f.attributes.code else None, f.attributes.name
-        )
+        for f in _by_time(state.facts["procedure"], _performed)
+        if not routine.matches(*_procedure_code_and_name(f))
     ]
     if procedures:
         text = render.course_procedures([f.attributes for f in procedures])
@@ -168,9 +189,9 @@ def _structured_course(
         and f.attributes.flag in _FLAG_ORDER
     ]
     if abnormal:
-        worst: dict[str, tuple[LabResultAttributes, str, list[str]]] = {}
+        worst: dict[str, tuple[LabResultAttributes, str | None, list[str]]] = {}
         for fact in abnormal:
-            result = fact.attributes
+            result = attributes_as(fact, LabResultAttributes)
             seen = worst.get(result.name)
             flag = (
                 result.flag if seen is None else min((seen[1], result.flag), key=_FLAG_ORDER.index)
@@ -184,8 +205,8 @@ def _structured_course(
     stopped = [c for c in changes if c.kind == "stopped" and c.admission]
     if started or stopped:
         text = render.course_medications([c.name for c in started], [c.name for c in stopped])
-        cited = [c.discharge for c in started] + [c.admission for c in stopped]
-        sentences.append(_sentence("hospital_course", text, [c for c in cited if c]))
+        changed = [c.discharge for c in started] + [c.admission for c in stopped]
+        sentences.append(_sentence("hospital_course", text, [c for c in changed if c]))
     if stay.attributes.end is not None:
         sentences.append(
             _sentence("hospital_course", render.discharged(stay.attributes), [stay.id])
@@ -212,8 +233,8 @@ def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None
         and f.attributes.effective is not None
     ]
     if vitals:
-        last = max(f.attributes.effective for f in vitals)
-        latest = [f for f in vitals if f.attributes.effective == last]
+        last = max(_effective(f) or _NEVER for f in vitals)
+        latest = [f for f in vitals if _effective(f) == last]
         text = render.vital_signs("discharge", last, [f.attributes for f in latest])
         sentences.append(_sentence("condition_at_discharge", text, [f.id for f in latest]))
     sentences += [
@@ -250,11 +271,9 @@ def _hospital_course(
 def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
     """Clinically significant procedures of the episode by date; administrative and routine
     care (admission, assessment, screening…) in one line after them."""
-    facts = sorted(
-        state.facts["procedure"],
-        key=lambda f: (f.attributes.performed_start is None, f.attributes.performed_start),
-    )
-    significant, usual = [], []
+    facts = _by_time(state.facts["procedure"], _performed)
+    significant: list[Fact] = []
+    usual: list[Fact] = []
     for fact in facts:
         procedure = fact.attributes
         assert isinstance(procedure, ProcedureAttributes)
@@ -264,7 +283,7 @@ def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[S
         _sentence("procedures", render.procedure(f.attributes), [f.id]) for f in significant
     ]
     if usual:
-        names = list(dict.fromkeys(f.attributes.name for f in usual))
+        names = list(dict.fromkeys(_procedure_code_and_name(f)[1] for f in usual))
         sentences.append(_sentence("procedures", render.routine_care(names), [f.id for f in usual]))
     return sentences
 
@@ -285,9 +304,8 @@ def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
     if given:
         text = render.given_during_stay([f.attributes for f in given])
         sentences.append(_sentence("medications", text, [f.id for f in given]))
-    administered = sorted(
-        state.facts["administration"],
-        key=lambda f: (f.attributes.when is None, f.attributes.when),
+    administered = _by_time(
+        state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
     )
     if administered:
         text = render.administered([f.attributes for f in administered])
@@ -332,16 +350,13 @@ def _vital(result: LabResultAttributes) -> bool:
 
 def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
     """The first and the last set of vital signs of the episode."""
-    timed = sorted(
-        (f for f in facts if f.attributes.effective is not None),
-        key=lambda f: f.attributes.effective,
-    )
+    timed = _by_time([f for f in facts if _effective(f) is not None], _effective)
     if not timed:
         return []
     sentences = []
     for moment, when in (("admission", timed[0]), ("discharge", timed[-1])):
-        taken = when.attributes.effective
-        same = [f for f in timed if f.attributes.effective == taken]
+        taken = _effective(when)
+        same = [f for f in timed if _effective(f) == taken]
         sentences.append(
             _sentence(
                 "results",
@@ -349,11 +364,7 @@ def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
                 [f.id for f in same],
             )
         )
-    return (
-        sentences[:1]
-        if timed[0].attributes.effective == timed[-1].attributes.effective
-        else sentences
-    )
+    return sentences[:1] if _effective(timed[0]) == _effective(timed[-1]) else sentences
 
 
 def _results(state: EvidenceState, render: Any) -> list[Sentence]:
@@ -379,8 +390,8 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
     normal: list[Fact] = []
     unranged: list[Fact] = []
     for key, facts in by_test.items():
-        facts.sort(key=lambda f: (f.attributes.effective is None, f.attributes.effective))
-        results = [f.attributes for f in facts]
+        facts[:] = _by_time(facts, _effective)
+        results = [attributes_as(f, LabResultAttributes) for f in facts]
         worst = _worst(results)
         if worst is None:
             (normal if any(r.flag == "normal" for r in results) else unranged).extend(facts)
@@ -393,21 +404,22 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
         )
     sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     if normal:
-        names = list(dict.fromkeys(f.attributes.name for f in normal))
+        names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
         sentences.append(_sentence("results", render.normal_results(names), [f.id for f in normal]))
     if unranged:
         sentences += [_sentence("results", render.result(f.attributes), [f.id]) for f in unranged]
     imaging = [
         _sentence("results", render.imaging(f.attributes), [f.id])
-        for f in sorted(
-            state.facts["imaging"],
-            key=lambda f: (f.attributes.started is None, f.attributes.started),
+        for f in _by_time(
+            state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started
         )
     ]
     return sentences + imaging + _vital_signs(vitals, render)
 
 
-def _simple(state: EvidenceState, category: str, section: SectionKey, macro: Any) -> list[Sentence]:
+def _simple(
+    state: EvidenceState, category: FactCategory, section: SectionKey, macro: Any
+) -> list[Sentence]:
     return [_sentence(section, macro(f.attributes), [f.id]) for f in state.facts[category]]
 
 

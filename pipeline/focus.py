@@ -279,7 +279,7 @@ def default_salience() -> AttentionSalience:
     from transformers.utils import logging
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never ask a hub
-    logging.disable_progress_bar()
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
     path = str(get_model_path())
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModel.from_pretrained(path, local_files_only=True)

@@ -51,8 +51,10 @@ class TransformersBackend:
     def chat_text(self, messages: list[dict[str, str]]) -> str:
         """The prompt as the model sees it: its chat template, else a plain role-prefixed form."""
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
+            return str(
+                self.tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=True
+                )
             )
         turns = [f"{message['role']}: {message['content']}" for message in messages]
         return "\n".join(turns) + "\nassistant:"
@@ -75,7 +77,7 @@ class TransformersBackend:
             repetition_penalty=1.0,
             pad_token_id=pad if pad is not None else self.tokenizer.eos_token_id,
         )
-        return self.tokenizer.decode(output[0, input_ids.shape[1] :], skip_special_tokens=True)
+        return str(self.tokenizer.decode(output[0, input_ids.shape[1] :], skip_special_tokens=True))
 
     def grounding(
         self,
@@ -117,14 +119,15 @@ class SchemaDecoder:
         ]
 
     def _ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
     @torch.no_grad()
     def _logits(self, text: str) -> torch.Tensor:
         ids = torch.tensor(
             [self.tokenizer(text)["input_ids"]], device=next(self.model.parameters()).device
         )
-        return self.model(input_ids=ids).logits[0]
+        logits: torch.Tensor = self.model(input_ids=ids).logits[0]
+        return logits
 
     def _choose(self, context: str, options: Sequence[Any]) -> Any:
         def score(option: Any) -> float:
@@ -146,7 +149,7 @@ class SchemaDecoder:
         for _ in range(min(limit or self.string_tokens, self.string_tokens)):
             logits = self._logits(context + '"' + self.tokenizer.decode(pieces))[-1]
             pieces.append(int(allowed[logits[allowed].argmax()]))
-        return self.tokenizer.decode(pieces).strip()
+        return str(self.tokenizer.decode(pieces)).strip()
 
     def value(self, context: str, schema: dict[str, Any]) -> Any:
         if "enum" in schema:

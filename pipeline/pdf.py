@@ -65,7 +65,8 @@ def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
     document = pypdfium2.PdfDocument(data)
     try:
         page = document[index]
-        scale = render_scale(*page.get_size(), settings)
+        width, height = page.get_size()
+        scale = render_scale(width, height, settings)
         bitmap = page.render(scale=scale, grayscale=True)
         buffer = io.BytesIO()
         bitmap.to_pil().save(buffer, format="PNG")

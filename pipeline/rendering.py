@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import jinja2
 
@@ -48,6 +49,6 @@ def render(template: str, **context: object) -> str:
     return template_environment().get_template(template).render(**context)
 
 
-def macros(template: str) -> object:
+def macros(template: str) -> Any:
     """A template's macros, callable from Python (``macros("x.j2").name(...)``)."""
     return template_environment().get_template(template).module

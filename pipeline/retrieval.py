@@ -21,7 +21,7 @@ def default_encoder() -> Any:
     from transformers.utils import logging
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never ask a hub
-    logging.disable_progress_bar()
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated upstream
     return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
 
 

@@ -24,7 +24,6 @@ from smartapp.core.headers import security_headers
 from smartapp.core.logs import request_ids
 from smartapp.core.settings import Settings, get_settings
 from smartapp.drafts.controllers import DraftController
-from smartapp.drafts.review import reconcile_claim, stale_claims
 from smartapp.jobs.controllers import JobController, LandingController
 from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.service import StageHook
@@ -39,11 +38,11 @@ async def reconcile_signatures(state: AppState) -> list[str]:
     """Claims of signatures left by a process that died are settled with the EHR, asked with
     the signer's session while it lasts; each claim's outcome."""
     outcomes = []
-    for row in await stale_claims(state.database, state.settings.signing_timeout_s):
+    for row in await state.drafts.stale_claims(state.settings.signing_timeout_s):
         session_id = row.signing_session or ""
         live = await state.store.stored_context(session_id) if session_id else None
         client = state.access.client_for(session_id, row.iss) if live else None
-        outcomes.append(await reconcile_claim(state.database, row, client, state.installation))
+        outcomes.append(await state.drafts.reconcile_claim(row, client, state.installation))
     return outcomes
 
 

@@ -14,6 +14,7 @@ from litestar.di import NamedDependency
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
 from smartapp.core.settings import Settings
+from smartapp.drafts.service import DraftService
 from smartapp.ehr.egress import guarded_client
 from smartapp.jobs.service import JobService
 from smartapp.launch.sessions import SessionStore
@@ -39,6 +40,7 @@ class AppState:
     secret: bytes
     styles: StyleCache
     access: EhrAccess
+    drafts: DraftService
     jobs: JobService | None = None
     loop: asyncio.AbstractEventLoop | None = None
     installation: str = ""
@@ -84,4 +86,5 @@ def new_state(settings: Settings) -> AppState:
         secret=app_secret(settings),
         styles=StyleCache(http),
         access=EhrAccess(settings, store, http),
+        drafts=DraftService(database),
     )

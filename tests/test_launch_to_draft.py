@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fhir_mapping.composition import DRAFT_KEY_SYSTEM
+from fhir_mapping.write_plan import idempotency_key
 from launch.sandbox.run import Sandbox
-from smartapp.drafts.review import load
-from smartapp.ehr.writeback import KEY_SYSTEM, idempotency_key
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
@@ -58,7 +58,7 @@ def identifier_of(app: RunningApp, draft: dict) -> str:
     key = idempotency_key(
         app.state.installation, draft["patient"], draft["encounter"], draft["version"]
     )
-    return f"{KEY_SYSTEM}|{key}"
+    return f"{DRAFT_KEY_SYSTEM}|{key}"
 
 
 def test_launch_to_draft_for_each_capability_profile(
@@ -137,7 +137,7 @@ def test_launch_to_draft_for_each_capability_profile(
         if profile != "composition":
             # The next draft of the stay reads the chart with our note in it: never as evidence.
             again = wait_for(browser, app, launch(browser, sandbox))
-            second = app.call(load(app.state.database, again["draft"]))
+            second = app.call(app.state.drafts.load(again["draft"]))
             (ours,) = documents
             cited = {ref["resource"] for d in second.evidence["documents"] for ref in d["sources"]}
             assert f"DocumentReference/{ours['id']}" not in cited
@@ -300,31 +300,6 @@ def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
         actions = [action for action, _ in app.call(audit())]
         assert actions == ["draft_created", "write_back_done", "draft_viewed"]
         assert app.call(audit())[-1][1].endswith("Practitioner/sandbox-physician")
-
-
-def test_write_back_strategy_follows_the_capability_statement_scopes_and_overrides() -> None:
-    from smartapp.ehr.writeback import ACCEPTED_STATUS, choose_strategy
-
-    def statement(*types: str, final_only: bool = False) -> dict:
-        resources = []
-        for kind in types:
-            entry = {"type": kind, "interaction": [{"code": "create"}]}
-            if final_only and kind == "DocumentReference":
-                entry["extension"] = [{"url": ACCEPTED_STATUS, "valueCode": "final"}]
-            resources.append(entry)
-        return {"rest": [{"resource": resources}]}
-
-    both = statement("Composition", "DocumentReference")
-    write_all = "patient/Composition.cu patient/DocumentReference.cu"
-    assert choose_strategy(both, write_all) == "composition"
-    assert choose_strategy(both, "patient/DocumentReference.cu") == "document-reference"
-    assert choose_strategy(both, "patient/*.write") == "composition"
-    assert choose_strategy(statement("DocumentReference"), write_all) == "document-reference"
-    assert (
-        choose_strategy(statement("DocumentReference", final_only=True), write_all) == "final-only"
-    )
-    assert choose_strategy(statement("Observation"), write_all) == "none"
-    assert choose_strategy(both, write_all, forced="document-reference") == "document-reference"
 
 
 def test_a_stage_slower_than_the_lease_is_not_taken_over(sandbox: Sandbox, tmp_path: Path) -> None:

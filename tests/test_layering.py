@@ -121,3 +121,33 @@ def test_one_settings_object_reads_the_environment() -> None:
         if "sandbox" not in path.parts and _reads_environment(path)
     }
     assert readers == {"smartapp/core/settings.py"}
+
+
+DRAFT_TABLES = {"DraftRow", "DraftRevisionRow", "DraftEditRow", "WriteBackRow", "AuditRow"}
+
+
+def _queries_draft_tables(path: Path) -> bool:
+    """Builds a query on, reads by key, or creates a row of a draft table."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        called = ast.unparse(node.func)
+        named = {ast.unparse(arg).split(".")[0] for arg in node.args}
+        if called in DRAFT_TABLES:
+            return True
+        if called.split(".")[-1] in {"select", "update", "delete", "insert", "get"} and (
+            named & DRAFT_TABLES
+        ):
+            return True
+    return False
+
+
+def test_only_the_drafts_slice_touches_the_draft_tables() -> None:
+    """Drafts, revisions, edits, write-backs and their audit events have one owner
+    (``smartapp.drafts.service.DraftService``); everyone else asks it."""
+    touching = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "smartapp").rglob("*.py")
+        if "migrations" not in path.parts and _queries_draft_tables(path)
+    }
+    assert touching and all(path.startswith("smartapp/drafts/") for path in touching)

@@ -14,6 +14,7 @@ from fhir.resources.R4B.composition import Composition
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
 from fhir_mapping.signoff import signed_bundle
+from fhir_mapping.smart_scopes import granted, only_restricted
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.rendering import render
 from pipeline.review import (
@@ -27,7 +28,6 @@ from pipeline.review import (
 )
 from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
 from smartapp.core.csrf import csrf_token, csrf_valid
-from smartapp.ehr.scopes import granted, only_restricted
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.launch.roles import practitioner_reference
 from smartapp.launch.sessions import LaunchContext

@@ -16,7 +16,6 @@ import pytest
 
 from launch.sandbox.run import Sandbox
 from smartapp.core.settings import ClientRegistration
-from smartapp.drafts.review import load
 from smartapp.ehr.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
 from smartapp.ehr.fhir_client import FhirClient, OutsideEhrError
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay
@@ -70,7 +69,7 @@ def test_references_outside_the_ehr_are_never_fetched_and_the_rest_is_drafted(
                 browser, app, launch_job(browser, sandbox, "sec-outside", encounter=encounter)
             )
             assert job["state"] == "done", job
-            draft = app.call(load(app.state.database, job["draft"]))
+            draft = app.call(app.state.drafts.load(job["draft"]))
         assert attacker.requests == []  # not the token, not anything
     evidence = draft.evidence
     (note,) = [d for d in evidence["documents"] if "sec-outside-evil-note" in str(d["sources"])]

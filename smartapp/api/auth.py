@@ -20,9 +20,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
+from fhir_mapping.smart_scopes import granted, only_restricted
 from smartapp.core.errors import CallerError, logged
 from smartapp.core.settings import Settings
-from smartapp.ehr.scopes import granted, only_restricted
 
 ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
 JWKS_TTL_S = 300.0
@@ -120,9 +120,8 @@ class TokenVerifier:
     def _check_shape(self, header: dict[str, Any], claims: dict[str, Any]) -> None:
         """The claims any valid token has, checked before a key is looked for."""
         audience = self.settings.api_audience or self.settings.api_base
-        audiences = (
-            claims.get("aud") if isinstance(claims.get("aud"), list) else [claims.get("aud")]
-        )
+        aud = claims.get("aud")
+        audiences: list[Any] = aud if isinstance(aud, list) else [aud]
         expires = claims.get("exp")
         if (
             header.get("alg") not in ALGORITHMS

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath
 from litestar.response import Response
-from sqlalchemy import func, select
 
-from fhir_mapping.hosted import device_id, document_bundle, hosted_draft
+from fhir_mapping.hosted import document_bundle, hosted_draft
 from pipeline.rendering import render
 from smartapp.api.auth import ApiClient
 from smartapp.api.fhir_api import (
@@ -34,14 +33,14 @@ from smartapp.api.fhir_api import (
     type_matches,
 )
 from smartapp.api.guards import CALLER, api_token
-from smartapp.core.db import DraftRevisionRow, DraftRow, JobRow
+from smartapp.core.db import DraftRow
 from smartapp.core.statuses import DraftStatus, JobState
+from smartapp.drafts.store import DraftQuery
 from smartapp.state import AppState, Provenote
 
 
 async def _draft_or_404(provenote: AppState, draft_id: str) -> DraftRow:
-    async with provenote.database.sessions() as session:
-        draft = await session.get(DraftRow, draft_id)
+    draft = await provenote.drafts.get(draft_id)
     if draft is None:
         raise ApiError(404, "not-found", f"Composition/{draft_id} is not known")
     return draft
@@ -49,7 +48,7 @@ async def _draft_or_404(provenote: AppState, draft_id: str) -> DraftRow:
 
 class FhirApiController(Controller):
     path = "/fhir"
-    guards: ClassVar = [api_token]
+    guards = (api_token,)
 
     @get("/metadata")
     async def metadata(self, provenote: Provenote) -> Response[Any]:
@@ -76,8 +75,7 @@ class FhirApiController(Controller):
         self, provenote: Provenote, draft_id: FromPath[str], version: FromPath[str]
     ) -> Response[Any]:
         revision = int(version) if version.isdigit() else -1
-        async with provenote.database.sessions() as session:
-            row = await session.get(DraftRevisionRow, (draft_id, revision))
+        row = await provenote.drafts.revision(draft_id, revision)
         if row is None:
             raise ApiError(404, "not-found", f"Composition/{draft_id} has no version {version}")
         hosted = hosted_draft(row.bundle, draft_id, row.revision, row.at)
@@ -94,30 +92,23 @@ class FhirApiController(Controller):
             if key in request.query_params
         }
         count, offset = paging(request)
-        query = select(DraftRow).order_by(DraftRow.created_at.desc(), DraftRow.id)
-        if "patient" in params:
-            query = query.where(DraftRow.patient == bare_id(params["patient"], "Patient"))
-        if "encounter" in params:
-            query = query.where(DraftRow.encounter == bare_id(params["encounter"], "Encounter"))
+        stored: set[str] = set()
         if "status" in params:
             # A draft being signed is still preliminary until the EHR has taken it.
             wanted = set(params["status"].split(","))
             signing = DraftStatus.PRELIMINARY in wanted
             stored = wanted | ({DraftStatus.SIGNING.value} if signing else set())
-            query = query.where(DraftRow.status.in_(stored))
-        async with provenote.database.sessions() as session:
-            if not {"date", "type"} & params.keys():
-                # Everything is in SQL: count, then read only the page.
-                total = await session.scalar(
-                    select(func.count()).select_from(query.order_by(None).subquery())
-                )
-                page = (await session.execute(query.offset(offset).limit(count))).scalars()
-                compositions = [served(draft).composition for draft in page]
-                bundle = searchset(
-                    base, "Composition", params, compositions, count, total or 0, offset
-                )
-                return fhir(bundle)
-            drafts = list((await session.execute(query)).scalars())
+        query = DraftQuery(
+            patient=bare_id(params["patient"], "Patient") if "patient" in params else None,
+            encounter=bare_id(params["encounter"], "Encounter") if "encounter" in params else None,
+            statuses=frozenset(stored),
+        )
+        if not {"date", "type"} & params.keys():
+            # Everything is in SQL: count, then read only the page.
+            page, total = await provenote.drafts.search(query, count, offset)
+            compositions = [served(draft).composition for draft in page]
+            return fhir(searchset(base, "Composition", params, compositions, count, total, offset))
+        drafts = await provenote.drafts.search_all(query)
         matches = []
         for draft in drafts:
             composition = served(draft).composition
@@ -133,8 +124,7 @@ class FhirApiController(Controller):
         self, provenote: Provenote, draft_id: FromPath[str]
     ) -> Response[Any]:
         draft = await _draft_or_404(provenote, draft_id)
-        async with provenote.database.sessions() as session:
-            job = await session.get(JobRow, draft.job_id)
+        job = await provenote.jobs.get(draft.job_id) if provenote.jobs is not None else None
         record = job.record if job is not None and job.record else {"entry": []}
         document = document_bundle(
             served(draft),
@@ -155,21 +145,17 @@ class FhirApiController(Controller):
                 400, "not-supported", "Provenance is searched by target=Composition/{id}"
             )
         count, offset = paging(request)
-        async with provenote.database.sessions() as session:
-            draft = await session.get(DraftRow, bare_id(target, "Composition"))
+        draft = await provenote.drafts.get(bare_id(target, "Composition"))
         provenances = served(draft).provenances if draft is not None else []
         base = provenote.settings.api_base
         return fhir(page_of(base, "Provenance", {"target": target}, provenances, count, offset))
 
     @get("/Device/{device:str}", opt={"scope": ("Device", "r")})
     async def read_device(self, provenote: Provenote, device: FromPath[str]) -> Response[Any]:
-        async with provenote.database.sessions() as session:
-            for bundle in (await session.execute(select(DraftRow.bundle))).scalars():
-                for entry in bundle["entry"]:
-                    resource = entry["resource"]
-                    if resource["resourceType"] == "Device" and device_id(resource) == device:
-                        return fhir(resource | {"id": device})
-        raise ApiError(404, "not-found", f"Device/{device} is not known")
+        found = await provenote.drafts.device(device)
+        if found is None:
+            raise ApiError(404, "not-found", f"Device/{device} is not known")
+        return fhir(found)
 
     @post(
         "/Patient/{patient:str}/$summarize",

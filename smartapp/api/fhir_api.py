@@ -73,7 +73,7 @@ def bare_id(reference: str, resource_type: str) -> str:
     return reference.rstrip("/").split(f"{resource_type}/")[-1]
 
 
-def paging(request: Request) -> tuple[int, int]:
+def paging(request: Request[Any, Any, Any]) -> tuple[int, int]:
     try:
         count = int(request.query_params.get("_count", DEFAULT_COUNT))
         offset = int(request.query_params.get("_offset", 0))

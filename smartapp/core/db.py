@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from alembic import command
 from alembic.config import Config
@@ -51,7 +51,7 @@ class SessionRow(Base):
     __tablename__ = "sessions"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    context: Mapped[dict] = mapped_column(JSON)
+    context: Mapped[dict[str, Any]] = mapped_column(JSON)
     sealed_tokens: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -94,7 +94,7 @@ class JobRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    record: Mapped[dict | None] = mapped_column(JSON)
+    record: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # "launch" (a user's launch; session_id is theirs) or "backend" (the API's $summarize,
     # run as Provenote itself for ``api_client``).
     origin: Mapped[str] = mapped_column(String(16), default="launch")
@@ -119,13 +119,13 @@ class DraftRow(Base):
     encounter: Mapped[str] = mapped_column(String(128))
     version: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))
-    bundle: Mapped[dict] = mapped_column(JSON)
+    bundle: Mapped[dict[str, Any]] = mapped_column(JSON)
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # The Summary and EvidenceState the bundle was built from: review edits work on these.
     # Deferred: large, and only the review needs them (smartapp.review.load asks for them).
-    summary: Mapped[dict | None] = mapped_column(JSON, deferred=True)
-    evidence: Mapped[dict | None] = mapped_column(JSON, deferred=True)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
+    evidence: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
     # Optimistic concurrency: every review action or signature bumps it (the ETag).
     revision: Mapped[int] = mapped_column(Integer, default=1)
     signed_by: Mapped[str | None] = mapped_column(Text)
@@ -154,7 +154,7 @@ class DraftEditRow(Base):
     after: Mapped[str | None] = mapped_column(Text)
     verdict: Mapped[str | None] = mapped_column(String(16))
     # The sentence as it stood before the action: section, citations, checker verdicts, flags.
-    drafted: Mapped[dict | None] = mapped_column(JSON)
+    drafted: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class DraftRevisionRow(Base):
@@ -165,7 +165,7 @@ class DraftRevisionRow(Base):
     draft_id: Mapped[str] = mapped_column(ForeignKey("drafts.id"), primary_key=True)
     revision: Mapped[int] = mapped_column(Integer, primary_key=True)
     status: Mapped[str] = mapped_column(String(16))
-    bundle: Mapped[dict] = mapped_column(JSON)
+    bundle: Mapped[dict[str, Any]] = mapped_column(JSON)
     at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -241,7 +241,8 @@ class Database:
 
     async def ping(self) -> bool:
         async with self.engine.connect() as connection:
-            return (await connection.execute(text("SELECT 1"))).scalar_one() == 1
+            answer: int = (await connection.execute(text("SELECT 1"))).scalar_one()
+            return answer == 1
 
     async def installation_id(self, configured: str | None = None) -> str:
         """This installation's id: configured, else the one stored, else a new one stored now."""

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from cryptography.fernet import Fernet
-from joserfc.jwk import ECKey, KeySet, RSAKey
+from joserfc.jwk import ECKey, KeyParameters, KeySet, RSAKey
 
 from smartapp.core.settings import ClientRegistration, Settings, SigningAlg
 
@@ -41,7 +41,7 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def _key_at(path: Path, alg: SigningAlg) -> RSAKey | ECKey:
-    parameters = {"alg": alg, "use": "sig"}
+    parameters: KeyParameters = {"alg": alg, "use": "sig"}
     if not path.exists():
         generated = (
             RSAKey.generate_key(2048, parameters=parameters)
@@ -74,7 +74,7 @@ def registration_key(settings: Settings, registration: ClientRegistration) -> RS
 
 def public_jwks(keys: list[RSAKey | ECKey]) -> dict[str, object]:
     unique = {key.kid: key for key in keys}
-    return KeySet(list(unique.values())).as_dict(private=False)
+    return dict(KeySet(list(unique.values())).as_dict(private=False))
 
 
 def token_cipher(settings: Settings) -> Fernet:

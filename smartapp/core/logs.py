@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("provenote_request_id", default=None)
@@ -85,7 +86,7 @@ def request_ids(app: ASGIApp) -> ASGIApp:
     access line (method, path without query, status, duration)."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         sent = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")

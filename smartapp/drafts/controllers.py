@@ -10,12 +10,13 @@ revision the user saw, and only a reviewer (``reviewer_roles``) may change or si
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.response import Redirect, Response
+from litestar.types import Dependencies
 
 from pipeline.rendering import render
 from pipeline.review import ReviewError, review_items
@@ -24,17 +25,8 @@ from smartapp.core.db import DraftRow
 from smartapp.core.responses import error_page, html
 from smartapp.core.statuses import DraftStatus
 from smartapp.drafts.pages import PARTIAL_HEADER, citations, patient_banner
-from smartapp.drafts.review import (
-    ReviewRefusedError,
-    Signer,
-    apply_review,
-    edits_of,
-    load,
-    reviewed,
-    sign,
-)
-from smartapp.drafts.store import audit, write_back_of
-from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write
+from smartapp.drafts.review import ReviewRefusedError, Signer, reviewed
+from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.launch.guards import Visible, VisibleRecord, launched_for_draft, visible_draft
 from smartapp.launch.roles import may_review, practitioner_reference
 from smartapp.state import AppState, Provenote
@@ -61,14 +53,14 @@ async def _review_values(
         "open_flags": opened.open_flags,
         "citations": citations(opened.summary, opened.state),
         "review_items": review_items,
-        "edits": await edits_of(provenote.database, draft.id),
+        "edits": await provenote.drafts.edits(draft.id),
         "editable": draft.status == DraftStatus.PRELIMINARY,
         "practitioner": practitioner,
         "may_review": may_review(provenote.settings, context) and practitioner is not None,
         "write_back_words": WRITE_BACK_WORDS,
         "user": context.fhir_user,
         "csrf": csrf_token(provenote.secret, visible.session_id),
-        "write_back": await write_back_of(provenote.database, draft.id),
+        "write_back": await provenote.drafts.write_back_of(draft.id),
         "message": message,
         "context": context,
         "patient": patient_banner(opened.state),
@@ -85,7 +77,7 @@ async def _answer(
 ) -> Response[Any]:
     """The review again: its fragment for the page's script, else a redirect or full page."""
     assert visible.draft is not None
-    draft = await load(provenote.database, visible.draft.id) or visible.draft
+    draft = await provenote.drafts.load(visible.draft.id) or visible.draft
     values = await _review_values(provenote, visible, draft, message)
     if request.headers.get(PARTIAL_HEADER) == "provenote-review":
         return html(render("app/_review.html.j2", **values), status)
@@ -122,8 +114,11 @@ async def _checked_form(
 
 
 class DraftController(Controller):
-    guards: ClassVar = [launched_for_draft]
-    dependencies: ClassVar = {"visible": Provide(visible_draft, sync_to_thread=False)}
+    guards = (launched_for_draft,)
+    # Litestar's own (mutable) attribute, as Litestar declares it.
+    dependencies: Dependencies | None = {  # noqa: RUF012
+        "visible": Provide(visible_draft, sync_to_thread=False)
+    }
 
     @get("/drafts/{draft_id:str}")
     async def draft_page(
@@ -132,7 +127,7 @@ class DraftController(Controller):
         draft = visible.draft
         assert draft is not None
         actor = visible.context.fhir_user or "unknown user"
-        await audit(provenote.database, actor, "draft_viewed", draft.id, "")
+        await provenote.drafts.audit(actor, "draft_viewed", draft.id, "")
         try:
             values = await _review_values(provenote, visible, draft)
         except ReviewRefusedError as refused:
@@ -155,8 +150,7 @@ class DraftController(Controller):
         if action not in {"accept", "edit", "delete"}:
             return error_page("Unknown review action.", 400)
         try:
-            await apply_review(
-                provenote.database,
+            await provenote.drafts.apply_review(
                 draft_id,
                 submitted.revision,
                 action,  # type: ignore[arg-type]
@@ -190,8 +184,7 @@ class DraftController(Controller):
         client = provenote.access.client_for(visible.session_id, context.iss)
         forced = provenote.settings.writeback_strategies.get(context.iss)
         try:
-            await sign(
-                provenote.database,
+            await provenote.drafts.sign(
                 client,
                 draft_id,
                 submitted.revision,
@@ -208,7 +201,7 @@ class DraftController(Controller):
     ) -> dict[str, Any]:
         draft = visible.draft
         assert draft is not None
-        written = await write_back_of(provenote.database, draft.id)
+        written = await provenote.drafts.write_back_of(draft.id)
         return {
             "id": draft.id,
             "version": draft.version,

@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import undefer
 
 from fhir_mapping.composition import draft_bundle
+from fhir_mapping.draft_resources import draft_resources
 from fhir_mapping.signoff import signed_bundle
 from pipeline.evidence import EvidenceState
 from pipeline.review import ReviewAction, accept, awaiting_review, delete, edit, find_sentence
@@ -27,8 +28,10 @@ from smartapp.core.db import AuditRow, Database, DraftEditRow, DraftRevisionRow,
 from smartapp.core.errors import DraftStateError
 from smartapp.core.metrics import DRAFTS_SIGNED, WRITE_BACKS
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, moved
+from smartapp.drafts.store import write_back_by_key
+from smartapp.drafts.writing import Write, draft_key, write_signed
 from smartapp.ehr.fhir_client import FhirClient, FhirError
-from smartapp.ehr.writeback import Write, idempotency_key, recorded, remote_status, write_signed
+from smartapp.ehr.writeback import remote_status
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
 
@@ -74,14 +77,6 @@ def reviewed(row: DraftRow) -> ReviewedDraft:
     return ReviewedDraft(
         row, Summary.model_validate(row.summary), EvidenceState.model_validate(row.evidence)
     )
-
-
-def _generated_at(bundle: dict[str, Any]) -> datetime:
-    """When the draft was generated: its Composition's date, which names its bundle's ids."""
-    composition = next(
-        e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Composition"
-    )
-    return datetime.fromisoformat(composition["date"])
 
 
 async def load(database: Database, draft_id: str) -> DraftRow | None:
@@ -148,7 +143,7 @@ async def apply_review(
     else:
         summary, after = delete(draft.summary, sentence_id)
     bundle = await asyncio.to_thread(
-        draft_bundle, summary, draft.state, _generated_at(draft.row.bundle)
+        draft_bundle, summary, draft.state, draft_resources(draft.row.bundle).generated_at
     )
     markdown = render_markdown(summary, draft.state)
     kept = None if action == "delete" else after
@@ -345,13 +340,11 @@ async def reconcile_claim(
     Final there means final here; otherwise (or when the EHR cannot be asked) the claim is
     released. Audited either way; the outcome, in words."""
     practitioner = row.signing_by or "unknown signer"
-    written = await recorded(
-        database, idempotency_key(installation, row.patient, row.encounter, row.version)
-    )
+    written = await write_back_by_key(database, draft_key(row, installation))
     remote = None
-    if client is not None and written is not None:
+    if client is not None and written is not None and written.remote_type and written.remote_id:
         try:
-            remote = await remote_status(client, written)
+            remote = await remote_status(client, written.remote_type, written.remote_id)
         except FhirError as failure:
             remote = f"unknown ({failure})"
     if remote == "final":

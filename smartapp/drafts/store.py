@@ -1,18 +1,22 @@
 """Drafts as stored: a new draft with its first revision and audit event, the draft of a job,
-its write-back, and audit events. The review's changes and sign-off are ``drafts.review``."""
+its write-backs, revisions, the searches of Provenote's FHIR API, and audit events. The review's
+changes and sign-off are ``drafts.review``; ``drafts.service.DraftService`` is the door to both."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 
 from pipeline.evidence import EvidenceState
 from pipeline.summary import Summary
 from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, WriteBackRow
-from smartapp.core.statuses import DraftStatus
+from smartapp.core.statuses import DraftStatus, WriteBackStatus
+from smartapp.ehr.writeback import Written
 
 
 async def create_draft(
@@ -85,3 +89,92 @@ async def write_back_of(database: Database, draft_id: str) -> WriteBackRow | Non
 async def audit(database: Database, actor: str, action: str, draft_id: str, detail: str) -> None:
     async with database.sessions() as session, session.begin():
         session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))
+
+
+async def write_back_by_key(database: Database, key: str) -> WriteBackRow | None:
+    async with database.sessions() as session:
+        return (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+
+
+async def record_write_back(
+    database: Database,
+    draft_id: str,
+    key: str,
+    target: str,
+    status: WriteBackStatus,
+    written: Written,
+) -> WriteBackRow:
+    """Store the outcome of a write under its idempotency key (one row per key)."""
+    async with database.sessions() as session, session.begin():
+        row = (
+            await session.execute(select(WriteBackRow).where(WriteBackRow.idempotency_key == key))
+        ).scalar_one_or_none()
+        if row is None:
+            row = WriteBackRow(id=str(uuid.uuid4()), draft_id=draft_id, idempotency_key=key)
+            session.add(row)
+        row.target = target
+        row.strategy = written.strategy
+        row.status = status
+        row.remote_type = written.remote_type
+        row.remote_id = written.remote_id
+        row.remote_version = written.remote_version
+        row.error = None
+    return row
+
+
+async def get_draft(database: Database, draft_id: str) -> DraftRow | None:
+    async with database.sessions() as session:
+        return await session.get(DraftRow, draft_id)
+
+
+async def revision_of(database: Database, draft_id: str, revision: int) -> DraftRevisionRow | None:
+    async with database.sessions() as session:
+        return await session.get(DraftRevisionRow, (draft_id, revision))
+
+
+@dataclass(frozen=True, slots=True)
+class DraftQuery:
+    """Drafts of a patient or encounter, in some statuses; newest first."""
+
+    patient: str | None = None
+    encounter: str | None = None
+    statuses: frozenset[str] = frozenset()
+
+
+def _selected(query: DraftQuery) -> Select[DraftRow]:
+    selected = select(DraftRow).order_by(DraftRow.created_at.desc(), DraftRow.id)
+    if query.patient is not None:
+        selected = selected.where(DraftRow.patient == query.patient)
+    if query.encounter is not None:
+        selected = selected.where(DraftRow.encounter == query.encounter)
+    if query.statuses:
+        selected = selected.where(DraftRow.status.in_(query.statuses))
+    return selected
+
+
+async def search_drafts(
+    database: Database, query: DraftQuery, count: int, offset: int
+) -> tuple[list[DraftRow], int]:
+    """One page of the drafts ``query`` finds, and how many it finds in all (both in SQL)."""
+    selected = _selected(query)
+    async with database.sessions() as session:
+        total = await session.scalar(
+            select(func.count()).select_from(selected.order_by(None).subquery())
+        )
+        page = (await session.execute(selected.offset(offset).limit(count))).scalars()
+        return list(page), total or 0
+
+
+async def all_drafts(database: Database, query: DraftQuery) -> list[DraftRow]:
+    """Every draft ``query`` finds, for filters SQL cannot apply (dates, types)."""
+    async with database.sessions() as session:
+        return list((await session.execute(_selected(query))).scalars())
+
+
+async def draft_bundles(database: Database) -> AsyncIterator[dict[str, Any]]:
+    """Every stored draft's bundle, one at a time."""
+    async with database.sessions() as session:
+        async for bundle in await session.stream_scalars(select(DraftRow.bundle)):
+            yield bundle

@@ -12,20 +12,20 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncGenerator
-from typing import Any, ClassVar
+from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
+from litestar.types import Dependencies
 
 from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
-from smartapp.drafts.store import write_back_of
-from smartapp.ehr.writeback import WRITE_BACK_WORDS
+from smartapp.drafts.writing import WRITE_BACK_WORDS
 from smartapp.jobs.service import JobService, job_view
 from smartapp.launch.guards import VisibleRecord, launched_for_job, visible_job
 from smartapp.launch.sessions import LaunchContext
@@ -55,7 +55,7 @@ class LandingController(Controller):
             context=context,
             job=job,
             draft=draft,
-            write_back=await write_back_of(provenote.database, draft.id) if draft else None,
+            write_back=await provenote.drafts.write_back_of(draft.id) if draft else None,
             write_back_words=WRITE_BACK_WORDS,
             smart_style=style,
             csrf=csrf_token(provenote.secret, session_id) if context and session_id else "",
@@ -65,8 +65,11 @@ class LandingController(Controller):
 
 class JobController(Controller):
     path = "/jobs/{job_id:str}"
-    guards: ClassVar = [launched_for_job]
-    dependencies: ClassVar = {"visible": Provide(visible_job, sync_to_thread=False)}
+    guards = (launched_for_job,)
+    # Litestar's own (mutable) attribute, as Litestar declares it.
+    dependencies: Dependencies | None = {  # noqa: RUF012
+        "visible": Provide(visible_job, sync_to_thread=False)
+    }
 
     @staticmethod
     def _jobs(provenote: AppState) -> JobService:

@@ -18,9 +18,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, Result, func, select, update
 
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.resources import type_counts
@@ -38,12 +38,13 @@ from smartapp.core.statuses import (
     JOB_MOVES,
     JobStage,
     JobState,
+    WriteBackStatus,
     moved,
 )
-from smartapp.drafts.store import audit, create_draft, draft_of_job
+from smartapp.drafts.service import DraftService
+from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import PullBounds, pull_record
-from smartapp.ehr.writeback import WRITE_BACK_WORDS, Write, write_back
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
@@ -67,6 +68,11 @@ def job_view(job: JobRow) -> dict[str, Any]:
     }
 
 
+def _changed_rows(result: Result[Any]) -> int:
+    """Rows an UPDATE changed (an UPDATE's result is a cursor result, typed more loosely)."""
+    return cast(CursorResult[Any], result).rowcount
+
+
 class JobService:
     def __init__(
         self,
@@ -84,6 +90,7 @@ class JobService:
         pipeline_settings: PipelineSettings | None = None,
     ) -> None:
         self.database = database
+        self.drafts = DraftService(database)
         self.client_for = client_for
         self.queue = queue or InProcessQueue()
         self.progress = progress or ProgressBus()
@@ -246,7 +253,7 @@ class JobService:
                     worker=self.worker_name,
                 )
             )
-            if claimed.rowcount != 1:
+            if _changed_rows(claimed) != 1:
                 return None
         return await self.get(candidate)
 
@@ -271,7 +278,7 @@ class JobService:
                     worker=self.worker_name,
                 )
             )
-        if claimed.rowcount != 1:
+        if _changed_rows(claimed) != 1:
             return
         job = await self.get(job_id)
         assert job is not None
@@ -379,10 +386,9 @@ class JobService:
             job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
         )
         write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
-        outcome = await write_back(self.database, client, draft, scope, write)
+        outcome = await self.drafts.write_back(client, draft, scope, write)
         WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
-        await audit(
-            self.database,
+        await self.drafts.audit(
             f"provenote job {job.id}",
             f"write_back_{outcome.status}",
             draft.id,
@@ -395,13 +401,13 @@ class JobService:
             stage=JobStage.DONE,
             progress=1.0,
             detail=f"draft {draft.id} stored; write-back {outcome.strategy}: "
-            + WRITE_BACK_WORDS.get(outcome.status, outcome.status),
+            + WRITE_BACK_WORDS.get(WriteBackStatus(outcome.status), outcome.status),
             lease_until=None,
         )
         JOBS_FINISHED.labels(JobState.DONE).inc()
 
     async def draft_of(self, job_id: str) -> DraftRow | None:
-        return await draft_of_job(self.database, job_id)
+        return await self.drafts.of_job(job_id)
 
     async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
         summary = await asyncio.to_thread(
@@ -410,8 +416,7 @@ class JobService:
             ratio=self.pipeline_settings.focus_ratio,
             settings=self.pipeline_settings,
         )
-        return await create_draft(
-            self.database,
+        return await self.drafts.create(
             job_id=job.id,
             iss=job.iss,
             patient=job.patient,

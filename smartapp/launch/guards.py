@@ -14,7 +14,6 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.handlers.base import BaseRouteHandler
-from sqlalchemy.orm import undefer
 
 from pipeline.errors import ProvenoteError
 from smartapp.core.db import DraftRow, JobRow
@@ -55,14 +54,8 @@ async def launched_for_draft(
     connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
 ) -> None:
     """A launch for this draft's patient on this draft's EHR."""
-    database = connection.app.state.provenote.database
-    async with database.sessions() as session:
-        # With what review works on (summary and evidence are deferred columns).
-        draft = await session.get(
-            DraftRow,
-            connection.path_params["draft_id"],
-            options=[undefer(DraftRow.summary), undefer(DraftRow.evidence)],
-        )
+    # With what review works on (its summary and evidence), from the drafts' one door.
+    draft = await connection.app.state.provenote.drafts.load(connection.path_params["draft_id"])
     found = await _launch_for(connection, draft.patient, draft.iss) if draft else None
     if found is None:
         raise NotInLaunchContextError("No such draft in this launch context.")

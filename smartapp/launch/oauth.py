@@ -370,6 +370,8 @@ async def validate_id_token(
     there are several audiences), exp and the launch's nonce."""
     if not config.jwks_uri:
         raise SmartError("the EHR publishes no JWKS to check the id_token with")
+    if not config.issuer:
+        raise SmartError("the EHR names no issuer to check the id_token against")
     try:
         keys = KeySet.import_key_set((await http.get(config.jwks_uri)).json())
         token = _decode_id_token(id_token, keys)

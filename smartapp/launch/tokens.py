@@ -17,7 +17,8 @@ from smartapp.core.db import JobRow
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
 from smartapp.core.settings import ClientRegistration, Settings
-from smartapp.ehr.fhir_client import FhirClient, TokenGetter
+from smartapp.ehr.egress import TokenGetter
+from smartapp.ehr.fhir_client import FhirClient
 from smartapp.launch.oauth import (
     SmartError,
     client_credentials,

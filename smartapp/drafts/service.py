@@ -1,0 +1,121 @@
+"""``DraftService``: the one door to drafts, their revisions, edits, write-backs, sign-off and
+audit events. Controllers, jobs and the FHIR API go through it; no other slice touches those
+tables (``tests/test_layering.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fhir_mapping.hosted import served_device
+from pipeline.evidence import EvidenceState
+from pipeline.review import ReviewAction
+from pipeline.summary import Sentence, Summary
+from smartapp.core.db import Database, DraftEditRow, DraftRevisionRow, DraftRow, WriteBackRow
+from smartapp.core.statuses import WriteBackStatus
+from smartapp.drafts import review, store, writing
+from smartapp.drafts.store import DraftQuery
+from smartapp.drafts.writing import Write
+from smartapp.ehr.fhir_client import FhirClient
+
+
+class DraftService:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def create(
+        self,
+        *,
+        job_id: str,
+        iss: str,
+        patient: str,
+        summary: Summary,
+        state: EvidenceState,
+        bundle: dict[str, Any],
+        markdown: str,
+    ) -> DraftRow:
+        return await store.create_draft(
+            self.database,
+            job_id=job_id,
+            iss=iss,
+            patient=patient,
+            summary=summary,
+            state=state,
+            bundle=bundle,
+            markdown=markdown,
+        )
+
+    async def of_job(self, job_id: str) -> DraftRow | None:
+        return await store.draft_of_job(self.database, job_id)
+
+    async def get(self, draft_id: str) -> DraftRow | None:
+        """The draft as served (its bundle and status), without its summary and evidence."""
+        return await store.get_draft(self.database, draft_id)
+
+    async def load(self, draft_id: str) -> DraftRow | None:
+        """The draft with the summary and evidence its review works on."""
+        return await review.load(self.database, draft_id)
+
+    async def revision(self, draft_id: str, revision: int) -> DraftRevisionRow | None:
+        return await store.revision_of(self.database, draft_id, revision)
+
+    async def search(
+        self, query: DraftQuery, count: int, offset: int
+    ) -> tuple[list[DraftRow], int]:
+        return await store.search_drafts(self.database, query, count, offset)
+
+    async def search_all(self, query: DraftQuery) -> list[DraftRow]:
+        return await store.all_drafts(self.database, query)
+
+    async def device(self, served_id: str) -> dict[str, Any] | None:
+        """The AI Device served under ``served_id`` (the one that wrote some draft)."""
+        async for bundle in store.draft_bundles(self.database):
+            device = served_device(bundle, served_id)
+            if device is not None:
+                return device
+        return None
+
+    async def write_back_of(self, draft_id: str) -> WriteBackRow | None:
+        return await store.write_back_of(self.database, draft_id)
+
+    async def write_back(
+        self, client: FhirClient, draft: DraftRow, scope: str, write: Write
+    ) -> WriteBackRow:
+        """Write a new draft to its EHR once; the recorded outcome."""
+        return await writing.write_back(self.database, client, draft, scope, write)
+
+    async def apply_review(
+        self,
+        draft_id: str,
+        revision: int,
+        action: ReviewAction,
+        sentence_id: str,
+        actor: str,
+        text: str = "",
+    ) -> tuple[DraftRow, Sentence | None]:
+        return await review.apply_review(
+            self.database, draft_id, revision, action, sentence_id, actor, text
+        )
+
+    async def edits(self, draft_id: str) -> list[DraftEditRow]:
+        return await review.edits_of(self.database, draft_id)
+
+    async def sign(
+        self, client: FhirClient, draft_id: str, revision: int, signer: review.Signer, write: Write
+    ) -> DraftRow:
+        return await review.sign(self.database, client, draft_id, revision, signer, write)
+
+    async def stale_claims(self, timeout_s: float) -> list[DraftRow]:
+        return await review.stale_claims(self.database, timeout_s)
+
+    async def reconcile_claim(
+        self, row: DraftRow, client: FhirClient | None, installation: str
+    ) -> str:
+        return await review.reconcile_claim(self.database, row, client, installation)
+
+    async def audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
+        await store.audit(self.database, actor, action, draft_id, detail)
+
+    @staticmethod
+    def write_back_words() -> Mapping[WriteBackStatus, str]:
+        return writing.WRITE_BACK_WORDS

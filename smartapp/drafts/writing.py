@@ -1,0 +1,133 @@
+"""A draft written to its EHR: the plan (``fhir_mapping.write_plan``), its execution
+(``smartapp.ehr.writeback``) and the recorded outcome, once per draft version.
+
+A grant without write scopes drafts all the same: the write-back is recorded as not permitted by
+the EHR. Every recorded outcome is settled: a retried or duplicated job finds it and writes
+nothing again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fhir_mapping.draft_resources import draft_resources
+from fhir_mapping.write_plan import (
+    STRATEGIES,
+    Capability,
+    DraftNote,
+    Strategy,
+    WrittenCopy,
+    idempotency_key,
+    write_plan,
+)
+from smartapp.core.db import Database, DraftRow, WriteBackRow
+from smartapp.core.statuses import WriteBackStatus
+from smartapp.drafts.store import record_write_back, write_back_by_key
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.writeback import Written, execute
+
+# What a write-back status means, for people.
+WRITE_BACK_WORDS = {
+    WriteBackStatus.DONE: "written to the EHR",
+    WriteBackStatus.DEFERRED: "deferred until sign-off (the EHR takes final notes only)",
+    WriteBackStatus.NOT_PERMITTED: "not permitted by the EHR",
+    WriteBackStatus.USER_MAY_NOT_WRITE: (
+        "not written: the launching user may not write to the chart"
+    ),
+    WriteBackStatus.SIGNED: "signed copy written",
+}
+# Every write-back status is settled: nothing is retried once recorded.
+SETTLED = frozenset(WriteBackStatus)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """How this installation writes: its id (part of every identifier) and, per EHR, a forced
+    strategy, and whether the launch behind the write may write to the chart at all."""
+
+    installation: str
+    forced: str | None = None
+    permitted: bool = True
+
+
+def draft_key(draft: DraftRow, installation: str) -> str:
+    return idempotency_key(installation, draft.patient, draft.encounter, draft.version)
+
+
+def _forced(write: Write) -> Strategy | None:
+    return next((s for s in STRATEGIES if s == write.forced), None)
+
+
+def _note(draft: DraftRow) -> DraftNote:
+    return DraftNote(
+        markdown=draft.markdown,
+        patient=draft.patient,
+        encounter=draft.encounter or None,
+        signed_by=draft.signed_by,
+        signed_at=draft.signed_at,
+    )
+
+
+def _copy(row: WriteBackRow | None) -> WrittenCopy | None:
+    """What an earlier write left in the EHR, if it left anything."""
+    strategy = next((s for s in STRATEGIES if row is not None and s == row.strategy), None)
+    if row is None or not row.remote_id or strategy is None:
+        return None
+    return WrittenCopy(strategy, row.remote_id, row.remote_version)
+
+
+async def _write(
+    database: Database,
+    client: FhirClient,
+    draft: DraftRow,
+    scope: str,
+    write: Write,
+    before: WriteBackRow | None,
+) -> WriteBackRow:
+    key = draft_key(draft, write.installation)
+    capability = Capability.from_statement(await client.read_reference("metadata"))
+    plan = write_plan(
+        draft_resources(draft.bundle),
+        _note(draft),
+        capability,
+        scope,
+        key=key,
+        at=datetime.now(UTC),
+        forced=_forced(write),
+        written_before=_copy(before),
+    )
+    if plan.strategy == "none":
+        status = WriteBackStatus.NOT_PERMITTED
+    elif not plan.steps:
+        status = WriteBackStatus.DEFERRED
+    else:
+        status = WriteBackStatus.SIGNED if draft.signed_by else WriteBackStatus.DONE
+    written = await execute(client, plan)
+    return await record_write_back(database, draft.id, key, client.base, status, written)
+
+
+async def write_back(
+    database: Database, client: FhirClient, draft: DraftRow, scope: str, write: Write
+) -> WriteBackRow:
+    """Write ``draft`` to its EHR by the chosen strategy; the recorded outcome either way."""
+    key = draft_key(draft, write.installation)
+    row = await write_back_by_key(database, key)
+    if row is not None and row.status in SETTLED:
+        return row
+    if not write.permitted:
+        refused = WriteBackStatus.USER_MAY_NOT_WRITE
+        return await record_write_back(
+            database, draft.id, key, client.base, refused, Written("none")
+        )
+    return await _write(database, client, draft, scope, write, None)
+
+
+async def write_signed(
+    database: Database, client: FhirClient, draft: DraftRow, scope: str, write: Write
+) -> WriteBackRow:
+    """Bring the EHR's copy up to the signed draft: update what was written before, with
+    ``If-Match`` so a copy changed in the EHR meanwhile is not overwritten (412), or, where the
+    EHR takes only final notes or nothing was written yet, create it now."""
+    before = await write_back_by_key(database, draft_key(draft, write.installation))
+    return await _write(database, client, draft, scope, write, before)
