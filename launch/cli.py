@@ -27,7 +27,7 @@ from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAtt
 from pipeline.rendering import render
 from pipeline.summary_text import render_markdown
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
-from smartapp.core.settings import get_settings
+from smartapp.core.settings import Settings, get_settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ EncounterOption = Annotated[
 ]
 
 
-def language_model(spec: str, scorer: Path | None) -> tuple[ChatBackend, GroundingScorer | None]:
+def language_model(
+    spec: str, scorer: Path | None, settings: Settings
+) -> tuple[ChatBackend, GroundingScorer | None]:
     """``transformers:DIR`` or ``openai:URL#MODEL`` to a backend and its grounding scorer."""
     from pipeline.llm import TransformersBackend
 
@@ -74,7 +76,7 @@ def language_model(spec: str, scorer: Path | None) -> tuple[ChatBackend, Groundi
         return local, local.grounding
     if kind == "openai" and "#" in target:
         url, _, model = target.rpartition("#")
-        key = get_settings().llm_api_key
+        key = settings.llm_api_key
         remote = OpenAIBackend(url, model, api_key=key.get_secret_value() if key else None)
         grounding = TransformersBackend.from_directory(scorer).grounding if scorer else None
         return remote, grounding
@@ -90,13 +92,13 @@ def read_text(path: Path) -> str:
         raise fail(f"{path}: not a UTF-8 text file: {error}") from None
 
 
-def load_evidence(bundle: Path | None, encounter: str | None) -> EvidenceState:
+def load_evidence(bundle: Path | None, encounter: str | None, settings: Settings) -> EvidenceState:
     source = bundle or DEFAULT_SAMPLE
     if bundle is None:
         typer.echo(f"Using the shipped sample patient {source.name}", err=True)
     data = read_json(source)
     try:
-        return evidence_from_fhir(data, encounter, get_settings())
+        return evidence_from_fhir(data, encounter, settings)
     except EvidenceInputError as error:
         raise fail(f"{source}: {error}") from None
 
@@ -170,7 +172,7 @@ def evidence(
     ] = None,
 ) -> None:
     """Build the evidence state of one stay and print an overview of it."""
-    state = load_evidence(bundle, encounter)
+    state = load_evidence(bundle, encounter, get_settings())
     if output is not None:
         write_atomically(output, state.model_dump_json(indent=2))
     typer.echo(overview(state), nl=False)
@@ -203,12 +205,12 @@ def summarize(
     from pipeline.evidence_summary import summarize_evidence
     from pipeline.extraction import with_model_extraction
 
-    state = load_evidence(bundle, encounter)
     settings = get_settings()
+    state = load_evidence(bundle, encounter, settings)
     if llm == "none":
         summary = summarize_evidence(state, ratio=settings.focus_ratio, settings=settings)
     else:
-        backend, grounding = language_model(llm, scorer)
+        backend, grounding = language_model(llm, scorer, settings)
         try:
             state = with_model_extraction(state, backend, settings.max_agent_steps)
             summary = agentic_summary(

@@ -7,7 +7,6 @@ pipeline's fields too (it is a ``PipelineSettings``), so nothing below reads the
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
@@ -222,7 +221,7 @@ class Settings(PipelineSettings, BaseSettings):
         return urlparse(self.base_url).hostname not in {"127.0.0.1", "localhost", "::1"}
 
 
-@lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, read from the environment the first time they are asked for."""
+    """The settings as the environment gives them now. Each entry point (``serve``, ``worker``, a
+    CLI command) reads them once as it starts and passes the object down."""
     return Settings()
