@@ -31,6 +31,13 @@ from fhir_mapping.smart_scopes import granted
 
 Strategy = Literal["composition", "document-reference", "final-only", "none"]
 STRATEGIES: tuple[Strategy, ...] = ("composition", "document-reference", "final-only", "none")
+
+
+def as_strategy(value: str | None) -> Strategy | None:
+    """A stored or configured strategy name as a Strategy; None when it names none."""
+    return next((strategy for strategy in STRATEGIES if strategy == value), None)
+
+
 ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-status-accepted"
 # Answers by which an EHR refuses a Composition it advertised: try a DocumentReference instead.
 COMPOSITION_REFUSED = frozenset({403, 405, 422})

@@ -4,7 +4,6 @@ tables (``tests/test_layering.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from fhir_mapping.hosted import served_device
@@ -12,7 +11,6 @@ from pipeline.evidence import EvidenceState
 from pipeline.review import ReviewAction
 from pipeline.summary import Sentence, Summary
 from smartapp.core.db import Database, DraftEditRow, DraftRevisionRow, DraftRow, WriteBackRow
-from smartapp.core.statuses import WriteBackStatus
 from smartapp.drafts import review, store, writing
 from smartapp.drafts.store import DraftQuery
 from smartapp.drafts.writing import Write
@@ -115,7 +113,3 @@ class DraftService:
 
     async def audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         await store.audit(self.database, actor, action, draft_id, detail)
-
-    @staticmethod
-    def write_back_words() -> Mapping[WriteBackStatus, str]:
-        return writing.WRITE_BACK_WORDS

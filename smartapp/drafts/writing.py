@@ -13,11 +13,10 @@ from datetime import UTC, datetime
 
 from fhir_mapping.draft_resources import draft_resources
 from fhir_mapping.write_plan import (
-    STRATEGIES,
     Capability,
     DraftNote,
-    Strategy,
     WrittenCopy,
+    as_strategy,
     idempotency_key,
     write_plan,
 )
@@ -55,10 +54,6 @@ def draft_key(draft: DraftRow, installation: str) -> str:
     return idempotency_key(installation, draft.patient, draft.encounter, draft.version)
 
 
-def _forced(write: Write) -> Strategy | None:
-    return next((s for s in STRATEGIES if s == write.forced), None)
-
-
 def _note(draft: DraftRow) -> DraftNote:
     return DraftNote(
         markdown=draft.markdown,
@@ -71,7 +66,7 @@ def _note(draft: DraftRow) -> DraftNote:
 
 def _copy(row: WriteBackRow | None) -> WrittenCopy | None:
     """What an earlier write left in the EHR, if it left anything."""
-    strategy = next((s for s in STRATEGIES if row is not None and s == row.strategy), None)
+    strategy = as_strategy(row.strategy) if row is not None else None
     if row is None or not row.remote_id or strategy is None:
         return None
     return WrittenCopy(strategy, row.remote_id, row.remote_version)
@@ -94,7 +89,7 @@ async def _write(
         scope,
         key=key,
         at=datetime.now(UTC),
-        forced=_forced(write),
+        forced=as_strategy(write.forced),
         written_before=_copy(before),
     )
     if plan.strategy == "none":
