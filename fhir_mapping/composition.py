@@ -35,6 +35,9 @@ AI_ASSERTED = {
 # The identifier system of every note Provenote writes to an EHR (its idempotency key).
 DRAFT_KEY_SYSTEM = f"{CANONICAL}/draft-key"
 DRAFT_TITLE = "AI DRAFT discharge summary: not reviewed, needs physician review and signature"
+# Said in the title of a draft whose configured model could not be used.
+MODEL_UNAVAILABLE = "model unavailable: evidence-only draft"
+DRAFTING_NOTE = f"{CANONICAL}/StructureDefinition/drafting-note"
 _NAMESPACE = uuid.UUID("5f0c6b8e-4f7a-4c59-9d8a-2f7e8c1d3b10")
 
 
@@ -174,6 +177,26 @@ def _provenance(
     return provenance
 
 
+def _model_properties(summary: Summary) -> list[dict[str, Any]]:
+    """What drafting asked of the model, on its Device: calls, tokens, passes, why it stopped."""
+    usage = summary.model_usage
+    assert usage is not None
+    counts = {
+        "model-calls": usage.calls,
+        "prompt-tokens": usage.prompt_tokens,
+        "completion-tokens": usage.completion_tokens,
+        "passes": summary.iterations,
+    }
+    properties: list[dict[str, Any]] = [
+        {"type": {"text": name}, "valueQuantity": [{"value": value}]}
+        for name, value in counts.items()
+    ]
+    properties.append(
+        {"type": {"text": "stop-reason"}, "valueCode": [{"text": summary.stop_reason}]}
+    )
+    return properties
+
+
 def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> dict[str, Any]:
     """The transaction Bundle of the draft; validated with ``fhir.resources.R4B`` before return."""
     if generated_at.tzinfo is None:
@@ -193,6 +216,8 @@ def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime)
         "version": [{"value": summary.backend_version}],
         "type": {"text": "AI software drafting discharge summaries from the record"},
     }
+    if summary.model_usage is not None:
+        device["property"] = _model_properties(summary)
     composition: dict[str, Any] = {
         "resourceType": "Composition",
         "meta": {"security": [AI_ASSERTED]},
@@ -204,6 +229,14 @@ def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime)
         "title": DRAFT_TITLE,
         "section": [_section(section, state) for section in summary.sections],
     }
+    if summary.model_unavailable is not None:
+        composition["title"] = f"{DRAFT_TITLE} ({MODEL_UNAVAILABLE})"
+        composition["extension"] = [
+            {
+                "url": DRAFTING_NOTE,
+                "valueString": f"{MODEL_UNAVAILABLE}: {summary.model_unavailable}",
+            }
+        ]
     if summary.encounter:
         composition["encounter"] = {"reference": summary.encounter}
     entries = [

@@ -22,16 +22,15 @@ import typer
 
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.resources import EvidenceInputError
-from pipeline.chat import ChatBackend, ModelOutputError
+from pipeline.errors import ModelError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.rendering import render
 from pipeline.summary_text import render_markdown
-from smartapp.core.openai_backend import BackendError, OpenAIBackend
 from smartapp.core.settings import Settings, get_settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
 if TYPE_CHECKING:
-    from pipeline.agentic import GroundingScorer
+    pass
 
 SAMPLES = Path(__file__).parent / "samples"
 DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
@@ -62,25 +61,6 @@ EncounterOption = Annotated[
     str | None,
     typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
 ]
-
-
-def language_model(
-    spec: str, scorer: Path | None, settings: Settings
-) -> tuple[ChatBackend, GroundingScorer | None]:
-    """``transformers:DIR`` or ``openai:URL#MODEL`` to a backend and its grounding scorer."""
-    from pipeline.llm import TransformersBackend
-
-    kind, _, target = spec.partition(":")
-    if kind == "transformers" and target:
-        local = TransformersBackend.from_directory(Path(target))
-        return local, local.grounding
-    if kind == "openai" and "#" in target:
-        url, _, model = target.rpartition("#")
-        key = settings.llm_api_key
-        remote = OpenAIBackend(url, model, api_key=key.get_secret_value() if key else None)
-        grounding = TransformersBackend.from_directory(scorer).grounding if scorer else None
-        return remote, grounding
-    raise fail(f"--llm {spec!r}: expected none, transformers:DIR or openai:URL#MODEL")
 
 
 def read_text(path: Path) -> str:
@@ -192,31 +172,42 @@ def summarize(
         typer.Option("--format", help="bundle: a FHIR transaction Bundle; markdown: for people."),
     ] = SummaryFormat.bundle,
     llm: Annotated[
-        str,
-        typer.Option(help="none | transformers:DIR | openai:URL#MODEL (the hospital course)."),
-    ] = "none",
+        str | None,
+        typer.Option(
+            help="evidence-only | transformers:DIR | openai:URL#MODEL (the hospital course). "
+            "Default: PROVENOTE_SUMMARIZER."
+        ),
+    ] = None,
     scorer: Annotated[
         Path | None,
         typer.Option(help="A local causal LM directory that scores grounding (AURA) for openai."),
     ] = None,
 ) -> None:
-    """Draft the discharge summary of one stay (evidence-only unless --llm names a model)."""
-    from pipeline.agentic import LoopSettings, agentic_summary
+    """Draft the discharge summary of one stay (evidence-only unless a model is configured)."""
+    from pipeline.agentic import LoopSettings, draft_with_model
     from pipeline.evidence_summary import summarize_evidence
-    from pipeline.extraction import with_model_extraction
+    from smartapp.core.language_models import language_model
 
     settings = get_settings()
+    if scorer is not None:
+        settings = settings.model_copy(update={"aura_scorer": scorer})
+    try:
+        model = language_model(settings, "evidence-only" if llm == "none" else llm)
+    except ValueError as error:
+        raise fail(f"--llm: {error}") from None
     state = load_evidence(bundle, encounter, settings)
-    if llm == "none":
+    if model is None:
         summary = summarize_evidence(state, ratio=settings.focus_ratio, settings=settings)
     else:
-        backend, grounding = language_model(llm, scorer, settings)
         try:
-            state = with_model_extraction(state, backend, settings.max_agent_steps)
-            summary = agentic_summary(
-                state, backend, settings=LoopSettings.from_settings(settings), grounding=grounding
+            state, summary = draft_with_model(
+                state,
+                model.backend,
+                settings=LoopSettings.from_settings(settings),
+                max_agent_steps=settings.max_agent_steps,
+                grounding=model.grounding,
             )
-        except (ModelOutputError, BackendError) as error:
+        except ModelError as error:
             typer.echo(f"error: the language model failed: {error}", err=True)
             raise typer.Exit(1) from None
     if output_format is SummaryFormat.markdown:

@@ -4,15 +4,24 @@ benchmarks of the code paths that need a model: no download, ever."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import (
     BertConfig,
     BertModel,
     LlamaConfig,
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
+)
+
+# A chat template of the plainest kind, so that chat servers (vLLM) can serve the tiny model.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
 )
 
 WORDS = (
@@ -46,6 +55,67 @@ def word_tokenizer(extra_text: str = "") -> PreTrainedTokenizerFast:
         bos_token="<s>",
         eos_token="</s>",
     )
+
+
+def json_tokenizer(extra_text: str = "", vocab_size: int = 600) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained here on the fixed words, JSON punctuation and
+    ``extra_text``: every string can be written with it (all 256 bytes are tokens), as a
+    grammar-constrained decoder needs, and its tokens join back to the exact text."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<s>", "</s>", "<pad>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    corpus = [" ".join(WORDS), '{"sentences": [{"text": "", "citations": []}]}', extra_text]
+    tokenizer.train_from_iterator(corpus * 2, trainer)
+    built = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    built.chat_template = CHAT_TEMPLATE
+    return built
+
+
+def save_tiny_llama(directory: Path, extra_text: str = "", seed: int = 0) -> Path:
+    """A tiny random Llama and its byte-level tokenizer saved as a model directory (what
+    ``transformers:DIR`` and a model server such as vLLM load)."""
+    tokenizer = json_tokenizer(extra_text)
+    model = tiny_llama(len(tokenizer), seed)
+    model.config.bos_token_id = tokenizer.bos_token_id
+    model.config.eos_token_id = tokenizer.eos_token_id
+    model.config.pad_token_id = tokenizer.pad_token_id
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+class ScriptedModel(torch.nn.Module):
+    """A causal "model" whose logits spell a chosen answer, token by token, whatever the prompt:
+    a deterministic stand-in to show what a constrained decoder lets through. After the script
+    it favours the end-of-sequence token."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerFast, answer: str) -> None:
+        super().__init__()
+        self.script = list(tokenizer(answer, add_special_tokens=False)["input_ids"])
+        self.end = tokenizer.eos_token_id
+        self.config = SimpleNamespace(
+            vocab_size=len(tokenizer), model_type="scripted", _name_or_path="scripted"
+        )
+        self.anchor = torch.nn.Parameter(torch.zeros(1))  # gives the module a device
+
+    def forward(
+        self, input_ids: torch.Tensor, cache: int | None = None, **_: Any
+    ) -> SimpleNamespace:
+        # The cache is the position in the script: None on the prompt, then one step per token.
+        position = 0 if cache is None else cache + 1
+        wanted = self.script[position] if position < len(self.script) else self.end
+        logits = torch.zeros(1, input_ids.shape[1], self.config.vocab_size)
+        logits[0, -1, wanted] = 10.0
+        return SimpleNamespace(logits=logits, cache=position)
 
 
 def tiny_llama(vocab_size: int, seed: int = 0) -> LlamaForCausalLM:

@@ -9,8 +9,12 @@ The narrative section (hospital course) is written by a language model; the stru
   check fails.
 - **supervisor**: stops when nothing is flagged; when the mean AURA moved less than ε; when no new
   sentence is flagged (H(t) \\ H(t−1) = ∅); or at T_max. Every decision and its reason is kept.
-- **fix**: rewrites (or deletes) only the flagged sentences; the others stay byte-identical; the
-  result is re-segmented and detected again on the next pass.
+- **fix**: rewrites (or deletes) only the flagged sentences, one model call each; the others stay
+  byte-identical; the result is re-segmented and detected again on the next pass.
+
+Model calls for independent sentences (entailment per sentence, fixes) run concurrently, up to
+``LoopSettings.concurrency`` at once. A soft check failing (content words the evidence lacks)
+marks a sentence weakly grounded for the physician; it is not a reason to rewrite it.
 
 Unlike the published AgenticSum code, detection runs on every pass (nothing is cached), the
 model's answers are parsed strictly as JSON with a bounded retry (never by substring), and the loop
@@ -20,16 +24,19 @@ prompt that says such text is never an instruction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from pipeline.chat import ChatBackend, ask_json
+from pipeline.answer_schemas import SchemaLimits, entailment_schema, sentences_schema
+from pipeline.chat import ChatBackend, Metered, Progress, ask_json, no_progress
 from pipeline.checker import check_cited_sentence
 from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
+from pipeline.extraction import with_model_extraction
 from pipeline.focus import TokenSalience
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
@@ -41,38 +48,13 @@ GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
 ]
 NARRATIVE: SectionKey = "hospital_course"
-
-
-ENTAILMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "label": {"enum": ["supported", "unsupported"]},
-        "spans": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 12}},
-    },
-    "required": ["label", "spans"],
-}
-
-
-def _sentences_schema(citable: list[str], ids: list[str] | None = None) -> dict[str, Any]:
-    """Draft and fix answers: sentences citing only ids that exist (and, for fixes, which one)."""
-    item: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "text": {"type": "string", "maxLength": 40},
-            "citations": {"type": "array", "maxItems": 2, "items": {"enum": citable}},
-        },
-    }
-    if ids is not None:
-        item["properties"] = {"id": {"enum": ids}, **item["properties"]}
-    return {
-        "type": "object",
-        "properties": {"sentences": {"type": "array", "maxItems": 4, "items": item}},
-        "required": ["sentences"],
-    }
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
 
 
 class LoopSettings(BaseModel):
-    """τ, ε, T_max and r; ``from_settings`` takes them from the deployment's settings."""
+    """τ, ε, T_max and r, concurrent model calls and the answer schemas' limits;
+    ``from_settings`` takes them from the deployment's settings."""
 
     tau: float = Field(0.35, ge=0, le=1)
     epsilon: float = Field(0.01, ge=0)
@@ -80,6 +62,8 @@ class LoopSettings(BaseModel):
     ratio: float = Field(0.5, gt=0, le=1)
     top_k: int = Field(3, ge=0)
     json_retries: int = Field(2, ge=0, le=5)
+    concurrency: int = Field(4, ge=1, le=64)
+    limits: SchemaLimits = Field(default_factory=SchemaLimits)
 
     @classmethod
     def from_settings(cls, settings: PipelineSettings) -> LoopSettings:
@@ -88,7 +72,19 @@ class LoopSettings(BaseModel):
             epsilon=settings.aura_epsilon,
             max_iterations=settings.max_iterations,
             ratio=settings.focus_ratio,
+            concurrency=settings.model_concurrency,
         )
+
+
+def in_parallel(
+    work: Callable[[Item], Answer], items: Sequence[Item], concurrency: int
+) -> list[Answer]:
+    """``work`` on each item, at most ``concurrency`` at once, answers in the items' order; the
+    first failure is raised (the loop is all or nothing)."""
+    if concurrency <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
+        return list(pool.map(work, items))
 
 
 @dataclass(slots=True)
@@ -102,10 +98,11 @@ class Draft:
 
     @property
     def flagged(self) -> bool:
+        """To be fixed: the model found it unsupported, or a hard check failed."""
         return (
             bool(self.spans)
             or self.entailment == "unsupported"
-            or any(not check.passed for check in self.checks)
+            or any(not check.passed for check in self.checks if check.severity == "hard")
         )
 
 
@@ -138,15 +135,27 @@ def _detect(
         sentence.checks = check_cited_sentence(
             sentence.text, sentence.citations, state, free_text=True
         )
-        evidence = _evidence_lines(sentence, facts, notes, settings)
-        prompt = render("prompts/entailment.txt.j2", sentence=sentence.text, evidence=evidence)
-        verdict = ask_json(
+    prompts = [
+        render(
+            "prompts/entailment.txt.j2",
+            sentence=sentence.text,
+            evidence=_evidence_lines(sentence, facts, notes, settings),
+        )
+        for sentence in sentences
+    ]
+
+    def judge(prompt: str) -> dict[str, Any]:
+        return ask_json(
             backend,
             [_system(), {"role": "user", "content": prompt}],
             ["label"],
             settings.json_retries,
-            ENTAILMENT_SCHEMA,
+            entailment_schema(settings.limits),
         )
+
+    for sentence, verdict in zip(
+        sentences, in_parallel(judge, prompts, settings.concurrency), strict=True
+    ):
         sentence.entailment = "supported" if verdict.get("label") == "supported" else "unsupported"
         sentence.spans = [str(span) for span in verdict.get("spans", []) if str(span).strip()]
         if sentence.entailment == "supported":
@@ -174,41 +183,50 @@ def _fix(
     facts: dict[str, str],
     notes: list[str],
     settings: LoopSettings,
-) -> dict[int, list[Draft]]:
-    items = [
-        {
-            "id": str(index),
-            "text": sentence.text,
-            "spans": sentence.spans
+) -> list[list[Draft]]:
+    """Each flagged sentence rewritten (into none, one or several), one model call each."""
+    prompts = [
+        render(
+            "prompts/fix.txt.j2",
+            text=sentence.text,
+            spans=sentence.spans
             + [span for check in sentence.checks if not check.passed for span in check.spans],
-            "evidence": _evidence_lines(sentence, facts, notes, settings),
-        }
-        for index, sentence in enumerate(flagged)
+            evidence=_evidence_lines(sentence, facts, notes, settings),
+        )
+        for sentence in flagged
     ]
-    prompt = render("prompts/fix.txt.j2", flagged=items)
-    answer = ask_json(
-        backend,
-        [_system(), {"role": "user", "content": prompt}],
-        ["sentences"],
-        settings.json_retries,
-        _sentences_schema(list(facts), [str(index) for index in range(len(flagged))]),
-    )
-    replaced: dict[int, list[Draft]] = {}
-    for item in answer["sentences"]:
-        index = int(item.get("id", -1))
-        if not 0 <= index < len(flagged):
+    schema = sentences_schema(settings.limits, list(facts), for_fix=True)
+
+    def rewrite(prompt: str) -> dict[str, Any]:
+        return ask_json(
+            backend,
+            [_system(), {"role": "user", "content": prompt}],
+            ["sentences"],
+            settings.json_retries,
+            schema,
+        )
+
+    answers = in_parallel(rewrite, prompts, settings.concurrency)
+    return [
+        _drafts(answer, default_citations=sentence.citations)
+        for sentence, answer in zip(flagged, answers, strict=True)
+    ]
+
+
+def _drafts(answer: dict[str, Any], default_citations: list[str] | None = None) -> list[Draft]:
+    """The sentences of a draft or fix answer, re-segmented (a model may write two in one)."""
+    drafts = []
+    for item in answer.get("sentences") or []:
+        if not isinstance(item, dict) or not item.get("text"):
             continue
-        text = item.get("text")
-        citations = [str(c) for c in item.get("citations", flagged[index].citations)]
-        if not text:
-            replaced[index] = []
-            continue
-        replaced[index] = [
+        cited = item.get("citations")
+        citations = [str(c) for c in cited] if isinstance(cited, list) else default_citations or []
+        drafts += [
             Draft(span.text, citations)
-            for span in split_sentences(str(text))
+            for span in split_sentences(str(item["text"]))
             if span.kind != "header"
         ]
-    return replaced
+    return drafts
 
 
 def agentic_summary(
@@ -218,11 +236,13 @@ def agentic_summary(
     settings: LoopSettings | None = None,
     grounding: GroundingScorer | None = None,
     salience: TokenSalience | None = None,
+    progress: Progress = no_progress,
 ) -> Summary:
     """The summary with a model-written, checked and repaired hospital course.
 
     Pass the state from :func:`pipeline.extraction.with_model_extraction` to draft from the
-    model's quoted extractions too; build the Composition from that same state.
+    model's quoted extractions too; build the Composition from that same state
+    (:func:`draft_with_model` does both).
     """
     settings = settings or LoopSettings()
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
@@ -245,25 +265,22 @@ def agentic_summary(
     prompt = render("prompts/draft.txt.j2", facts=fact_items, notes=note_items)
     source_start = prompt.index("<data>")
     source_spans = [(source_start, len(prompt))]
+    progress("drafting the hospital course")
     answer = ask_json(
         backend,
         [_system(), {"role": "user", "content": prompt}],
         ["sentences"],
         settings.json_retries,
-        _sentences_schema(list(facts)),
+        sentences_schema(settings.limits, list(facts)),
     )
-    sentences = [
-        Draft(span.text, [str(c) for c in item.get("citations", [])])
-        for item in answer["sentences"]
-        for span in split_sentences(str(item.get("text", "")))
-        if span.kind != "header"
-    ]
+    sentences = _drafts(answer)
     decisions: list[str] = []
     previous: set[str] = set()
     previous_mean: float | None = None
     stop_reason = "budget"
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
+        progress(f"pass {iteration}: detecting {len(sentences)} sentences")
         _detect(sentences, state, backend, facts, notes, settings, grounding, prompt, source_spans)
         flagged = [s for s in sentences if s.flagged or _low_grounding(s, settings)]
         current = {s.text for s in flagged}
@@ -291,14 +308,13 @@ def agentic_summary(
         )
         if stop_reason:
             break
-        replaced = _fix(flagged, backend, facts, notes, settings)
-        rebuilt: list[Draft] = []
-        for sentence in sentences:
-            if sentence in flagged and flagged.index(sentence) in replaced:
-                rebuilt += replaced[flagged.index(sentence)]
-            else:
-                rebuilt.append(sentence)
-        sentences = rebuilt
+        progress(f"pass {iteration}: fixing {len(flagged)} sentences")
+        fixes = dict(
+            zip(map(id, flagged), _fix(flagged, backend, facts, notes, settings), strict=True)
+        )
+        sentences = [
+            fixed for sentence in sentences for fixed in fixes.get(id(sentence), [sentence])
+        ]
         previous, previous_mean = current, mean
     narrative = []
     for sentence in sentences:
@@ -346,3 +362,40 @@ def agentic_summary(
             "decisions": decisions,
         }
     )
+
+
+def draft_with_model(
+    state: EvidenceState,
+    backend: ChatBackend,
+    *,
+    settings: LoopSettings | None = None,
+    max_agent_steps: int = 12,
+    grounding: GroundingScorer | None = None,
+    salience: TokenSalience | None = None,
+    progress: Progress = no_progress,
+) -> tuple[EvidenceState, Summary]:
+    """Extraction, then the agentic loop: the state to build the Composition from and the
+    summary, with the model's calls and tokens for this draft counted.
+
+    All or nothing: any model failure (unreachable, unusable answers) is raised, so the caller
+    can fall back to the evidence-only draft rather than keep half of a model's work.
+    """
+    settings = settings or LoopSettings()
+    metered = Metered(backend)
+    extended = with_model_extraction(
+        state,
+        metered,
+        max_agent_steps,
+        limits=settings.limits,
+        progress=progress,
+        strict=True,
+    )
+    summary = agentic_summary(
+        extended,
+        metered,
+        settings=settings,
+        grounding=grounding,
+        salience=salience,
+        progress=progress,
+    )
+    return extended, summary.model_copy(update={"model_usage": metered.usage})

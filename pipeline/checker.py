@@ -10,8 +10,10 @@ Used by every summarizer backend. For a sentence it checks that
   reverse ("denies fever" is not "fever");
 - ``demographics``: an age or sex the sentence states is in the evidence;
 - ``citations``: every cited fact exists (structured mode);
-- ``terms`` (free text): every content word is in the retrieved evidence (stemmed), so an
-  invented diagnosis ("benign neurogenic tumor") is caught even with no number in it.
+- ``terms`` (free text): every content word is in the retrieved evidence (stemmed). This one is
+  **soft**: a faithful paraphrase uses words of its own ("prescribed" for "discharge medications
+  include"), so a failure marks the sentence weakly grounded for the physician and never makes it
+  unsupported; the hard checks above do (``pipeline.summary.Severity``).
 
 Numbers and dates are checked against the sentence's own evidence (its citations, or the source
 sentences retrieved for it); drugs and demographics against all the evidence.
@@ -36,9 +38,9 @@ from nltk.stem.porter import PorterStemmer
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.evidence import EvidenceState, Fact
-from pipeline.focus import FUNCTION_WORDS
 from pipeline.medications import normalise_quantity
-from pipeline.summary import CheckResult, Sentence, Verdict
+from pipeline.summary import CheckResult, Sentence, Verdict, hard_verdict
+from pipeline.words import FUNCTION_WORDS
 
 _MONTHS = {name.lower(): index for index, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): index for index, name in enumerate(calendar.month_abbr) if name}
@@ -96,6 +98,8 @@ class _Model(BaseModel):
 class SentenceReport(_Model):
     text: str
     verdict: Verdict
+    # A soft check failed: words the evidence lacks, for the physician to look at.
+    weakly_grounded: bool
     spans: list[str]
     checks: list[CheckResult]
 
@@ -399,7 +403,8 @@ def report_of(texts: Sequence[str], checks: Sequence[list[CheckResult]]) -> Veri
     sentences = [
         SentenceReport(
             text=text,
-            verdict="supported" if all(c.passed for c in sentence_checks) else "unsupported",
+            verdict=hard_verdict(sentence_checks),
+            weakly_grounded=any(not c.passed for c in sentence_checks if c.severity == "soft"),
             spans=list(dict.fromkeys(s for c in sentence_checks for s in c.spans)),
             checks=sentence_checks,
         )

@@ -4,7 +4,9 @@ Per page chunk the model lists diagnoses, medications, allergies, procedures, pe
 follow-up, each with the quote that states it. Every quote is located in the page text (exact
 first, then tolerant of whitespace and case) and becomes a SourceRef with offsets; a fact whose
 quote is not found is rejected and traced, never kept. A model or parse failure is recorded on the
-document and in the trace, so a failed extraction can never read as "Not documented".
+document and in the trace, so a failed extraction can never read as "Not documented"; with
+``strict`` (the app) it is raised instead, so that a draft is either wholly the model's or
+wholly evidence-only.
 Extracted facts add to the facts mapped from structured resources; the agent loop then reconciles
 and checks them with the rest, so a note that disagrees with an order surfaces as a conflict.
 """
@@ -16,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.agent import run_agent_loop
-from pipeline.chat import ChatBackend, ModelOutputError, ask_json
+from pipeline.answer_schemas import SchemaLimits, extraction_schema
+from pipeline.chat import ChatBackend, Progress, ask_json, no_progress
 from pipeline.documents import quote_refs
+from pipeline.errors import ModelError
 from pipeline.evidence import (
     AllergyAttributes,
     DiagnosisAttributes,
@@ -38,25 +42,6 @@ from pipeline.rendering import render
 from pipeline.sentences import split_sentences
 
 CHUNK_CHARS = 4000
-CATEGORIES = ["diagnosis", "medication", "allergy", "procedure", "pending_result", "follow_up"]
-EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "maxItems": 20,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "category": {"enum": CATEGORIES},
-                    "text": {"type": "string", "maxLength": 16},
-                    "quote": {"type": "string", "maxLength": 24},
-                },
-            },
-        }
-    },
-    "required": ["items"],
-}
 
 
 @dataclass(slots=True)
@@ -127,7 +112,12 @@ def _attributes(item: dict[str, Any]) -> Any:
 
 
 def _extract_page(
-    document: SourceDocument, page: int, text: str, backend: ChatBackend, result: Extraction
+    document: SourceDocument,
+    page: int,
+    text: str,
+    backend: ChatBackend,
+    result: Extraction,
+    limits: SchemaLimits,
 ) -> None:
     system = {"role": "system", "content": render("prompts/system.txt.j2")}
     for chunk_start, chunk_end in chunks(text):
@@ -138,7 +128,11 @@ def _extract_page(
             text=text[chunk_start:chunk_end],
         )
         answer = ask_json(
-            backend, [system, {"role": "user", "content": prompt}], ["items"], 2, EXTRACTION_SCHEMA
+            backend,
+            [system, {"role": "user", "content": prompt}],
+            ["items"],
+            2,
+            extraction_schema(limits),
         )
         for item in answer["items"] if isinstance(answer["items"], list) else []:
             attributes = _attributes(item) if isinstance(item, dict) else None
@@ -158,16 +152,31 @@ def _extract_page(
             result.facts.append(fact.model_copy(update={"sources": sources}))
 
 
-def extract_from_notes(state: EvidenceState, backend: ChatBackend) -> Extraction:
-    """Facts the model finds in the state's readable note pages, each quoted at its offsets."""
+def extract_from_notes(
+    state: EvidenceState,
+    backend: ChatBackend,
+    *,
+    limits: SchemaLimits | None = None,
+    progress: Progress = no_progress,
+    strict: bool = False,
+) -> Extraction:
+    """Facts the model finds in the state's readable note pages, each quoted at its offsets.
+
+    ``strict``: a model failure is raised, not recorded on the document."""
     result = Extraction()
-    for document in state.documents:
+    readable = [d for d in state.documents if any(page.has_text for page in d.pages)]
+    for number, document in enumerate(readable, start=1):
+        progress(f"extracting note {number} of {len(readable)}")
         for page in document.pages:
             if not page.has_text:
                 continue
             try:
-                _extract_page(document, page.number, page.text, backend, result)
-            except (ModelOutputError, RuntimeError) as error:
+                _extract_page(
+                    document, page.number, page.text, backend, result, limits or SchemaLimits()
+                )
+            except ModelError as error:
+                if strict:
+                    raise
                 message = f"model extraction failed on page {page.number}: {error}"
                 result.errors.setdefault(document.id, []).append(message)
                 result.trace("error", message, document)
@@ -195,8 +204,15 @@ def with_extraction(state: EvidenceState, extraction: Extraction) -> EvidenceSta
 
 
 def with_model_extraction(
-    state: EvidenceState, backend: ChatBackend, max_agent_steps: int = 12
+    state: EvidenceState,
+    backend: ChatBackend,
+    max_agent_steps: int = 12,
+    *,
+    limits: SchemaLimits | None = None,
+    progress: Progress = no_progress,
+    strict: bool = False,
 ) -> EvidenceState:
     """The state with the model's quoted extractions, reconciled, checked and validated again."""
-    extended = with_extraction(state, extract_from_notes(state, backend))
+    found = extract_from_notes(state, backend, limits=limits, progress=progress, strict=strict)
+    extended = with_extraction(state, found)
     return run_agent_loop(extended, extended.step_count + max_agent_steps)

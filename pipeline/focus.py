@@ -43,6 +43,7 @@ from torch import nn
 from pipeline.attention import attention_rows, is_causal, layer_count
 from pipeline.loading import loaded_once
 from pipeline.sentences import Span, sentences_in, split_sections, split_sentences
+from pipeline.words import FUNCTION_WORDS
 
 DEFAULT_INSTRUCTION = (
     "Summarize the clinically important facts of this note for a hospital discharge summary: "
@@ -61,17 +62,6 @@ PROTECTED_SECTIONS = frozenset(
     }
 )
 _CAUSAL_TEMPLATE = "\n\nInstruction: "
-# Function words carry no content of their own and, like punctuation, act as attention sinks.
-FUNCTION_WORDS = frozenset(
-    """
-    a about after all also am an and any are as at be been before being but by can could did do
-    does doing for from had has have having he her here hers him his how i if in into is it its
-    me my no nor not of off on once only or other our out over own so some such than that the
-    their them then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would yes you your um uh okay ok yeah
-    patient doctor
-    """.split()
-)
 
 
 @dataclass(frozen=True, slots=True)

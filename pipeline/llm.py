@@ -1,23 +1,35 @@
 """The local language-model backend: a Hugging Face causal LM run in this process.
 
-It answers :class:`pipeline.agentic.ChatBackend`'s ``complete`` and scores grounding (AURA) from
+It answers :class:`pipeline.chat.ChatBackend`'s ``complete`` and scores grounding (AURA) from
 its own attentions. Decoding is greedy with no repetition penalty, since summaries copy numbers and
-names. JSON answers are parsed strictly by the caller, with a bounded retry
-(``pipeline.agentic.ask_json``). The OpenAI-compatible backend does HTTP, so it lives in
-``smartapp.core.openai_backend`` (ARCHITECTURE.md: all I/O sits in smartapp and launch).
+names. Given a JSON schema, decoding is constrained by xgrammar (the grammar engine vLLM and
+SGLang use): at every step the tokens that cannot continue a matching answer are masked, so
+strings end when the model ends them and arrays hold as many items as the model writes, within
+the schema's bounds. Answers are still parsed strictly by the caller, with a bounded retry
+(``pipeline.chat.ask_json``): a decoder cut off by ``max_new_tokens`` leaves unfinished JSON. The
+OpenAI-compatible backend does HTTP, so it lives in ``smartapp.core.openai_backend``
+(ARCHITECTURE.md: all I/O sits in smartapp and launch).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+import xgrammar
 
 from pipeline.aura import aura_scores
+from pipeline.chat import Completion
+
+# Compiled grammars kept per backend (the schemas differ only by their citable ids per draft).
+GRAMMAR_CACHE_SIZE = 64
 
 
 class TransformersBackend:
@@ -29,7 +41,7 @@ class TransformersBackend:
         tokenizer: Any,
         *,
         name: str = "transformers",
-        max_new_tokens: int = 512,
+        max_new_tokens: int = 2048,
         grounding_layers: Sequence[int] | None = None,
     ) -> None:
         self.model = model.eval()
@@ -38,6 +50,15 @@ class TransformersBackend:
         self.version = str(getattr(model.config, "_name_or_path", "") or model.config.model_type)
         self.max_new_tokens = max_new_tokens
         self.grounding_layers = grounding_layers
+        self._cache_argument = (
+            "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        )
+        self._compiler: xgrammar.GrammarCompiler | None = None
+        self._vocab_size = getattr(model.config, "vocab_size", None) or len(tokenizer)
+        self._grammars: dict[str, xgrammar.CompiledGrammar] = {}
+        # One model, one forward pass at a time: concurrent callers (the loop's per-sentence
+        # calls) take turns rather than share the model's buffers.
+        self._lock = threading.Lock()
 
     @classmethod
     def from_directory(cls, path: Path, **options: Any) -> TransformersBackend:
@@ -59,25 +80,70 @@ class TransformersBackend:
         turns = [f"{message['role']}: {message['content']}" for message in messages]
         return "\n".join(turns) + "\nassistant:"
 
-    @torch.no_grad()
-    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
-        """Greedy text, or, given a JSON schema, JSON that matches it (``SchemaDecoder``)."""
-        text = self.chat_text(messages)
+    def complete(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+    ) -> Completion:
+        """Greedy text, or, given a JSON schema, JSON that matches it."""
+        prompt = self.tokenizer(self.chat_text(messages), return_tensors="pt")["input_ids"]
+        with self._lock:
+            matcher = None if schema is None else xgrammar.GrammarMatcher(self._grammar(schema))
+            tokens = self._generate(prompt, matcher)
+        text = str(self.tokenizer.decode(tokens, skip_special_tokens=True))
         if schema is not None:
-            return SchemaDecoder(self.model, self.tokenizer).generate(text, schema)
-        encoded = self.tokenizer(text, return_tensors="pt")
+            # xgrammar's strings admit raw control characters, which strict JSON does not:
+            # re-encoded, the answer is strict JSON (an unfinished one is left for the caller).
+            with contextlib.suppress(ValueError):
+                text = json.dumps(json.loads(text, strict=False))
+        return Completion(text, prompt_tokens=prompt.shape[1], completion_tokens=len(tokens))
+
+    def _grammar(self, schema: dict[str, Any]) -> xgrammar.CompiledGrammar:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            if self._compiler is None:
+                info = xgrammar.TokenizerInfo.from_huggingface(
+                    self.tokenizer, vocab_size=self._vocab_size
+                )
+                self._compiler = xgrammar.GrammarCompiler(info)
+            if len(self._grammars) >= GRAMMAR_CACHE_SIZE:
+                self._grammars.pop(next(iter(self._grammars)))
+            # Compiled in the schema's own property order, the order the answer is written in.
+            self._grammars[key] = self._compiler.compile_json_schema(
+                json.dumps(schema), any_whitespace=False
+            )
+        return self._grammars[key]
+
+    @torch.no_grad()
+    def _generate(self, prompt: torch.Tensor, matcher: xgrammar.GrammarMatcher | None) -> list[int]:
+        """Greedy tokens after ``prompt``: until the grammar is complete (with a matcher) or the
+        end-of-sequence token, at most ``max_new_tokens``."""
         device = next(self.model.parameters()).device
-        input_ids = encoded["input_ids"].to(device)
-        pad = self.tokenizer.pad_token_id
-        output = self.model.generate(
-            input_ids=input_ids,
-            attention_mask=torch.ones_like(input_ids),
-            max_new_tokens=self.max_new_tokens,
-            do_sample=False,
-            repetition_penalty=1.0,
-            pad_token_id=pad if pad is not None else self.tokenizer.eos_token_id,
-        )
-        return str(self.tokenizer.decode(output[0, input_ids.shape[1] :], skip_special_tokens=True))
+        step_input, cache = prompt.to(device), None
+        bitmask = None if matcher is None else xgrammar.allocate_token_bitmask(1, self._vocab_size)
+        end = self.tokenizer.eos_token_id
+        generated: list[int] = []
+        for _ in range(self.max_new_tokens):
+            output = self.model(
+                input_ids=step_input, use_cache=True, **{self._cache_argument: cache}
+            )
+            cache = getattr(output, self._cache_argument, None)
+            logits = output.logits[:, -1, :].float()
+            if matcher is not None and bitmask is not None:
+                matcher.fill_next_token_bitmask(bitmask)
+                xgrammar.apply_token_bitmask_inplace(logits, bitmask.to(logits.device))
+            token = int(logits[0].argmax())
+            if matcher is not None:
+                if not matcher.accept_token(token):
+                    break
+                if matcher.is_terminated():
+                    break
+            elif token == end:
+                break
+            generated.append(token)
+            if cache is None:  # a model that keeps no cache is given the whole sequence
+                step_input = torch.cat([step_input, torch.tensor([[token]], device=device)], 1)
+            else:
+                step_input = torch.tensor([[token]], device=device)
+        return generated
 
     def grounding(
         self,
@@ -99,80 +165,3 @@ class TransformersBackend:
             sentence_spans=sentence_spans,
             layers=self.grounding_layers,
         )
-
-
-class SchemaDecoder:
-    """JSON that matches a schema, from any causal LM: the structure is written by the decoder,
-    the model chooses every enum value (by likelihood) and writes every free string (greedily,
-    from tokens that cannot end or escape the string). A small grammar-constrained decoder for the
-    subset of JSON Schema the agents use: objects, arrays, strings, enums, string-or-null."""
-
-    def __init__(self, model: Any, tokenizer: Any, *, string_tokens: int = 24) -> None:
-        self.model, self.tokenizer, self.string_tokens = model, tokenizer, string_tokens
-        vocabulary = tokenizer.get_vocab()
-        self._free = [
-            index
-            for token, index in vocabulary.items()
-            if (text := tokenizer.decode([index])).strip()
-            and not any(ch in text for ch in '"\\\n\r\t')
-            and index not in set(tokenizer.all_special_ids)
-        ]
-
-    def _ids(self, text: str) -> list[int]:
-        return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
-
-    @torch.no_grad()
-    def _logits(self, text: str) -> torch.Tensor:
-        ids = torch.tensor(
-            [self.tokenizer(text)["input_ids"]], device=next(self.model.parameters()).device
-        )
-        logits: torch.Tensor = self.model(input_ids=ids).logits[0]
-        return logits
-
-    def _choose(self, context: str, options: Sequence[Any]) -> Any:
-        def score(option: Any) -> float:
-            rendered = json.dumps(option)
-            logits = self._logits(context + rendered)
-            option_ids = self._ids(rendered)
-            if not option_ids:
-                return float("-inf")
-            log_probs = torch.log_softmax(logits[-len(option_ids) - 1 : -1].float(), dim=-1)
-            return float(
-                sum(log_probs[i, token] for i, token in enumerate(option_ids)) / len(option_ids)
-            )
-
-        return max(options, key=score)
-
-    def _string(self, context: str, limit: int | None) -> str:
-        pieces: list[int] = []
-        allowed = torch.tensor(self._free)
-        for _ in range(min(limit or self.string_tokens, self.string_tokens)):
-            logits = self._logits(context + '"' + self.tokenizer.decode(pieces))[-1]
-            pieces.append(int(allowed[logits[allowed].argmax()]))
-        return str(self.tokenizer.decode(pieces)).strip()
-
-    def value(self, context: str, schema: dict[str, Any]) -> Any:
-        if "enum" in schema:
-            return self._choose(context, schema["enum"])
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            kind = next(k for k in kind if k != "null")
-        if kind == "object":
-            built: dict[str, Any] = {}
-            for name, child in schema.get("properties", {}).items():
-                prefix = json.dumps(built)[:-1] + (", " if built else "") + f'"{name}": '
-                built[name] = self.value(context + prefix, child)
-            return built
-        if kind == "array":
-            count = max(schema.get("minItems", 1), 1)
-            count = min(count, schema.get("maxItems", count))
-            items: list[Any] = []
-            for _ in range(count):
-                items.append(self.value(context + json.dumps(items)[:-1], schema.get("items", {})))
-            return items
-        if kind == "string":
-            return self._string(context, schema.get("maxLength"))
-        raise ValueError(f"unsupported schema {schema}")
-
-    def generate(self, prompt: str, schema: dict[str, Any]) -> str:
-        return json.dumps(self.value(prompt, schema))

@@ -50,7 +50,7 @@ def review_items(sentence: Sentence) -> list[ReviewItem]:
     ]
     items += [
         ReviewItem(
-            kind="Failed check",
+            kind="Failed check" if check.severity == "hard" else "Weak grounding",
             reason=f"{check.check}: {check.detail}"
             + (f": {', '.join(check.spans)}" if check.spans else ""),
         )

@@ -39,3 +39,5 @@ class PipelineSettings(BaseModel):
     aura_tau: float = Field(0.35, ge=0, le=1)
     aura_epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
+    # Model calls for independent sentences (entailment, fixes) in flight at once.
+    model_concurrency: int = Field(4, ge=1, le=64)

@@ -6,6 +6,7 @@ LOINC document-section codes, so the Composition built from a Summary is coded t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,6 +30,11 @@ SectionKey = Literal[
     "needs_review",
 ]
 Verdict = Literal["supported", "unsupported"]
+# A hard check failing makes a sentence unsupported (a number, date, drug, dose, negation, age or
+# sex the evidence does not hold); a soft one (content words the retrieved evidence lacks) only
+# marks it weakly grounded: a faithful paraphrase uses words of its own.
+Severity = Literal["hard", "soft"]
+SOFT_CHECKS = frozenset({"terms"})
 # What the reviewing physician did to a sentence still in the summary (deleted ones are gone).
 ReviewMark = Literal["accepted", "edited"]
 NOT_DOCUMENTED = "Not documented"
@@ -80,6 +86,24 @@ class CheckResult(_Model):
     passed: bool
     spans: list[str] = Field(default_factory=list)
     detail: str = ""
+    # Drafts stored before checks had a severity read theirs from the check's name.
+    severity: Severity = Field(
+        default_factory=lambda data: "soft" if data["check"] in SOFT_CHECKS else "hard"
+    )
+
+
+class ModelUsage(_Model):
+    """What drafting asked of the language model: calls, and tokens where the server told."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def hard_verdict(checks: Sequence[CheckResult]) -> Verdict:
+    """Unsupported when a hard check fails; soft signals never decide it."""
+    hard = (check for check in checks if check.severity == "hard")
+    return "supported" if all(check.passed for check in hard) else "unsupported"
 
 
 class SentenceFlag(_Model):
@@ -101,11 +125,15 @@ class Sentence(_Model):
 
     @property
     def verdict(self) -> Verdict:
-        return "supported" if all(check.passed for check in self.checks) else "unsupported"
+        return hard_verdict(self.checks)
+
+    @property
+    def weakly_grounded(self) -> bool:
+        return any(not check.passed for check in self.checks if check.severity == "soft")
 
     @property
     def flagged(self) -> bool:
-        return bool(self.flags) or self.verdict == "unsupported"
+        return bool(self.flags) or self.verdict == "unsupported" or self.weakly_grounded
 
     def states(self, reason: str) -> bool:
         """Whether a "Needs review" sentence, written from its flags, already says ``reason``
@@ -120,7 +148,8 @@ class Sentence(_Model):
         the sentence itself states is not said again."""
         reasons = [flag.reason for flag in self.flags if not self.states(flag.reason)]
         reasons += [
-            f"{check.detail}: {', '.join(check.spans)}" if check.spans else check.detail
+            ("weak grounding: " if check.severity == "soft" else "")
+            + (f"{check.detail}: {', '.join(check.spans)}" if check.spans else check.detail)
             for check in self.checks
             if not check.passed
         ]
@@ -151,6 +180,9 @@ class Summary(_Model):
     iterations: int = 1
     stop_reason: str = "evidence-only: rendered from facts, nothing to revise"
     decisions: list[str] = Field(default_factory=list)
+    model_usage: ModelUsage | None = None
+    # Why a model was configured but this draft is evidence-only (the model could not be used).
+    model_unavailable: str | None = None
 
     def sentences(self) -> list[Sentence]:
         return [sentence for section in self.sections for sentence in section.sentences]

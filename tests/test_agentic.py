@@ -77,7 +77,6 @@ def test_invented_spans_are_flagged_and_only_that_sentence_is_fixed() -> None:
     fix = {
         "sentences": [
             {
-                "id": "0",
                 "text": "A posterior mediastinal mass was found on chest CT.",
                 "citations": [mass],
             }
@@ -95,10 +94,11 @@ def test_invented_spans_are_flagged_and_only_that_sentence_is_fixed() -> None:
     assert all(s.entailment == "supported" and s.verdict == "supported" for s in course)
     assert (summary.stop_reason, summary.iterations) == ("no_flags", 2)
     assert summary.decisions[0].startswith("pass 1: 1 of 2 sentences flagged")
-    fix_prompt = next(m[1]["content"] for m in backend.prompts if "TASK: fix" in m[1]["content"])
+    (fix_prompt,) = [m[1]["content"] for m in backend.prompts if "TASK: fix" in m[1]["content"]]
     for span in ("10-year-old", "male", "metastatic"):
         assert span in fix_prompt.split("Problematic spans:", 1)[1].split("\n", 1)[0]
-    assert "Sentence 0:" in fix_prompt and "Sentence 1:" not in fix_prompt  # only the flagged one
+    fixed = fix_prompt.split("Sentence:\n<data>", 1)[1].split("</data>", 1)[0]
+    assert fixed.startswith("A 10-year-old male")  # only the flagged sentence is sent to fix
     assert summary.backend == "scripted-model"
 
 
@@ -109,7 +109,7 @@ def test_a_fix_that_changes_nothing_stops_with_no_new_flags_and_keeps_the_flag()
     backend = Scripted(
         {"sentences": [{"text": bad, "citations": [mass]}]},
         invented_judge,
-        [{"sentences": [{"id": "0", "text": bad, "citations": [mass]}]}],
+        [{"sentences": [{"text": bad, "citations": [mass]}]}],
     )
     summary = agentic_summary(
         state, backend, settings=LoopSettings(ratio=1.0), salience=NO_SALIENCE
@@ -131,13 +131,7 @@ def test_a_fix_that_invents_a_number_is_caught_on_the_next_pass_and_the_budget_s
     backend = Scripted(
         {"sentences": [{"text": "A metastatic mass was found.", "citations": [mass]}]},
         invented_judge,
-        [
-            {
-                "sentences": [
-                    {"id": "0", "text": "Temperature was 39.9 on day two.", "citations": [mass]}
-                ]
-            }
-        ],
+        [{"sentences": [{"text": "Temperature was 39.9 on day two.", "citations": [mass]}]}],
     )
     summary = agentic_summary(
         state, backend, settings=LoopSettings(ratio=1.0, max_iterations=2), salience=NO_SALIENCE
@@ -155,7 +149,6 @@ def test_unchanged_mean_grounding_stops_the_loop() -> None:
         {
             "sentences": [
                 {
-                    "id": "0",
                     "text": f"A posterior mediastinal mass was found ({n}).",
                     "citations": [mass],
                 }

@@ -1,22 +1,33 @@
-"""Any OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp server, Ollama).
+"""Any OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp server, Ollama, OpenAI).
 
-It answers :class:`pipeline.agentic.ChatBackend`'s ``complete``: temperature 0, JSON mode where
-the server takes ``response_format`` (dropped once when it refuses it), timeouts, and retries with
-backoff honouring ``Retry-After`` on 429 and 5xx. Grounding (AURA) for such a model comes from a
-local scorer model (``pipeline.llm.TransformersBackend.grounding``).
+It answers :class:`pipeline.chat.ChatBackend`'s ``complete`` at temperature 0, with timeouts and
+retries with backoff honouring ``Retry-After`` on 429 and 5xx. Given a JSON schema it asks for the
+strongest structured output the server takes: ``json_schema`` (strict: the server's decoder
+enforces the schema), else ``json_object``, else plain text parsed strictly by the caller. Which
+one a server takes is found on the first schema call (a server refuses an unknown
+``response_format`` with 400) and kept, so later calls never pay for the detection again.
+Grounding (AURA) for such a model comes from a local scorer model
+(``pipeline.llm.TransformersBackend.grounding``).
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
+from pipeline.chat import Completion
 from pipeline.errors import ModelError
 from smartapp.core.metrics import MODEL_CALLS, MODEL_TOKENS
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+ResponseFormat = Literal["json_schema", "json_object", "text"]
+# Strongest first: a server that refuses one is asked with the next.
+RESPONSE_FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
+_FORMAT_REFUSAL = re.compile(r"response_format|json_schema|json_object|structured", re.I)
 
 
 class BackendError(ModelError):
@@ -35,7 +46,7 @@ class OpenAIBackend:
         timeout_s: float = 120.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
-        json_mode: bool = True,
+        response_format: ResponseFormat | None = None,
         client: httpx.Client | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -44,7 +55,9 @@ class OpenAIBackend:
         self.version = model
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        self.json_mode = json_mode
+        # None until the first schema call finds what the server takes (or set by the operator).
+        self.response_format: ResponseFormat | None = response_format
+        self._detecting = threading.Lock()
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = client or httpx.Client(timeout=timeout_s, headers=headers)
 
@@ -64,14 +77,44 @@ class OpenAIBackend:
             return response
         raise BackendError(f"{self.name}: no answer after {self.max_retries + 1} tries")
 
-    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
+    def _body(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        response_format: ResponseFormat,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
-        if self.json_mode:
+        if schema is not None and response_format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "strict": True, "schema": schema},
+            }
+        elif schema is not None and response_format == "json_object":
             body["response_format"] = {"type": "json_object"}
-        response = self._post(body)
-        if response.status_code == 400 and self.json_mode and "response_format" in response.text:
-            self.json_mode = False  # the server does not take response_format: parse strictly
-            return self.complete(messages, schema)
+        return body
+
+    def complete(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+    ) -> Completion:
+        if schema is None:
+            return self._answer(self._post(self._body(messages, None, "text")))
+        if self.response_format is None:
+            with self._detecting:  # the first schema call finds the format; the others wait
+                if self.response_format is None:
+                    return self._detect(messages, schema)
+        return self._answer(self._post(self._body(messages, schema, self.response_format)))
+
+    def _detect(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Completion:
+        for response_format in RESPONSE_FORMATS:
+            response = self._post(self._body(messages, schema, response_format))
+            refused = response.status_code in {400, 422} and _FORMAT_REFUSAL.search(response.text)
+            if refused and response_format != "text":
+                continue
+            self.response_format = response_format
+            return self._answer(response)
+        raise AssertionError("the text format is never refused")
+
+    def _answer(self, response: httpx.Response) -> Completion:
         if response.status_code != 200:
             MODEL_CALLS.labels(self.name, f"http_{response.status_code}").inc()
             raise BackendError(f"{self.name}: HTTP {response.status_code}: {response.text[:200]}")
@@ -83,8 +126,10 @@ class OpenAIBackend:
             raise BackendError(f"{self.name}: malformed answer: {response.text[:200]}") from error
         MODEL_CALLS.labels(self.name, "ok").inc()
         usage = answer.get("usage") if isinstance(answer, dict) else None
+        counts: dict[str, int | None] = {}
         for kind in ("prompt", "completion"):
             count = usage.get(f"{kind}_tokens") if isinstance(usage, dict) else None
+            counts[kind] = count if isinstance(count, int) and count >= 0 else None
             if isinstance(count, int) and count >= 0:
                 MODEL_TOKENS.labels(self.name, kind).inc(count)
-        return content
+        return Completion(content, counts["prompt"], counts["completion"])

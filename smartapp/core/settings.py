@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.settings import PipelineSettings
 
+# evidence-only, openai:URL#MODEL or transformers:DIR (``smartapp.core.language_models``).
+SUMMARIZER_PATTERN = (
+    r"evidence-only|openai:(?P<url>https?://[^#\s]+)#(?P<model>\S+)|transformers:(?P<dir>\S+)"
+)
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
 SigningAlg = Literal["RS384", "ES384"]
 
@@ -154,6 +158,18 @@ class Settings(PipelineSettings, BaseSettings):
     record_lookback_days: int = Field(365, ge=1)
     # Tokens are refreshed this long before they expire (at most half their lifetime).
     refresh_margin_s: int = Field(60, ge=0)
+    # Who drafts the hospital course: evidence-only (no model), openai:URL#MODEL (an
+    # OpenAI-compatible server) or transformers:DIR (a local model run in the worker).
+    summarizer: str = Field("evidence-only", pattern=f"^(?:{SUMMARIZER_PATTERN})$")
+    # A local causal LM directory that scores grounding (AURA) for an openai: summarizer.
+    aura_scorer: Path | None = None
+    # When the model cannot be used (unreachable, 5xx after retries, timeouts, unusable answers):
+    # draft evidence-only and say so on the draft, or fail the job.
+    model_fallback: Literal["evidence-only", "fail"] = "evidence-only"
+    model_timeout_s: float = Field(120.0, gt=0)
+    model_max_retries: int = Field(3, ge=0, le=10)
+    # Structured output asked of an openai: server; detect: the strongest it takes, found once.
+    model_response_format: Literal["detect", "json_schema", "json_object", "text"] = "detect"
     # Bearer key for an OpenAI-compatible model server (``openai:URL#MODEL``).
     llm_api_key: SecretStr | None = None
 

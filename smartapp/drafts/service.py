@@ -10,7 +10,14 @@ from fhir_mapping.hosted import served_device
 from pipeline.evidence import EvidenceState
 from pipeline.review import ReviewAction
 from pipeline.summary import Sentence, Summary
-from smartapp.core.db import Database, DraftEditRow, DraftRevisionRow, DraftRow, WriteBackRow
+from smartapp.core.db import (
+    AuditRow,
+    Database,
+    DraftEditRow,
+    DraftRevisionRow,
+    DraftRow,
+    WriteBackRow,
+)
 from smartapp.drafts import review, store, writing
 from smartapp.drafts.store import DraftQuery
 from smartapp.drafts.writing import Write
@@ -113,3 +120,6 @@ class DraftService:
 
     async def audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         await store.audit(self.database, actor, action, draft_id, detail)
+
+    async def audit_trail(self, draft_id: str) -> list[AuditRow]:
+        return await store.audit_trail(self.database, draft_id)

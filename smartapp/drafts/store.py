@@ -86,6 +86,15 @@ async def write_back_of(database: Database, draft_id: str) -> WriteBackRow | Non
         return found.scalar_one_or_none()
 
 
+async def audit_trail(database: Database, draft_id: str) -> list[AuditRow]:
+    """A draft's audit events, oldest first."""
+    async with database.sessions() as session:
+        found = await session.execute(
+            select(AuditRow).where(AuditRow.draft_id == draft_id).order_by(AuditRow.id)
+        )
+        return list(found.scalars())
+
+
 async def audit(database: Database, actor: str, action: str, draft_id: str, detail: str) -> None:
     async with database.sessions() as session, session.begin():
         session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))

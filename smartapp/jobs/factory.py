@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from smartapp.core.db import Database
+from smartapp.core.language_models import language_model
 from smartapp.core.settings import Settings
 from smartapp.ehr.pull import PullBounds
 from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
@@ -44,6 +45,8 @@ def job_service(
         installation=installation,
         inpatient_classes=settings.inpatient_classes,
         pipeline_settings=settings,
+        language_model=language_model(settings),
+        model_fallback=settings.model_fallback,
         pull_bounds=PullBounds(
             window_h=settings.episode_window_h,
             lookback_days=settings.record_lookback_days,

@@ -22,15 +22,18 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, Result, func, select, update
 
-from fhir_mapping.composition import draft_bundle
+from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
 from fhir_mapping.resources import type_counts
-from pipeline.errors import InputError, ProvenoteError
+from pipeline.agentic import LoopSettings, draft_with_model
+from pipeline.errors import InputError, ModelError, ProvenoteError
 from pipeline.evidence import EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.settings import PipelineSettings
+from pipeline.summary import Summary
 from pipeline.summary_text import render_markdown
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
+from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID
 from smartapp.core.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
 from smartapp.core.statuses import (
@@ -88,6 +91,8 @@ class JobService:
         inpatient_classes: list[str] | None = None,
         pull_bounds: PullBounds | None = None,
         pipeline_settings: PipelineSettings | None = None,
+        language_model: LanguageModel | None = None,
+        model_fallback: str = "evidence-only",
     ) -> None:
         self.database = database
         self.drafts = DraftService(database)
@@ -102,6 +107,10 @@ class JobService:
         self.pull_bounds = pull_bounds or PullBounds()
         # The pipeline's settings, read once at start-up by whoever builds the service.
         self.pipeline_settings = pipeline_settings or PipelineSettings()
+        # The model that drafts (None: evidence-only), loaded once per process, and what a job
+        # does when it cannot be used: "evidence-only" (marked on the draft) or "fail".
+        self.language_model = language_model
+        self.model_fallback = model_fallback
         # Which process runs a job, for operators (host:pid).
         self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
         self._stage_clock: dict[str, tuple[str, float]] = {}
@@ -410,13 +419,8 @@ class JobService:
         return await self.drafts.of_job(job_id)
 
     async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
-        summary = await asyncio.to_thread(
-            summarize_evidence,
-            state,
-            ratio=self.pipeline_settings.focus_ratio,
-            settings=self.pipeline_settings,
-        )
-        return await self.drafts.create(
+        summary, state, unavailable = await self._summarize(job, state)
+        draft = await self.drafts.create(
             job_id=job.id,
             iss=job.iss,
             patient=job.patient,
@@ -425,3 +429,61 @@ class JobService:
             bundle=draft_bundle(summary, state, datetime.now(UTC)),
             markdown=render_markdown(summary, state),
         )
+        if unavailable is not None:
+            await self.drafts.audit(
+                f"provenote job {job.id}", MODEL_UNAVAILABLE, draft.id, unavailable
+            )
+        return draft
+
+    async def _summarize(
+        self, job: JobRow, state: EvidenceState
+    ) -> tuple[Summary, EvidenceState, str | None]:
+        """The summary and the state it cites, with the model when one is configured; when the
+        model cannot be used, the evidence-only summary and why (or the job fails, if so set).
+        Never half of a model's work: extraction and the loop succeed together or not at all."""
+        model = self.language_model
+        unavailable = None
+        if model is not None:
+            loop = asyncio.get_running_loop()
+
+            def progress(step: str) -> None:
+                update = self._update(job.id, detail=step)
+                asyncio.run_coroutine_threadsafe(update, loop).result()
+
+            try:
+                extended, summary = await asyncio.to_thread(
+                    draft_with_model,
+                    state,
+                    model.backend,
+                    settings=LoopSettings.from_settings(self.pipeline_settings),
+                    max_agent_steps=self.pipeline_settings.max_agent_steps,
+                    grounding=model.grounding,
+                    progress=progress,
+                )
+                return summary, extended, None
+            except ModelError as failure:
+                error_id = new_error_id()
+                # The server's words may quote the prompt (patient data): they go to the log only.
+                log.warning(
+                    "job %s: model %s failed (error %s): %s",
+                    job.id,
+                    model.backend.name,
+                    error_id,
+                    failure,
+                )
+                if self.model_fallback == "fail":
+                    raise ProvenoteError(
+                        f"the language model {model.backend.name} could not be used "
+                        f"(error {error_id}); no draft was made"
+                    ) from failure
+                unavailable = f"{model.backend.name}: {type(failure).__name__} (error {error_id})"
+                await self._update(
+                    job.id, detail=f"{MODEL_UNAVAILABLE}: drafting from the evidence"
+                )
+        summary = await asyncio.to_thread(
+            summarize_evidence,
+            state,
+            ratio=self.pipeline_settings.focus_ratio,
+            settings=self.pipeline_settings,
+        )
+        return summary.model_copy(update={"model_unavailable": unavailable}), state, unavailable

@@ -1,0 +1,102 @@
+"""The JSON schemas the model's answers must match: drafted and fixed sentences, entailment
+verdicts and note extractions.
+
+They describe the real task. A hospital course has as many sentences as the stay needs, of normal
+length, each citing what supports it; a quote is as long as the note's sentence. The limits are
+sanity bounds against a runaway decoder, far above what a summary needs (``SchemaLimits``);
+a tiny test model is given small ones by its test, never by these defaults. Every object lists all
+its properties as required and forbids others, as OpenAI's strict structured outputs ask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EXTRACTION_CATEGORIES = [
+    "diagnosis",
+    "medication",
+    "allergy",
+    "procedure",
+    "pending_result",
+    "follow_up",
+]
+
+
+class SchemaLimits(BaseModel):
+    """Upper bounds in the answer schemas (characters, items)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # A long, complicated stay runs to a few dozen sentences; 120 is a runaway.
+    course_sentences: int = Field(120, ge=1)
+    # A clinical sentence rarely passes 300 characters; 1,000 allows a long list of drugs.
+    sentence_chars: int = Field(1000, ge=8)
+    citations_per_sentence: int = Field(12, ge=1)
+    # A fixed sentence may become a few (a split list), or none (deleted).
+    sentences_per_fix: int = Field(6, ge=1)
+    entailment_spans: int = Field(12, ge=1)
+    span_chars: int = Field(300, ge=4)
+    # Per page chunk of at most ~4,000 characters (``pipeline.extraction.CHUNK_CHARS``).
+    extraction_items: int = Field(150, ge=1)
+    item_chars: int = Field(300, ge=4)
+    quote_chars: int = Field(1500, ge=8)
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _text(limit: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": limit}
+
+
+def sentences_schema(
+    limits: SchemaLimits, citable: list[str], *, for_fix: bool = False
+) -> dict[str, Any]:
+    """A draft (or one flagged sentence's fix): sentences citing only facts that exist."""
+    citation: dict[str, Any] = {"enum": citable} if citable else {"type": "string"}
+    item = _object(
+        {
+            "text": _text(limits.sentence_chars),
+            "citations": {
+                "type": "array",
+                "items": citation,
+                "maxItems": limits.citations_per_sentence,
+            },
+        }
+    )
+    most = limits.sentences_per_fix if for_fix else limits.course_sentences
+    return _object({"sentences": {"type": "array", "items": item, "maxItems": most}})
+
+
+def entailment_schema(limits: SchemaLimits) -> dict[str, Any]:
+    """A verdict on one sentence, with the spans of it the evidence does not support."""
+    return _object(
+        {
+            "label": {"enum": ["supported", "unsupported"]},
+            "spans": {
+                "type": "array",
+                "items": _text(limits.span_chars),
+                "maxItems": limits.entailment_spans,
+            },
+        }
+    )
+
+
+def extraction_schema(limits: SchemaLimits) -> dict[str, Any]:
+    """Facts found on a page chunk, each with the quote that states it."""
+    item = _object(
+        {
+            "category": {"enum": EXTRACTION_CATEGORIES},
+            "text": _text(limits.item_chars),
+            "quote": _text(limits.quote_chars),
+        }
+    )
+    return _object({"items": {"type": "array", "items": item, "maxItems": limits.extraction_items}})

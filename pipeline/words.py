@@ -1,0 +1,14 @@
+"""Words that carry no clinical content, shared by FOCUS (not salient) and the checker (not a
+claim to check). Kept apart from FOCUS so that checking never loads torch."""
+
+# Function words carry no content of their own and, like punctuation, act as attention sinks.
+FUNCTION_WORDS = frozenset(
+    """
+    a about after all also am an and any are as at be been before being but by can could did do
+    does doing for from had has have having he her here hers him his how i if in into is it its
+    me my no nor not of off on once only or other our out over own so some such than that the
+    their them then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would yes you your um uh okay ok yeah
+    patient doctor
+    """.split()
+)
