@@ -81,9 +81,10 @@ def json_tokenizer(extra_text: str = "", vocab_size: int = 600) -> PreTrainedTok
 
 def save_tiny_llama(directory: Path, extra_text: str = "", seed: int = 0) -> Path:
     """A tiny random Llama and its byte-level tokenizer saved as a model directory (what
-    ``transformers:DIR`` and a model server such as vLLM load)."""
+    ``transformers:DIR`` and a model server such as vLLM load), with room for long prompts."""
     tokenizer = json_tokenizer(extra_text)
-    model = tiny_llama(len(tokenizer), seed)
+    # Heads of 64 dimensions: vLLM's CPU attention kernels take no smaller ones.
+    model = tiny_llama(len(tokenizer), seed, max_positions=65536, hidden_size=128, heads=2)
     model.config.bos_token_id = tokenizer.bos_token_id
     model.config.eos_token_id = tokenizer.eos_token_id
     model.config.pad_token_id = tokenizer.pad_token_id
@@ -118,17 +119,23 @@ class ScriptedModel(torch.nn.Module):
         return SimpleNamespace(logits=logits, cache=position)
 
 
-def tiny_llama(vocab_size: int, seed: int = 0) -> LlamaForCausalLM:
-    """Two layers, grouped key/value heads (4 query heads over 2), rotary positions."""
+def tiny_llama(
+    vocab_size: int,
+    seed: int = 0,
+    max_positions: int = 512,
+    hidden_size: int = 64,
+    heads: int = 4,
+) -> LlamaForCausalLM:
+    """Two layers, grouped key/value heads (query heads over half as many), rotary positions."""
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
+        num_attention_heads=heads,
+        num_key_value_heads=heads // 2,
+        max_position_embeddings=max_positions,
         attn_implementation="eager",
     )
     return LlamaForCausalLM(config).eval()

@@ -73,6 +73,7 @@ class LoopSettings(BaseModel):
             max_iterations=settings.max_iterations,
             ratio=settings.focus_ratio,
             concurrency=settings.model_concurrency,
+            limits=settings.answer_limits,
         )
 
 

@@ -91,7 +91,9 @@ def ask_json(
     for _ in range(retries + 1):
         answer = answer_text(backend.complete(conversation, schema))
         try:
-            parsed = json.loads(answer)
+            # strict=False admits raw control characters inside strings, which grammar engines
+            # (xgrammar, here and in vLLM) let through; the shape is still checked strictly.
+            parsed = json.loads(answer, strict=False)
             if not isinstance(parsed, dict) or any(key not in parsed for key in required):
                 raise ValueError(f"the object needs the keys {', '.join(required)}")
             return parsed

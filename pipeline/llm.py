@@ -13,7 +13,6 @@ OpenAI-compatible backend does HTTP, so it lives in ``smartapp.core.openai_backe
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
@@ -89,11 +88,6 @@ class TransformersBackend:
             matcher = None if schema is None else xgrammar.GrammarMatcher(self._grammar(schema))
             tokens = self._generate(prompt, matcher)
         text = str(self.tokenizer.decode(tokens, skip_special_tokens=True))
-        if schema is not None:
-            # xgrammar's strings admit raw control characters, which strict JSON does not:
-            # re-encoded, the answer is strict JSON (an unfinished one is left for the caller).
-            with contextlib.suppress(ValueError):
-                text = json.dumps(json.loads(text, strict=False))
         return Completion(text, prompt_tokens=prompt.shape[1], completion_tokens=len(tokens))
 
     def _grammar(self, schema: dict[str, Any]) -> xgrammar.CompiledGrammar:

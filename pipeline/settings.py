@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from pipeline.answer_schemas import SchemaLimits
+
 
 class PipelineSettings(BaseModel):
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
@@ -41,3 +43,6 @@ class PipelineSettings(BaseModel):
     max_iterations: int = Field(3, ge=1, le=10)
     # Model calls for independent sentences (entailment, fixes) in flight at once.
     model_concurrency: int = Field(4, ge=1, le=64)
+    # Bounds in the model's answer schemas. The defaults are for real models; tests of tiny random
+    # models set small ones (a random model writes until a bound stops it).
+    answer_limits: SchemaLimits = Field(default_factory=SchemaLimits)

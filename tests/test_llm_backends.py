@@ -8,11 +8,31 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import ClassVar
 
+import jsonschema
 import pytest
 
-from launch.tiny_models import tiny_llama, word_tokenizer
+from launch.tiny_models import ScriptedModel, json_tokenizer, tiny_llama, word_tokenizer
+from pipeline.answer_schemas import (
+    SchemaLimits,
+    entailment_schema,
+    extraction_schema,
+    sentences_schema,
+)
+from pipeline.chat import Completion, Metered
 from pipeline.llm import TransformersBackend
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
+
+# A random model writes until a bound stops it: small bounds keep the tests fast.
+TINY = SchemaLimits(
+    course_sentences=3,
+    sentence_chars=40,
+    citations_per_sentence=2,
+    entailment_spans=2,
+    span_chars=12,
+    extraction_items=3,
+    item_chars=16,
+    quote_chars=24,
+)
 
 MESSAGES = [
     {"role": "system", "content": "answer with json"},
@@ -29,7 +49,87 @@ def test_tiny_llama_backend_decodes_greedily_and_deterministically() -> None:
     )
     first = backend.complete(MESSAGES)
     assert first == backend.complete(MESSAGES)
-    assert 0 < len(first.split()) <= 6
+    assert 0 < len(first.text.split()) <= 6
+    assert len(first.text.split()) <= first.completion_tokens <= 6  # special tokens are not text
+    assert first.prompt_tokens == len(tokenizer(prompt)["input_ids"])
+
+
+DRAFTS = [
+    {
+        "sentences": [
+            {
+                "text": "Admitted with chest pain; troponin was elevated and an echo showed "
+                "an ejection fraction of 35 percent.",
+                "citations": ["f1", "f2"],
+            },
+            {"text": "Aspirin given.", "citations": []},
+            {"text": "Discharged home stable.", "citations": ["f2"]},
+        ]
+    },
+    {"sentences": [{"text": "Stable.", "citations": ["f1"]}]},
+    {"sentences": []},
+]
+
+
+@pytest.mark.parametrize("answer", DRAFTS, ids=["three-sentences", "one-word", "none"])
+def test_constrained_decoding_lets_the_model_end_strings_and_arrays_where_it_chooses(
+    answer: dict,
+) -> None:
+    """A scripted model spells an answer; the grammar lets every string and array end where
+    the model ends it, whatever its length within the schema's (production) bounds."""
+    tokenizer = json_tokenizer()
+    backend = TransformersBackend(ScriptedModel(tokenizer, json.dumps(answer)), tokenizer)
+    completion = backend.complete(MESSAGES, sentences_schema(SchemaLimits(), ["f1", "f2"]))
+    assert json.loads(completion.text) == answer
+    assert completion.completion_tokens == len(
+        tokenizer(json.dumps(answer), add_special_tokens=False)["input_ids"]
+    )
+
+
+def test_constrained_decoding_keeps_a_model_inside_the_schema() -> None:
+    """The model would cite an id that does not exist: the grammar forbids it, and the answer
+    cites one that does."""
+    tokenizer = json_tokenizer()
+    wanted = '{"sentences": [{"text": "Stable.", "citations": ["f9"]}]}'
+    backend = TransformersBackend(ScriptedModel(tokenizer, wanted), tokenizer, max_new_tokens=60)
+    text = backend.complete(MESSAGES, sentences_schema(TINY, ["f1", "f2"])).text
+    assert text.startswith('{"sentences": [{"text": "Stable.", "citations": ["f')
+    assert '"f9"' not in text
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [sentences_schema(TINY, ["f1", "f2"]), entailment_schema(TINY), extraction_schema(TINY)],
+    ids=["sentences", "entailment", "extraction"],
+)
+def test_a_tiny_random_llama_answers_json_that_matches_each_schema(schema: dict) -> None:
+    tokenizer = json_tokenizer()
+    backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, max_new_tokens=400)
+    completion = backend.complete(MESSAGES, schema)
+    answer = json.loads(completion.text, strict=False)
+    jsonschema.validate(answer, schema)
+    assert completion.completion_tokens < 400  # the grammar ended it, not the token budget
+
+
+def test_metered_counts_one_drafts_calls_and_tokens() -> None:
+    class Counting:
+        name, version = "counting", "1"
+
+        def complete(self, messages, schema=None):
+            return Completion("{}", prompt_tokens=10, completion_tokens=2)
+
+    class Plain:
+        name, version = "plain", "1"
+
+        def complete(self, messages, schema=None):
+            return "{}"
+
+    metered = Metered(Counting())
+    for _ in range(3):
+        metered.complete(MESSAGES)
+    assert metered.usage.model_dump() == {"calls": 3, "prompt_tokens": 30, "completion_tokens": 6}
+    plain = Metered(Plain())
+    assert plain.complete(MESSAGES).text == "{}" and plain.usage.calls == 1
 
 
 def test_tiny_llama_backend_scores_grounding_per_sentence() -> None:
@@ -86,27 +186,53 @@ def completion(content: str) -> dict:
     return {"choices": [{"message": {"role": "assistant", "content": content}}]}
 
 
-def test_openai_backend_asks_for_json_and_retries_429(openai_server: str) -> None:
+SCHEMA = {"type": "object", "properties": {"label": {"enum": ["supported"]}}}
+
+
+def test_openai_backend_asks_for_the_schema_strictly_and_retries_429(openai_server: str) -> None:
     _Script.answers = [
         (429, {"error": "slow down"}, {"retry-after": "0"}),
-        (200, completion('{"label": "supported"}'), {}),
+        (200, completion('{"label": "supported"}') | {"usage": {"prompt_tokens": 7}}, {}),
     ]
-    backend = OpenAIBackend(openai_server, "local-model", backoff_s=0.01)
-    assert backend.complete(MESSAGES) == '{"label": "supported"}'
+    backend = OpenAIBackend(openai_server, "local-model", backoff_s=0.01, max_tokens=512)
+    answer = backend.complete(MESSAGES, SCHEMA)
+    assert answer == Completion('{"label": "supported"}', prompt_tokens=7)
     assert len(_Script.bodies) == 2
-    assert _Script.bodies[-1]["response_format"] == {"type": "json_object"}
-    assert _Script.bodies[-1]["temperature"] == 0 and _Script.bodies[-1]["model"] == "local-model"
+    assert _Script.bodies[-1]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "strict": True, "schema": SCHEMA},
+    }
+    body = _Script.bodies[-1]
+    assert (body["temperature"], body["model"], body["max_tokens"]) == (0, "local-model", 512)
+    assert backend.response_format == "json_schema"
 
 
-def test_openai_backend_drops_response_format_when_the_server_refuses_it(
-    openai_server: str,
+@pytest.mark.parametrize(
+    ("refused", "taken"),
+    [(["json_schema"], "json_object"), (["json_schema", "json_object"], "text")],
+)
+def test_openai_backend_falls_back_to_what_the_server_takes_and_detects_it_once(
+    openai_server: str, refused: list[str], taken: str
 ) -> None:
-    _Script.answers = [
-        (400, {"error": {"message": "response_format is not supported"}}, {}),
-        (200, completion("{}"), {}),
-    ]
+    def answer(body: dict) -> tuple[int, dict, dict]:
+        kind = body.get("response_format", {}).get("type", "text")
+        if kind in refused:
+            return 400, {"error": {"message": f"response_format {kind} is not supported"}}, {}
+        return 200, completion('{"label": "supported"}'), {}
+
+    _Script.responder.append(answer)
     backend = OpenAIBackend(openai_server, "m", backoff_s=0.01)
-    assert backend.complete(MESSAGES) == "{}"
+    for _ in range(3):
+        assert backend.complete(MESSAGES, SCHEMA).text == '{"label": "supported"}'
+    asked = [body.get("response_format", {}).get("type", "text") for body in _Script.bodies]
+    # Detection costs one refused request per refused format, on the first call only.
+    assert asked == [*refused, taken, taken, taken]
+    assert backend.response_format == taken
+
+
+def test_openai_backend_sends_no_response_format_for_free_text(openai_server: str) -> None:
+    _Script.answers = [(200, completion("plain words"), {})]
+    assert OpenAIBackend(openai_server, "m").complete(MESSAGES).text == "plain words"
     assert "response_format" not in _Script.bodies[-1]
 
 
@@ -180,8 +306,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     from fhir.resources.R4B.bundle import Bundle
 
     from fhir_mapping.composition import draft_bundle
-    from pipeline.agentic import LoopSettings, agentic_summary
-    from pipeline.extraction import with_model_extraction
+    from pipeline.agentic import LoopSettings, draft_with_model
     from smartapp.jobs.evidence import evidence_from_fhir
     from tests import fhir_fixtures as fx
 
@@ -189,19 +314,22 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
         "# Hospital Course\nAdmitted with chest pain. Troponin elevated. Treated with aspirin.\n"
         "# Plan\nFollow up with cardiology in two weeks.\n"
     )
-    tokenizer = word_tokenizer(note + " system user assistant")
-    backend = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer, grounding_layers=[1])
-    state = with_model_extraction(
-        evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note)))), backend
+    tokenizer = json_tokenizer(note)
+    backend = TransformersBackend(
+        tiny_llama(len(tokenizer), max_positions=8192),
+        tokenizer,
+        grounding_layers=[1],
+        max_new_tokens=400,
     )
-    assert any(e.agent == "extract" for e in state.trace)
-    summary = agentic_summary(
-        state,
+    state, summary = draft_with_model(
+        evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note)))),
         backend,
-        settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1),
+        settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1, limits=TINY),
         grounding=backend.grounding,
         salience=lambda text: ([], []),
     )
+    assert any(e.agent == "extract" for e in state.trace)
+    assert summary.model_usage is not None and summary.model_usage.calls >= 3
     assert summary.stop_reason in {"no_flags", "grounding_converged", "no_new_flags", "budget"}
     assert 1 <= summary.iterations <= 2 and summary.decisions
     course = summary.section("hospital_course").sentences

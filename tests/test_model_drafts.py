@@ -69,7 +69,9 @@ def test_a_launch_with_a_model_drafts_checks_and_repairs_the_hospital_course(
         steps = " | ".join(details)
         assert "extracting note 1 of" in steps and "drafting the hospital course" in steps
         assert "pass 1: detecting" in steps and "pass 1: fixing 1 sentences" in steps
-        order = [steps.index(step) for step in ("extracting note", "drafting the hospital", "pass 1")]
+        order = [
+            steps.index(step) for step in ("extracting note", "drafting the hospital", "pass 1")
+        ]
         assert order == sorted(order)
 
         draft = _draft(browser, app, job)

@@ -51,6 +51,7 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
         found["model"],
         api_key=key.get_secret_value() if key else None,
         timeout_s=settings.model_timeout_s,
+        max_tokens=settings.model_max_tokens,
         max_retries=settings.model_max_retries,
         response_format=None
         if settings.model_response_format == "detect"

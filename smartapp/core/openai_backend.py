@@ -47,6 +47,7 @@ class OpenAIBackend:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         response_format: ResponseFormat | None = None,
+        max_tokens: int | None = None,
         client: httpx.Client | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -55,6 +56,7 @@ class OpenAIBackend:
         self.version = model
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_tokens = max_tokens
         # None until the first schema call finds what the server takes (or set by the operator).
         self.response_format: ResponseFormat | None = response_format
         self._detecting = threading.Lock()
@@ -84,6 +86,8 @@ class OpenAIBackend:
         response_format: ResponseFormat,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
         if schema is not None and response_format == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",

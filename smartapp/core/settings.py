@@ -167,6 +167,8 @@ class Settings(PipelineSettings, BaseSettings):
     # draft evidence-only and say so on the draft, or fail the job.
     model_fallback: Literal["evidence-only", "fail"] = "evidence-only"
     model_timeout_s: float = Field(120.0, gt=0)
+    # The longest answer asked of an openai: server (max_tokens): a bound on a runaway decoder.
+    model_max_tokens: int = Field(8192, ge=16)
     model_max_retries: int = Field(3, ge=0, le=10)
     # Structured output asked of an openai: server; detect: the strongest it takes, found once.
     model_response_format: Literal["detect", "json_schema", "json_object", "text"] = "detect"

@@ -1,0 +1,133 @@
+"""The launched-app path against a real OpenAI-compatible server: vLLM's CPU build serving a tiny
+random Llama (with a tokenizer built here), its structured-output decoding on.
+
+vLLM is not a dependency of Provenote: it needs its own environment, which ``launch/vllm_env.sh``
+builds and ``launch/test.sh`` passes here as ``PROVENOTE_VLLM_PYTHON``; without it (a bare
+``pytest``) these tests skip, except in CI. The other tests use the sandbox's scripted server.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from launch.sandbox.run import Sandbox, free_port
+from launch.tiny_models import save_tiny_llama
+from pipeline.answer_schemas import SchemaLimits
+from tests.smart_support import launch_job, running_app, wait_for
+
+VLLM_PYTHON = os.environ.get("PROVENOTE_VLLM_PYTHON")
+PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
+# A random model writes until a bound stops it: small bounds keep its answers short.
+TINY_LIMITS = SchemaLimits(
+    course_sentences=3,
+    sentence_chars=60,
+    citations_per_sentence=2,
+    sentences_per_fix=2,
+    entailment_spans=2,
+    span_chars=16,
+    extraction_items=2,
+    item_chars=16,
+    quote_chars=24,
+)
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(
+        not VLLM_PYTHON and not os.environ.get("CI"),
+        reason="PROVENOTE_VLLM_PYTHON names no vLLM environment (launch/vllm_env.sh builds one)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    model = save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+    port = free_port()
+    log = (tmp_path_factory.mktemp("vllm") / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            str(VLLM_PYTHON),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(model),
+            "--served-model-name",
+            "tiny-llama",
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "65536",
+            "--port",
+            str(port),
+            # JSON without free whitespace: a random model would otherwise fill its budget with it.
+            "--structured-outputs-config",
+            '{"backend": "xgrammar", "disable_any_whitespace": true}',
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"},
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            assert server.poll() is None, f"vLLM exited; see {log.name}"
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(1)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+
+
+def test_the_launched_app_drafts_with_a_real_vllm_server(
+    vllm_server: str, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(
+            sandbox,
+            tmp_path,
+            client_id="app-vllm",
+            summarizer=f"openai:{vllm_server}#tiny-llama",
+            answer_limits=TINY_LIMITS,
+            max_iterations=2,
+            model_max_tokens=1024,
+            model_timeout_s=300,
+            model_fallback="fail",  # a model failure must fail this test, not fall back
+        ) as app,
+        httpx.Client(follow_redirects=True, timeout=120) as browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT), timeout_s=600)
+        assert job["state"] == "done", job
+        backend = app.state.jobs.language_model.backend
+        assert backend.response_format == "json_schema"  # vLLM enforces the schema itself
+        stored = app.call(app.state.drafts.load(job["draft"]))
+        summary = stored.summary
+        assert summary["backend"] == "openai:tiny-llama"
+        assert summary["model_usage"]["calls"] >= 3  # extraction, draft, entailment at least
+        assert summary["model_usage"]["completion_tokens"] > 0
+        assert summary["stop_reason"] in {
+            "no_flags",
+            "grounding_converged",
+            "no_new_flags",
+            "budget",
+        }
+        course = next(s for s in summary["sections"] if s["key"] == "hospital_course")
+        for sentence in course["sentences"]:
+            assert sentence["entailment"] in {"supported", "unsupported"}
+            assert len(sentence["text"]) <= TINY_LIMITS.sentence_chars
+        draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
+        assert draft["write_back"]["status"] == "done"
+        page = browser.get(f"{app.base_url}/drafts/{job['draft']}")
+        assert page.status_code == 200 and 'id="model-usage"' in page.text
