@@ -1,13 +1,16 @@
 """FOCUS selection quality on MTS-Dialog: how much of the reference summary the kept turns hold.
 
-For each dialogue of the validation set (``--split train`` for tuning), every method keeps
-k = max(1, ⌊r·m⌋) of its m turns, and ROUGE-1 and ROUGE-L recall (rouge-score, stemming on) of
-the reference section summary against the kept turns is averaged, at r = 0.3 and r = 0.5:
+For each dialogue of the validation set (``--split train`` for tuning), FOCUS keeps
+k = max(1, ⌊r·m⌋) of its m turns, at r = 0.3 and r = 0.5, and so keeps some number W of words.
+ROUGE recall rewards keeping more words, so the comparison is at an **equal word budget**: every
+other method takes turns in its own order until it holds W words (the last turn cut at the
+budget), and ROUGE-1 and ROUGE-L recall (rouge-score, stemming on) of the reference section
+summary against the kept text is averaged. The methods:
 
 - FOCUS: query-focused attention salience (``pipeline.focus``), the instruction naming the section;
-- lead-k: the first k turns;
-- random: k turns drawn with seeds 0..9, the mean of the ten;
-- longest-k: the k longest turns;
+- lead: turns from the first;
+- random: turns in a random order, seeds 0..9, the mean of the ten;
+- longest: the longest turns first;
 - published: AgenticSum's per-sentence mean over whole softmax rows (a constant, 1/length);
 - centrality: cosine of each turn's MiniLM sentence embedding to the dialogue's mean embedding.
 
@@ -135,6 +138,24 @@ def longest(_: str, units: list[Candidate], __: str) -> list[float]:
     return [float(len(unit.text)) for unit in units]
 
 
+def words_of(units: list[Candidate]) -> int:
+    return sum(len(unit.text.split()) for unit in units)
+
+
+def within_budget(units: list[Candidate], values: list[float], budget: int) -> str:
+    """The text of the best-scored turns, in dialogue order, cut at ``budget`` words."""
+    ranked = sorted(range(len(units)), key=lambda i: -values[i])
+    taken: dict[int, str] = {}
+    left = budget
+    for index in ranked:
+        if left <= 0:
+            break
+        words = units[index].text.split()[:left]
+        taken[index] = " ".join(words)
+        left -= len(words)
+    return "\n".join(taken[i] for i in sorted(taken))
+
+
 def load(split: str, limit: int | None) -> list[dict[str, str]]:
     with (DATA / SPLITS[split]).open(newline="", encoding="utf-8") as stream:
         rows = list(csv.DictReader(stream))
@@ -147,25 +168,36 @@ def evaluate(rows: list[dict[str, str]], scorers: dict[str, Scorer]) -> dict[str
         name: {ratio: [] for ratio in RATIOS} for name in [*scorers, "random"]
     }
 
-    def recall(reference: str, kept: list[Candidate]) -> tuple[float, float]:
-        scores = rouge.score(reference, "\n".join(unit.text for unit in kept))
+    def recall(reference: str, kept: str) -> tuple[float, float]:
+        scores = rouge.score(reference, kept)
         return scores["rouge1"].recall, scores["rougeL"].recall
 
     for row in rows:
         units = turns(row["dialogue"])
         if not units:
             continue
+        focus_values = scorers["FOCUS"](row["dialogue"], units, row["section_header"])
+        budgets = {}
+        for ratio in RATIOS:
+            kept = [units[i] for i in select(units, focus_values, ratio)]
+            budgets[ratio] = words_of(kept)
+            results["FOCUS"][ratio].append(
+                recall(row["section_text"], "\n".join(unit.text for unit in kept))
+            )
         for name, scorer in scorers.items():
+            if name == "FOCUS":
+                continue
             values = scorer(row["dialogue"], units, row["section_header"])
             for ratio in RATIOS:
-                kept = [units[i] for i in select(units, values, ratio)]
-                results[name][ratio].append(recall(row["section_text"], kept))
+                kept_text = within_budget(units, values, budgets[ratio])
+                results[name][ratio].append(recall(row["section_text"], kept_text))
         for ratio in RATIOS:
             draws = []
             for seed in range(10):
                 values = [random.Random(seed * 7919 + i).random() for i in range(len(units))]
-                kept = [units[i] for i in select(units, values, ratio)]
-                draws.append(recall(row["section_text"], kept))
+                draws.append(
+                    recall(row["section_text"], within_budget(units, values, budgets[ratio]))
+                )
             results["random"][ratio].append(
                 (statistics.mean(d[0] for d in draws), statistics.mean(d[1] for d in draws))
             )
@@ -190,8 +222,8 @@ def main() -> None:
     rows = load(args.split, args.limit)
     scorers: dict[str, Scorer] = {
         "FOCUS": focus_scorer(salience),
-        "lead-k": lead,
-        "longest-k": longest,
+        "lead": lead,
+        "longest": longest,
         "published": published_scorer(salience),
         "centrality": centrality_scorer(),
     }
@@ -208,11 +240,11 @@ def main() -> None:
         print(f"{name:<12}{cells}")
     for ratio in RATIOS:
         focus_r1 = statistics.mean(s[0] for s in results["FOCUS"][ratio])
-        for rival in ("lead-k", "published"):
+        for rival in [name for name in results if name != "FOCUS"]:
             rival_r1 = statistics.mean(s[0] for s in results[rival][ratio])
             verdict = "beats" if focus_r1 > rival_r1 else "DOES NOT beat"
             print(
-                f"r={ratio}: FOCUS {verdict} {rival} on ROUGE-1 recall "
+                f"r={ratio}, equal words: FOCUS {verdict} {rival} on ROUGE-1 recall "
                 f"({focus_r1:.4f} vs {rival_r1:.4f}, ratio {focus_r1 / rival_r1:.3f})"
             )
 

@@ -233,7 +233,7 @@ def focus_command(
 ) -> None:
     """Keep the most salient sentences of a note (FOCUS), with offsets and scores."""
     from pipeline.focus import candidates_of as focus_candidates
-    from pipeline.focus import default_salience, focus, keep_count
+    from pipeline.focus import default_salience, focus, word_budget, word_count
 
     text = read_text(file)
     candidates = focus_candidates(text)
@@ -257,8 +257,9 @@ def focus_command(
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     typer.echo(
-        f"Kept {len(kept)} of {len(candidates)} sentences "
-        f"(k = {keep_count(ratio, len(candidates))}, protected kept in addition)"
+        f"Kept {len(kept)} of {len(candidates)} sentences (a budget of "
+        f"{word_budget(ratio, sum(word_count(c.text) for c in candidates))} words; protected "
+        "sentences are always kept)"
     )
     for sentence in kept:
         marker = " protected" if sentence.protected else ""

@@ -1,4 +1,5 @@
-"""FOCUS: keep the ⌊r·m⌋ most salient sentences of a note, salience read from attention.
+"""FOCUS: keep the most salient sentences of a note, up to a share r of its words, salience read
+from attention.
 
 AgenticSum's published FOCUS scores a sentence by the mean of its tokens' whole softmax rows. A
 softmax row sums to 1, so that mean is 1/length for every sentence: a constant, and the selection
@@ -23,9 +24,15 @@ those queries pay to it in one chosen layer, averaged over heads and instruction
 The layer and the aggregation were chosen on MTS-Dialog's training set (``bench/focus_quality.py``,
 first 150 dialogues, ROUGE-1 recall of the kept turns): for all-MiniLM-L6-v2 the last layer (5),
 where the excess over content tokens scored 0.257 / 0.341 at r = 0.3 / 0.5 against 0.236 / 0.336
-for the plain token mean and 0.143 / 0.273 for lead-k. Selection is deterministic (ties go to the
-earlier sentence), keeps k = max(1, ⌊r·m⌋) sentences in document order, and never drops a sentence
-of a protected section (medications, allergies): those are kept in addition when they exceed k.
+for the plain token mean and 0.143 / 0.273 for lead-k.
+
+Selection spends a **word budget**, not a sentence count: the best-scored sentences are kept until
+they hold r of the note's words (the last one may cross the budget). Counting sentences made FOCUS
+keep short salient turns and, at an equal number of words, lose to simply keeping the longest
+turns; by the budget it beats lead, random, longest and centrality at equal words on MTS-Dialog
+validation (``bench/focus_quality.py``, bench/RESULTS.md). Selection is deterministic (ties go to
+the earlier sentence), keeps sentences in document order, and never drops a sentence of a
+protected section (medications, allergies): those are kept whatever the budget, and count in it.
 """
 
 from __future__ import annotations
@@ -220,21 +227,32 @@ def sentence_scores(
     return scores
 
 
-def keep_count(ratio: float, total: int) -> int:
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def word_budget(ratio: float, total_words: int) -> int:
+    """The words FOCUS keeps of a note of ``total_words``: max(1, ⌊r·words⌋)."""
     if not 0 < ratio <= 1:
         raise ValueError(f"ratio must be in (0, 1], got {ratio}")
-    return max(1, math.floor(ratio * total)) if total else 0
+    return max(1, math.floor(ratio * total_words)) if total_words else 0
 
 
 def select(candidates: Sequence[Candidate], scores: Sequence[float], ratio: float) -> list[int]:
-    """Indices kept, in document order: protected ones, then the best-scored up to k in all."""
-    k = keep_count(ratio, len(candidates))
+    """Indices kept, in document order: protected ones, then the best-scored until the kept
+    sentences hold the word budget (the last one kept may cross it)."""
+    budget = word_budget(ratio, sum(word_count(c.text) for c in candidates))
     kept = {index for index, candidate in enumerate(candidates) if candidate.protected}
+    words = sum(word_count(candidates[index].text) for index in kept)
     ranked = sorted(
         (index for index in range(len(candidates)) if index not in kept),
         key=lambda index: (-scores[index], index),
     )
-    kept |= set(ranked[: max(0, k - len(kept))])
+    for index in ranked:
+        if words >= budget:
+            break
+        kept.add(index)
+        words += word_count(candidates[index].text)
     return sorted(kept)
 
 

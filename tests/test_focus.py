@@ -18,8 +18,9 @@ from pipeline.focus import (
     candidates_of,
     default_salience,
     focus,
-    keep_count,
     select,
+    word_budget,
+    word_count,
 )
 
 NOTE = (
@@ -115,13 +116,16 @@ def test_long_notes_are_read_in_overlapping_windows_covering_every_token() -> No
     assert len(scores) == token_count and all(score > 0 for score in scores)
 
 
-def test_focus_on_minilm_keeps_k_sentences_in_order_with_medications_protected() -> None:
+def test_focus_on_minilm_keeps_half_the_words_in_order_with_medications_protected() -> None:
     candidates = candidates_of(NOTE)
     protected = [c.text for c in candidates if c.protected]
     assert protected == ["aspirin 81 mg daily", "metoprolol 25 mg daily"]
     kept = focus(NOTE, 0.5, default_salience(), candidates)
     assert [s.index for s in kept] == sorted(s.index for s in kept)
-    assert len(kept) == keep_count(0.5, len(candidates))
+    budget = word_budget(0.5, sum(word_count(c.text) for c in candidates))
+    kept_words = sum(word_count(s.text) for s in kept)
+    assert kept_words >= budget and kept_words - max(word_count(s.text) for s in kept) < budget
+    assert len(kept) < len(candidates)
     assert set(protected) <= {s.text for s in kept}
     assert all(NOTE[s.start : s.end] == s.text for s in kept)
     assert focus(NOTE, 0.5, default_salience(), candidates) == kept
@@ -151,14 +155,24 @@ def test_minilm_salience_follows_content_not_position() -> None:
 )
 def test_selection_properties(scores: list[float], ratio: float, data: st.DataObject) -> None:
     protected = data.draw(st.lists(st.booleans(), min_size=len(scores), max_size=len(scores)))
-    candidates = [Candidate(i * 10, i * 10 + 5, f"s{i}", p) for i, p in enumerate(protected)]
+    lengths = data.draw(st.lists(st.integers(1, 30), min_size=len(scores), max_size=len(scores)))
+    candidates = [
+        Candidate(i * 100, i * 100 + 5, " ".join(["w"] * n), p)
+        for i, (p, n) in enumerate(zip(protected, lengths, strict=True))
+    ]
     kept = select(candidates, scores, ratio)
-    k = max(1, math.floor(ratio * len(scores)))
-    assert k == keep_count(ratio, len(scores))
+    budget = max(1, math.floor(ratio * sum(lengths)))
+    assert budget == word_budget(ratio, sum(lengths))
     assert kept == sorted(set(kept))
     assert {i for i, p in enumerate(protected) if p} <= set(kept)
-    assert len(kept) == max(k, sum(protected))
+    unprotected = [i for i in kept if not protected[i]]
+    kept_words = sum(lengths[i] for i in kept)
+    if unprotected:  # the budget was not met without the last one chosen
+        last = min(unprotected, key=lambda i: (scores[i], -i))
+        assert kept_words - lengths[last] < budget
     dropped = [i for i in range(len(scores)) if i not in kept]
+    if dropped:  # nothing was left out while the budget was unmet
+        assert kept_words >= budget
     unprotected_kept = [i for i in kept if not protected[i]]
     for i in unprotected_kept:
         for j in dropped:
@@ -168,6 +182,6 @@ def test_selection_properties(scores: list[float], ratio: float, data: st.DataOb
 
 def test_ratio_outside_zero_to_one_is_refused() -> None:
     with pytest.raises(ValueError, match="ratio"):
-        keep_count(0, 5)
+        word_budget(0, 5)
     with pytest.raises(ValueError, match="ratio"):
-        keep_count(1.5, 5)
+        word_budget(1.5, 5)
