@@ -6,8 +6,11 @@ Used by every summarizer backend. For a sentence it checks that
   normalising ("10mg" = "10 mg" = "0.01 g");
 - ``dates``: every date appears in the evidence ("2024-01-03" = "Jan 3, 2024" = "01/03/2024");
 - ``drugs``: every drug or allergen named exists in the evidence;
-- ``negation``: a finding the sentence asserts is not only ever denied in the evidence, and the
-  reverse ("denies fever" is not "fever");
+- ``negation``: a finding the sentence asserts is not only ever denied in the evidence ("fever"
+  where the evidence says "denies fever"; in a dialogue, a question answered "no" denies);
+- ``denials`` (soft): the reverse, a word the sentence denies that the evidence only asserts.
+  Measured on MTS-Dialog, most such flags fell on words a negation's scope happens to reach
+  ("denies current alcohol use" against "I use…"), so it marks weak grounding, not unsupported;
 - ``demographics``: an age or sex the sentence states is in the evidence;
 - ``citations``: every cited fact exists (structured mode);
 - ``terms`` (free text): every content word is in the retrieved evidence (stemmed). This one is
@@ -59,6 +62,32 @@ _NUMBER = re.compile(
     r"(?![A-Za-z]))?",
     re.IGNORECASE,
 )
+# "1. Bipolar disorder. 2. Anemia.": the numbers of a list state nothing.
+_ENUMERATOR = re.compile(r"\d{1,2}[.)](?:\s+[A-Za-z]|\s*$)")
+_LINE_START = re.compile(r"(?:^|\n|[.;:]\s+)\s*$")
+# Numbers as people say them, in dialogues and dictated notes: "twenty-six", "fifth".
+_UNITS_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+}  # fmt: skip
+_NUMBER_WORD = {word: index for index, word in enumerate(_UNITS_WORDS)} | {
+    word: 10 * (index + 2) for index, word in enumerate(_TENS_WORDS)
+}
+_SPELLED = re.compile(
+    rf"\b(?P<tens>{'|'.join(_TENS_WORDS)})(?:[- ](?P<unit>{'|'.join(_UNITS_WORDS[1:10])}))?\b"
+    rf"|\b(?P<word>{'|'.join([*_UNITS_WORDS, *_ORDINALS])})\b",
+    re.I,
+)
+_SEX_CLUES = {
+    "he": "male", "him": "male", "his": "male", "mr": "male", "sir": "male",
+    "she": "female", "her": "female", "hers": "female", "mrs": "female", "ms": "female",
+    "miss": "female", "ma'am": "female",
+}  # fmt: skip
 _AGE = re.compile(
     r"\b(?P<age>\d{1,3})[- ](?:year|yr)s?[- ]old\b|\baged?\s+(?P<aged>\d{1,3})\b", re.I
 )
@@ -76,10 +105,25 @@ _SEX_WORDS = {
 }
 _NEGATION_CUE = re.compile(
     r"\b(no|not|denies|denied|deny|denying|without|negative for|absence of|free of|"
-    r"ruled out|never)\b",
+    r"ruled out|never|cannot|[a-z]+n't)(?![\w'])",
     re.I,
 )
-_SCOPE_END = re.compile(r"[.;:!?]|\bbut\b|\bhowever\b|\bexcept\b|\bwhich\b", re.I)
+_SCOPE_END = re.compile(
+    r"[.;:!?]|\b(?:but|however|except|which|that|just|although|though|apart from|other than)\b"
+    r"|\band (?:he|she|they|it|i)\b",
+    re.I,
+)
+# A negation reaches this many words past its cue (as NegEx's window does), enough for a list
+# ("negative for coronary heart disease, hypertension, diabetes, or kidney disease").
+_SCOPE_WORDS = 10
+# "No, I'm single.": a "no" that answers a question negates nothing after it.
+_ANSWER_PARTICLE = re.compile(r"\s*[,.!]")
+# In a dialogue a finding is often only named in a question, and the answer decides it.
+_SPEAKER = re.compile(r"^\s*[A-Za-z_]+\s*:\s*")
+_NO_ANSWER = re.compile(
+    r"^(?:no|nope|nah|not really|never|negative|none|i don't|i do not|i haven't)\b", re.I
+)
+_YES_ANSWER = re.compile(r"^(?:yes|yeah|yep|yup|i do|i have|sometimes|a little|correct)\b", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _DRUG_SUFFIXES = re.compile(
     r"\b[a-z]+(?:pril|olol|sartan|statin|dipine|azole|prazole|oxacin|cycline|mycin|cillin|"
@@ -159,11 +203,13 @@ class NumberMention:
 
 
 def find_numbers(text: str) -> list[NumberMention]:
-    """Numbers outside dates, with their unit when one follows."""
+    """Numbers outside dates and list numbering, with their unit when one follows."""
     dates = find_dates(text)
     mentions = []
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end, _ in dates):
+            continue
+        if _ENUMERATOR.match(text, match.start()) and _LINE_START.search(text[: match.start()]):
             continue
         unit = match.group("unit")
         value = normal_number(match.group("value"))
@@ -172,22 +218,101 @@ def find_numbers(text: str) -> list[NumberMention]:
     return mentions
 
 
-def _polarities(text: str) -> list[tuple[str, bool, str]]:
-    """(stem, negated, word) for each content word of ``text``."""
+def spelled_numbers(text: str) -> set[str]:
+    """The numbers ``text`` spells out, as people say them in dialogues and dictation:
+    "twenty-six" is 26, "fifth" 5, "one hundred thirty three" 133, "two thousand and eight" 2008,
+    "nineteen sixty one" 1961 (each word's own value is kept too)."""
+    found: set[str] = set()
+    run: list[int | str] = []
+    for word in [*re.findall(r"[a-z]+", text.lower()), ""]:
+        if word in _NUMBER_WORD or word in _ORDINALS:
+            run.append(_NUMBER_WORD.get(word, _ORDINALS.get(word, 0)))
+        elif word in {"hundred", "thousand"} or (
+            word == "and" and run[-1:] in (["hundred"], ["thousand"])
+        ):
+            run.append(word)
+        elif run:
+            found |= _run_values(run)
+            run = []
+    return found
+
+
+def _run_values(run: list[int | str]) -> set[str]:
+    numbers = [item for item in run if isinstance(item, int)]
+    values = set(numbers)
+    if "hundred" not in run and "thousand" not in run:
+        # Tens then units ("twenty six"); a year said in pairs ("nineteen sixty one").
+        pairs = []
+        for number in numbers:
+            if pairs and pairs[-1] >= 20 and pairs[-1] % 10 == 0 and 0 < number < 10:
+                pairs[-1] += number
+            else:
+                pairs.append(number)
+        values |= set(pairs)
+        if len(pairs) == 2 and 10 <= pairs[0] <= 99 and 0 <= pairs[1] <= 99:
+            values.add(pairs[0] * 100 + pairs[1])
+        return {str(value) for value in values}
+    total = current = 0
+    for item in run:
+        if item == "hundred":
+            current = max(current, 1) * 100
+        elif item == "thousand":
+            total += max(current, 1) * 1000
+            current = 0
+        elif isinstance(item, int):
+            current += item
+    values.add(total + current)
+    return {str(value) for value in values}
+
+
+def _clause_polarities(clause: str) -> list[tuple[str, bool, str]]:
+    """(stem, negated, word) for each content word of one clause."""
+    cue = _NEGATION_CUE.search(clause)
+    while cue and cue.group(0).lower() == "no" and _ANSWER_PARTICLE.match(clause, cue.end()):
+        cue = _NEGATION_CUE.search(clause, cue.end())
+    scope_start = scope_end = len(clause)
+    if cue:
+        scope_start = cue.end()
+        end = _SCOPE_END.search(clause, cue.end())
+        scope_end = end.start() if end else len(clause)
+        window = list(_WORD.finditer(clause, cue.end()))[:_SCOPE_WORDS]
+        if window:
+            scope_end = min(scope_end, window[-1].end())
     out = []
-    for clause in re.split(r"(?<=[.;!?])\s+|\n+", text):
-        cue = _NEGATION_CUE.search(clause)
-        scope_start = cue.end() if cue else len(clause)
-        scope_end = len(clause)
-        if cue:
-            end = _SCOPE_END.search(clause, cue.end())
-            scope_end = end.start() if end else len(clause)
-        for match in _WORD.finditer(clause):
-            word = match.group(0)
-            if word.lower() in FUNCTION_WORDS or len(word) < 3 or _NEGATION_CUE.fullmatch(word):
-                continue
-            negated = scope_start <= match.start() < scope_end
-            out.append((stem(word), negated, word))
+    for match in _WORD.finditer(clause):
+        word = match.group(0)
+        if word.lower() in FUNCTION_WORDS or len(word) < 3 or _NEGATION_CUE.fullmatch(word):
+            continue
+        out.append((stem(word), scope_start <= match.start() < scope_end, word))
+    return out
+
+
+def _polarities(text: str) -> list[tuple[str, bool, str]]:
+    """(stem, negated, word) for each content word of ``text``. A question's words take the
+    polarity its answer gives them ("Any swelling? No." denies swelling); with no clear answer,
+    both (a question asserts nothing)."""
+    clauses = [
+        _SPEAKER.sub("", clause)
+        for clause in re.split(r"(?<=[.;!?])\s+|\n+", text)
+        if clause.strip()
+    ]
+    out = []
+    for index, clause in enumerate(clauses):
+        words = _clause_polarities(clause)
+        if not clause.rstrip().endswith("?"):
+            out += words
+            continue
+        answer = clauses[index + 1] if index + 1 < len(clauses) else ""
+        if _NO_ANSWER.match(answer):
+            out += [(word_stem, True, word) for word_stem, _, word in words]
+        elif _YES_ANSWER.match(answer):
+            out += [(word_stem, False, word) for word_stem, _, word in words]
+        else:
+            out += [
+                (word_stem, negated, word)
+                for word_stem, _, word in words
+                for negated in (True, False)
+            ]
     return out
 
 
@@ -206,6 +331,7 @@ class Evidence:
             self.values.add(mention.value)
             if mention.quantity:
                 self.quantities.add(mention.quantity)
+        self.values |= spelled_numbers(text)
         self.dates |= {found for _, _, found in find_dates(text)}
 
     def add_value(self, value: object) -> None:
@@ -300,10 +426,10 @@ def check_demographics(text: str, evidence: Evidence) -> CheckResult:
         age = match.group("age") or match.group("aged")
         if age not in evidence.values:
             failing.append(match.group(0))
+    # The evidence tells sex by words, and by pronouns and forms of address too ("she", "Mr.").
+    clues = _SEX_WORDS | _SEX_CLUES
     evidence_sexes = {
-        _SEX_WORDS[word.lower()]
-        for word in _WORD.findall(evidence.joined)
-        if word.lower() in _SEX_WORDS
+        clues[word.lower()] for word in _WORD.findall(evidence.joined) if word.lower() in clues
     }
     for word in _WORD.findall(text):
         sex = _SEX_WORDS.get(word.lower())
@@ -312,16 +438,26 @@ def check_demographics(text: str, evidence: Evidence) -> CheckResult:
     return _check("demographics", failing, "age or sex not stated in the evidence")
 
 
-def check_negation(text: str, evidence: Evidence) -> CheckResult:
+def _polarity_mismatches(text: str, evidence: Evidence, negated_in_text: bool) -> list[str]:
+    """Words ``text`` states with this polarity that the evidence only ever states the other way."""
     seen: dict[str, set[bool]] = {}
     for word_stem, negated, _ in _polarities(evidence.joined):
         seen.setdefault(word_stem, set()).add(negated)
-    failing = [
+    return [
         word
         for word_stem, negated, word in _polarities(text)
-        if word_stem in seen and negated not in seen[word_stem]
+        if negated is negated_in_text and word_stem in seen and negated not in seen[word_stem]
     ]
-    return _check("negation", failing, "asserted where the evidence denies it, or the reverse")
+
+
+def check_negation(text: str, evidence: Evidence) -> CheckResult:
+    failing = _polarity_mismatches(text, evidence, negated_in_text=False)
+    return _check("negation", failing, "asserted where the evidence denies it")
+
+
+def check_denials(text: str, evidence: Evidence) -> CheckResult:
+    failing = _polarity_mismatches(text, evidence, negated_in_text=True)
+    return _check("denials", failing, "denied where the evidence states it")
 
 
 def check_terms(text: str, evidence: Evidence) -> CheckResult:
@@ -360,6 +496,7 @@ def check_cited_sentence(
         check_dates(text, cited),
         check_drugs(text, whole),
         check_negation(text, cited),
+        check_denials(text, cited),
         check_demographics(text, whole),
         check_citations(citations, state),
     ]
@@ -369,12 +506,14 @@ def check_cited_sentence(
 
 
 def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list[CheckResult]:
-    """Checks of a sentence with no citations: evidence is what was retrieved for it."""
+    """Checks of a sentence with no citations: the content words against what was retrieved for
+    it; the rest against the whole source (a dialogue's answer may be far from the question)."""
     return [
         check_numbers(text, whole),
         check_dates(text, whole),
         check_drugs(text, whole),
-        check_negation(text, retrieved),
+        check_negation(text, whole),
+        check_denials(text, whole),
         check_demographics(text, whole),
         check_terms(text, retrieved),
     ]

@@ -34,7 +34,7 @@ Verdict = Literal["supported", "unsupported"]
 # sex the evidence does not hold); a soft one (content words the retrieved evidence lacks) only
 # marks it weakly grounded: a faithful paraphrase uses words of its own.
 Severity = Literal["hard", "soft"]
-SOFT_CHECKS = frozenset({"terms"})
+SOFT_CHECKS = frozenset({"terms", "denials"})
 # What the reviewing physician did to a sentence still in the summary (deleted ones are gone).
 ReviewMark = Literal["accepted", "edited"]
 NOT_DOCUMENTED = "Not documented"

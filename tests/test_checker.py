@@ -15,6 +15,7 @@ from pipeline.checker import (
     Evidence,
     check_dates,
     check_demographics,
+    check_denials,
     check_drugs,
     check_negation,
     check_numbers,
@@ -81,12 +82,67 @@ def test_drugs_and_allergens_must_exist_in_the_evidence() -> None:
         ("No fever.", []),
         ("The patient has a fever.", ["fever"]),
         ("Reports chest pain.", []),
-        ("No chest pain.", ["chest", "pain"]),
+        ("No chest pain.", []),  # the reverse is a soft "denials" signal
     ],
 )
 def test_negation_must_agree(sentence, spans) -> None:
     evidence = Evidence.of_text("She denies fever. Reports chest pain since Monday.")
     assert failing(check_negation(sentence, evidence)) == spans
+
+
+def test_denying_what_the_evidence_states_is_a_soft_denials_signal() -> None:
+    evidence = Evidence.of_text("She denies fever. Reports chest pain since Monday.")
+    denied = check_denials("No chest pain.", evidence)
+    assert failing(denied) == ["chest", "pain"] and denied.severity == "soft"
+    assert failing(check_denials("No fever.", evidence)) == []
+
+
+@pytest.mark.parametrize(
+    ("dialogue", "claim", "spans"),
+    [
+        ("Doctor: Any swelling?\nPatient: No.", "She has swelling.", ["swelling"]),
+        ("Doctor: Any swelling?\nPatient: Yes, a little.", "She has swelling.", []),
+        ("Doctor: Any swelling?\nPatient: Let me think.", "She has swelling.", []),
+        ("Doctor: Are you married?\nPatient: No, I'm single.", "He is single.", []),
+        ("Patient: I don't have any fever.", "He has a fever.", ["fever"]),
+        ("Negative for heart disease, hypertension, diabetes, or kidney disease.",
+         "He has kidney disease.", ["kidney", "disease"]),
+        ("No history of marriage or children and that he had high school education.",
+         "He had high school education.", []),
+    ],
+)  # fmt: skip
+def test_negation_in_a_dialogue_follows_the_answer_and_its_scope(
+    dialogue: str, claim: str, spans: list[str]
+) -> None:
+    assert failing(check_negation(claim, Evidence.of_text(dialogue))) == spans
+
+
+@pytest.mark.parametrize(
+    ("said", "written"),
+    [
+        ("I am twenty-six years old.", "26"),
+        ("She is in fifth grade.", "5"),
+        ("Sodium was one hundred thirty three.", "133"),
+        ("I gave birth in two thousand and eight.", "2008"),
+        ("Colon resection in nineteen sixty one.", "1961"),
+    ],
+)
+def test_numbers_said_in_words_are_evidence_for_digits(said: str, written: str) -> None:
+    assert failing(check_numbers(f"Value {written}.", Evidence.of_text(said))) == []
+    assert failing(check_numbers("Value 987.", Evidence.of_text(said))) == ["987"]
+
+
+def test_list_numbering_is_not_a_number_to_check() -> None:
+    evidence = Evidence.of_text("Bipolar disorder and anemia.")
+    assert failing(check_numbers("1. Bipolar disorder. 2. Anemia.", evidence)) == []
+    assert failing(check_numbers("2.", evidence)) == []
+    assert failing(check_numbers("Glucose 182.", evidence)) == ["182"]
+
+
+def test_pronouns_and_forms_of_address_are_evidence_of_sex() -> None:
+    said = Evidence.of_text("Doctor: How is she feeling today, Mrs. Smith?")
+    assert failing(check_demographics("A woman with back pain.", said)) == []
+    assert failing(check_demographics("A man with back pain.", said)) == ["man"]
 
 
 def test_demographics_must_be_stated() -> None:
@@ -252,7 +308,12 @@ def test_a_flipped_negation_is_flagged_in_every_reference() -> None:
 
 @pytest.mark.shared_data
 def test_invented_demographics_are_flagged_in_every_reference() -> None:
-    sex_words = re.compile(r"\b(male|female|man|woman|boy|girl|men|women|gentleman|lady)\b", re.I)
+    # Words, pronouns and forms of address all tell a sex (the evidence's own may not differ).
+    sex_words = re.compile(
+        r"\b(male|female|man|woman|boy|girl|men|women|gentleman|lady|he|him|his|she|her|hers|"
+        r"mr|mrs|ms|miss|sir)\b",
+        re.I,
+    )
     perturbed = 0
     for reference in references():
         if sex_words.search(reference) or re.search(r"\b47\b", reference):
