@@ -3,12 +3,14 @@
 import sys
 
 from bench import (
+    checker_quality,
     drafts,
     evidence,
     fetch,
     focus_quality,
     focus_speed,
     launch_to_draft,
+    model_concurrency,
     review_api,
     scale_out,
     startup,
@@ -25,3 +27,5 @@ if __name__ == "__main__":
     review_api.main()
     focus_quality.main()
     focus_speed.main()
+    checker_quality.main()
+    model_concurrency.main()
