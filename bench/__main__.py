@@ -9,6 +9,7 @@ from bench import (
     fetch,
     focus_quality,
     focus_speed,
+    identity,
     launch_to_draft,
     model_concurrency,
     review_api,
@@ -28,4 +29,5 @@ if __name__ == "__main__":
     focus_quality.main()
     focus_speed.main()
     checker_quality.main()
+    identity.main()
     model_concurrency.main()

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
+
+from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import ref
 from fhir_mapping.scope import Scope
-from pipeline.evidence import EncounterAttributes, Fact, PatientInfoAttributes, stable_id
+from pipeline.evidence import (
+    EncounterAttributes,
+    Fact,
+    PatientInfoAttributes,
+    PersonName,
+    stable_id,
+)
+from pipeline.identity import ChartIdentity
 
 
 def _age(birth: date | None, on: date | None) -> int | None:
@@ -25,6 +35,38 @@ def _display_name(patient: object) -> str | None:
         if joined:
             return joined
     return None
+
+
+def _names(patient: object) -> list[PersonName]:
+    """Every name the Patient has (official, maiden, nickname…), ``text`` split when alone."""
+    names = []
+    for name in getattr(patient, "name", None) or []:
+        given = [str(part) for part in name.given or []]
+        family = str(name.family) if name.family else None
+        if not given and family is None and name.text:
+            *given, family = str(name.text).split() or [""]
+        names.append(PersonName(given=given, family=family))
+    return names
+
+
+def _identifiers(patient: object) -> list[str]:
+    return [
+        str(identifier.value)
+        for identifier in getattr(patient, "identifier", None) or []
+        if identifier.value
+    ]
+
+
+def chart_identity_of(patient: dict[str, Any]) -> ChartIdentity:
+    """Who a FHIR Patient is, as documents are compared with it (``pipeline.identity``)."""
+    model = Patient.model_validate(patient)
+    birth = model.birthDate if isinstance(model.birthDate, date) else None
+    return ChartIdentity(
+        names=_names(model),
+        birth_date=birth,
+        identifiers=_identifiers(model),
+        gender=model.gender,
+    )
 
 
 def _mrn(patient: object) -> str | None:
@@ -76,6 +118,8 @@ def patient_fact(scope: Scope) -> Fact:
         age_at_encounter=_age(birth, start.date() if start else None),
         deceased=deceased,
         mrn=_mrn(patient),
+        names=_names(patient),
+        identifiers=_identifiers(patient),
     )
     return Fact(
         id=stable_id("patient", scope.patient.key),

@@ -19,6 +19,7 @@ from pipeline.evidence import (
     TraceEvent,
     group_facts,
 )
+from pipeline.identity import chart_identity, with_identity
 from pipeline.mapped import MappedRecord, PendingDocument
 from pipeline.ocr import OcrBudget
 from pipeline.results import interpret_results
@@ -69,11 +70,17 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = Non
     settings = settings or PipelineSettings()
     # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
     budget = OcrBudget.for_job(settings)
-    documents = [read_document(p, mapped.encounter, settings, budget) for p in mapped.documents]
+    chart = chart_identity(mapped.facts)
+    documents = [
+        with_identity(read_document(p, mapped.encounter, settings, budget), chart)
+        for p in mapped.documents
+    ]
     documents.sort(key=lambda document: (document.date is None, document.date, document.id))
     facts = list(mapped.facts)
     for document in documents:
-        facts.extend(facts_from_document(document))
+        # A document that names another patient is kept to show, never as evidence.
+        if not document.other_patient:
+            facts.extend(facts_from_document(document))
     trace = [
         TraceEvent(
             step=0,

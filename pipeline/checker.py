@@ -242,7 +242,7 @@ def _run_values(run: list[int | str]) -> set[str]:
     values = set(numbers)
     if "hundred" not in run and "thousand" not in run:
         # Tens then units ("twenty six"); a year said in pairs ("nineteen sixty one").
-        pairs = []
+        pairs: list[int] = []
         for number in numbers:
             if pairs and pairs[-1] >= 20 and pairs[-1] % 10 == 0 and 0 < number < 10:
                 pairs[-1] += number

@@ -98,6 +98,29 @@ class Page(_Model):
     error: str | None = None
 
 
+IdentityVerdict = Literal["match", "mismatch", "unverified"]
+IdentifierKind = Literal["name", "birth_date", "identifier", "sex"]
+
+
+class FoundIdentifier(BaseModel):
+    """An identifier a document states, where, and whether it agrees with the chart."""
+
+    kind: IdentifierKind
+    text: str
+    # Dates of birth: each reading of the date (dd/mm and mm/dd where both are dates), ISO.
+    values: list[str]
+    page: int
+    start: int
+    end: int
+    agrees: bool | None = None
+
+
+class IdentityCheck(BaseModel):
+    verdict: IdentityVerdict
+    reason: str
+    found: list[FoundIdentifier] = Field(default_factory=list)
+
+
 class SourceDocument(_Model):
     """One note or report; the same note presented by several resources is one document."""
 
@@ -109,6 +132,12 @@ class SourceDocument(_Model):
     content_type: str
     pages: list[Page] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    # Whose document this is (``pipeline.identity``); a mismatch is never evidence.
+    identity: IdentityCheck | None = None
+
+    @property
+    def other_patient(self) -> bool:
+        return self.identity is not None and self.identity.verdict == "mismatch"
 
     def page(self, number: int) -> Page:
         for page in self.pages:
@@ -221,9 +250,19 @@ class NarrativeAttributes(_Model):
     section: str | None = None
 
 
+class PersonName(_Model):
+    """One of a patient's names (official, maiden, nickname…) as the chart holds it."""
+
+    given: list[str] = Field(default_factory=list)
+    family: str | None = None
+
+
 class PatientInfoAttributes(_Model):
     category: Literal["patient_info"] = "patient_info"
     name: str | None = None
+    # Every name and identifier of the Patient, to tell whose a document is.
+    names: list[PersonName] = Field(default_factory=list)
+    identifiers: list[str] = Field(default_factory=list)
     gender: str | None = None
     birth_date: date | None = None
     age_at_encounter: int | None = None
@@ -349,6 +388,7 @@ class Conflict(_Model):
 
 
 FlagCode = Literal[
+    "wrong_patient_document",
     "conflict",
     "unexplained_medication_change",
     "incomplete_medication",

@@ -423,9 +423,11 @@ def _simple(
     return [_sentence(section, macro(f.attributes), [f.id]) for f in state.facts[category]]
 
 
-# Needs review, most dangerous first: allergy conflicts, therapeutic duplication, medication
+# Needs review, most dangerous first: a document about another patient, allergy conflicts,
+# therapeutic duplication, medication
 # discrepancies, then the rest; data quality last.
 SEVERITY = (
+    "wrong_patient_document",
     "allergy_conflict",
     "critical_result",
     "conflict",

@@ -164,7 +164,9 @@ def extract_from_notes(
 
     ``strict``: a model failure is raised, not recorded on the document."""
     result = Extraction()
-    readable = [d for d in state.documents if any(page.has_text for page in d.pages)]
+    readable = [
+        d for d in state.documents if any(page.has_text for page in d.pages) and not d.other_patient
+    ]
     for number, document in enumerate(readable, start=1):
         progress(f"extracting note {number} of {len(readable)}")
         for page in document.pages:

@@ -101,6 +101,17 @@ def _document_flags(state: EvidenceState) -> list[ReviewFlag]:
     flags = []
     for document in state.documents:
         name = document.title or document.id
+        if document.identity is not None and document.other_patient:
+            flags.append(
+                ReviewFlag(
+                    id=stable_id("flag", "identity", document.id),
+                    code="wrong_patient_document",
+                    reason=f"{name}: {document.identity.reason}; it is not used as evidence",
+                    raised_by="validate",
+                    document=document.id,
+                )
+            )
+            continue
         for error in document.errors:
             flags.append(
                 ReviewFlag(

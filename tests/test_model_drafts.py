@@ -17,6 +17,9 @@ import httpx
 from fhir_mapping.composition import DRAFTING_NOTE, MODEL_UNAVAILABLE
 from launch.sandbox.model_server import INVENTED, ModelScript, model_server
 from launch.sandbox.run import Sandbox
+from pipeline.rendering import render
+from pipeline.review import review_items
+from pipeline.summary import CheckResult, Sentence
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
@@ -168,3 +171,28 @@ def test_a_model_outage_fails_the_job_when_fallback_is_off(
         assert job["state"] == "failed"
         assert "language model openai:sandbox-model could not be used" in job["error"]
         assert job["draft"] is None
+
+
+def test_the_review_page_shows_the_models_verdicts_beside_the_checkers() -> None:
+    soft = CheckResult(check="terms", passed=False, spans=["prescribed"], detail="words")
+    sentence = Sentence(
+        id="s1",
+        section="hospital_course",
+        text="The patient was prescribed atenolol.",
+        citations=["f1"],
+        grounding=0.42,
+        entailment="unsupported",
+        checks=[soft],
+    )
+    page = render(
+        "app/_sentence.html.j2",
+        sentence=sentence,
+        review_items=review_items,
+        citations={"s1": []},
+        editable=False,
+        may_review=False,
+        draft=None,
+    )
+    assert "checker: supported, weak grounding" in page
+    assert "model entailment: unsupported" in page
+    assert 'data-grounding="0.42"' in page and "grounding (AURA): 0.42" in page

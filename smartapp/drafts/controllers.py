@@ -52,6 +52,8 @@ async def _review_values(
         "summary": opened.summary,
         "open_flags": opened.open_flags,
         "citations": citations(opened.summary, opened.state),
+        # A document about another patient first: the physician sees why it was left out.
+        "documents": sorted(opened.state.documents, key=lambda d: not d.other_patient),
         "review_items": review_items,
         "edits": await provenote.drafts.edits(draft.id),
         "editable": draft.status == DraftStatus.PRELIMINARY,
