@@ -190,3 +190,30 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
     assert "<b>" not in page  # nothing of the note reaches the page as markup
     first_flag = page.split('id="needs-review"', 1)[1].split("</li>", 1)[0]
     assert "document may belong to another patient" in first_flag
+
+
+def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> None:
+    from pipeline.extraction import extract_from_notes
+
+    class Recording:
+        name, version = "recording", "test"
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
+            self.prompts.append(messages[-1]["content"])
+            return '{"items": []}'
+
+    theirs = "Patient Name: Justin Norman\nDOB: 12/28/1965\nStarted on warfarin 5 mg daily.\n"
+    ours = "Patient Name: Ada Lovelace\nDOB: 06/15/1950\nPathology is pending.\n"
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.document_reference("theirs", fx.attachment(theirs)),
+            fx.document_reference("ours", fx.attachment(ours)),
+        )
+    )
+    backend = Recording()
+    extract_from_notes(state, backend)
+    assert len(backend.prompts) == 1
+    assert "Ada Lovelace" in backend.prompts[0] and "Justin" not in backend.prompts[0]
