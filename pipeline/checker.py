@@ -29,6 +29,7 @@ mention that hold at least one unsupported one. With no numeric mention at all t
 from __future__ import annotations
 
 import calendar
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -73,11 +74,25 @@ _UNITS_WORDS = (
 _TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
+    "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
+    "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
 }  # fmt: skip
-_NUMBER_WORD = {word: index for index, word in enumerate(_UNITS_WORDS)} | {
-    word: 10 * (index + 2) for index, word in enumerate(_TENS_WORDS)
-}
+_NUMBER_WORD = (
+    {word: index for index, word in enumerate(_UNITS_WORDS)}
+    | {word: 10 * (index + 2) for index, word in enumerate(_TENS_WORDS)}
+    # "in their seventies" is 70s.
+    | {word[:-1] + "ies": 10 * (index + 2) for index, word in enumerate(_TENS_WORDS)}
+)
+# A date as people say it: "April fifteenth two thousand five", "the fourth of June, 2009".
+_DAY_WORD = "|".join(sorted([*_ORDINALS, *_NUMBER_WORD], key=len, reverse=True))
+_DAY = rf"(?:(?:twenty|thirty)[ -](?:{_DAY_WORD})|{_DAY_WORD}|\d{{1,2}}(?:st|nd|rd|th)?)"
+_SPOKEN_DATE = re.compile(
+    rf"\b(?:(?P<mon>{_MONTH})\s+(?:the\s+)?(?P<day>{_DAY})"
+    rf"|(?:the\s+)?(?P<day2>{_DAY})\s+of\s+(?P<mon2>{_MONTH}))"
+    r",?\s+(?:in\s+)?(?P<year>\d{4}|(?:[a-z]+[ -]){1,4}[a-z]+)",
+    re.I,
+)
 _SPELLED = re.compile(
     rf"\b(?P<tens>{'|'.join(_TENS_WORDS)})(?:[- ](?P<unit>{'|'.join(_UNITS_WORDS[1:10])}))?\b"
     rf"|\b(?P<word>{'|'.join([*_UNITS_WORDS, *_ORDINALS])})\b",
@@ -105,12 +120,12 @@ _SEX_WORDS = {
 }
 _NEGATION_CUE = re.compile(
     r"\b(no|not|denies|denied|deny|denying|without|negative for|absence of|free of|"
-    r"ruled out|never|cannot|[a-z]+n't)(?![\w'])",
+    r"ruled out|never|cannot|unable to|difficulty|trouble|[a-z]+n't)(?![\w'])",
     re.I,
 )
 _SCOPE_END = re.compile(
-    r"[.;:!?]|\b(?:but|however|except|which|that|just|although|though|apart from|other than)\b"
-    r"|\band (?:he|she|they|it|i)\b",
+    r"[.;:!?]|\b(?:but|however|except|which|just|although|though|apart from|other than)\b"
+    r"|\band (?:that|he|she|they|it|i)\b",
     re.I,
 )
 # A negation reaches this many words past its cue (as NegEx's window does), enough for a list
@@ -237,6 +252,27 @@ def spelled_numbers(text: str) -> set[str]:
     return found
 
 
+def spoken_dates(text: str) -> set[date]:
+    """Dates said in words ("April fifteenth two thousand five"), as evidence for a summary's
+    "04/15/2005"."""
+    found = set()
+    for match in _SPOKEN_DATE.finditer(text):
+        month = _MONTHS[(match.group("mon") or match.group("mon2")).lower()]
+        day_text = (match.group("day") or match.group("day2")).lower().replace("-", " ")
+        digits = re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", day_text)
+        spoken = [int(v) for v in spelled_numbers(day_text) if 1 <= int(v) <= 31]
+        days = {max(spoken)} if spoken else set()
+        days |= {int(digits)} if digits.isdigit() else set()
+        year_text = match.group("year").lower()
+        years = {int(v) for v in spelled_numbers(year_text) if 1900 <= int(v) <= 2100}
+        years |= {int(year_text)} if year_text.isdigit() else set()
+        for day in days:
+            for year in years:
+                with contextlib.suppress(ValueError):
+                    found.add(date(year, month, day))
+    return found
+
+
 def _run_values(run: list[int | str]) -> set[str]:
     numbers = [item for item in run if isinstance(item, int)]
     values = set(numbers)
@@ -275,9 +311,11 @@ def _clause_polarities(clause: str) -> list[tuple[str, bool, str]]:
         scope_start = cue.end()
         end = _SCOPE_END.search(clause, cue.end())
         scope_end = end.start() if end else len(clause)
-        window = list(_WORD.finditer(clause, cue.end()))[:_SCOPE_WORDS]
-        if window:
-            scope_end = min(scope_end, window[-1].end())
+        # A list ("denies fever, chills, sweats, …") is denied to its end; prose to the window.
+        if "," not in clause[cue.end() : scope_end]:
+            window = list(_WORD.finditer(clause, cue.end()))[:_SCOPE_WORDS]
+            if window:
+                scope_end = min(scope_end, window[-1].end())
     out = []
     for match in _WORD.finditer(clause):
         word = match.group(0)
@@ -332,7 +370,7 @@ class Evidence:
             if mention.quantity:
                 self.quantities.add(mention.quantity)
         self.values |= spelled_numbers(text)
-        self.dates |= {found for _, _, found in find_dates(text)}
+        self.dates |= {found for _, _, found in find_dates(text)} | spoken_dates(text)
 
     def add_value(self, value: object) -> None:
         if isinstance(value, datetime):

@@ -109,6 +109,9 @@ def test_denying_what_the_evidence_states_is_a_soft_denials_signal() -> None:
          "He has kidney disease.", ["kidney", "disease"]),
         ("No history of marriage or children and that he had high school education.",
          "He had high school education.", []),
+        ("Patient: I have difficulty keeping my balance.", "He keeps his balance.", ["keeps", "balance"]),
+        ("He denies fever, chills, sweats, ear pain, cough, dyspnea, vomiting, diarrhea, or "
+         "neck pain.", "He has neck pain.", ["neck", "pain"]),
     ],
 )  # fmt: skip
 def test_negation_in_a_dialogue_follows_the_answer_and_its_scope(
@@ -125,11 +128,25 @@ def test_negation_in_a_dialogue_follows_the_answer_and_its_scope(
         ("Sodium was one hundred thirty three.", "133"),
         ("I gave birth in two thousand and eight.", "2008"),
         ("Colon resection in nineteen sixty one.", "1961"),
+        ("Both died in their seventies.", "70"),
     ],
 )
 def test_numbers_said_in_words_are_evidence_for_digits(said: str, written: str) -> None:
     assert failing(check_numbers(f"Value {written}.", Evidence.of_text(said))) == []
     assert failing(check_numbers("Value 987.", Evidence.of_text(said))) == ["987"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "since your last visit on April fifteenth two thousand five?",
+        "on the fifteenth of April, 2005",
+        "April 15th, two thousand and five",
+    ],
+)
+def test_dates_said_in_words_are_evidence_for_written_dates(said: str) -> None:
+    assert failing(check_dates("Seen on 04/15/2005.", Evidence.of_text(said))) == []
+    assert failing(check_dates("Seen on 04/16/2005.", Evidence.of_text(said))) == ["04/16/2005"]
 
 
 def test_list_numbering_is_not_a_number_to_check() -> None:

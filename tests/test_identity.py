@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from fhir_mapping.demographics import chart_identity_of
+from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
 from pipeline.evidence import Page
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.identity import check_identity, find_identifiers
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import PDFS
-from tests.identity_fixtures import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
 
 JUSTIN = chart_identity_of(OTHER_PATIENT)  # Justin Norman, 1965-12-28, MRN-00417, male
 

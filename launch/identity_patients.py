@@ -1,4 +1,4 @@
-"""Patients for the identity benchmark and tests, built by hand from what each PDF of
+"""Patients for the identity tests and benchmark, built by hand from what each PDF of
 ``../shared/data/pdfs`` says about its subject (name, date of birth, identifier, sex), and one
 other patient whom none of them is about."""
 
