@@ -18,6 +18,21 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from pipeline.answer_schemas import SchemaLimits
+
+# A random model writes until a bound stops it: small answer bounds keep tiny models' answers
+# short (a test setting; the production bounds are SchemaLimits' defaults).
+TINY_ANSWER_LIMITS = SchemaLimits(
+    course_sentences=3,
+    sentence_chars=40,
+    citations_per_sentence=2,
+    sentences_per_fix=2,
+    entailment_spans=2,
+    span_chars=12,
+    extraction_items=3,
+    item_chars=16,
+    quote_chars=24,
+)
 # A chat template of the plainest kind, so that chat servers (vLLM) can serve the tiny model.
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"

@@ -109,7 +109,8 @@ def test_denying_what_the_evidence_states_is_a_soft_denials_signal() -> None:
          "He has kidney disease.", ["kidney", "disease"]),
         ("No history of marriage or children and that he had high school education.",
          "He had high school education.", []),
-        ("Patient: I have difficulty keeping my balance.", "He keeps his balance.", ["keeps", "balance"]),
+        ("Patient: I have difficulty keeping my balance.", "He keeps his balance.",
+         ["keeps", "balance"]),
         ("He denies fever, chills, sweats, ear pain, cough, dyspnea, vomiting, diarrhea, or "
          "neck pain.", "He has neck pain.", ["neck", "pain"]),
     ],

@@ -11,7 +11,13 @@ from typing import ClassVar
 import jsonschema
 import pytest
 
-from launch.tiny_models import ScriptedModel, json_tokenizer, tiny_llama, word_tokenizer
+from launch.tiny_models import (
+    TINY_ANSWER_LIMITS,
+    ScriptedModel,
+    json_tokenizer,
+    tiny_llama,
+    word_tokenizer,
+)
 from pipeline.answer_schemas import (
     SchemaLimits,
     entailment_schema,
@@ -21,18 +27,6 @@ from pipeline.answer_schemas import (
 from pipeline.chat import Completion, Metered
 from pipeline.llm import TransformersBackend
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
-
-# A random model writes until a bound stops it: small bounds keep the tests fast.
-TINY = SchemaLimits(
-    course_sentences=3,
-    sentence_chars=40,
-    citations_per_sentence=2,
-    entailment_spans=2,
-    span_chars=12,
-    extraction_items=3,
-    item_chars=16,
-    quote_chars=24,
-)
 
 MESSAGES = [
     {"role": "system", "content": "answer with json"},
@@ -92,14 +86,18 @@ def test_constrained_decoding_keeps_a_model_inside_the_schema() -> None:
     tokenizer = json_tokenizer()
     wanted = '{"sentences": [{"text": "Stable.", "citations": ["f9"]}]}'
     backend = TransformersBackend(ScriptedModel(tokenizer, wanted), tokenizer, max_new_tokens=60)
-    text = backend.complete(MESSAGES, sentences_schema(TINY, ["f1", "f2"])).text
+    text = backend.complete(MESSAGES, sentences_schema(TINY_ANSWER_LIMITS, ["f1", "f2"])).text
     assert text.startswith('{"sentences": [{"text": "Stable.", "citations": ["f')
     assert '"f9"' not in text
 
 
 @pytest.mark.parametrize(
     "schema",
-    [sentences_schema(TINY, ["f1", "f2"]), entailment_schema(TINY), extraction_schema(TINY)],
+    [
+        sentences_schema(TINY_ANSWER_LIMITS, ["f1", "f2"]),
+        entailment_schema(TINY_ANSWER_LIMITS),
+        extraction_schema(TINY_ANSWER_LIMITS),
+    ],
     ids=["sentences", "entailment", "extraction"],
 )
 def test_a_tiny_random_llama_answers_json_that_matches_each_schema(schema: dict) -> None:
@@ -324,7 +322,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     state, summary = draft_with_model(
         evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note)))),
         backend,
-        settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1, limits=TINY),
+        settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1, limits=TINY_ANSWER_LIMITS),
         grounding=backend.grounding,
         salience=lambda text: ([], []),
     )

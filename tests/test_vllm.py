@@ -18,24 +18,11 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox, free_port
-from launch.tiny_models import save_tiny_llama
-from pipeline.answer_schemas import SchemaLimits
+from launch.tiny_models import TINY_ANSWER_LIMITS, save_tiny_llama
 from tests.smart_support import launch_job, running_app, wait_for
 
 VLLM_PYTHON = os.environ.get("PROVENOTE_VLLM_PYTHON")
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
-# A random model writes until a bound stops it: small bounds keep its answers short.
-TINY_LIMITS = SchemaLimits(
-    course_sentences=3,
-    sentence_chars=60,
-    citations_per_sentence=2,
-    sentences_per_fix=2,
-    entailment_spans=2,
-    span_chars=16,
-    extraction_items=2,
-    item_chars=16,
-    quote_chars=24,
-)
 
 pytestmark = [
     pytest.mark.vllm,
@@ -100,7 +87,7 @@ def test_the_launched_app_drafts_with_a_real_vllm_server(
             tmp_path,
             client_id="app-vllm",
             summarizer=f"openai:{vllm_server}#tiny-llama",
-            answer_limits=TINY_LIMITS,
+            answer_limits=TINY_ANSWER_LIMITS,
             max_iterations=2,
             model_max_tokens=1024,
             model_timeout_s=300,
@@ -126,7 +113,7 @@ def test_the_launched_app_drafts_with_a_real_vllm_server(
         course = next(s for s in summary["sections"] if s["key"] == "hospital_course")
         for sentence in course["sentences"]:
             assert sentence["entailment"] in {"supported", "unsupported"}
-            assert len(sentence["text"]) <= TINY_LIMITS.sentence_chars
+            assert len(sentence["text"]) <= TINY_ANSWER_LIMITS.sentence_chars
         draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
         assert draft["write_back"]["status"] == "done"
         page = browser.get(f"{app.base_url}/drafts/{job['draft']}")
