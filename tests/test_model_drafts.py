@@ -49,7 +49,7 @@ def test_a_launch_with_a_model_drafts_checks_and_repairs_the_hospital_course(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     with (
-        model_server(ModelScript(delay_s=0.01)) as (url, script),
+        model_server(ModelScript(delay_s=0.05)) as (url, script),
         running_app(
             sandbox,
             tmp_path,
