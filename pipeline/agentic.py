@@ -107,8 +107,22 @@ class Draft:
         )
 
 
-def _system() -> dict[str, str]:
-    return {"role": "system", "content": render("prompts/system.txt.j2")}
+def _ask(
+    backend: ChatBackend,
+    prompt: str,
+    required: list[str],
+    schema: dict[str, Any],
+    settings: LoopSettings,
+) -> dict[str, Any]:
+    """One agent's question under the system prompt, answered as JSON of ``schema``."""
+    system = {"role": "system", "content": render("prompts/system.txt.j2")}
+    return ask_json(
+        backend,
+        [system, {"role": "user", "content": prompt}],
+        required,
+        settings.json_retries,
+        schema,
+    )
 
 
 def _evidence_lines(
@@ -145,14 +159,10 @@ def _detect(
         for sentence in sentences
     ]
 
+    schema = entailment_schema(settings.limits)
+
     def judge(prompt: str) -> dict[str, Any]:
-        return ask_json(
-            backend,
-            [_system(), {"role": "user", "content": prompt}],
-            ["label"],
-            settings.json_retries,
-            entailment_schema(settings.limits),
-        )
+        return _ask(backend, prompt, ["label"], schema, settings)
 
     for sentence, verdict in zip(
         sentences, in_parallel(judge, prompts, settings.concurrency), strict=True
@@ -199,13 +209,7 @@ def _fix(
     schema = sentences_schema(settings.limits, list(facts), for_fix=True)
 
     def rewrite(prompt: str) -> dict[str, Any]:
-        return ask_json(
-            backend,
-            [_system(), {"role": "user", "content": prompt}],
-            ["sentences"],
-            settings.json_retries,
-            schema,
-        )
+        return _ask(backend, prompt, ["sentences"], schema, settings)
 
     answers = in_parallel(rewrite, prompts, settings.concurrency)
     return [
@@ -267,12 +271,8 @@ def agentic_summary(
     source_start = prompt.index("<data>")
     source_spans = [(source_start, len(prompt))]
     progress("drafting the hospital course")
-    answer = ask_json(
-        backend,
-        [_system(), {"role": "user", "content": prompt}],
-        ["sentences"],
-        settings.json_retries,
-        sentences_schema(settings.limits, list(facts)),
+    answer = _ask(
+        backend, prompt, ["sentences"], sentences_schema(settings.limits, list(facts)), settings
     )
     sentences = _drafts(answer)
     decisions: list[str] = []

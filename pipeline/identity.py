@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from pipeline.evidence import (
     Fact,
     FoundIdentifier,
+    IdentifierKind,
     IdentityCheck,
     Page,
     PatientInfoAttributes,
@@ -170,49 +171,29 @@ def _page_header_names(pages: list[Page]) -> list[tuple[int, int, int, str]]:
     return [(*where[name], name) for name, count in tops.items() if count >= 2]
 
 
+def _found(
+    kind: IdentifierKind, text: str, values: list[str], page: int, start: int, end: int
+) -> FoundIdentifier:
+    return FoundIdentifier(kind=kind, text=text, values=values, page=page, start=start, end=end)
+
+
 def find_identifiers(pages: list[Page]) -> list[FoundIdentifier]:
     """Every identifier the pages state, in page order, with where it is."""
     found: list[FoundIdentifier] = []
     for page in pages:
-        text = page.text
+        text, number = page.text, page.number
         for match in _DOB.finditer(text):
-            readings = _date_readings(match)
-            if readings:
-                found.append(
-                    FoundIdentifier(
-                        kind="birth_date",
-                        text=match.group(0),
-                        values=readings,
-                        page=page.number,
-                        start=match.start(),
-                        end=match.end(),
-                    )
-                )
+            if readings := _date_readings(match):
+                found.append(_found("birth_date", match.group(0), readings, number, *match.span()))
         for match in _ID.finditer(text):
             value = match.group("value")
             if any(ch.isdigit() for ch in _digits(value)):
                 found.append(
-                    FoundIdentifier(
-                        kind="identifier",
-                        text=match.group(0),
-                        values=[value],
-                        page=page.number,
-                        start=match.start("value"),
-                        end=match.end("value"),
-                    )
+                    _found("identifier", match.group(0), [value], number, *match.span("value"))
                 )
         for match in _SEX.finditer(text):
             sex = "female" if match.group("value").lower().startswith("f") else "male"
-            found.append(
-                FoundIdentifier(
-                    kind="sex",
-                    text=match.group(0),
-                    values=[sex],
-                    page=page.number,
-                    start=match.start(),
-                    end=match.end(),
-                )
-            )
+            found.append(_found("sex", match.group(0), [sex], number, *match.span()))
         for pattern in (_LABELLED_NAME, _PROSE_NAME):
             for match in pattern.finditer(text):
                 if "label" in match.groupdict() and _SOMEONE_ELSE.search(
@@ -223,22 +204,10 @@ def find_identifiers(pages: list[Page]) -> list[FoundIdentifier]:
                 while value.split() and value.split()[-1].lower().strip(":.") in _TRAILING_LABELS:
                     value = value.rsplit(None, 1)[0] if " " in value else ""
                 if value and _is_name(_name_tokens(value)):
-                    found.append(
-                        FoundIdentifier(
-                            kind="name",
-                            text=value,
-                            values=[value],
-                            page=page.number,
-                            start=match.start("value"),
-                            end=match.start("value") + len(value),
-                        )
-                    )
+                    start = match.start("value")
+                    found.append(_found("name", value, [value], number, start, start + len(value)))
     for number, start, end, name in _page_header_names(pages):
-        found.append(
-            FoundIdentifier(
-                kind="name", text=name, values=[name], page=number, start=start, end=end
-            )
-        )
+        found.append(_found("name", name, [name], number, start, end))
     return found
 
 

@@ -37,14 +37,10 @@ class ModelScript:
     most_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def tasks(self) -> list[str]:
-        return [task_of(body) for body in self.requests]
-
 
 def task_of(body: dict[str, Any]) -> str:
-    found = re.search(r"TASK: (\w+)", body["messages"][-1]["content"]) or re.search(
-        r"TASK: (\w+)", json.dumps(body["messages"])
-    )
+    """The task the prompt names (the first user message; a retry appends to the chat)."""
+    found = re.search(r"TASK: (\w+)", body["messages"][1]["content"])
     return found.group(1) if found else "unknown"
 
 
