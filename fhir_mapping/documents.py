@@ -9,6 +9,7 @@ input; one that cannot be had still becomes a document, carrying the error. Read
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime
 from typing import Any
 
@@ -154,3 +155,38 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
                 as_datetime(effective or report.issued),
             )
     return list(found.values()), mapped
+
+
+def _element(resource: dict[str, Any], path: str) -> Any:
+    """The element at a path such as ``content[0].attachment`` (None when absent)."""
+    found: Any = resource
+    for step in path.split("."):
+        name, _, index = step.partition("[")
+        found = found.get(name) if isinstance(found, dict) else None
+        if index:
+            position = int(index.rstrip("]"))
+            found = found[position] if isinstance(found, list) and position < len(found) else None
+    return found
+
+
+def attachment_in_record(
+    record: dict[str, Any], resource: str, path: str
+) -> tuple[bytes, str | None] | None:
+    """The bytes and content type of one attachment of a pulled record (a Bundle), inline or
+    in a Binary of the same record: what the review page shows as the page a quote is on.
+    None when the record does not hold it."""
+    by_key = {
+        f"{found['resourceType']}/{found['id']}": found
+        for entry in record.get("entry", [])
+        if isinstance(found := entry.get("resource"), dict) and "id" in found
+    }
+    attachment = _element(by_key.get(resource, {}), path)
+    if not isinstance(attachment, dict):
+        return None
+    content_type = attachment.get("contentType")
+    if attachment.get("data"):
+        return base64.b64decode(attachment["data"]), content_type
+    binary = by_key.get(relative_key(str(attachment.get("url", ""))))
+    if binary is None or not binary.get("data"):
+        return None
+    return base64.b64decode(binary["data"]), content_type or binary.get("contentType")

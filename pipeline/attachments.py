@@ -12,16 +12,19 @@ from dataclasses import dataclass, field
 from email.message import Message
 
 import charset_normalizer
+import pypdfium2
 from PIL import Image
 
 from pipeline.evidence import Page
 from pipeline.html_text import html_to_text
 from pipeline.ocr import OcrBudget, OcrUnavailableError, ocr_image
-from pipeline.pdf import PdfUnreadableError, has_usable_text, read_pdf
+from pipeline.pdf import PdfUnreadableError, has_usable_text, page_png, read_pdf
 from pipeline.settings import PipelineSettings
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp"})
 _PDF_MAGIC = b"%PDF-"
+# Pixels per PDF point for a page shown beside the draft (about 110 dpi).
+DISPLAY_SCALE = 1.5
 
 
 @dataclass(slots=True)
@@ -155,6 +158,29 @@ def _read_image(data: bytes, settings: PipelineSettings, budget: OcrBudget) -> R
         has_text=usable,
         ocr_applied=True,
         ocr_confidence=ocr.confidence,
+        words=ocr.words,
         error=None if usable else "no readable text found by OCR",
     )
     return ReadAttachment([page])
+
+
+def page_image(data: bytes, content_type: str | None, number: int) -> bytes | None:
+    """Page ``number`` of a PDF or a scanned image as a PNG a browser shows (TIFF is not one),
+    for the review page's source pane; None for any other attachment, or no such page."""
+    media_type = parse_media_type(content_type)[0] or _sniff(data) or ""
+    try:
+        if media_type == "application/pdf":
+            pages = len(pypdfium2.PdfDocument(data))
+            return (
+                page_png(data, number - 1, DISPLAY_SCALE, grayscale=False)
+                if 1 <= number <= pages
+                else None
+            )
+        if media_type in _IMAGE_TYPES and number == 1:
+            with Image.open(io.BytesIO(data)) as image:
+                buffer = io.BytesIO()
+                image.convert("RGB").save(buffer, format="PNG")
+                return buffer.getvalue()
+    except (pypdfium2.PdfiumError, OSError, Image.DecompressionBombError):
+        return None
+    return None

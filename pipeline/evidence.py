@@ -89,6 +89,19 @@ class SourceRef(_Model):
         return self.quote is not None
 
 
+class WordBox(_Model):
+    """Where OCR found one word: its characters in the page's text and its rectangle on the
+    page image, in fractions of the image's width and height, so the review page can mark a
+    quoted span on the scan at any size."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    left: float
+    top: float
+    width: float
+    height: float
+
+
 class Page(_Model):
     number: int = Field(ge=1)
     text: str
@@ -96,6 +109,7 @@ class Page(_Model):
     ocr_applied: bool = False
     ocr_confidence: float | None = None
     error: str | None = None
+    words: list[WordBox] = Field(default_factory=list)
 
 
 IdentityVerdict = Literal["match", "mismatch", "unverified"]

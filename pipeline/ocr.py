@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pipeline.errors import ProvenoteError
+from pipeline.evidence import WordBox
 from pipeline.settings import PipelineSettings
 
 
@@ -27,6 +28,7 @@ class OcrUnavailableError(ProvenoteError, RuntimeError):
 class OcrResult:
     text: str
     confidence: float | None
+    words: list[WordBox] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -101,28 +103,39 @@ def ocr_image(image: bytes, settings: PipelineSettings) -> OcrResult:
 
 
 def _from_tsv(tsv: str) -> OcrResult:
-    """Rebuild lines and paragraphs from tesseract's word table."""
-    lines: list[str] = []
+    """Rebuild lines and paragraphs from tesseract's word table, keeping each word's box."""
+    text = ""
+    words: list[WordBox] = []
     confidences: list[float] = []
+    width = height = 0.0
     current_key: tuple[str, str, str] | None = None
     current_block: str | None = None
-    words: list[str] = []
     for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
+        if row.get("level") == "1":  # the page: its size in pixels
+            width, height = float(row["width"] or 0), float(row["height"] or 0)
         word = (row.get("text") or "").strip()
         if row.get("level") != "5" or not word:
             continue
         key = (row["block_num"], row["par_num"], row["line_num"])
-        if key != current_key:
-            if words:
-                lines.append(" ".join(words))
-            if current_block is not None and row["block_num"] != current_block:
-                lines.append("")
-            words, current_key, current_block = [], key, row["block_num"]
-        words.append(word)
+        if key != current_key and text:
+            text += "\n\n" if row["block_num"] != current_block else "\n"
+        elif text:
+            text += " "
+        current_key, current_block = key, row["block_num"]
+        if width and height:
+            words.append(
+                WordBox(
+                    start=len(text),
+                    end=len(text) + len(word),
+                    left=float(row["left"]) / width,
+                    top=float(row["top"]) / height,
+                    width=float(row["width"]) / width,
+                    height=float(row["height"]) / height,
+                )
+            )
+        text += word
         confidence = float(row.get("conf") or -1)
         if confidence >= 0:
             confidences.append(confidence / 100.0)
-    if words:
-        lines.append(" ".join(words))
     mean = sum(confidences) / len(confidences) if confidences else None
-    return OcrResult("\n".join(lines), mean)
+    return OcrResult(text, mean, words)

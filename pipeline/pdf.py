@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import Any
 
 import pypdfium2
 from pdfminer.converter import PDFPageAggregator
-from pdfminer.layout import LAParams, LTTextContainer
+from pdfminer.layout import LAParams, LTAnno, LTChar, LTContainer, LTTextContainer
 from pdfminer.pdfdocument import PDFDocument, PDFPasswordIncorrect
 from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
 from pdfminer.pdfpage import PDFPage
 from pdfminer.pdfparser import PDFParser
 
 from pipeline.errors import InputError
-from pipeline.evidence import Page
+from pipeline.evidence import Page, WordBox
 from pipeline.ocr import OcrBudget, OcrUnavailableError, ocr_image
 from pipeline.settings import PipelineSettings
 
@@ -61,18 +62,77 @@ def render_scale(width_pt: float, height_pt: float, settings: PipelineSettings) 
     return scale
 
 
-def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
+def page_png(data: bytes, index: int, scale: float, *, grayscale: bool = True) -> bytes:
+    """Page ``index`` of a PDF as a PNG at ``scale`` pixels per point: for OCR, and for the
+    review page, which shows the page beside the sentence that quotes it."""
     document = pypdfium2.PdfDocument(data)
     try:
-        page = document[index]
-        width, height = page.get_size()
-        scale = render_scale(width, height, settings)
-        bitmap = page.render(scale=scale, grayscale=True)
+        bitmap = document[index].render(scale=scale, grayscale=grayscale)
         buffer = io.BytesIO()
         bitmap.to_pil().save(buffer, format="PNG")
         return buffer.getvalue()
     finally:
         document.close()
+
+
+def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
+    document = pypdfium2.PdfDocument(data)
+    try:
+        width, height = document[index].get_size()
+    finally:
+        document.close()
+    return page_png(data, index, render_scale(width, height, settings))
+
+
+def _characters(item: Any) -> Iterator[tuple[str, tuple[float, float, float, float] | None]]:
+    """Each character of a layout item in the order ``get_text`` joins them, with its box
+    (None for the spaces and line ends pdfminer adds, which have none)."""
+    if isinstance(item, LTChar):
+        yield item.get_text(), item.bbox
+    elif isinstance(item, LTAnno):
+        yield item.get_text(), None
+    elif isinstance(item, LTContainer):
+        for child in item:
+            yield from _characters(child)
+
+
+def text_span_boxes(data: bytes, number: int, start: int, end: int) -> list[WordBox]:
+    """Where characters ``start``–``end`` of page ``number``'s text layer lie on the page: one
+    box per line of the span, in fractions of the page (``WordBox``). The page is laid out again
+    exactly as ``read_pdf`` read it, so offsets into its stored text land on the same characters.
+    """
+    pages = _open(data)
+    if not 1 <= number <= len(pages):
+        return []
+    page = pages[number - 1]
+    resources = PDFResourceManager()
+    device = PDFPageAggregator(resources, laparams=LAParams())
+    PDFPageInterpreter(resources, device).process_page(page)
+    x0, y0, x1, y1 = page.mediabox
+    width, height = (x1 - x0) or 1, (y1 - y0) or 1
+    lines: dict[float, list[float]] = {}
+    offset = 0
+    for item in device.get_result():
+        if not isinstance(item, LTTextContainer):
+            continue
+        for text, box in _characters(item):
+            if box is not None and start <= offset < end:
+                left, bottom, right, top = box
+                line = lines.setdefault(round(bottom, 0), [left, bottom, right, top])
+                line[0], line[1] = min(line[0], left), min(line[1], bottom)
+                line[2], line[3] = max(line[2], right), max(line[3], top)
+            offset += len(text)
+    return [
+        WordBox(
+            start=start,
+            end=end,
+            left=(left - x0) / width,
+            top=(y1 - top) / height,
+            width=(right - left) / width,
+            height=(top - bottom) / height,
+        )
+        for left, bottom, right, top in lines.values()
+    ]
 
 
 def read_pdf(
@@ -121,6 +181,7 @@ def read_pdf(
                 has_text=usable,
                 ocr_applied=True,
                 ocr_confidence=ocr.confidence,
+                words=ocr.words,
                 error=None if usable else "no readable text found by OCR",
             )
         )

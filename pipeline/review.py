@@ -10,6 +10,7 @@ verdict. The model's grounding and entailment scores belonged to the old wording
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from pydantic import BaseModel
@@ -125,3 +126,69 @@ def delete(summary: Summary, sentence_id: str) -> tuple[Summary, Sentence]:
     """The summary without the sentence; a section left empty says it was removed at review."""
     removed = find_sentence(summary, sentence_id)
     return _replace(summary, sentence_id, None), removed
+
+
+def preview_edit(summary: Summary, sentence_id: str, text: str, state: EvidenceState) -> Sentence:
+    """The sentence as ``edit`` would store it, checked, without storing anything: the verdict
+    the physician sees while typing."""
+    return edit(summary, sentence_id, text, state)[1]
+
+
+class DiffPart(BaseModel):
+    change: Literal["same", "added", "removed"]
+    text: str
+
+
+def word_diff(before: str, after: str) -> list[DiffPart]:
+    """``after`` against ``before`` word by word: what an edit changes, shown before it is
+    saved."""
+    old, new = before.split(), after.split()
+    parts: list[DiffPart] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag in {"delete", "replace"}:
+            parts.append(DiffPart(change="removed", text=" ".join(old[i1:i2])))
+        if tag in {"insert", "replace"}:
+            parts.append(DiffPart(change="added", text=" ".join(new[j1:j2])))
+        if tag == "equal":
+            parts.append(DiffPart(change="same", text=" ".join(old[i1:i2])))
+    return parts
+
+
+class ReviewProgress(BaseModel):
+    """How far the physician is: flags resolved of the flags the draft was written with (and
+    any an edit raised), and which sentences those are, in the draft's order."""
+
+    total: int
+    resolved: int
+    flagged: list[str]
+    open: list[str]
+    deleted: list[Sentence]
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.resolved
+
+
+def review_progress(summary: Summary, drafted: dict[str, Sentence]) -> ReviewProgress:
+    """The review's progress. ``drafted`` holds each reviewed sentence as it was drafted (the
+    first edit's record of it), so an accepted, corrected or deleted flag still counts."""
+    present = {sentence.id: sentence for sentence in summary.sentences()}
+    flagged = [
+        sentence.id
+        for sentence in summary.sentences()
+        if sentence.flagged or (sentence.id in drafted and drafted[sentence.id].flagged)
+    ]
+    deleted = [
+        sentence
+        for sentence_id, sentence in drafted.items()
+        if sentence_id not in present and sentence.flagged
+    ]
+    open_ids = [sentence_id for sentence_id in flagged if present[sentence_id].awaiting_review]
+    total = len(flagged) + len(deleted)
+    return ReviewProgress(
+        total=total,
+        resolved=total - len(open_ids),
+        flagged=flagged,
+        open=open_ids,
+        deleted=deleted,
+    )

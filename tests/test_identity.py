@@ -165,8 +165,7 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
     from types import SimpleNamespace
 
     from pipeline.rendering import render
-    from pipeline.review import awaiting_review, review_items
-    from smartapp.drafts.pages import citations
+    from smartapp.drafts.pages import workspace_values
 
     note = "Patient Name: Justin <b>Norman</b>\nDOB: 12/28/1965\n# Hospital Course\nStable.\n"
     state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
@@ -174,10 +173,7 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
     page = render(
         "app/_review.html.j2",
         draft=SimpleNamespace(id="x", version=1, revision=1, status="preliminary"),
-        summary=summary,
-        open_flags=awaiting_review(summary),
-        review_items=review_items,
-        citations=citations(summary, state),
+        **workspace_values(summary, state, {}),
         documents=state.documents,
         editable=False,
         edits=[],

@@ -46,12 +46,20 @@ def test_flags_come_first_with_their_reason_and_each_citation_opens_its_source(
     page = browser.get(f"{app.base_url}/drafts/{draft}")
     assert page.status_code == 200
     text = page.text
-    assert "Needs review (1)" in text
+    assert "Needs review (1 open)" in text
     assert text.index('id="needs-review"') < text.index('id="section-stay"')
     (flagged,) = flagged_ids(text)
     item = text.split(f'<li id="{flagged}"', 1)[1].split("</li>\n", 1)[0]
     assert '<span class="kind">Incomplete medication</span>' in item
-    assert '<details class="citation"' in item and "MedicationRequest/" in item
+    # The citation reads as what it is; the raw reference stays on it, and it opens the order.
+    citation = re.search(r'<a class="citation"[^>]*href="([^"]+)"[^>]*>([^<]*)</a>', item)
+    assert citation.group(2).startswith("[1] Order: ") and "MedicationRequest/" in item
+    source = browser.get(f"{app.base_url}{citation.group(1)}")
+    assert source.status_code == 200
+    assert (
+        '<th scope="row">Drug</th>' in source.text and '<th scope="row">Status</th>' in source.text
+    )
+    assert "Reference: <code>MedicationRequest/" in source.text
     assert 'id="patient-banner"' in text and 'id="patient-name"' in text
     assert "--smart-color-highlight: #0b5cad;" in text  # the EHR's SMART style
     assert "script-src 'self'" in page.headers["content-security-policy"]
@@ -62,9 +70,11 @@ def test_edit_is_checked_again_and_kept_in_the_history(
 ) -> None:
     browser, draft = open_draft(app, review_sandbox)
     page = browser.get(f"{app.base_url}/drafts/{draft}").text
-    target = re.search(r'<li id="([^"]+)" class="sentence" data-sentence', page).group(1)
-    before = page.split(f'<li id="{target}"', 1)[1].split('<span class="text">', 1)[1]
-    before = before.split("</span>", 1)[0]
+    target = re.search(r'<li id="([^"]+)" class="sentence" tabindex="0" data-sentence', page).group(
+        1
+    )
+    before = page.split(f'<li id="{target}"', 1)[1].split('<p class="text">', 1)[1]
+    before = before.split("</p>", 1)[0]
     answer = browser.post(
         f"{app.base_url}/drafts/{draft}/sentences/{target}",
         data=form_values(page) | {"action": "edit", "text": "Discharged on 999 mg of nothing."},
@@ -72,7 +82,7 @@ def test_edit_is_checked_again_and_kept_in_the_history(
     assert answer.status_code == 200
     assert target in flagged_ids(answer.text)  # the invented number fails the checker
     assert "Failed check" in answer.text.split(f'<li id="{target}"', 1)[1].split("</li>", 1)[0]
-    assert "Needs review (2)" in answer.text
+    assert "Needs review (2 open)" in answer.text
     edits = app.call(_edits(app, draft))
     assert [(e.action, e.after, e.verdict) for e in edits] == [
         ("edit", "Discharged on 999 mg of nothing.", "unsupported")
@@ -87,7 +97,7 @@ def test_edit_is_checked_again_and_kept_in_the_history(
         data=form_values(answer.text) | {"action": "delete"},
     )
     assert deleted.status_code == 200 and f'<li id="{target}"' not in deleted.text
-    assert "Needs review (1)" in deleted.text  # deleting an unsupported edit acknowledges it
+    assert "Needs review (1 open)" in deleted.text  # deleting an unsupported edit acknowledges it
     last = app.call(_edits(app, draft))[-1]
     assert (last.action, last.before, last.after) == (
         "delete",
@@ -123,7 +133,7 @@ def test_signing_waits_for_every_flag_then_makes_the_ehr_copy_final(
         f"{app.base_url}/drafts/{draft}/sentences/{flagged}",
         data=form_values(page) | {"action": "accept"},
     )
-    assert "Needs review (0)" in accepted.text and not flagged_ids(accepted.text)
+    assert "Needs review (0 open)" in accepted.text and not flagged_ids(accepted.text)
     signed = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
     assert signed.status_code == 200 and 'id="signed"' in signed.text
     composition = ehr_copy(browser, app, review_sandbox, draft)

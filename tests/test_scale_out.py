@@ -26,6 +26,8 @@ from launch.sandbox.copies import patient_copy
 from launch.sandbox.run import SAMPLES, Sandbox
 from smartapp.core.db import libpq_dsn
 from smartapp.core.settings import Settings
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.pull import pull_record
 from smartapp.launch.oauth import TokenResponse, discover
 from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
@@ -39,7 +41,7 @@ PATIENTS = 25
 
 
 def _ids(bundle: dict) -> set[str]:
-    return {entry["resource"]["id"] for entry in bundle["entry"]}
+    return {entry["resource"]["id"] for entry in bundle["entry"] if "id" in entry["resource"]}
 
 
 def _latest_stay(bundle: dict) -> str:
@@ -52,12 +54,30 @@ def _latest_stay(bundle: dict) -> str:
     return max(stays, key=lambda stay: stay["period"]["start"])["id"]
 
 
+def _stay_record(original: dict, folder: Path) -> dict:
+    """The sample cut to what a pull of its latest stay reads. The sandbox's in-memory FHIR
+    server scans every stored resource of a type on each search, so 25 whole histories would
+    make this a test of its scans (about 9 s of its single thread per pull) rather than of ours."""
+    (folder / f"{SOURCE}.json").write_text(json.dumps(original), encoding="utf-8")
+    with Sandbox(app_launch_url="http://127.0.0.1:1/launch", seed_paths=[folder]) as sandbox:
+
+        async def pull() -> dict:
+            headers = {"x-admin-token": sandbox.admin_token}
+            async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+                return await pull_record(FhirClient(sandbox.fhir_base, http), SOURCE)
+
+        pulled = _ids(asyncio.run(pull()))
+    return original | {"entry": [e for e in original["entry"] if e["resource"]["id"] in pulled]}
+
+
 @pytest.fixture(scope="module")
 def many_patients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, dict]]:
-    """A sandbox holding 25 patients, each a copy of one sample under ids of its own; with the
-    ids of each patient's resources and their latest inpatient stay."""
+    """A sandbox holding 25 patients, each a copy of one sample's latest stay under ids of its
+    own; with the ids of each patient's resources and their latest inpatient stay."""
     folder = tmp_path_factory.mktemp("patients")
-    original = json.loads((SAMPLES / f"{SOURCE}.json").read_bytes())
+    original = _stay_record(
+        json.loads((SAMPLES / f"{SOURCE}.json").read_bytes()), tmp_path_factory.mktemp("sample")
+    )
     owned = {}
     for number in range(PATIENTS):
         bundle = patient_copy(original, f"scale-{number}")

@@ -9,7 +9,9 @@ revision the user saw, and only a reviewer (``reviewer_roles``) may change or si
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Controller, Request, get, post
@@ -18,14 +20,28 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Response
 from litestar.types import Dependencies
 
+from fhir_mapping.documents import attachment_in_record
+from pipeline.attachments import page_image
+from pipeline.evidence import SourceDocument
+from pipeline.pdf import text_span_boxes
 from pipeline.rendering import render
-from pipeline.review import ReviewError, review_items
+from pipeline.review import ReviewError, find_sentence, preview_edit, review_items, word_diff
+from pipeline.summary import Sentence
 from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
-from smartapp.core.db import DraftRow
+from smartapp.core.db import DraftEditRow, DraftRow
 from smartapp.core.responses import error_page, html
 from smartapp.core.statuses import DraftStatus
-from smartapp.drafts.pages import PARTIAL_HEADER, citations, patient_banner
-from smartapp.drafts.review import ReviewRefusedError, Signer, reviewed
+from smartapp.drafts.pages import (
+    PARTIAL_HEADER,
+    REVIEW_UPDATE,
+    SENTENCE_UPDATE,
+    SIGN_PREVIEW,
+    SOURCE_FRAGMENT,
+    patient_banner,
+    workspace_values,
+)
+from smartapp.drafts.review import ReviewRefusedError, Signer, reviewed, signed_note
+from smartapp.drafts.sources import sentence_citations, source_view
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.launch.guards import Visible, VisibleRecord, launched_for_draft, visible_draft
 from smartapp.launch.roles import may_review, practitioner_reference
@@ -40,6 +56,15 @@ class Submission:
     revision: int
 
 
+def _drafted(edits: list[DraftEditRow]) -> dict[str, Sentence]:
+    """Each reviewed sentence as drafted: the record its first edit kept."""
+    first: dict[str, Sentence] = {}
+    for row in edits:
+        if row.drafted and row.sentence_id not in first:
+            first[row.sentence_id] = Sentence.model_validate(row.drafted)
+    return first
+
+
 async def _review_values(
     provenote: AppState, visible: VisibleRecord, draft: DraftRow, message: str | None = None
 ) -> dict[str, Any]:
@@ -47,15 +72,13 @@ async def _review_values(
     context = visible.context
     opened = reviewed(draft)
     practitioner = practitioner_reference(context.fhir_user)
+    edits = await provenote.drafts.edits(draft.id)
     return {
         "draft": draft,
-        "summary": opened.summary,
-        "open_flags": opened.open_flags,
-        "citations": citations(opened.summary, opened.state),
+        **workspace_values(opened.summary, opened.state, _drafted(edits)),
         # A document about another patient first: the physician sees why it was left out.
         "documents": sorted(opened.state.documents, key=lambda d: not d.other_patient),
-        "review_items": review_items,
-        "edits": await provenote.drafts.edits(draft.id),
+        "edits": edits,
         "editable": draft.status == DraftStatus.PRELIMINARY,
         "practitioner": practitioner,
         "may_review": may_review(provenote.settings, context) and practitioner is not None,
@@ -76,12 +99,19 @@ async def _answer(
     visible: VisibleRecord,
     message: str | None = None,
     status: int = 200,
+    acted: str | None = None,
 ) -> Response[Any]:
-    """The review again: its fragment for the page's script, else a redirect or full page."""
+    """The review again, as the asker wants it: the changed sentence with the counts that
+    moved (the workspace's script), the whole review (older scripts), else a redirect or page."""
     assert visible.draft is not None
     draft = await provenote.drafts.load(visible.draft.id) or visible.draft
     values = await _review_values(provenote, visible, draft, message)
-    if request.headers.get(PARTIAL_HEADER) == "provenote-review":
+    asked = request.headers.get(PARTIAL_HEADER)
+    if asked == SENTENCE_UPDATE and acted is not None:
+        sentence = next((s for s in values["summary"].sentences() if s.id == acted), None)
+        page = render("app/_update.html.j2", **values, acted=acted, sentence=sentence)
+        return html(page, status)
+    if asked in {REVIEW_UPDATE, SIGN_PREVIEW}:
         return html(render("app/_review.html.j2", **values), status)
     if message is None:
         return Redirect(f"/drafts/{draft.id}", status_code=303)
@@ -161,10 +191,11 @@ class DraftController(Controller):
                 submitted.form.get("text", ""),
             )
         except ReviewRefusedError as failure:
-            return await _answer(provenote, request, visible, str(failure), failure.status_code)
+            message, status = str(failure), failure.status_code
+            return await _answer(provenote, request, visible, message, status, sentence_id)
         except ReviewError as failure:
-            return await _answer(provenote, request, visible, str(failure), 400)
-        return await _answer(provenote, request, visible)
+            return await _answer(provenote, request, visible, str(failure), 400, sentence_id)
+        return await _answer(provenote, request, visible, acted=sentence_id)
 
     @post("/drafts/{draft_id:str}/sign")
     async def sign_draft(
@@ -222,3 +253,133 @@ class DraftController(Controller):
                 else None,
             },
         }
+
+    @get("/drafts/{draft_id:str}/sentences/{sentence_id:str}/sources/{number:int}")
+    async def source(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        request: Request[Any, Any, Any],
+        draft_id: FromPath[str],
+        sentence_id: FromPath[str],
+        number: FromPath[int],
+    ) -> Response[str]:
+        """One citation opened: the page with the quote marked, or the resource's fields."""
+        draft = visible.draft
+        assert draft is not None
+        opened = reviewed(draft)
+        sentence = next((s for s in opened.summary.sentences() if s.id == sentence_id), None)
+        cited = sentence_citations(sentence, opened.state) if sentence is not None else []
+        if sentence is None or not 1 <= number <= len(cited):
+            return error_page("The draft has no such source.", 404, heading="No such source")
+        view = source_view(cited[number - 1], opened.state, draft.id)
+        ref, page = view.citation.ref, view.page
+        if view.document and view.image_url and page and not page.ocr_applied:
+            attachment = await _attachment(provenote, draft, view.document)
+            if attachment is not None and ref.start is not None and ref.end is not None:
+                boxes = await asyncio.to_thread(
+                    text_span_boxes, attachment[0], page.number, ref.start, ref.end
+                )
+                view.boxes = boxes
+        values = {"view": view, "sentence": sentence, "draft": draft}
+        if request.headers.get(PARTIAL_HEADER) == SOURCE_FRAGMENT:
+            return html(render("app/_source.html.j2", **values))
+        context = visible.context
+        banner = {"context": context, "patient": patient_banner(opened.state)}
+        return html(render("app/source.html.j2", **values, **banner))
+
+    @get("/drafts/{draft_id:str}/documents/{document_id:str}/pages/{number:int}")
+    async def document_page(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        draft_id: FromPath[str],
+        document_id: FromPath[str],
+        number: FromPath[int],
+    ) -> Response[Any]:
+        """A page of a PDF or a scanned note, as the image the source pane marks."""
+        draft = visible.draft
+        assert draft is not None
+        state = reviewed(draft).state
+        document = next((d for d in state.documents if d.id == document_id), None)
+        attachment = await _attachment(provenote, draft, document) if document else None
+        image = None
+        if attachment is not None:
+            image = await asyncio.to_thread(page_image, attachment[0], attachment[1], number)
+        if image is None:
+            return error_page("The draft has no such page.", 404, heading="No such page")
+        return Response(image, media_type="image/png")
+
+    @post("/drafts/{draft_id:str}/sentences/{sentence_id:str}/check")
+    async def check_edit(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        request: Request[Any, Any, Any],
+        draft_id: FromPath[str],
+        sentence_id: FromPath[str],
+    ) -> Response[Any]:
+        """The checker's verdict on an edit being typed, and its changes; nothing is stored."""
+        submitted = await _checked_form(provenote, request, visible)
+        if isinstance(submitted, Response):
+            return submitted
+        draft = visible.draft
+        assert draft is not None
+        opened = reviewed(draft)
+        text = submitted.form.get("text", "")
+        try:
+            before = find_sentence(opened.summary, sentence_id)
+            checked = await asyncio.to_thread(
+                preview_edit, opened.summary, sentence_id, text, opened.state
+            )
+        except ReviewError as refused:
+            return Response({"error": str(refused)}, status_code=400)
+        return Response(
+            {
+                "verdict": checked.verdict,
+                "flagged": checked.flagged,
+                "reasons": [item.model_dump() for item in review_items(checked)],
+                "diff": [part.model_dump() for part in word_diff(before.text, checked.text)],
+            }
+        )
+
+    @post("/drafts/{draft_id:str}/sign/preview")
+    async def sign_preview(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        request: Request[Any, Any, Any],
+        draft_id: FromPath[str],
+    ) -> Response[Any]:
+        """What signing will write, to confirm: status, attester and the note as sent."""
+        submitted = await _checked_form(provenote, request, visible)
+        if isinstance(submitted, Response):
+            return submitted
+        draft = visible.draft
+        assert draft is not None
+        values = await _review_values(provenote, visible, draft)
+        practitioner = values["practitioner"]
+        if draft.status != DraftStatus.PRELIMINARY or draft.revision != submitted.revision:
+            message = "The draft changed since you opened it; here it is as it stands now."
+            return await _answer(provenote, request, visible, message, 409)
+        if practitioner is None:
+            message = f"Only a practitioner can sign; you are signed in as {values['user']}."
+            return await _answer(provenote, request, visible, message, 403)
+        values["signed_note"] = signed_note(reviewed(draft), practitioner, datetime.now(UTC))
+        if request.headers.get(PARTIAL_HEADER) == SIGN_PREVIEW:
+            return html(render("app/_sign_preview.html.j2", **values))
+        return html(render("app/sign.html.j2", **values))
+
+
+async def _attachment(
+    provenote: AppState, draft: DraftRow, document: SourceDocument
+) -> tuple[bytes, str | None] | None:
+    """A document's bytes, from the record its draft was made from (kept with the job)."""
+    job = await provenote.jobs.get(draft.job_id) if provenote.jobs is not None else None
+    if job is None or job.record is None:
+        return None
+    for source in document.sources:
+        found = attachment_in_record(job.record, source.resource, source.path)
+        if found is not None:
+            return found
+    return None

@@ -1,39 +1,44 @@
-"""What the review page shows beside the sentences: each citation opened at its source, and the
-patient banner."""
+"""What the review page shows beside the sentences: the flags and their progress, each
+citation's label, the draft's sections, and the patient banner."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.evidence import EvidenceState, PatientInfoAttributes, SourceDocument, SourceRef
-from pipeline.summary import Summary, cited_sources
+from pipeline.evidence import EvidenceState, PatientInfoAttributes
+from pipeline.review import review_items, review_progress
+from pipeline.summary import Sentence, Summary
+from smartapp.drafts.sources import citations
 
+# The header the page's script sends, and what it asks for in answer to an action.
 PARTIAL_HEADER = "x-requested-with"
+SENTENCE_UPDATE = "provenote-sentence"
+REVIEW_UPDATE = "provenote-review"
+SOURCE_FRAGMENT = "provenote-source"
+SIGN_PREVIEW = "provenote-sign"
+REVIEW_NOTES = "needs_review"
 
 
-def citations(summary: Summary, state: EvidenceState) -> dict[str, list[dict[str, Any]]]:
-    """Per sentence id, what each citation opens to: the quote with its document, page and
-    date, or the resource and element."""
-    documents = {document.id: document for document in state.documents}
+def workspace_values(
+    summary: Summary, state: EvidenceState, drafted: dict[str, Sentence]
+) -> dict[str, Any]:
+    """The review workspace's view of a draft: the one "Needs review" list (the draft's own
+    review notes in full, then every other sentence that was flagged), the remaining sections,
+    the progress through the flags and each sentence's labelled citations."""
+    progress = review_progress(summary, drafted)
+    flagged = set(progress.flagged)
+    notes = [s for s in summary.sections if s.key == REVIEW_NOTES]
     return {
-        sentence.id: [
-            citation(ref, documents.get(ref.document or ""))
-            for ref in cited_sources(sentence, state)
-        ]
-        for sentence in summary.sentences()
-    }
-
-
-def citation(ref: SourceRef, document: SourceDocument | None) -> dict[str, Any]:
-    return {
-        "resource": ref.resource,
-        "path": ref.path,
-        "quote": ref.quote,
-        "page": ref.page,
-        "start": ref.start,
-        "end": ref.end,
-        "title": document.title if document else None,
-        "date": document.date.date().isoformat() if document and document.date else None,
+        "summary": summary,
+        "progress": progress,
+        "open_flags": [s for s in summary.sentences() if s.id in set(progress.open)],
+        "review_notes": [sentence for section in notes for sentence in section.sentences],
+        "flagged_elsewhere": [
+            s for s in summary.sentences() if s.id in flagged and s.section != REVIEW_NOTES
+        ],
+        "draft_sections": [s for s in summary.sections if s.key != REVIEW_NOTES],
+        "citations": citations(summary, state),
+        "review_items": review_items,
     }
 
 

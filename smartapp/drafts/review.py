@@ -230,14 +230,16 @@ class Signer:
     scope: str
 
 
+def signed_note(draft: ReviewedDraft, practitioner: str, at: datetime) -> str:
+    """The note's text once signed, as the EHR is sent it (and as the sign-off shows it)."""
+    heading = SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat())
+    return render_markdown(draft.summary, draft.state, heading)
+
+
 def _as_signed(row: DraftRow, draft: ReviewedDraft, practitioner: str, at: datetime) -> DraftRow:
     """``row`` (a detached snapshot) shaped as signed: what the EHR is sent and then kept."""
     row.bundle = signed_bundle(row.bundle, practitioner, at)
-    row.markdown = render_markdown(
-        draft.summary,
-        draft.state,
-        SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat()),
-    )
+    row.markdown = signed_note(draft, practitioner, at)
     row.signed_by, row.signed_at = practitioner, at
     row.status = moved(DRAFT_MOVES, DraftStatus.SIGNING, DraftStatus.FINAL)
     return row
