@@ -41,7 +41,8 @@ class ReviewItem(BaseModel):
 
 def review_items(sentence: Sentence) -> list[ReviewItem]:
     """Each reason the sentence is flagged, labelled: unsupported, weak grounding, failed check,
-    conflict, or the evidence flag's own name (its text empty where the sentence states it)."""
+    conflict, or the evidence flag's own name (its text empty where the sentence states it);
+    each once, however many flags give it (seven orders without a dose are one reason)."""
     items = [
         ReviewItem(
             kind=FLAG_KINDS.get(flag.code, flag.code.replace("_", " ").capitalize()),
@@ -58,7 +59,7 @@ def review_items(sentence: Sentence) -> list[ReviewItem]:
         for check in sentence.checks
         if not check.passed
     ]
-    return items
+    return list({(item.kind, item.reason): item for item in items}.values())
 
 
 class ReviewError(InputError):

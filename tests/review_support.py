@@ -9,12 +9,19 @@ from contextlib import contextmanager
 
 import httpx
 
+from launch.identity_patients import DOCUMENT_PATIENTS
 from launch.sandbox.run import Sandbox
+from pipeline.pdf import page_png
+from tests.conftest import PDFS
 from tests.smart_support import inpatient_encounter
 
 ONE_FLAG = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
 HOSTILE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
+# Henry L. Levin of ../shared/data/pdfs/hl7/UD_sample.pdf, with that PDF and a scan of its
+# second page as the notes of one stay.
+PDF_PATIENT = "5f0c7a3e-2b1d-4c8e-9a6f-0d1e2f3a4b5c"
+PDF_NAME = "hl7/UD_sample.pdf"
 HOSTILE_NOTE = (
     "Hospital Course:\nWound check <img src=x onerror=\"document.body.dataset.pwned='1'\"> "
     "showed healing after surgery. Patient <script>document.title='pwned'</script> recovered "
@@ -52,7 +59,54 @@ def hostile_sandbox() -> Iterator[Sandbox]:
             stay = inpatient_encounter(browser, box, ONE_FLAG)
         discharged = httpx.get(f"{box.fhir_base}/Encounter/{stay}", headers=admin).json()
         _leave_one_flag(box, ONE_FLAG, admin, discharged["period"]["end"])
+        _add_pdf_patient(box, admin)
         yield box
+
+
+def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
+    """PDF_PATIENT: a stay whose notes are a PDF with a text layer and a scanned page (a PNG of
+    the PDF's second page, read by OCR), so the review shows both beside the draft."""
+    pdf = (PDFS / PDF_NAME).read_bytes()
+    scan = page_png(pdf, 1, 300 / 72)
+    stay = f"{PDF_PATIENT[:-4]}0001"
+    patient = DOCUMENT_PATIENTS[PDF_NAME] | {"id": PDF_PATIENT}
+    encounter = {
+        "resourceType": "Encounter",
+        "id": stay,
+        "status": "finished",
+        "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "IMP"},
+        "subject": {"reference": f"Patient/{PDF_PATIENT}"},
+        "period": {"start": "2024-03-01T08:00:00Z", "end": "2024-03-05T12:00:00Z"},
+    }
+
+    def note(number: int, title: str, content_type: str, data: bytes) -> dict:
+        return {
+            "resourceType": "DocumentReference",
+            "id": f"{PDF_PATIENT[:-4]}{number:04d}",
+            "status": "current",
+            "type": {"text": "Consult note"},
+            "description": title,
+            "subject": {"reference": f"Patient/{PDF_PATIENT}"},
+            "date": "2024-03-04T10:00:00Z",
+            "context": {"encounter": [{"reference": f"Encounter/{stay}"}]},
+            "content": [
+                {
+                    "attachment": {
+                        "contentType": content_type,
+                        "data": base64.b64encode(data).decode(),
+                    }
+                }
+            ],
+        }
+
+    for resource in (
+        patient,
+        encounter,
+        note(2, "Outside hospital record", "application/pdf", pdf),
+        note(3, "Scanned consult", "image/png", scan),
+    ):
+        url = f"{box.fhir_base}/{resource['resourceType']}/{resource['id']}"
+        httpx.put(url, json=resource, headers=admin).raise_for_status()
 
 
 def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharged: str) -> None:
