@@ -13,6 +13,7 @@ from bench import (
     launch_to_draft,
     model_concurrency,
     review_api,
+    review_ui,
     scale_out,
     startup,
 )
@@ -26,6 +27,7 @@ if __name__ == "__main__":
     launch_to_draft.main()
     scale_out.main()
     review_api.main()
+    review_ui.main()
     focus_quality.main()
     focus_speed.main()
     checker_quality.main()

@@ -95,7 +95,7 @@ def main() -> None:
                 for (stage, at), (_, following) in itertools.pairwise(marks):
                     by_stage[stage].append(following - at)
                 totals.append(end - start)
-                floors.append(asyncio.run(_pull(sandbox, patient)))
+                floors.append(asyncio.run(_pull(sandbox, patient, encounter)))
         finally:
             server.stop()
     print(f"Launch to stored, written-back draft: {len(totals)} inpatient stays (median seconds)")

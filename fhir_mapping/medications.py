@@ -233,6 +233,7 @@ def map_medications(scope: Scope) -> Mapped:
             phase=decision.phase,
             phase_rule=decision.rule,
             reason=_reason(request, scope),
+            prescriber=request.requester.display if request.requester else None,
         )
         mapped.facts.append(
             Fact(

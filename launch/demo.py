@@ -26,6 +26,11 @@ class DemoError(RuntimeError):
     pass
 
 
+def charted_patients(chart_html: str) -> list[str]:
+    """The ids of the patients the chart lists, in its order."""
+    return re.findall(r'<h2 id="([^"]+)"', chart_html)
+
+
 def inpatient_encounter(chart_html: str, patient: str) -> str:
     """The most recent inpatient encounter the chart lists for ``patient``."""
     if f'id="{patient}"' not in chart_html:

@@ -201,6 +201,8 @@ class MedicationAttributes(_Model):
     phase: MedicationPhase
     phase_rule: str
     reason: str | None = None
+    # Who ordered it, as the order names them (``requester.display``).
+    prescriber: str | None = None
 
 
 class AllergyAttributes(_Model):

@@ -193,11 +193,18 @@ def split_sections(text: str) -> list[Section]:
     return sections
 
 
+# A printed page's numbering ("2 | P a g e", "Page 2 of 3"): never a statement.
+PAGE_MARK = re.compile(
+    r"^(?:\W*(?:page\s*\d+(?:\s*of\s*\d+)?|\d+\s*\|?\s*p\s*a\s*g\s*e))+\W*$", re.IGNORECASE
+)
+
+
 def sentences_in(text: str, section: Section) -> list[Span]:
-    """The non-header spans of one section, offsets relative to the whole text."""
+    """The statements of one section (not its header, not page numbers), offsets relative to
+    the whole text."""
     body = text[section.start : section.end]
     return [
         Span(span.start + section.start, span.end + section.start, span.text, span.kind)
         for span in split_sentences(body)
-        if span.kind != "header"
+        if span.kind != "header" and not PAGE_MARK.match(span.text)
     ]

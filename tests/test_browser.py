@@ -112,6 +112,7 @@ def test_a_physician_resolves_every_flag_and_signs_with_the_keyboard_alone(
     pane.locator("table.resource").wait_for()
     assert pane.locator('th:text-is("Drug")').count() == 1
     assert "MedicationRequest/" in pane.locator(".raw-ref").text_content()
+    page.screenshot(path=str(ARTIFACTS / "review-1280-source.png"))
 
     # e: the edit opens; the checker answers as one types, with the changes against the draft.
     page.keyboard.press("e")
@@ -209,7 +210,7 @@ def test_a_pdf_page_and_a_scanned_page_open_with_the_quote_marked(
         pane.locator(f"#source-title:has-text('{label}')").wait_for()
         image = pane.locator("img#page-image")
         image.wait_for()
-        page.wait_for_function("document.getElementById('page-image').naturalWidth > 0")
+        page.wait_for_function("() => document.getElementById('page-image').naturalWidth > 0")
         boxes = pane.locator(".mark-box")
         assert boxes.count() >= 1
         # The marked region lies on the page image, where the quote is.

@@ -56,9 +56,8 @@ def test_flags_come_first_with_their_reason_and_each_citation_opens_its_source(
     assert citation.group(2).startswith("[1] Order: ") and "MedicationRequest/" in item
     source = browser.get(f"{app.base_url}{citation.group(1)}")
     assert source.status_code == 200
-    assert (
-        '<th scope="row">Drug</th>' in source.text and '<th scope="row">Status</th>' in source.text
-    )
+    for field in ("Drug", "Status", "Ordered", "Prescriber"):
+        assert f'<th scope="row">{field}</th>' in source.text, field
     assert "Reference: <code>MedicationRequest/" in source.text
     assert 'id="patient-banner"' in text and 'id="patient-name"' in text
     assert "--smart-color-highlight: #0b5cad;" in text  # the EHR's SMART style

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.sentences import split_sections, split_sentences
+from pipeline.sentences import sentences_in, split_sections, split_sentences
 
 
 def texts(source: str) -> list[str]:
@@ -87,3 +87,15 @@ def test_every_span_is_exactly_its_source_slice_in_order(source: str) -> None:
         assert span.text == span.text.strip() and span.text
         assert span.start >= previous_end
         previous_end = span.end
+
+
+def test_a_printed_pages_numbers_are_not_statements() -> None:
+    text = (
+        "Plan:\nContinue Cipro for two more days.\n\n2 | P a g e\n\nPage 3 of 4\n\n"
+        "Take 2 tablets daily.\n"
+    )
+    (section,) = [s for s in split_sections(text) if s.title == "Plan"]
+    assert [span.text for span in sentences_in(text, section)] == [
+        "Continue Cipro for two more days.",
+        "Take 2 tablets daily.",
+    ]

@@ -100,11 +100,14 @@ async def _answer(
     message: str | None = None,
     status: int = 200,
     acted: str | None = None,
+    draft: DraftRow | None = None,
 ) -> Response[Any]:
     """The review again, as the asker wants it: the changed sentence with the counts that
-    moved (the workspace's script), the whole review (older scripts), else a redirect or page."""
+    moved (the workspace's script), the whole review (older scripts), else a redirect or page.
+    ``draft`` is the draft as an action just left it, else it is loaded."""
     assert visible.draft is not None
-    draft = await provenote.drafts.load(visible.draft.id) or visible.draft
+    if draft is None:
+        draft = await provenote.drafts.load(visible.draft.id) or visible.draft
     values = await _review_values(provenote, visible, draft, message)
     asked = request.headers.get(PARTIAL_HEADER)
     if asked == SENTENCE_UPDATE and acted is not None:
@@ -182,7 +185,7 @@ class DraftController(Controller):
         if action not in {"accept", "edit", "delete"}:
             return error_page("Unknown review action.", 400)
         try:
-            await provenote.drafts.apply_review(
+            changed, _ = await provenote.drafts.apply_review(
                 draft_id,
                 submitted.revision,
                 action,  # type: ignore[arg-type]
@@ -195,7 +198,7 @@ class DraftController(Controller):
             return await _answer(provenote, request, visible, message, status, sentence_id)
         except ReviewError as failure:
             return await _answer(provenote, request, visible, str(failure), 400, sentence_id)
-        return await _answer(provenote, request, visible, acted=sentence_id)
+        return await _answer(provenote, request, visible, acted=sentence_id, draft=changed)
 
     @post("/drafts/{draft_id:str}/sign")
     async def sign_draft(
@@ -335,12 +338,13 @@ class DraftController(Controller):
         except ReviewError as refused:
             return Response({"error": str(refused)}, status_code=400)
         return Response(
-            {
+            status_code=200,
+            content={
                 "verdict": checked.verdict,
                 "flagged": checked.flagged,
                 "reasons": [item.model_dump() for item in review_items(checked)],
                 "diff": [part.model_dump() for part in word_diff(before.text, checked.text)],
-            }
+            },
         )
 
     @post("/drafts/{draft_id:str}/sign/preview")

@@ -154,6 +154,7 @@ def resource_rows(fact: Fact) -> list[tuple[str, str]]:
                 "Status": attributes.status,
                 "Intent": attributes.intent,
                 "Ordered": _day(attributes.authored_on),
+                "Prescriber": attributes.prescriber,
                 "Duration": attributes.duration,
                 "Reason": attributes.reason,
                 "Phase of the stay": attributes.phase,
