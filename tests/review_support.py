@@ -183,6 +183,10 @@ def flagged_ids(page: str) -> list[str]:
     return re.findall(r'<li id="([^"]+)" class="sentence flagged"', page)
 
 
+def unflagged_ids(page: str) -> list[str]:
+    return re.findall(r'<li id="([^"]+)" class="sentence" ', page)
+
+
 def accept_all(browser: httpx.Client, base_url: str, draft: str) -> str:
     """Accept every flagged sentence as written; the review page afterwards."""
     page = browser.get(f"{base_url}/drafts/{draft}").text

@@ -26,7 +26,7 @@ from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.logs import REQUEST_ID, JsonFormatter
 from smartapp.core.settings import Settings
-from tests.review_support import ONE_FLAG, form_values
+from tests.review_support import ONE_FLAG, form_values, unflagged_ids
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
@@ -146,7 +146,7 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
         job = wait_for(browser, app, launch_job(browser, review_sandbox, ONE_FLAG))
         draft = job["draft"]
         page = browser.get(f"{app.base_url}/drafts/{draft}").text
-        target = re.search(r'<li id="([^"]+)" class="sentence" data-sentence', page).group(1)
+        target = unflagged_ids(page)[0]
         answer = browser.post(
             f"{app.base_url}/drafts/{draft}/sentences/{target}",
             data=form_values(page) | {"action": "edit", "text": "Discharged home, stable."},

@@ -18,6 +18,7 @@ from tests.review_support import (
     accept_all,
     flagged_ids,
     form_values,
+    unflagged_ids,
 )
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
@@ -69,9 +70,7 @@ def test_edit_is_checked_again_and_kept_in_the_history(
 ) -> None:
     browser, draft = open_draft(app, review_sandbox)
     page = browser.get(f"{app.base_url}/drafts/{draft}").text
-    target = re.search(r'<li id="([^"]+)" class="sentence" tabindex="0" data-sentence', page).group(
-        1
-    )
+    target = unflagged_ids(page)[0]
     before = page.split(f'<li id="{target}"', 1)[1].split('<p class="text">', 1)[1]
     before = before.split("</p>", 1)[0]
     answer = browser.post(

@@ -118,6 +118,8 @@
   }
 
   review.addEventListener("click", function (event) {
+    const chosen = event.target.closest(".sentence");
+    if (chosen) { setCurrent(chosen); }
     const citation = event.target.closest("a.citation");
     if (citation) { event.preventDefault(); openSource(citation); return; }
     const jump = event.target.closest(".flag-link a");
@@ -132,9 +134,14 @@
     }
   });
 
+  // The sentence in hand changes on a keyboard focus at once, on a pointer only with the click:
+  // taking the actions off the previous sentence on press would move what is under the pointer.
+  let pointing = false;
+  review.addEventListener("pointerdown", function () { pointing = true; });
+  document.addEventListener("pointerup", function () { setTimeout(function () { pointing = false; }); });
   review.addEventListener("focusin", function (event) {
     const sentence = event.target.closest(".sentence");
-    if (sentence) { setCurrent(sentence); }
+    if (sentence && !pointing) { setCurrent(sentence); }
   });
 
   // The checker's verdict on an edit as it is typed (debounced, checked on the server), and the
