@@ -54,11 +54,14 @@ def launch_in(page, sandbox: Sandbox, patient: str) -> None:
     page.locator(f'form:has(input[name="encounter"][value="{encounter}"]) button.launch').click()
 
 
-def open_review(page, sandbox: Sandbox, patient: str) -> None:
+def open_review(chromium, sandbox: Sandbox, patient: str, width: int = 1280):
+    """A new page, launched from the chart for ``patient``, on its draft's review."""
+    page = chromium.new_page(viewport={"width": width, "height": 900})
     launch_in(page, sandbox, patient)
     page.wait_for_selector("#job")
     page.locator("#open-draft").click(timeout=120_000)
     page.wait_for_selector("#review")
+    return page
 
 
 def grave_violations(page) -> list[str]:
@@ -87,8 +90,7 @@ def focused_id(page) -> str | None:
 def test_a_physician_resolves_every_flag_and_signs_with_the_keyboard_alone(
     chromium, app: RunningApp, review_sandbox: Sandbox
 ) -> None:
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
-    open_review(page, review_sandbox, ONE_FLAG)
+    page = open_review(chromium, review_sandbox, ONE_FLAG)
     assert page.locator("#patient-banner").is_visible()
     assert page.locator("#progress").text_content() == "0 of 1 flags resolved"
     flagged = page.locator("li.sentence.flagged")
@@ -161,8 +163,7 @@ def test_a_physician_resolves_every_flag_and_signs_with_the_keyboard_alone(
 def test_an_edit_is_saved_from_the_keyboard_and_its_note_opens_beside_it(
     chromium, app: RunningApp, review_sandbox: Sandbox
 ) -> None:
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
-    open_review(page, review_sandbox, ONE_FLAG)
+    page = open_review(chromium, review_sandbox, ONE_FLAG)
     quoted = page.locator(
         "li.sentence:not(.flagged):has(a.citation[data-raw^='DocumentReference/'])"
     )
@@ -200,8 +201,7 @@ def test_an_edit_is_saved_from_the_keyboard_and_its_note_opens_beside_it(
 def test_a_pdf_page_and_a_scanned_page_open_with_the_quote_marked(
     chromium, app: RunningApp, review_sandbox: Sandbox
 ) -> None:
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
-    open_review(page, review_sandbox, PDF_PATIENT)
+    page = open_review(chromium, review_sandbox, PDF_PATIENT)
     pane = page.locator("#source-pane")
     for label, scanned in (("Outside hospital record, ", False), ("Scanned consult, ", True)):
         link = page.locator("a.citation", has_text=label).first
@@ -226,8 +226,7 @@ def test_a_pdf_page_and_a_scanned_page_open_with_the_quote_marked(
 def test_in_a_narrow_frame_the_page_is_one_column_and_the_source_opens_under_the_sentence(
     chromium, app: RunningApp, review_sandbox: Sandbox
 ) -> None:
-    page = chromium.new_page(viewport={"width": 480, "height": 900})
-    open_review(page, review_sandbox, ONE_FLAG)
+    page = open_review(chromium, review_sandbox, ONE_FLAG, width=480)
     assert page.evaluate("document.documentElement.scrollWidth") <= 480
     assert not page.locator("#source-pane").is_visible()
     page.screenshot(path=str(ARTIFACTS / "review-480.png"))
@@ -242,8 +241,7 @@ def test_in_a_narrow_frame_the_page_is_one_column_and_the_source_opens_under_the
 def test_markup_in_a_note_never_runs_in_the_browser(
     chromium, app: RunningApp, review_sandbox: Sandbox
 ) -> None:
-    page = chromium.new_page()
-    open_review(page, review_sandbox, HOSTILE)
+    page = open_review(chromium, review_sandbox, HOSTILE)
     assert "<script>document.title='pwned'</script>" in page.locator("#review").text_content()
     hostile = page.locator("li.sentence:has-text('pwned') a.citation").first
     unfold(hostile)
