@@ -164,23 +164,24 @@ def _read_image(data: bytes, settings: PipelineSettings, budget: OcrBudget) -> R
     return ReadAttachment([page])
 
 
+def shows_pages(content_type: str | None) -> bool:
+    """Whether an attachment has pages to show as images: a PDF or a scan."""
+    media_type = parse_media_type(content_type)[0]
+    return media_type == "application/pdf" or media_type in _IMAGE_TYPES
+
+
 def page_image(data: bytes, content_type: str | None, number: int) -> bytes | None:
     """Page ``number`` of a PDF or a scanned image as a PNG a browser shows (TIFF is not one),
     for the review page's source pane; None for any other attachment, or no such page."""
     media_type = parse_media_type(content_type)[0] or _sniff(data) or ""
     try:
-        if media_type == "application/pdf":
-            pages = len(pypdfium2.PdfDocument(data))
-            return (
-                page_png(data, number - 1, DISPLAY_SCALE, grayscale=False)
-                if 1 <= number <= pages
-                else None
-            )
+        if media_type == "application/pdf" and number >= 1:
+            return page_png(data, number - 1, DISPLAY_SCALE, grayscale=False)
         if media_type in _IMAGE_TYPES and number == 1:
             with Image.open(io.BytesIO(data)) as image:
                 buffer = io.BytesIO()
                 image.convert("RGB").save(buffer, format="PNG")
                 return buffer.getvalue()
-    except (pypdfium2.PdfiumError, OSError, Image.DecompressionBombError):
+    except (pypdfium2.PdfiumError, IndexError, OSError, Image.DecompressionBombError):
         return None
     return None

@@ -38,11 +38,17 @@ def _open(data: bytes) -> list[PDFPage]:
         raise PdfUnreadableError(f"corrupt PDF: {type(error).__name__}: {error}") from error
 
 
-def _text_layers(pages: list[PDFPage]) -> Iterator[tuple[str, str | None]]:
-    """Each page's text layer, and the error if that page alone could not be parsed."""
+def _layout_reader() -> tuple[PDFPageInterpreter, PDFPageAggregator]:
+    """pdfminer's page interpreter and the device it lays pages out on, set up one way for
+    reading the text and for finding a quote on the page again."""
     resources = PDFResourceManager()
     device = PDFPageAggregator(resources, laparams=LAParams())
-    interpreter = PDFPageInterpreter(resources, device)
+    return PDFPageInterpreter(resources, device), device
+
+
+def _text_layers(pages: list[PDFPage]) -> Iterator[tuple[str, str | None]]:
+    """Each page's text layer, and the error if that page alone could not be parsed."""
+    interpreter, device = _layout_reader()
     for page in pages:
         try:
             interpreter.process_page(page)
@@ -62,26 +68,31 @@ def render_scale(width_pt: float, height_pt: float, settings: PipelineSettings) 
     return scale
 
 
+def _png(page: pypdfium2.PdfPage, scale: float, grayscale: bool) -> bytes:
+    buffer = io.BytesIO()
+    page.render(scale=scale, grayscale=grayscale).to_pil().save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 def page_png(data: bytes, index: int, scale: float, *, grayscale: bool = True) -> bytes:
-    """Page ``index`` of a PDF as a PNG at ``scale`` pixels per point: for OCR, and for the
-    review page, which shows the page beside the sentence that quotes it."""
+    """Page ``index`` of a PDF as a PNG at ``scale`` pixels per point, for the review page,
+    which shows the page beside the sentence that quotes it (IndexError: no such page)."""
     document = pypdfium2.PdfDocument(data)
     try:
-        bitmap = document[index].render(scale=scale, grayscale=grayscale)
-        buffer = io.BytesIO()
-        bitmap.to_pil().save(buffer, format="PNG")
-        return buffer.getvalue()
+        return _png(document[index], scale, grayscale)
     finally:
         document.close()
 
 
 def _page_png(data: bytes, index: int, settings: PipelineSettings) -> bytes:
+    """Page ``index`` for OCR: grey, at the OCR resolution within the pixel cap."""
     document = pypdfium2.PdfDocument(data)
     try:
-        width, height = document[index].get_size()
+        page = document[index]
+        width, height = page.get_size()
+        return _png(page, render_scale(width, height, settings), grayscale=True)
     finally:
         document.close()
-    return page_png(data, index, render_scale(width, height, settings))
 
 
 def _characters(item: Any) -> Iterator[tuple[str, tuple[float, float, float, float] | None]]:
@@ -105,9 +116,8 @@ def text_span_boxes(data: bytes, number: int, start: int, end: int) -> list[Word
     if not 1 <= number <= len(pages):
         return []
     page = pages[number - 1]
-    resources = PDFResourceManager()
-    device = PDFPageAggregator(resources, laparams=LAParams())
-    PDFPageInterpreter(resources, device).process_page(page)
+    interpreter, device = _layout_reader()
+    interpreter.process_page(page)
     x0, y0, x1, y1 = page.mediabox
     width, height = (x1 - x0) or 1, (y1 - y0) or 1
     lines: dict[float, list[float]] = {}

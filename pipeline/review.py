@@ -165,10 +165,6 @@ class ReviewProgress(BaseModel):
     open: list[str]
     deleted: list[Sentence]
 
-    @property
-    def remaining(self) -> int:
-        return self.total - self.resolved
-
 
 def review_progress(summary: Summary, drafted: dict[str, Sentence]) -> ReviewProgress:
     """The review's progress. ``drafted`` holds each reviewed sentence as it was drafted (the

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.evidence import EvidenceState, SourceRef
+from pipeline.evidence import EvidenceState, Fact, SourceRef
 
 SectionKey = Literal[
     "stay",
@@ -194,10 +194,19 @@ class Summary(_Model):
         raise KeyError(key)
 
 
+def cited_facts_and_sources(
+    sentence: Sentence, state: EvidenceState
+) -> list[tuple[Fact, SourceRef]]:
+    """The distinct sources behind a sentence's citations, in citation order, each with the
+    fact that cites it."""
+    refs: dict[tuple[str, str, int | None], tuple[Fact, SourceRef]] = {}
+    for fact_id in sentence.citations:
+        fact = state.fact(fact_id)
+        for ref in fact.sources:
+            refs.setdefault((ref.resource, ref.path, ref.start), (fact, ref))
+    return list(refs.values())
+
+
 def cited_sources(sentence: Sentence, state: EvidenceState) -> list[SourceRef]:
     """The distinct sources behind a sentence's citations, in citation order."""
-    refs: dict[tuple[str, str, int | None], SourceRef] = {}
-    for fact_id in sentence.citations:
-        for ref in state.fact(fact_id).sources:
-            refs.setdefault((ref.resource, ref.path, ref.start), ref)
-    return list(refs.values())
+    return [ref for _, ref in cited_facts_and_sources(sentence, state)]

@@ -12,6 +12,7 @@ import httpx
 from launch.identity_patients import DOCUMENT_PATIENTS
 from launch.sandbox.run import Sandbox
 from pipeline.pdf import page_png
+from tests import fhir_fixtures as fx
 from tests.conftest import PDFS
 from tests.smart_support import inpatient_encounter
 
@@ -70,14 +71,7 @@ def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
     scan = page_png(pdf, 1, 300 / 72)
     stay = f"{PDF_PATIENT[:-4]}0001"
     patient = DOCUMENT_PATIENTS[PDF_NAME] | {"id": PDF_PATIENT}
-    encounter = {
-        "resourceType": "Encounter",
-        "id": stay,
-        "status": "finished",
-        "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "IMP"},
-        "subject": {"reference": f"Patient/{PDF_PATIENT}"},
-        "period": {"start": "2024-03-01T08:00:00Z", "end": "2024-03-05T12:00:00Z"},
-    }
+    encounter = fx.encounter(stay, patient_id=PDF_PATIENT)
 
     def note(number: int, title: str, content_type: str, data: bytes) -> dict:
         return {

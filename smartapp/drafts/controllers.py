@@ -361,14 +361,15 @@ class DraftController(Controller):
             return submitted
         draft = visible.draft
         assert draft is not None
-        values = await _review_values(provenote, visible, draft)
-        practitioner = values["practitioner"]
+        practitioner = practitioner_reference(visible.context.fhir_user)
         if draft.status != DraftStatus.PRELIMINARY or draft.revision != submitted.revision:
             message = "The draft changed since you opened it; here it is as it stands now."
             return await _answer(provenote, request, visible, message, 409)
         if practitioner is None:
-            message = f"Only a practitioner can sign; you are signed in as {values['user']}."
+            user = visible.context.fhir_user or "an unknown user"
+            message = f"Only a practitioner can sign; you are signed in as {user}."
             return await _answer(provenote, request, visible, message, 403)
+        values = await _review_values(provenote, visible, draft)
         values["signed_note"] = signed_note(reviewed(draft), practitioner, datetime.now(UTC))
         if request.headers.get(PARTIAL_HEADER) == SIGN_PREVIEW:
             return html(render("app/_sign_preview.html.j2", **values))

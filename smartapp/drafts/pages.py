@@ -31,7 +31,6 @@ def workspace_values(
     return {
         "summary": summary,
         "progress": progress,
-        "open_flags": [s for s in summary.sentences() if s.id in set(progress.open)],
         "review_notes": [sentence for section in notes for sentence in section.sentences],
         "flagged_elsewhere": [
             s for s in summary.sentences() if s.id in flagged and s.section != REVIEW_NOTES

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from pipeline.attachments import shows_pages
 from pipeline.evidence import (
     AdministrationAttributes,
     AllergyAttributes,
@@ -33,7 +34,7 @@ from pipeline.evidence import (
     SourceRef,
     WordBox,
 )
-from pipeline.summary import Sentence, Summary
+from pipeline.summary import Sentence, Summary, cited_facts_and_sources
 
 FLAG_LETTERS = {
     "high": "H",
@@ -48,7 +49,6 @@ MEDICATION_KINDS = {
     "MedicationAdministration": "Given",
     "MedicationDispense": "Dispensed",
 }
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp"})
 
 
 def _day(value: date | datetime | None) -> str | None:
@@ -195,21 +195,17 @@ def _shown(value: Any) -> str:
 def sentence_citations(sentence: Sentence, state: EvidenceState) -> list[Citation]:
     """The distinct sources behind a sentence, in citation order, each with its label."""
     documents = {document.id: document for document in state.documents}
-    seen: set[tuple[str, str, int | None]] = set()
-    found: list[Citation] = []
-    for fact_id in sentence.citations:
-        fact = state.fact(fact_id)
-        for ref in fact.sources:
-            if (key := (ref.resource, ref.path, ref.start)) in seen:
-                continue
-            seen.add(key)
-            label = (
-                document_label(documents.get(ref.document), ref.page)
-                if ref.document
-                else resource_label(fact, ref.resource)
-            )
-            found.append(Citation(len(found) + 1, label, ref, fact.id))
-    return found
+    return [
+        Citation(
+            number,
+            document_label(documents.get(ref.document), ref.page)
+            if ref.document
+            else resource_label(fact, ref.resource),
+            ref,
+            fact.id,
+        )
+        for number, (fact, ref) in enumerate(cited_facts_and_sources(sentence, state), start=1)
+    ]
 
 
 def citations(summary: Summary, state: EvidenceState) -> dict[str, list[Citation]]:
@@ -240,12 +236,6 @@ class SourceView:
     rows: list[tuple[str, str]] = field(default_factory=list)
 
 
-def shows_image(document: SourceDocument) -> bool:
-    """Whether the page can be shown as an image: a PDF or a scan."""
-    media_type = document.content_type.split(";")[0].strip().lower()
-    return media_type == "application/pdf" or media_type in IMAGE_TYPES
-
-
 def ocr_boxes(words: list[WordBox], start: int, end: int) -> list[WordBox]:
     """The OCR words a span covers, by their characters."""
     return [word for word in words if word.start < end and word.end > start]
@@ -268,6 +258,6 @@ def source_view(citation: Citation, state: EvidenceState, draft_id: str) -> Sour
         )
         view.boxes = ocr_boxes(page.words, ref.start, ref.end)
     view.page, view.scanned = page, page.ocr_applied
-    if shows_image(document):
+    if shows_pages(document.content_type):
         view.image_url = f"/drafts/{draft_id}/documents/{document.id}/pages/{page.number}"
     return view
