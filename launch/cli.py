@@ -26,7 +26,7 @@ from pipeline.errors import ModelError
 from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
 from pipeline.rendering import render
 from pipeline.summary_text import render_markdown
-from smartapp.core.settings import Settings, get_settings
+from smartapp.core.settings import ConfigurationError, Settings, get_settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
 if TYPE_CHECKING:
@@ -46,6 +46,15 @@ app = typer.Typer(
 def fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(INPUT_ERROR)
+
+
+def server_settings() -> Settings:
+    """The settings a server starts with: unknown PROVENOTE_* variables and values that cannot
+    work stop it at once, with one sentence each, never a traceback."""
+    try:
+        return get_settings(strict=True)
+    except ConfigurationError as error:
+        raise fail(f"the configuration cannot work: {error}") from None
 
 
 class SummaryFormat(StrEnum):
@@ -313,7 +322,7 @@ def sandbox(
         box.stop()
         raise fail(str(error)) from None
     try:
-        box.register(app_client(settings))
+        box.register(app_client(settings, box.fhir_base))
         registration = box.registration(settings)
         listed = registration.model_dump(mode="json", exclude_none=True)
         if registration.client_secret is not None:
@@ -362,8 +371,8 @@ def serve(
     from smartapp.app import create_app
     from smartapp.core.logs import configure_logging
 
-    settings = get_settings()
-    configure_logging(settings.log_format == "json", settings.log_level)
+    settings = server_settings()
+    configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
     uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
 
@@ -409,6 +418,10 @@ def worker(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve this worker's Prometheus metrics on this port.")
     ] = None,
+    metrics_host: Annotated[
+        str,
+        typer.Option(help="Interface the metrics listen on (widen with care: 0.0.0.0)."),
+    ] = "127.0.0.1",
 ) -> None:
     """Run drafting jobs from the queue until stopped (scale-out mode: PROVENOTE_JOB_QUEUE=
     procrastinate, PostgreSQL); start as many as the load needs, beside `provenote serve`."""
@@ -420,10 +433,10 @@ def worker(
     from smartapp.core.logs import configure_logging
     from smartapp.worker import run_worker
 
-    settings = get_settings()
-    configure_logging(settings.log_format == "json", settings.log_level)
+    settings = server_settings()
+    configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     if metrics_port is not None:
-        start_http_server(metrics_port)
+        start_http_server(metrics_port, addr=metrics_host)
     try:
         asyncio.run(run_worker(settings, name))
     except ProvenoteError as error:

@@ -17,11 +17,17 @@ def as_data(value: object) -> str:
     return str(value).replace("<", "‹").replace(">", "›")
 
 
+# Characters that make markup in CommonMark: HTML, and the brackets of links and images, so
+# that no note can put a remote image (a tracking pixel) or a ``javascript:`` link into a
+# markdown draft wherever it is shown.
+MARKDOWN_ESCAPED = "<>&[]"
+
+
 def as_markdown_text(value: object) -> str:
-    """Untrusted text for markdown: HTML-significant characters backslash-escaped, so that no
-    markdown renderer turns note text into markup (CommonMark shows them as written)."""
+    """Untrusted text for markdown: markup characters backslash-escaped, so that no markdown
+    renderer turns note text into HTML, a link or an image (CommonMark shows them as written)."""
     text = str(value).replace("\\", "\\\\")
-    for character in "<>&":
+    for character in MARKDOWN_ESCAPED:
         text = text.replace(character, f"\\{character}")
     return text
 

@@ -18,7 +18,7 @@ import templates
 from smartapp.api.auth import TokenVerifier
 from smartapp.api.controllers import FhirApiController
 from smartapp.api.guards import VERIFIER
-from smartapp.core.errors import logged
+from smartapp.core.errors import log, logged
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.headers import security_headers
 from smartapp.core.logs import request_ids
@@ -64,6 +64,14 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
 
     async def start_up() -> None:
         state.loop = asyncio.get_running_loop()
+        for registration in settings.all_registrations():
+            # Who may launch the app, for the operator: never a secret or a key.
+            log.info(
+                "registered EHR %s: client id %s, %s",
+                registration.issuer,
+                registration.client_id,
+                registration.client_auth,
+            )
         await database.migrate()
         state.installation = await database.installation_id(settings.installation_id)
         state.jobs = job_service(

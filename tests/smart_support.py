@@ -53,7 +53,7 @@ def running_app(
     fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
     settings = Settings(**fields)  # type: ignore[arg-type]
     if {"registrations", "allowed_issuers"} & overrides.keys():
-        sandbox.register(app_client(settings))
+        sandbox.register(app_client(settings, sandbox.fhir_base))
     else:
         settings = sandbox.configure(settings)
     if extra_registrations:

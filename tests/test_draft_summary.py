@@ -188,6 +188,22 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
     assert "\\<script\\>alert('x')\\</script\\>" in markdown
 
 
+def test_note_images_and_script_links_are_inert_in_the_markdown() -> None:
+    """A note's markdown image (a remote pixel) or ``javascript:`` link never becomes one in
+    the draft's markdown, which leaves Provenote in /api/drafts and in the EHR's note."""
+    note = (
+        "# Hospital Course\n"
+        "Patient improved ![pixel](https://tracker.example.org/p.png) on day two.\n"
+        "Wound clean, see [details](javascript:alert(document.cookie)) for the dressing.\n"
+    )
+    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    markdown = render_markdown(summarize_evidence(state, ratio=1.0), state)
+    assert "tracker.example.org" in markdown and "javascript:" in markdown
+    assert re.search(r"(?<!\\)\]\(", markdown) is None  # no link or image syntax survives
+    assert "!\\[pixel\\](https://tracker.example.org/p.png)" in markdown
+    assert "\\[details\\](javascript:" in markdown
+
+
 def test_the_sentence_provenance_structure_definition_is_valid_fhir() -> None:
     path = ROOT / "fhir_mapping" / "profiles" / "sentence-provenance.json"
     definition = get_fhir_model_class("StructureDefinition").model_validate_json(path.read_bytes())

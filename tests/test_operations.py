@@ -25,7 +25,7 @@ from pipeline.settings import PipelineSettings
 from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.logs import REQUEST_ID, JsonFormatter
-from smartapp.core.settings import Settings
+from smartapp.core.settings import Settings, callback_id
 from tests.review_support import ONE_FLAG, form_values, unflagged_ids
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
@@ -124,17 +124,18 @@ def test_each_request_gets_an_id_and_one_access_line_without_its_query(
 ) -> None:
     with running_app(sandbox, tmp_path) as app, caplog.at_level(logging.INFO, "provenote.access"):
         kept = httpx.get(f"{app.base_url}/health", headers={"x-request-id": "lb-0123456789"})
-        made = httpx.get(f"{app.base_url}/callback", params={"code": "SECRETCODE123", "state": "x"})
+        path = f"/callback/{callback_id(sandbox.fhir_base)}"
+        made = httpx.get(f"{app.base_url}{path}", params={"code": "SECRETCODE123", "state": "x"})
         # The access line is written once the answer has gone out: wait for it.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not any(
-            getattr(record, "path", None) == "/callback" for record in caplog.records
+            getattr(record, "path", None) == path for record in caplog.records
         ):
             time.sleep(0.02)
     assert kept.headers["x-request-id"] == "lb-0123456789"
     assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
     lines = [json.loads(JsonFormatter().format(record)) for record in caplog.records]
-    callback = next(line for line in lines if line.get("path") == "/callback")
+    callback = next(line for line in lines if line.get("path") == path)
     assert "SECRETCODE123" not in json.dumps(lines)
     assert callback["method"] == "GET" and callback["status"] == made.status_code
 

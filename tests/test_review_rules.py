@@ -210,6 +210,15 @@ def test_only_safe_style_values_reach_the_page() -> None:
     assert safe_style(["not", "a", "style"]) == {}
 
 
+def test_style_values_copied_with_their_semicolon_are_accepted() -> None:
+    style = safe_style({"font_family_heading": "Georgia, serif;", "color_text": "#123456 ;"})
+    assert style == {
+        "--smart-font-family-heading": "Georgia, serif",
+        "--smart-color-text": "#123456",
+    }
+    assert safe_style({"color_text": "#123456; color: red;"}) == {}
+
+
 def test_csrf_tokens_are_bound_to_the_session_and_the_secret() -> None:
     token = csrf_token(b"secret", "session-a")
     assert csrf_valid(b"secret", "session-a", token)

@@ -159,6 +159,26 @@ def test_the_bearer_token_is_attached_only_under_the_fhir_base() -> None:
         )
 
 
+def test_encoded_dot_segments_never_carry_the_token_out_of_the_fhir_base() -> None:
+    """A server that decodes ``%2e%2e`` resolves it as ``..``: such a path is outside the base,
+    and so is an encoded slash or backslash, whatever the case of the escape."""
+    base = "https://ehr.example.org/fhir/R4"
+    client = FhirClient(base, httpx.AsyncClient())
+    for path in (
+        "Binary/%2e%2e/%2e%2e/x",
+        "Binary/%2E%2E/admin",
+        "Binary/..%2f..%2fadmin",
+        "Binary/%2e/x",
+        "Binary/a%5c..%5cadmin",
+        f"{base}/Binary/%252e%252e/x".replace("%25", "%"),
+    ):
+        assert not under_base(f"{base}/{path}" if "://" not in path else path, base), path
+        with pytest.raises(OutsideEhrError):
+            client.url(path)
+    assert under_base(f"{base}/Binary/abc-1.2", base)
+    assert under_base(f"{base}/Observation?code=http%3A%2F%2Floinc.org%7C1234-5", base)
+
+
 def test_non_public_addresses_are_refused_unless_configured() -> None:
     for address in ("127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254"):
         assert not is_public_address(address), address
@@ -234,7 +254,7 @@ def test_a_client_secret_goes_only_to_its_own_ehr(sandbox: Sandbox, tmp_path: Pa
             query = parse_qs(authorize.query)
             assert query["client_id"] == ["app-two-public"]
             state = query["state"][0]
-            callback = browser.get(f"{app.base_url}/callback", params={"code": "c", "state": state})
+            callback = browser.get(query["redirect_uri"][0], params={"code": "c", "state": state})
             assert callback.status_code == 502
         token_calls = [r for r in other_server.requests if r.path == "/token"]
         assert len(token_calls) == 1
@@ -297,7 +317,7 @@ def fake_callback(app, other: FakeEhr, browser: httpx.Client, **query: str) -> h
     asked = parse_qs(urlparse(launch.headers["location"]).query)
     other.tokens(other.id_token("app-fake", **({"nonce": asked["nonce"][0]} | other.claims)))
     params = {"code": "c", "state": asked["state"][0]} | query
-    return browser.get(f"{app.base_url}/callback?{urlencode(params)}")
+    return browser.get(f"{asked['redirect_uri'][0]}?{urlencode(params)}")
 
 
 @pytest.mark.parametrize(

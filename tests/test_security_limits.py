@@ -27,7 +27,7 @@ from pipeline.rendering import render
 from pipeline.settings import PipelineSettings
 from smartapp.app import reconcile_signatures
 from smartapp.core.db import AuditRow, DraftRow, utcnow
-from smartapp.core.settings import Settings, origin_of
+from smartapp.core.settings import ClientRegistration, Settings, origin_of
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -486,7 +486,8 @@ def test_scopes_are_asked_in_the_servers_form_and_context_scopes_where_offered()
         capabilities=["permission-v1"],
         scopes_supported=["openid", "fhirUser", "launch/patient", "patient/*.read"],
     )
-    scopes = requested_scopes(v1, ehr_launch=False, offline=False).split()
+    app = ClientRegistration(issuer="https://ehr", client_id="app")
+    scopes = requested_scopes(v1, app, ehr_launch=False).split()
     assert "patient/Observation.read" in scopes and "patient/Composition.write" in scopes
     assert "launch/encounter" not in scopes and "online_access" not in scopes
     v2 = v1.model_copy(
@@ -495,9 +496,34 @@ def test_scopes_are_asked_in_the_servers_form_and_context_scopes_where_offered()
             "scopes_supported": ["patient/*.cruds", "launch/encounter", "offline_access"],
         }
     )
-    scopes = requested_scopes(v2, ehr_launch=False, offline=True).split()
+    scopes = requested_scopes(v2, app, ehr_launch=False).split()
     assert "patient/Observation.rs" in scopes and "patient/Composition.cu" in scopes
     assert "launch/encounter" in scopes and "offline_access" in scopes
+
+
+def test_a_refresh_token_is_asked_for_whenever_the_server_offers_one() -> None:
+    """online_access where listed, else offline_access (as smart-launcher-v2 lists only that),
+    unless the registration says otherwise; a registration may narrow the clinical scopes."""
+    listing = SmartConfiguration(
+        authorization_endpoint="https://ehr/authorize",
+        token_endpoint="https://ehr/token",
+        scopes_supported=["openid", "fhirUser", "launch", "offline_access"],
+    )
+    auto = ClientRegistration(issuer="https://ehr", client_id="app")
+    assert "offline_access" in requested_scopes(listing, auto, ehr_launch=True).split()
+    both = listing.model_copy(update={"scopes_supported": ["online_access", "offline_access"]})
+    chosen = requested_scopes(both, auto, ehr_launch=True).split()
+    assert "online_access" in chosen and "offline_access" not in chosen
+    silent = listing.model_copy(update={"scopes_supported": []})
+    assert "online_access" in requested_scopes(silent, auto, ehr_launch=True).split()
+    neither = listing.model_copy(update={"scopes_supported": ["openid", "launch"]})
+    asked = requested_scopes(neither, auto, ehr_launch=True).split()
+    assert not {"online_access", "offline_access"} & set(asked)
+    none = auto.model_copy(update={"refresh": "none"})
+    assert "offline_access" not in requested_scopes(listing, none, ehr_launch=True).split()
+    narrowed = auto.model_copy(update={"scopes": ["patient/*.read"]})
+    asked = requested_scopes(listing, narrowed, ehr_launch=True).split()
+    assert asked == ["patient/*.read", "openid", "fhirUser", "launch", "offline_access"]
 
 
 def test_the_refresh_margin_never_exceeds_half_the_tokens_lifetime() -> None:

@@ -162,19 +162,27 @@ def test_state_from_another_browser_is_refused(sandbox: Sandbox, tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    ("params", "status", "message"),
+    ("params", "status", "message", "advice"),
     [
-        ({}, 400, "no iss parameter"),
-        ({"iss": "http://127.0.0.1:1/fhir"}, 403, "not configured to be launched"),
+        ({}, 400, "no iss parameter", "Launch Provenote again from the patient"),
+        # A configuration problem: relaunching cannot fix it, and the page does not say it can.
+        (
+            {"iss": "http://127.0.0.1:1/fhir"},
+            403,
+            "not configured to be launched",
+            "launching again will not help",
+        ),
     ],
 )
 def test_bad_launches_render_an_error_page(
-    sandbox: Sandbox, tmp_path: Path, params: dict, status: int, message: str
+    sandbox: Sandbox, tmp_path: Path, params: dict, status: int, message: str, advice: str
 ) -> None:
     with running_app(sandbox, tmp_path, client_id="app-errors") as app:
         answer = httpx.get(f"{app.base_url}/launch", params=params, timeout=30)
         assert answer.status_code == status and message in answer.text
-        assert "No token was exchanged" in answer.text
+        assert advice in answer.text
+        if params:
+            assert "again from the" not in answer.text
 
 
 def test_a_registered_ehr_that_does_not_answer_renders_an_error_page(
@@ -205,9 +213,9 @@ def test_denied_consent_renders_an_error_and_stores_nothing(
         httpx.Client(timeout=60) as browser,
     ):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
-        state = parse_qs(urlparse(launch.headers["location"]).query)["state"][0]
+        asked = parse_qs(urlparse(launch.headers["location"]).query)
         denied = browser.get(
-            f"{app.base_url}/callback", params={"error": "access_denied", "state": state}
+            asked["redirect_uri"][0], params={"error": "access_denied", "state": asked["state"][0]}
         )
         assert denied.status_code == 403 and "access_denied" in denied.text
         assert browser.get(f"{app.base_url}/api/context").status_code == 401
@@ -326,11 +334,13 @@ def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> Non
 def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
     from smartapp.launch.oauth import SmartConfiguration, requested_scopes
 
+    auto = ClientRegistration(issuer="https://ehr", client_id="app")
+    offline = auto.model_copy(update={"refresh": "offline_access"})
     v2 = SmartConfiguration(
         authorization_endpoint="a", token_endpoint="t", capabilities=["permission-v2"]
     )
     v1 = SmartConfiguration(authorization_endpoint="a", token_endpoint="t", capabilities=[])
-    ehr = requested_scopes(v2, ehr_launch=True, offline=False).split()
+    ehr = requested_scopes(v2, auto, ehr_launch=True).split()
     assert {
         "patient/Observation.rs",
         "patient/Composition.cu",
@@ -339,7 +349,7 @@ def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None
         "fhirUser",
         "online_access",
     } <= set(ehr)
-    standalone = requested_scopes(v1, ehr_launch=False, offline=True).split()
+    standalone = requested_scopes(v1, offline, ehr_launch=False).split()
     assert {
         "patient/Observation.read",
         "patient/Provenance.write",

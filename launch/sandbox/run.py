@@ -52,8 +52,9 @@ def ensure_npm_packages(folder: Path = FHIR_SERVER_DIR) -> None:
     )
 
 
-def app_client(settings: Settings) -> RegisteredClient:
-    """The sandbox's registration of the Provenote app, as the app is configured."""
+def app_client(settings: Settings, issuer: str) -> RegisteredClient:
+    """The sandbox's registration of the Provenote app, as the app is configured for the EHR
+    whose FHIR base is ``issuer`` (its callback is that EHR's own)."""
     kinds = {
         "public": "public",
         "client_secret_basic": "secret",
@@ -62,7 +63,7 @@ def app_client(settings: Settings) -> RegisteredClient:
     return RegisteredClient(
         client_id=settings.client_id,
         kind=kinds[settings.client_auth],  # type: ignore[arg-type]
-        redirect_uris=[settings.redirect_uri],
+        redirect_uris=[settings.redirect_uri_for(issuer)],
         secret=settings.client_secret.get_secret_value() if settings.client_secret else None,
         jwks_url=f"{settings.base_url.rstrip('/')}/.well-known/jwks.json",
     )
@@ -146,7 +147,7 @@ class Sandbox:
 
     def configure(self, settings: Settings) -> Settings:
         """``settings`` with this EHR allowed to launch the app, and the app registered here."""
-        self.register(app_client(settings))
+        self.register(app_client(settings, self.fhir_base))
         return settings.model_copy(update={"registrations": [self.registration(settings)]})
 
     def _start_fhir_server(self) -> None:

@@ -23,6 +23,7 @@ def error_response(
     status: int,
     code: str = "exception",
     headers: dict[str, str] | None = None,
+    heading: str | None = None,
 ) -> Response[Any]:
     """The failure, in the form the requested path speaks; under /fhir, ``code`` is the issue's
     type and a 401 says how to authenticate."""
@@ -36,7 +37,8 @@ def error_response(
         return Response(body, status_code=status, media_type=FHIR_JSON, headers=headers)
     if path.startswith(JSON_PREFIXES):
         return Response({"error": message}, status_code=status, headers=headers)
-    page = render("app/error.html.j2", message=message, heading="Something went wrong", advice=None)
+    heading = heading or "Something went wrong"
+    page = render("app/error.html.j2", message=message, heading=heading, advice="")
     return Response(page, status_code=status, media_type="text/html", headers=headers)
 
 
@@ -44,12 +46,14 @@ def provenote_error(request: Request[Any, Any, Any], failure: Exception) -> Resp
     status = getattr(failure, "status_code", ProvenoteError.status_code)
     code = getattr(failure, "code", "exception")
     headers = getattr(failure, "headers", None)
+    heading = getattr(failure, "heading", None)
     return error_response(
         request,
         str(failure),
         status if isinstance(status, int) else 500,
         code if isinstance(code, str) else "exception",
         headers if isinstance(headers, dict) else None,
+        heading if isinstance(heading, str) else None,
     )
 
 

@@ -68,8 +68,11 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
-def configure_logging(json_lines: bool = True, level: str = "INFO") -> None:
-    """The process's log output: JSON lines (or plain text) on stderr, at ``level``."""
+def configure_logging(
+    json_lines: bool = True, level: str = "INFO", ehr_bodies: bool = False
+) -> None:
+    """The process's log output: JSON lines (or plain text) on stderr, at ``level``; the EHR's
+    error answers verbatim only with ``ehr_bodies`` (they can hold patient data)."""
     handler = logging.StreamHandler(sys.stderr)
     if json_lines:
         handler.setFormatter(JsonFormatter())
@@ -78,6 +81,9 @@ def configure_logging(json_lines: bool = True, level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level.upper())
+    logging.getLogger("provenote.ehr_bodies").setLevel(
+        logging.DEBUG if ehr_bodies else logging.CRITICAL + 1
+    )
 
 
 def request_ids(app: ASGIApp) -> ASGIApp:

@@ -6,15 +6,27 @@ pipeline's fields too (it is a ``PipelineSettings``), so nothing below reads the
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
+import os
+import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
+
+ENV_PREFIX = "PROVENOTE_"
+# Variables of the launch scripts and the test suite, not of the app: never reported unknown.
+OTHER_PROVENOTE_VARIABLES = frozenset(
+    {"PROVENOTE_TORCH_SPEC", "PROVENOTE_SKIP_VLLM", "PROVENOTE_VLLM_PYTHON"}
+)
 
 # evidence-only, openai:URL#MODEL or transformers:DIR (``smartapp.core.language_models``).
 SUMMARIZER_PATTERN = (
@@ -22,6 +34,17 @@ SUMMARIZER_PATTERN = (
 )
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
 SigningAlg = Literal["RS384", "ES384"]
+# Which refresh scope a launch asks for: "auto" asks online_access where the server lists it,
+# else offline_access where listed (SMART App Launch 2.2), so a session can outlive its first
+# access token; "none" asks for no refresh token at all.
+RefreshAccess = Literal["auto", "online_access", "offline_access", "none"]
+
+
+class ConfigurationError(ProvenoteError):
+    """The settings cannot work; the message names the variable and what it needs. Launching
+    again cannot fix it: an operator must change the configuration."""
+
+    status_code = 500
 
 
 def normalise_issuer(iss: str) -> str:
@@ -51,6 +74,10 @@ class ClientRegistration(BaseModel):
     jwks_uri: str | None = None
     # The ``iss`` of this EHR's id_tokens, when it is not the one discovery reports.
     openid_issuer: str | None = None
+    # The clinical scopes to ask this EHR for, when it refuses a request holding any scope it
+    # has not registered (e.g. ["patient/*.read"] for read-only); default: what the app needs.
+    scopes: list[str] | None = None
+    refresh: RefreshAccess = "auto"
 
     @model_validator(mode="after")
     def _normalised(self) -> ClientRegistration:
@@ -65,6 +92,11 @@ class ClientRegistration(BaseModel):
         return {origin_of(url) for url in named if url}
 
 
+def callback_id(issuer: str) -> str:
+    """The path segment of an EHR's callback: stable for its issuer, and no secret."""
+    return hashlib.sha256(normalise_issuer(issuer).encode("utf-8")).hexdigest()[:16]
+
+
 def origin_of(url: str) -> str:
     """``scheme://host:port`` of a URL, with the default port made explicit."""
     parsed = urlparse(url)
@@ -74,7 +106,7 @@ def origin_of(url: str) -> str:
 
 
 class Settings(PipelineSettings, BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PROVENOTE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     base_url: str = "http://127.0.0.1:8000"
     # The default registration, used for every issuer in ``allowed_issuers``.
@@ -91,6 +123,9 @@ class Settings(PipelineSettings, BaseSettings):
     # `provenote serve` and `provenote worker` log JSON lines (or plain text) at this level.
     log_format: Literal["json", "text"] = "json"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Log the EHR's error answers verbatim (they can hold names and dates of birth): for a
+    # debugging session only. Otherwise only their size, type and error code are logged.
+    log_ehr_bodies: bool = False
     # Where jobs run: "in_process" (workers inside the web process; the embedded default) or
     # "procrastinate" (web processes only queue; `provenote worker` processes run the jobs;
     # needs a PostgreSQL database_url, whose database also holds the queue).
@@ -110,6 +145,7 @@ class Settings(PipelineSettings, BaseSettings):
     # Per-EHR registrations (JSON list of ClientRegistration), or a file holding that list.
     registrations: list[ClientRegistration] = Field(default_factory=list)
     registrations_file: Path | None = None
+    # Ask the default registration's EHRs for offline_access rather than online_access.
     offline_access: bool = False
     # Fernet key encrypting tokens at rest; else read from (or generated at) the file.
     token_encryption_key: SecretStr | None = None
@@ -202,8 +238,18 @@ class Settings(PipelineSettings, BaseSettings):
                 client_secret=self.client_secret,
                 signing_key_file=self.signing_key_file,
                 signing_alg=self.signing_alg,
+                refresh="offline_access" if self.offline_access else "auto",
             )
         return None
+
+    def all_registrations(self) -> list[ClientRegistration]:
+        """Every EHR that may launch the app, as it is registered."""
+        listed = [self.registration_for(iss) for iss in self.allowed_issuers]
+        known = {registration.issuer for registration in self.registrations}
+        return [
+            *self.registrations,
+            *(item for item in listed if item is not None and item.issuer not in known),
+        ]
 
     def ehr_origins(self) -> list[str]:
         """Every origin of a configured EHR: its issuer and the endpoints it names."""
@@ -222,9 +268,11 @@ class Settings(PipelineSettings, BaseSettings):
     def api_base(self) -> str:
         return f"{self.base_url.rstrip('/')}/fhir"
 
-    @property
-    def redirect_uri(self) -> str:
-        return f"{self.base_url.rstrip('/')}/callback"
+    def redirect_uri_for(self, issuer: str) -> str:
+        """The callback of one registered EHR: each has its own, so that a code an EHR issued
+        comes back where only that EHR's launch is completed (a mix-up defence for EHRs that
+        send no ``iss`` with the code, RFC 9207)."""
+        return f"{self.base_url.rstrip('/')}/callback/{callback_id(issuer)}"
 
     @property
     def launch_url(self) -> str:
@@ -239,7 +287,68 @@ class Settings(PipelineSettings, BaseSettings):
         return urlparse(self.base_url).hostname not in {"127.0.0.1", "localhost", "::1"}
 
 
-def get_settings() -> Settings:
+def _is_structured(annotation: Any) -> bool:
+    """A list, dict or model: pydantic-settings reads such a variable as JSON."""
+    origin = typing.get_origin(annotation)
+    if origin in {list, dict, tuple, set}:
+        return True
+    if origin is not None:
+        return any(_is_structured(argument) for argument in typing.get_args(annotation))
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def variable_name(field: str) -> str:
+    return f"{ENV_PREFIX}{field.upper()}"
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One sentence per ``PROVENOTE_*`` variable that names no setting (a typo, an old name),
+    with the closest known one."""
+    known = [variable_name(name) for name in Settings.model_fields]
+    problems = []
+    for name in sorted(environ):
+        if not name.upper().startswith(ENV_PREFIX) or name.upper() in OTHER_PROVENOTE_VARIABLES:
+            continue
+        if name.upper() in known:
+            continue
+        closest = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {closest[0]}?" if closest else ""
+        problems.append(f"{name} is not a Provenote setting{hint}")
+    return problems
+
+
+def _explained(failure: ValidationError | SettingsError | ValueError) -> str:
+    """What is wrong with the settings, one sentence per variable, never a traceback."""
+    if isinstance(failure, ValidationError):
+        lines = []
+        for error in failure.errors():
+            where = error["loc"][0] if error["loc"] else ""
+            name = variable_name(str(where)) if where else "the settings"
+            lines.append(f"{name}: {error['msg']}")
+        return "; ".join(lines)
+    text = str(failure)
+    for field, info in Settings.model_fields.items():
+        if f'"{field}"' in text and _is_structured(info.annotation):
+            example = (
+                '{"https://ehr.example.org/fhir": "composition"}'
+                if typing.get_origin(info.annotation) is dict
+                else '["https://ehr.example.org/fhir"]'
+            )
+            return (
+                f"{variable_name(field)} must be JSON (a list or an object), not a plain value; "
+                f"for example {variable_name(field)}='{example}'"
+            )
+    return text
+
+
+def get_settings(*, strict: bool = False) -> Settings:
     """The settings as the environment gives them now. Each entry point (``serve``, ``worker``, a
-    CLI command) reads them once as it starts and passes the object down."""
-    return Settings()
+    CLI command) reads them once as it starts and passes the object down. ``strict`` (the
+    servers) also refuses unknown ``PROVENOTE_*`` variables. ConfigurationError says what is
+    wrong in words an operator can act on."""
+    if strict and (unknown := unknown_variables(os.environ)):
+        raise ConfigurationError("; ".join(unknown))
+    try:
+        return Settings()
+    except (ValidationError, SettingsError, ValueError) as failure:
+        raise ConfigurationError(_explained(failure)) from None

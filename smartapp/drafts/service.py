@@ -53,6 +53,11 @@ class DraftService:
     async def of_job(self, job_id: str) -> DraftRow | None:
         return await store.draft_of_job(self.database, job_id)
 
+    async def latest_for_stay(
+        self, iss: str, patient: str, encounter: str | None
+    ) -> DraftRow | None:
+        return await store.latest_for_stay(self.database, iss, patient, encounter)
+
     async def get(self, draft_id: str) -> DraftRow | None:
         """The draft as served (its bundle and status), without its summary and evidence."""
         return await store.get_draft(self.database, draft_id)

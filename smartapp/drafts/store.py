@@ -80,6 +80,19 @@ async def draft_of_job(database: Database, job_id: str) -> DraftRow | None:
         return found.scalar_one_or_none()
 
 
+async def latest_for_stay(
+    database: Database, iss: str, patient: str, encounter: str | None
+) -> DraftRow | None:
+    """The newest version of a stay's draft on an EHR (without an encounter: the patient's
+    newest draft, as a launch without one drafts the latest stay)."""
+    selected = select(DraftRow).where(DraftRow.iss == iss, DraftRow.patient == patient)
+    if encounter:
+        selected = selected.where(DraftRow.encounter == encounter)
+    selected = selected.order_by(DraftRow.version.desc(), DraftRow.created_at.desc()).limit(1)
+    async with database.sessions() as session:
+        return (await session.execute(selected)).scalar_one_or_none()
+
+
 async def write_back_of(database: Database, draft_id: str) -> WriteBackRow | None:
     async with database.sessions() as session:
         found = await session.execute(select(WriteBackRow).where(WriteBackRow.draft_id == draft_id))

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import httpx
 
 from smartapp.core.settings import origin_of
 
 TokenGetter = Callable[[bool], Awaitable[str | None]]
+# A dot, slash or backslash written as a percent escape: no FHIR id or search path needs one, and
+# a server that decodes it would resolve ``%2e%2e`` as ``..`` and leave the FHIR base.
+ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
 
 
 class BlockedDestinationError(httpx.TransportError):
@@ -35,7 +39,9 @@ def under_base(url: str, base: str) -> bool:
     if origin_of(url) != origin_of(base):
         return False
     path = urlparse(url).path
-    if any(segment in {".", ".."} for segment in path.split("/")):
+    if ENCODED_SEPARATOR.search(path) or "\\" in path:
+        return False
+    if any(segment in {".", ".."} for segment in unquote(path).split("/")):
         return False
     prefix = urlparse(base).path.rstrip("/")
     return path == prefix or path.startswith(f"{prefix}/")

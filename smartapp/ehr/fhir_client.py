@@ -18,8 +18,9 @@ from typing import Any
 
 import httpx
 
-from smartapp.core.errors import EhrError, logged
+from smartapp.core.errors import EhrError, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
+from smartapp.core.settings import origin_of
 from smartapp.ehr.egress import EhrBearerAuth, TokenGetter, under_base
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -124,7 +125,7 @@ class FhirClient:
             except httpx.TransportError as error:
                 FHIR_REQUESTS.labels(method, kind, "none").inc()
                 if attempt >= self.max_retries:
-                    error_id = logged(f"{what} {url}: no answer", repr(error))
+                    error_id = logged(f"{what}: no answer", type(error).__name__)
                     raise FhirError(
                         f"{what}: no answer after {attempt + 1} attempts (error {error_id})"
                     ) from error
@@ -143,7 +144,9 @@ class FhirClient:
                 continue
             if response.status_code >= 400:
                 status = response.status_code
-                error_id = logged(f"{what} {url}: HTTP {status}", body.decode("utf-8", "replace"))
+                error_id = logged_answer(
+                    f"{what}: HTTP {status}", body, response.headers.get("content-type")
+                )
                 raise FhirError(f"{what}: HTTP {status} (error {error_id})", status)
             return response, body
 
@@ -208,7 +211,7 @@ class FhirClient:
             try:
                 self.url(following)
             except OutsideEhrError:
-                logged(f"search {resource_type}: next link outside the EHR", following)
+                logged(f"search {resource_type}: next link outside the EHR", origin_of(following))
                 result.not_fetched.append(
                     (resource_type, "search results incomplete: paging link outside the EHR")
                 )

@@ -12,19 +12,21 @@ import secrets
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
-from litestar.datastructures import Cookie
-from litestar.params import FromQuery, QueryParameter
+from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
 from fhir_mapping.resources import type_counts
+from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
-from smartapp.core.errors import logged
+from smartapp.core.errors import log, logged_answer
 from smartapp.core.keys import public_jwks, signing_key
-from smartapp.core.responses import error_page
-from smartapp.core.settings import normalise_issuer
+from smartapp.core.responses import error_page, html, setup_problem
+from smartapp.core.settings import callback_id, normalise_issuer
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import pull_record
+from smartapp.launch.cookies import cookie
 from smartapp.launch.oauth import (
+    SetupError,
     SmartError,
     authorize_url,
     discover,
@@ -36,20 +38,118 @@ from smartapp.launch.oauth import (
 )
 from smartapp.launch.roles import may_review
 from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
-from smartapp.launch.tokens import token_expiry
+from smartapp.launch.tokens import grant_ends_at, token_expiry
 from smartapp.state import AppState, Provenote
 
 
-def cookie(provenote: AppState, name: str, value: str, max_age: int | None = None) -> Cookie:
-    return Cookie(
-        key=name,
-        value=value,
-        httponly=True,
-        samesite="lax",
-        secure=provenote.settings.secure_cookies or provenote.settings.https,
-        path="/",
-        max_age=max_age,
+def _refused(failure: SmartError, status: int = 502) -> Response[Any]:
+    """A launch step that failed: a setup problem says who can fix it; anything else may
+    succeed when launched again."""
+    if isinstance(failure, SetupError):
+        return setup_problem(str(failure), status)
+    return error_page(str(failure), status)
+
+
+def _cookies_refused(launch_url: str | None) -> Response[str]:
+    """The state was genuine but the browser kept no cookie for Provenote inside the EHR's
+    frame (third-party cookies blocked): offer the launch in a window of its own."""
+    return html(render("app/cookies_refused.html.j2", launch_url=launch_url), 400)
+
+
+def _answer_refused(
+    pending: PendingLaunch, registration_id: str, iss: str | None, code: str | None
+) -> Response[Any] | None:
+    """Why the authorization answer cannot be used, or None. It must come back to the
+    callback of the EHR the launch went to (each has its own), so a code that another EHR
+    issued is never sent to this one's token endpoint, whether or not the EHR sends ``iss``."""
+    config = pending.config
+    if registration_id != callback_id(pending.iss):
+        return error_page("The authorization response came back for another EHR.", 403)
+    if (iss is not None or config.authorization_response_iss_parameter_supported) and (
+        normalise_issuer(iss or "") != normalise_issuer(config.issuer or "")
+    ):
+        return error_page("The authorization response came from another server.", 403)
+    if not code:
+        return error_page("The EHR sent no authorization code.")
+    return None
+
+
+async def _exchange(
+    provenote: AppState, pending: PendingLaunch, code: str
+) -> tuple[LaunchContext, StoredTokens]:
+    """The code for tokens, the id_token checked: the launch context and the tokens to keep."""
+    config = pending.config
+    registration = provenote.access.registration(pending.iss)
+    tokens = await exchange_code(
+        provenote.http,
+        config,
+        registration,
+        provenote.access.key_for(registration),
+        code=code,
+        verifier=pending.verifier,
+        redirect_uri=provenote.settings.redirect_uri_for(registration.issuer),
     )
+    claims = (
+        await validate_id_token(
+            provenote.http, config, tokens.id_token, registration.client_id, pending.nonce
+        )
+        if tokens.id_token
+        else {}
+    )
+    context = LaunchContext(
+        iss=pending.iss,
+        patient=tokens.patient,
+        encounter=tokens.encounter,
+        fhir_user=claims.get("fhirUser"),
+        need_patient_banner=tokens.need_patient_banner,
+        smart_style_url=tokens.smart_style_url,
+        scope=tokens.scope,
+        grant_ends_at=grant_ends_at(tokens),
+    )
+    stored = StoredTokens(config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in))
+    return context, stored
+
+
+async def _not_inpatient(
+    provenote: AppState, session_id: str, context: LaunchContext
+) -> Response[Any] | None:
+    """The refusal of a launch for a stay that is not inpatient, or None."""
+    if not (context.patient and context.encounter):
+        return None
+    client = provenote.access.client_for(session_id, context.iss)
+    kind = await _stay_class(client, context.encounter)
+    if kind is None or kind in provenote.settings.inpatient_classes:
+        return None
+    return error_page(
+        f"Provenote drafts discharge summaries for inpatient stays; this encounter "
+        f"is of class {kind}. Nothing was drafted or written to the chart.",
+        409,
+        heading="Not an inpatient stay",
+    )
+
+
+async def _open_or_draft(
+    provenote: AppState, session_id: str, context: LaunchContext
+) -> Response[Any]:
+    """A stay that has a draft opens it, with its review as left (relaunching writes nothing
+    and drafts nothing again; "Draft again" on the draft asks for a new version); any other
+    launch starts the stay's drafting job, or joins the one under way."""
+    jobs = provenote.jobs
+    if not context.patient or jobs is None:
+        return Redirect("/", status_code=302)
+    existing = await provenote.drafts.latest_for_stay(
+        context.iss, context.patient, context.encounter
+    )
+    if existing is not None:
+        return Redirect(f"/drafts/{existing.id}", status_code=302)
+    await jobs.submit(
+        context.iss,
+        context.patient,
+        context.encounter,
+        session_id=session_id,
+        may_write=may_review(provenote.settings, context),
+    )
+    return Redirect("/", status_code=302)
 
 
 async def _stay_class(client: FhirClient, encounter: str) -> str | None:
@@ -75,18 +175,19 @@ class LaunchController(Controller):
             return error_page("The launch did not say which EHR it came from (no iss parameter).")
         registration = settings.registration_for(iss)
         if registration is None:
+            log.warning("launch refused: issuer %.200r is not registered", iss)
             # Nothing is fetched from an issuer that is not configured, and nothing it sent is
             # echoed back: /launch is neither a request-forgery tool nor an open redirect.
-            return error_page("This app is not configured to be launched from that EHR.", 403)
+            return setup_problem("This app is not configured to be launched from that EHR.", 403)
         try:
             config = await discover(provenote.http, registration)
         except SmartError as error:
-            return error_page(str(error), 502)
+            return _refused(error)
         if (
             config.code_challenge_methods_supported
             and "S256" not in config.code_challenge_methods_supported
         ):
-            return error_page("The EHR does not support PKCE S256, which this app requires.", 502)
+            return setup_problem("The EHR does not support PKCE S256, which this app requires.")
         binding = SessionStore.new_id()
         verifier, challenge = new_pkce()
         nonce = secrets.token_urlsafe(24)
@@ -94,15 +195,19 @@ class LaunchController(Controller):
         await provenote.store.add_pending(
             state_value,
             binding,
-            PendingLaunch(iss=registration.issuer, config=config, verifier=verifier, nonce=nonce),
+            PendingLaunch(
+                iss=registration.issuer,
+                config=config,
+                verifier=verifier,
+                nonce=nonce,
+                launch=launch,
+            ),
         )
         target = authorize_url(
             config,
             client_id=registration.client_id,
-            redirect_uri=settings.redirect_uri,
-            scope=requested_scopes(
-                config, ehr_launch=bool(launch), offline=settings.offline_access
-            ),
+            redirect_uri=settings.redirect_uri_for(registration.issuer),
+            scope=requested_scopes(config, registration, ehr_launch=bool(launch)),
             state=state_value,
             aud=iss,
             challenge=challenge,
@@ -112,69 +217,46 @@ class LaunchController(Controller):
         bound = cookie(provenote, provenote.launch_cookie, binding, 600)
         return Redirect(target, status_code=302, cookies=[bound])
 
-    @get("/callback")
+    @get("/callback/{registration_id:str}")
     async def callback(
         self,
         provenote: Provenote,
         request: Request[Any, Any, Any],
+        registration_id: FromPath[str],
         code: FromQuery[str | None] = None,
         state_param: Annotated[str | None, QueryParameter(name="state")] = None,
         error: FromQuery[str | None] = None,
         error_description: FromQuery[str | None] = None,
         iss: FromQuery[str | None] = None,
     ) -> Response[Any]:
-        settings = provenote.settings
-        pending = await provenote.store.take_pending(
+        """The EHR's answer: checked, exchanged, a session opened, the stay's draft opened or
+        started. Each step answers the page that ends the launch, or lets the next one run."""
+        taken = await provenote.store.take_pending(
             state_param or "", request.cookies.get(provenote.launch_cookie)
         )
         if error:
-            error_id = logged("authorization refused", f"{error}: {error_description}")
             shown = oauth_error_code(error) or "refused"
+            # error_description is the EHR's free text: its shape is logged, never its words.
+            error_id = logged_answer(f"authorization refused ({shown})", error_description or "")
             return error_page(
                 f"The EHR refused the authorization ({shown}; error {error_id}).", 403
             )
+        if taken.cookie_missing:
+            return _cookies_refused(taken.launch_url)
+        pending = taken.pending
         if pending is None:
             return error_page(
-                "The launch's state is unknown, expired, already used, or from another browser."
+                "The launch's state is unknown, expired or already used: start it again from "
+                "the chart."
             )
-        config = pending.config
-        if (iss is not None or config.authorization_response_iss_parameter_supported) and (
-            normalise_issuer(iss or "") != normalise_issuer(config.issuer or "")
-        ):
-            return error_page("The authorization response came from another server.", 403)
-        if not code:
-            return error_page("The EHR sent no authorization code.")
+        refused = _answer_refused(pending, registration_id, iss, code)
+        if refused is not None:
+            return refused
+        assert code is not None
         try:
-            registration = provenote.access.registration(pending.iss)
-            tokens = await exchange_code(
-                provenote.http,
-                config,
-                registration,
-                provenote.access.key_for(registration),
-                code=code,
-                verifier=pending.verifier,
-                redirect_uri=settings.redirect_uri,
-            )
-            claims = (
-                await validate_id_token(
-                    provenote.http, config, tokens.id_token, registration.client_id, pending.nonce
-                )
-                if tokens.id_token
-                else {}
-            )
+            context, stored = await _exchange(provenote, pending, code)
         except SmartError as failure:
-            return error_page(str(failure), 502)
-        context = LaunchContext(
-            iss=pending.iss,
-            patient=tokens.patient,
-            encounter=tokens.encounter,
-            fhir_user=claims.get("fhirUser"),
-            need_patient_banner=tokens.need_patient_banner,
-            smart_style_url=tokens.smart_style_url,
-            scope=tokens.scope,
-        )
-        expires_at = token_expiry(tokens.expires_in)
-        stored = StoredTokens(config=config, tokens=tokens, expires_at=expires_at)
+            return _refused(failure)
         # A new session, whose id only the server chose: never the cookie the browser brought.
         session_id = SessionStore.new_id()
         await provenote.store.save(session_id, context, stored)
@@ -182,27 +264,11 @@ class LaunchController(Controller):
             cookie(provenote, provenote.session_cookie, session_id),
             cookie(provenote, provenote.launch_cookie, "", 0),
         ]
-        if context.patient and context.encounter:
-            client = provenote.access.client_for(session_id, context.iss)
-            kind = await _stay_class(client, context.encounter)
-            if kind is not None and kind not in settings.inpatient_classes:
-                page = error_page(
-                    f"Provenote drafts discharge summaries for inpatient stays; this encounter "
-                    f"is of class {kind}. Nothing was drafted or written to the chart.",
-                    409,
-                    heading="Not an inpatient stay",
-                )
-                page.cookies.extend(cookies)
-                return page
-        if context.patient and provenote.jobs is not None:
-            await provenote.jobs.submit(
-                context.iss,
-                context.patient,
-                context.encounter,
-                session_id=session_id,
-                may_write=may_review(settings, context),
-            )
-        return Redirect("/", status_code=302, cookies=cookies)
+        answer = await _not_inpatient(provenote, session_id, context)
+        if answer is None:
+            answer = await _open_or_draft(provenote, session_id, context)
+        answer.cookies.extend(cookies)
+        return answer
 
     @post("/logout")
     async def logout(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[Any]:

@@ -29,7 +29,7 @@ from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field
 
 from fhir_mapping.resources import RECORD_TYPES
-from smartapp.core.errors import LaunchError, logged
+from smartapp.core.errors import LaunchError, logged, logged_answer
 from smartapp.core.settings import ClientRegistration, origin_of
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
@@ -55,6 +55,15 @@ OAUTH_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
 
 class SmartError(LaunchError):
     """A launch step failed; the message is safe to show to the user."""
+
+
+class SetupError(SmartError):
+    """The launch cannot work as Provenote or the EHR is configured: an administrator must
+    change a registration; launching again will not help."""
+
+
+# Token endpoint answers that say the registration is wrong, not the launch.
+SETUP_ERROR_CODES = frozenset({"invalid_client", "unauthorized_client", "invalid_scope"})
 
 
 class SmartConfiguration(BaseModel):
@@ -126,17 +135,17 @@ def trusted_configuration(
     for name, value in named.items():
         discovered = getattr(found, name)
         if value is None and discovered is not None and origin_of(discovered) != home:
-            raise SmartError(
+            raise SetupError(
                 f"the EHR's {name.replace('_', ' ')} is not on its own origin ({home}); "
                 "refused unless the EHR's registration names it"
             )
         values[name] = value or discovered
     authorize = urlparse(values["authorization_endpoint"])
     if authorize.query or authorize.fragment or authorize.scheme not in {"https", "http"}:
-        raise SmartError("the EHR's authorization endpoint has a query or fragment; refused")
+        raise SetupError("the EHR's authorization endpoint has a query or fragment; refused")
     issuer = registration.openid_issuer or found.issuer
     if issuer is not None and origin_of(issuer) not in trusted_origins:
-        raise SmartError("the EHR's OpenID issuer is not on a trusted origin; refused")
+        raise SetupError("the EHR's OpenID issuer is not on a trusted origin; refused")
     values["issuer"] = issuer or registration.issuer
     return found.model_copy(update=values)
 
@@ -171,19 +180,39 @@ def _offered(config: SmartConfiguration, scope: str) -> bool:
     return not config.scopes_supported or scope in config.scopes_supported
 
 
-def requested_scopes(config: SmartConfiguration, *, ehr_launch: bool, offline: bool) -> str:
-    """What the app needs, in the form the server advertises (v2 ``.rs``/``.cu``, else v1)."""
+def refresh_scope(config: SmartConfiguration, registration: ClientRegistration) -> str | None:
+    """The scope that brings a refresh token, so that a session outlives its first access token:
+    online_access where the server lists it, else offline_access where listed (or online_access
+    from a server that lists nothing), unless the registration chooses one or none."""
+    if registration.refresh == "none":
+        return None
+    if registration.refresh != "auto":
+        return registration.refresh if _offered(config, registration.refresh) else None
+    for scope in ("online_access", "offline_access"):
+        if scope in config.scopes_supported:
+            return scope
+    return None if config.scopes_supported else "online_access"
+
+
+def requested_scopes(
+    config: SmartConfiguration, registration: ClientRegistration, *, ehr_launch: bool
+) -> str:
+    """What the app needs, in the form the server advertises (v2 ``.rs``/``.cu``, else v1), or
+    the clinical scopes the registration narrows it to."""
     read, write = ("rs", "cu") if _uses_v2(config) else ("read", "write")
-    scopes = [f"patient/{kind}.{read}" for kind in READ_TYPES]
-    scopes += [f"patient/{kind}.{write}" for kind in WRITE_TYPES]
+    if registration.scopes is not None:
+        scopes = list(registration.scopes)
+    else:
+        scopes = [f"patient/{kind}.{read}" for kind in READ_TYPES]
+        scopes += [f"patient/{kind}.{write}" for kind in WRITE_TYPES]
     scopes += ["openid", "fhirUser"]
     if ehr_launch:
         scopes.append("launch")
     else:
         scopes += [s for s in ("launch/patient", "launch/encounter") if _offered(config, s)]
-    access = "offline_access" if offline else "online_access"
-    if _offered(config, access):
-        scopes.append(access)
+    refresh = refresh_scope(config, registration)
+    if refresh is not None:
+        scopes.append(refresh)
     return " ".join(scopes)
 
 
@@ -234,7 +263,7 @@ def _client_authentication(
 ) -> tuple[dict[str, str], httpx.BasicAuth | None]:
     if registration.client_auth == "private_key_jwt":
         if key is None:
-            raise SmartError("private_key_jwt needs the app's signing key")
+            raise SetupError("private_key_jwt needs the app's signing key")
         assertion = client_assertion(
             key, registration.signing_alg, registration.client_id, token_url
         )
@@ -271,17 +300,26 @@ async def _token_request(
         error_id = logged("token endpoint", repr(error))
         raise SmartError(f"the EHR's token endpoint did not answer (error {error_id})") from error
     if response.status_code != 200:
-        error_id = logged(f"token endpoint: HTTP {response.status_code}", response.text)
+        error_id = logged_answer(
+            f"token endpoint: HTTP {response.status_code}",
+            response.content,
+            response.headers.get("content-type"),
+        )
         try:
             code = oauth_error_code(response.json().get("error"))
         except (ValueError, AttributeError):
             code = None
         reason = f"HTTP {response.status_code}" + (f", {code}" if code else "")
-        raise SmartError(f"the token request was refused ({reason}; error {error_id})")
+        refused = SetupError if code in SETUP_ERROR_CODES else SmartError
+        raise refused(f"the token request was refused ({reason}; error {error_id})")
     try:
         return TokenResponse.model_validate(response.json())
     except ValueError as error:
-        error_id = logged("token endpoint: unusable answer", response.text)
+        error_id = logged_answer(
+            "token endpoint: unusable answer",
+            response.content,
+            response.headers.get("content-type"),
+        )
         raise SmartError(f"the EHR's token answer is not usable (error {error_id})") from error
 
 

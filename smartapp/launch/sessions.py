@@ -13,8 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
@@ -38,6 +41,9 @@ class LaunchContext(BaseModel):
     need_patient_banner: bool | None = None
     smart_style_url: str | None = None
     scope: str = ""
+    # When the EHR's grant ends (epoch seconds): the access token's expiry where no refresh
+    # token came with it. The session ends then, whatever its own limits say.
+    grant_ends_at: float | None = None
 
 
 class StoredTokens(BaseModel):
@@ -53,6 +59,27 @@ class PendingLaunch(BaseModel):
     config: SmartConfiguration
     verifier: str
     nonce: str
+    # The EHR's launch parameter, to offer the launch again in a window of its own when the
+    # browser refused the binding cookie inside the EHR's frame.
+    launch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A pending launch taken at the callback, or why there is none: ``cookie_missing`` says
+    the state is genuine but the browser sent no binding cookie (one that blocks cookies in
+    another site's frame), rather than a forged or replayed state."""
+
+    pending: PendingLaunch | None
+    cookie_missing: bool = False
+    launch_url: str | None = None
+
+
+def _launch_again(pending: PendingLaunch) -> str | None:
+    """The app's own launch URL for this EHR launch, to open in a window of its own."""
+    if not pending.launch:
+        return None
+    return f"/launch?{urlencode({'iss': pending.iss, 'launch': pending.launch})}"
 
 
 def _aware(moment: datetime) -> datetime:
@@ -115,24 +142,27 @@ class SessionStore:
                 )
             )
 
-    async def take_pending(self, state: str, binding: str | None) -> PendingLaunch | None:
+    async def take_pending(self, state: str, binding: str | None) -> Taken:
         """The launch for ``state`` if this browser started it and it has not expired; it is
         used up either way (deleted in the same transaction that reads it)."""
         if not state:
-            return None
+            return Taken(None)
         async with self._database.sessions() as session, session.begin():
             row = await session.get(PendingLaunchRow, state)
             if row is None:
-                return None
+                return Taken(None)
             await session.delete(row)
-        if binding is None or not secrets.compare_digest(row.binding, binding):
-            return None
         if _aware(row.expires_at) < utcnow():
-            return None
+            return Taken(None)
         try:
-            return PendingLaunch.model_validate_json(self._cipher.decrypt(row.sealed))
+            pending = PendingLaunch.model_validate_json(self._cipher.decrypt(row.sealed))
         except InvalidToken:
-            return None
+            return Taken(None)
+        if binding is None:
+            return Taken(None, cookie_missing=True, launch_url=_launch_again(pending))
+        if not secrets.compare_digest(row.binding, binding):
+            return Taken(None)
+        return Taken(pending)
 
     # --- sessions ---------------------------------------------------------------------------------
 
@@ -150,7 +180,17 @@ class SessionStore:
 
     def _expired(self, row: SessionRow, now: datetime) -> bool:
         seen = _aware(row.last_seen_at or row.updated_at or row.created_at)
+        grant_ends = row.context.get("grant_ends_at") if isinstance(row.context, dict) else None
+        if isinstance(grant_ends, int | float) and grant_ends < time.time():
+            return True
         return now - _aware(row.created_at) > self.lifetime or now - seen > self.idle
+
+    async def end_grant(self, session_id: str) -> None:
+        """The EHR's grant is over (a refresh was refused): the session ends with it."""
+        async with self._database.sessions() as session, session.begin():
+            row = await session.get(SessionRow, session_id)
+            if row is not None:
+                row.context = row.context | {"grant_ends_at": time.time() - 1}
 
     async def _row(self, session_id: str | None, *, touch: bool = False) -> SessionRow | None:
         """The live session; an expired one is deleted and is no session."""

@@ -43,8 +43,10 @@ def safe_style(style: object) -> dict[str, str]:
     for key in STYLE_KEYS:
         value = style.get(key)
         kind = "font_family" if key.startswith("font_family") else key.split("_", 1)[0]
-        if isinstance(value, str) and SHAPES[kind].fullmatch(value.strip()):
-            safe[f"--smart-{key.replace('_', '-')}"] = value.strip()
+        # EHRs copy values out of their stylesheets, trailing ``;`` included.
+        cleaned = value.strip().rstrip(";").rstrip() if isinstance(value, str) else ""
+        if cleaned and SHAPES[kind].fullmatch(cleaned):
+            safe[f"--smart-{key.replace('_', '-')}"] = cleaned
     return safe
 
 

@@ -20,13 +20,37 @@ from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.launch.oauth import (
+    SetupError,
     SmartError,
+    TokenResponse,
     client_credentials,
     discover,
     refresh_tokens,
     system_scopes,
 )
 from smartapp.launch.sessions import SessionStore, StoredTokens
+
+GRANT_ENDED = (
+    "Your EHR session ended, and the EHR gave Provenote no way to renew it: launch Provenote "
+    "again from the patient's chart. The draft and your review so far are kept."
+)
+
+
+class GrantEndedError(LaunchError):
+    """The EHR's grant is over (the token expired and cannot be refreshed): only a new launch
+    from the chart can go on. Nothing of the draft or its review is lost."""
+
+    status_code = 401
+    heading = "Your EHR session ended"
+
+    def __init__(self) -> None:
+        super().__init__(GRANT_ENDED)
+
+
+def grant_ends_at(tokens: TokenResponse) -> float | None:
+    """When a grant ends: with a refresh token, not before the session's own limits; without
+    one, when its access token expires."""
+    return None if tokens.refresh_token else token_expiry(tokens.expires_in)
 
 
 def token_expiry(expires_in: int | None) -> float | None:
@@ -61,26 +85,29 @@ class EhrAccess:
     def registration(self, iss: str) -> ClientRegistration:
         registration = self.settings.registration_for(iss)
         if registration is None:
-            raise SmartError("this EHR is no longer configured for Provenote")
+            raise SetupError("this EHR is no longer configured for Provenote")
         return registration
 
     def token_getter(self, session_id: str) -> TokenGetter:
         """The session's current access token; refreshed before expiry, or on demand after a
-        401 (once)."""
+        401 (once). GrantEndedError when the grant is over and cannot be renewed."""
 
         async def get_token(force_refresh: bool) -> str | None:
             async with self.store.refresh_lock(session_id):
                 stored = await self.store.tokens(session_id)
                 if stored is None:
-                    return None
+                    raise GrantEndedError
+                now = time.time()
                 margin = refresh_margin(self.settings, stored.tokens.expires_in)
-                expiring = stored.expires_at is not None and (
-                    stored.expires_at - time.time() < margin
-                )
+                expired = stored.expires_at is not None and stored.expires_at <= now
+                expiring = stored.expires_at is not None and stored.expires_at - now < margin
                 if not (force_refresh or expiring):
                     return stored.tokens.access_token
                 if not stored.tokens.refresh_token:
-                    return None if force_refresh else stored.tokens.access_token
+                    if force_refresh or expired:
+                        await self.store.end_grant(session_id)
+                        raise GrantEndedError
+                    return stored.tokens.access_token
                 return await self._refresh(session_id, stored)
 
         return get_token
@@ -88,9 +115,9 @@ class EhrAccess:
     async def _refresh(self, session_id: str, stored: StoredTokens) -> str | None:
         context = await self.store.stored_context(session_id)
         if context is None or stored.tokens.refresh_token is None:
-            return None
+            raise GrantEndedError
+        registration = self.registration(context.iss)
         try:
-            registration = self.registration(context.iss)
             fresh = await refresh_tokens(
                 self.http,
                 stored.config,
@@ -98,8 +125,12 @@ class EhrAccess:
                 self.key_for(registration),
                 stored.tokens.refresh_token,
             )
+        except SetupError:
+            raise
         except SmartError:
-            return None
+            # The EHR refused the refresh (revoked, expired): the grant is over.
+            await self.store.end_grant(session_id)
+            raise GrantEndedError from None
         if fresh.refresh_token is None:
             fresh.refresh_token = stored.tokens.refresh_token
         expires_at = token_expiry(fresh.expires_in)
