@@ -37,7 +37,8 @@ def _attachment_bytes(
         return attachment.data, attachment.contentType, None
     if attachment.url:
         if attachment.url in scope.index.not_fetched:
-            return b"", attachment.contentType, OUTSIDE_EHR
+            why = scope.index.not_fetched[attachment.url]
+            return b"", attachment.contentType, OUTSIDE_EHR if "outside" in why else why
         binary = scope.index.resolve(attachment.url)
         if binary is None or binary.get_resource_type() != "Binary":
             return (

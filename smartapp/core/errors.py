@@ -18,6 +18,7 @@ log = logging.getLogger("provenote")
 # An EHR's answers verbatim (they can hold names and dates of birth): silent unless the operator
 # turns them on for debugging (PROVENOTE_LOG_EHR_BODIES, ``smartapp.core.logs``).
 ehr_bodies = logging.getLogger("provenote.ehr_bodies")
+ehr_bodies.setLevel(logging.CRITICAL + 1)
 LOGGED_BODY_CHARS = 500
 # An error code as OAuth and FHIR write them; anything else an answer says is not logged.
 ERROR_CODE = re.compile(r"[A-Za-z][A-Za-z_-]{0,39}")

@@ -311,8 +311,10 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
             continue
         if name.upper() in known:
             continue
-        closest = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
-        hint = f"; did you mean {closest[0]}?" if closest else ""
+        fields = [known_name.removeprefix(ENV_PREFIX) for known_name in known]
+        wanted = name.upper().removeprefix(ENV_PREFIX)
+        closest = difflib.get_close_matches(wanted, fields, n=1, cutoff=0.6)
+        hint = f"; did you mean {ENV_PREFIX}{closest[0]}?" if closest else ""
         problems.append(f"{name} is not a Provenote setting{hint}")
     return problems
 

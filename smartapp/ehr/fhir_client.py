@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 
@@ -44,6 +46,32 @@ def resource_type_of(path: str) -> str:
     segments = [s for s in httpx.URL(path).path.split("/") if s]
     first = segments[0] if segments else ""
     return first if first[:1].isupper() or first in {"metadata", "_history"} else "request"
+
+
+WRITE_HEADERS = {"content-type": "application/fhir+json", "prefer": "return=representation"}
+VERSION_TAG = re.compile(r'(?:W/)?"([^"]+)"')
+
+
+def written_location(response: httpx.Response, resource_type: str) -> tuple[str, str | None] | None:
+    """(id, version) of a written resource from ``Location`` (``…/Type/id/_history/v``), or
+    None when the answer names no resource of that type."""
+    location = response.headers.get("location") or response.headers.get("content-location")
+    if not location:
+        return None
+    segments = [s for s in httpx.URL(location).path.split("/") if s]
+    if resource_type not in segments:
+        return None
+    after = segments[segments.index(resource_type) + 1 :]
+    if not after:
+        return None
+    version = after[2] if len(after) >= 3 and after[1] == "_history" else None
+    return after[0], version
+
+
+def etag_version(response: httpx.Response) -> str | None:
+    """The version an ``ETag`` (``W/"3"``) names."""
+    tag = VERSION_TAG.fullmatch(response.headers.get("etag", "").strip())
+    return tag.group(1) if tag else None
 
 
 def retry_after_seconds(response: httpx.Response) -> float | None:
@@ -219,22 +247,51 @@ class FhirClient:
             page = await self._json("GET", following)
         raise FhirError(f"search {resource_type} did not end within {MAX_PAGES} pages")
 
+    async def _written(
+        self, method: str, path: str, resource: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
+        """A create or update, answered with what the EHR holds now. Many servers answer
+        ``201 Created`` with no body unless asked (and some even then): the id and version are
+        taken from ``Location`` and ``ETag``, else the resource is read back, so that nothing
+        the EHR took goes unrecorded."""
+        sent = WRITE_HEADERS | headers
+        response, body = await self.request(method, path, json=resource, headers=sent)
+        if body.strip():
+            try:
+                answer = httpx.Response(response.status_code, content=body).json()
+            except ValueError:
+                answer = None
+            if isinstance(answer, dict) and answer.get("resourceType") == resource["resourceType"]:
+                return answer
+        kind = resource["resourceType"]
+        resource_id, version = written_location(response, kind) or (resource.get("id"), None)
+        version = version or etag_version(response)
+        if resource_id and version:
+            return resource | {"id": resource_id, "meta": {"versionId": version}}
+        if resource_id:
+            return await self.read(kind, str(resource_id))
+        condition = headers.get("if-none-exist")
+        if condition:
+            found = await self.search(resource["resourceType"], dict(parse_qsl(condition)))
+            if len(found.resources) == 1:
+                return found.resources[0]
+        raise FhirError(
+            f"{method} {resource['resourceType']}: the EHR took the resource but said neither "
+            "its id nor where it is"
+        )
+
     async def create(
         self, resource: dict[str, Any], *, if_none_exist: str | None = None
     ) -> dict[str, Any]:
-        headers = {"content-type": "application/fhir+json"}
-        if if_none_exist:
-            headers["if-none-exist"] = if_none_exist
-        return await self._json("POST", resource["resourceType"], json=resource, headers=headers)
+        headers = {"if-none-exist": if_none_exist} if if_none_exist else {}
+        return await self._written("POST", resource["resourceType"], resource, headers)
 
     async def update(
         self, resource: dict[str, Any], *, if_match: str | None = None
     ) -> dict[str, Any]:
-        headers = {"content-type": "application/fhir+json"}
-        if if_match:
-            headers["if-match"] = if_match
+        headers = {"if-match": if_match} if if_match else {}
         path = f"{resource['resourceType']}/{resource['id']}"
-        return await self._json("PUT", path, json=resource, headers=headers)
+        return await self._written("PUT", path, resource, headers)
 
 
 @dataclass(slots=True)

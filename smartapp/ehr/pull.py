@@ -27,7 +27,13 @@ from fhir_mapping.pull_plan import (
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from smartapp.core.errors import logged
-from smartapp.ehr.fhir_client import FhirClient, FhirError, OutsideEhrError, SearchResult
+from smartapp.ehr.fhir_client import (
+    FhirClient,
+    FhirError,
+    OutsideEhrError,
+    SearchResult,
+    resource_type_of,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,21 @@ async def _stay_searches(
         raise
 
 
+ATTACHMENT_GONE = "attachment not found in the EHR (its Binary answers 404)"
+
+
+async def _binary(client: FhirClient, reference: str) -> dict[str, Any] | None:
+    """A note's Binary; None when the EHR has none there (404, 410): that one document is
+    excluded with its reason and the rest is drafted, rather than failing every retry."""
+    try:
+        return await client.binary(reference)
+    except FhirError as missing:
+        if missing.status not in {404, 410}:
+            raise
+        logged("attachment not found", resource_type_of(reference))
+        return None
+
+
 async def find_stay(
     client: FhirClient, patient_id: str, encounter_id: str | None, inpatient_classes: list[str]
 ) -> dict[str, Any] | None:
@@ -156,9 +177,13 @@ async def pull_record(
             continue
         inside.append(reference)
     extra = await asyncio.gather(
-        *(client.binary(ref) if ref in binaries else client.read_reference(ref) for ref in inside)
+        *(_binary(client, ref) if ref in binaries else client.read_reference(ref) for ref in inside)
     )
-    resources += extra
+    for reference, resource in zip(inside, extra, strict=True):
+        if resource is None:
+            not_fetched.append((reference, ATTACHMENT_GONE))
+        else:
+            resources.append(resource)
     if not_fetched:
         resources.append(not_fetched_outcome(not_fetched))
     return {

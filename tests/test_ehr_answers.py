@@ -1,0 +1,243 @@
+"""What EHRs really answer, and how Provenote takes it (issue: inside a real EHR).
+
+Writes answered ``201 Created`` with an empty body, a note whose Binary is gone, an error body
+full of patient data, a code that comes back to another EHR's callback, and settings an operator
+got wrong: each over real HTTP (a recording server plays the EHR) or through the real CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+
+from launch.sandbox.run import Sandbox
+from smartapp.core.settings import ClientRegistration, callback_id, unknown_variables
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
+from tests.smart_support import launch_job, running_app, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTE = {"resourceType": "Composition", "status": "preliminary", "title": "AI draft"}
+
+
+def _empty(status: int, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    return status, headers, b""
+
+
+def test_a_201_without_a_body_is_read_from_location_and_etag() -> None:
+    with recording_server() as ehr:
+        base = f"{ehr.url}/fhir"
+        ehr.routes["/fhir/Composition"] = lambda _: _empty(
+            201, location=f"{base}/Composition/c-1/_history/3"
+        )
+        ehr.routes["/fhir/Composition/c-1"] = lambda _: _empty(200, etag='W/"4"')
+
+        async def write() -> tuple[dict, dict]:
+            async with httpx.AsyncClient() as http:
+                client = FhirClient(base, http, max_retries=0)
+                created = await client.create(NOTE, if_none_exist="identifier=s|k")
+                updated = await client.update(created | {"title": "v2"}, if_match='W/"3"')
+                return created, updated
+
+        created, updated = asyncio.run(write())
+    assert (created["id"], created["meta"]["versionId"]) == ("c-1", "3")
+    assert (updated["id"], updated["meta"]["versionId"]) == ("c-1", "4")
+    post, put = ehr.requests
+    assert post.headers["prefer"] == "return=representation"
+    assert post.headers["if-none-exist"] == "identifier=s|k"
+    assert put.headers["if-match"] == 'W/"3"'
+
+
+def test_a_201_that_names_nothing_is_found_again_by_its_identifier() -> None:
+    """Never a note in the EHR that Provenote has not recorded: the conditional create's own
+    identifier finds what the EHR took."""
+    with recording_server() as ehr:
+        base = f"{ehr.url}/fhir"
+
+        def composition(seen: Recorded) -> tuple[int, dict[str, str], bytes]:
+            if seen.method == "POST":
+                return _empty(201)
+            found = {"resourceType": "Bundle", "entry": [{"resource": NOTE | {"id": "c-9"}}]}
+            return as_json(found)
+
+        ehr.routes["/fhir/Composition"] = composition
+
+        async def write() -> dict:
+            async with httpx.AsyncClient() as http:
+                client = FhirClient(base, http, max_retries=0)
+                return await client.create(NOTE, if_none_exist="identifier=s|key-1")
+
+        assert asyncio.run(write())["id"] == "c-9"
+    search = ehr.requests[1]
+    assert search.method == "GET" and "identifier=s%7Ckey-1" in search.path
+
+
+def test_a_201_with_neither_body_location_nor_identifier_fails_the_write() -> None:
+    with recording_server() as ehr:
+        ehr.routes["/fhir/Composition"] = lambda _: _empty(201)
+
+        async def write() -> dict:
+            async with httpx.AsyncClient() as http:
+                return await FhirClient(f"{ehr.url}/fhir", http, max_retries=0).create(NOTE)
+
+        with pytest.raises(FhirError, match="neither its id nor where it is"):
+            asyncio.run(write())
+
+
+def test_an_ehr_error_body_is_logged_by_its_shape_never_its_words(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outcome = {
+        "resourceType": "OperationOutcome",
+        "issue": [{"severity": "error", "code": "not-found", "diagnostics": "Jane Doe 1961-02-03"}],
+    }
+    with recording_server() as ehr, caplog.at_level(logging.DEBUG):
+        ehr.routes["/fhir/Patient/p-1"] = lambda _: (
+            404,
+            {"content-type": "application/fhir+json"},
+            json.dumps(outcome).encode(),
+        )
+
+        async def read() -> None:
+            async with httpx.AsyncClient() as http:
+                await FhirClient(f"{ehr.url}/fhir", http, max_retries=0).read("Patient", "p-1")
+
+        with pytest.raises(FhirError, match="HTTP 404"):
+            asyncio.run(read())
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "Jane" not in logged and "1961" not in logged
+    assert "bytes of application/fhir+json, error code not-found" in logged
+
+
+def test_a_note_whose_binary_is_gone_is_excluded_and_the_rest_is_drafted(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    gone = {
+        "resourceType": "DocumentReference",
+        "id": "{patient}-gone-note",
+        "status": "current",
+        "type": {"coding": [{"system": "http://loinc.org", "code": "11506-3"}]},
+        "subject": {"reference": "Patient/{patient}"},
+        "context": {"encounter": [{"reference": "Encounter/{encounter}"}]},
+        "content": [{"attachment": {"contentType": "text/plain", "url": "Binary/not-there"}}],
+    }
+    encounter = seed_stay(sandbox, "ehr-gone-binary", gone)
+    with (
+        running_app(sandbox, tmp_path, client_id="app-gone") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job_id = launch_job(browser, sandbox, "ehr-gone-binary", encounter=encounter)
+        job = wait_for(browser, app, job_id)
+        assert job["state"] == "done", job
+        draft = app.call(app.state.drafts.load(job["draft"]))
+    (note,) = [d for d in draft.evidence["documents"] if "gone-note" in str(d["sources"])]
+    assert note["errors"] == ["attachment not found in the EHR (its Binary answers 404)"]
+
+
+def test_a_code_that_comes_back_to_another_ehrs_callback_is_never_redeemed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Mix-up without RFC 9207: a launch started at a (malicious) registered EHR whose user is
+    sent on to the honest sandbox comes back to the sandbox's callback, not the one the launch
+    was for; the code and the PKCE verifier never reach the malicious EHR's token endpoint."""
+    with recording_server() as server:
+        evil = FakeEhr(server)
+        registration = ClientRegistration(issuer=evil.base, client_id="app-mixup-two")
+        with (
+            running_app(
+                sandbox, tmp_path, client_id="app-mixup", extra_registrations=(registration,)
+            ) as app,
+            httpx.Client(timeout=30) as browser,
+        ):
+            launch = browser.get(f"{app.base_url}/launch", params={"iss": evil.base})
+            asked = parse_qs(urlparse(launch.headers["location"]).query)
+            assert asked["redirect_uri"] == [app.settings.redirect_uri_for(evil.base)]
+            honest = app.settings.redirect_uri_for(sandbox.fhir_base)
+            assert honest != asked["redirect_uri"][0]
+            answer = browser.get(honest, params={"code": "honest-code", "state": asked["state"][0]})
+            assert answer.status_code == 403 and "another EHR" in answer.text
+        assert [r.path for r in server.requests if r.path == "/token"] == []
+        assert not server.saw("honest-code")
+    assert callback_id(sandbox.fhir_base) == callback_id(f"{sandbox.fhir_base}/")
+
+
+def test_unknown_variables_are_named_with_the_closest_setting() -> None:
+    problems = unknown_variables(
+        {
+            "PROVENOTE_DATABASE_URI": "x",
+            "PROVENOTE_APP_BASE_URL": "x",
+            "PROVENOTE_ZZZ": "x",
+            "PROVENOTE_BASE_URL": "ok",
+            "PROVENOTE_TORCH_SPEC": "launch scripts' own",
+            "HOME": "/root",
+        }
+    )
+    assert problems == [
+        "PROVENOTE_APP_BASE_URL is not a Provenote setting; did you mean PROVENOTE_BASE_URL?",
+        "PROVENOTE_DATABASE_URI is not a Provenote setting; did you mean PROVENOTE_DATABASE_URL?",
+        "PROVENOTE_ZZZ is not a Provenote setting",
+    ]
+
+
+def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PROVENOTE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "launch.cli", *args],
+        cwd=ROOT,
+        env=clean | environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"PROVENOTE_JOB_WORKER": "4"}, "did you mean PROVENOTE_JOB_WORKERS?"),
+        (
+            {"PROVENOTE_ALLOWED_ISSUERS": "https://ehr.example.org/fhir"},
+            "PROVENOTE_ALLOWED_ISSUERS must be JSON (a list or an object), not a plain value; "
+            "for example PROVENOTE_ALLOWED_ISSUERS='[\"https://ehr.example.org/fhir\"]'",
+        ),
+        ({"PROVENOTE_JOB_QUEUE": "procrastinate"}, "needs a PostgreSQL database_url"),
+    ],
+)
+def test_a_server_refuses_to_start_on_settings_that_cannot_work(
+    tmp_path: Path, environ: dict[str, str], said: str
+) -> None:
+    for command in ("serve", "worker"):
+        answer = _provenote(command, PROVENOTE_DATA_DIR=str(tmp_path), **environ)
+        assert answer.returncode == 2, answer.stderr
+        assert said in answer.stderr
+        assert "Traceback" not in answer.stderr and "again from the chart" not in answer.stderr
+
+
+def test_the_log_lists_the_registered_ehrs_without_secrets(
+    sandbox: Sandbox, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.INFO, "provenote"),
+        running_app(
+            sandbox,
+            tmp_path,
+            client_id="app-listed",
+            client_auth="client_secret_basic",
+            client_secret="never-logged-secret",
+        ),
+    ):
+        pass
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert f"registered EHR {sandbox.fhir_base}: client id app-listed, client_secret_basic" in (
+        logged
+    )
+    assert "never-logged-secret" not in logged
