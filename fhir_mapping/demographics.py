@@ -37,6 +37,20 @@ def _display_name(patient: object) -> str | None:
     return None
 
 
+def person_name(resource: dict[str, Any]) -> str | None:
+    """A person's name as people write it (``Dr. Sandra Box``), from the resource's JSON."""
+    for name in resource.get("name") or []:
+        if not isinstance(name, dict):
+            continue
+        if isinstance(name.get("text"), str) and name["text"].strip():
+            return str(name["text"]).strip()
+        parts = [*(name.get("prefix") or []), *(name.get("given") or []), name.get("family") or ""]
+        joined = " ".join(str(part) for part in parts if isinstance(part, str) and part)
+        if joined:
+            return joined
+    return None
+
+
 def _names(patient: object) -> list[PersonName]:
     """Every name the Patient has (official, maiden, nickname…), ``text`` split when alone."""
     names = []

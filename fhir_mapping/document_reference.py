@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import html
+import re
 from datetime import datetime
 from typing import Any
 
@@ -75,3 +77,22 @@ def draft_document_reference(
         resource["context"] = {"encounter": [{"reference": encounter}]}
     DocumentReference.model_validate(resource)
     return resource
+
+
+def ehr_note_text(resource: dict[str, Any]) -> str:
+    """A note as the EHR holds it, as plain text: a DocumentReference's text attachments, or a
+    Composition's sections (their narrative without its markup)."""
+    parts: list[str] = []
+    if resource.get("resourceType") == "DocumentReference":
+        for content in resource.get("content") or []:
+            data = (content.get("attachment") or {}).get("data")
+            if isinstance(data, str):
+                parts.append(base64.b64decode(data).decode("utf-8", "replace"))
+        return "\n\n".join(parts)
+    if isinstance(resource.get("title"), str):
+        parts.append(resource["title"])
+    for section in resource.get("section") or []:
+        div = (section.get("text") or {}).get("div") or ""
+        body = html.unescape(re.sub(r"<[^>]+>", " ", div))
+        parts.append(f"{section.get('title') or ''}\n{' '.join(body.split())}".strip())
+    return "\n\n".join(part for part in parts if part)

@@ -99,6 +99,21 @@ def choose_strategy(capability: Capability, scope: str, forced: Strategy | None 
     return "none"
 
 
+NoWriteReason = Literal["configured", "not-accepted", "not-permitted"]
+
+
+def why_nothing_is_written(
+    capability: Capability, scope: str, forced: Strategy | None = None
+) -> NoWriteReason:
+    """Why the strategy is ``none``: the operator said so, the EHR takes no notes from apps, or
+    it would but the grant's scopes do not let Provenote write them."""
+    if forced == "none":
+        return "configured"
+    if not ({"Composition", "DocumentReference"} & capability.creatable):
+        return "not-accepted"
+    return "not-permitted"
+
+
 @dataclass(frozen=True, slots=True)
 class WrittenCopy:
     """What an earlier write left in the EHR: updated (``If-Match`` its version), not created."""

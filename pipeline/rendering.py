@@ -5,6 +5,7 @@ Autoescaping is on for HTML and XML templates, so note text (untrusted) can neve
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -32,6 +33,14 @@ def as_markdown_text(value: object) -> str:
     return text
 
 
+def to_the_minute(value: object) -> str:
+    """A moment as people read a signature's time: ``2026-12-02 14:05 UTC``."""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "" if value is None else str(value)
+
+
 @lru_cache(maxsize=1)
 def template_environment() -> jinja2.Environment:
     root = resources.files("templates")
@@ -48,6 +57,7 @@ def template_environment() -> jinja2.Environment:
     )
     environment.filters["data"] = as_data
     environment.filters["md"] = as_markdown_text
+    environment.filters["minute"] = to_the_minute
     return environment
 
 

@@ -113,7 +113,9 @@ def test_launch_to_draft_for_each_capability_profile(
         assert signed.status_code == 200 and 'id="signed"' in signed.text
         final = draft_of(browser, app)
         assert final["status"] == "final"
-        assert final["markdown"].startswith("# Discharge summary, signed by Practitioner/")
+        assert final["markdown"].startswith(
+            "# Discharge summary, signed by Dr. Sandra Box (Practitioner/"
+        )
         compositions = on_server(sandbox, "Composition", identifier=identifier_of(app, draft))
         documents = on_server(sandbox, "DocumentReference", identifier=identifier_of(app, draft))
         if profile == "composition":

@@ -132,8 +132,18 @@ def test_signing_waits_for_every_flag_then_makes_the_ehr_copy_final(
         data=form_values(page) | {"action": "accept"},
     )
     assert "Needs review (0 open)" in accepted.text and not flagged_ids(accepted.text)
+    preview = browser.post(
+        f"{app.base_url}/drafts/{draft}/sign/preview", data=form_values(accepted.text)
+    )
+    written_to = preview.text.split('id="preview-written-to">', 1)[1].split("</dd>", 1)[0]
+    remote = browser.get(f"{app.base_url}/api/drafts/{draft}").json()["write_back"]["remote"]
+    assert written_to == f"the EHR&#39;s copy {remote}, replaced by the signed version"
     signed = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
     assert signed.status_code == 200 and 'id="signed"' in signed.text
+    # The signer by name, the time to the minute.
+    assert re.search(
+        r"Signed by Dr\. Sandra Box at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\.", signed.text
+    ), signed.text.split('id="signed"', 1)[1][:200]
     composition = ehr_copy(browser, app, review_sandbox, draft)
     assert composition["status"] == "final"
     assert composition["attester"][0]["mode"] == "legal"
@@ -272,7 +282,13 @@ def test_an_ehr_copy_changed_meanwhile_is_not_overwritten(
     ).raise_for_status()
     page = accept_all(browser, app.base_url, draft)
     refused = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(page))
-    assert refused.status_code == 502 and "Nothing was signed" in refused.text
+    assert refused.status_code == 409 and "nothing was signed" in refused.text
+    # The next step is offered: the EHR's version, read now, beside the draft.
+    link = re.search(r'id="open-ehr-copy" href="([^"]+)"', refused.text)
+    assert link is not None
+    beside = browser.get(f"{app.base_url}{link.group(1)}")
+    assert beside.status_code == 200 and "(edited in the EHR" in beside.text
+    assert f"Composition/{composition['id']}" in beside.text
     assert ehr_copy(browser, app, review_sandbox, draft)["status"] == "preliminary"
     assert browser.get(f"{app.base_url}/api/drafts/{draft}").json()["status"] == "preliminary"
     assert "sign_failed" in app.call(_audit(app, draft))

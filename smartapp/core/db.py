@@ -129,6 +129,8 @@ class DraftRow(Base):
     # Optimistic concurrency: every review action or signature bumps it (the ETag).
     revision: Mapped[int] = mapped_column(Integer, default=1)
     signed_by: Mapped[str | None] = mapped_column(Text)
+    # The signer's name as the EHR's Practitioner gave it at the launch, when it could be read.
+    signed_by_name: Mapped[str | None] = mapped_column(Text)
     signed_at: Mapped[datetime | None] = mapped_column()
     updated_at: Mapped[datetime | None] = mapped_column(default=utcnow)
     # The claim of a signature in progress (status ``signing``): who, since when, from which

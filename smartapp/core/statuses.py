@@ -39,7 +39,12 @@ class DraftStatus(StrEnum):
 class WriteBackStatus(StrEnum):
     DONE = "done"
     DEFERRED = "deferred"
+    # The grant's scopes do not let Provenote write notes.
     NOT_PERMITTED = "not_permitted"
+    # The EHR creates neither Compositions nor DocumentReferences from apps.
+    NOT_ACCEPTED = "not_accepted"
+    # This installation is configured to write nothing to that EHR.
+    DISABLED = "disabled"
     USER_MAY_NOT_WRITE = "user_may_not_write"
     SIGNED = "signed"
 

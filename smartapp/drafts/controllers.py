@@ -20,6 +20,7 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Response
 from litestar.types import Dependencies
 
+from fhir_mapping.document_reference import ehr_note_text
 from fhir_mapping.documents import attachment_in_record
 from pipeline.attachments import page_image
 from pipeline.evidence import SourceDocument
@@ -40,7 +41,13 @@ from smartapp.drafts.pages import (
     patient_banner,
     workspace_values,
 )
-from smartapp.drafts.review import ReviewRefusedError, Signer, reviewed, signed_note
+from smartapp.drafts.review import (
+    EhrCopyChangedError,
+    ReviewRefusedError,
+    Signer,
+    reviewed,
+    signed_note,
+)
 from smartapp.drafts.sources import sentence_citations, source_view
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.launch.guards import Visible, VisibleRecord, launched_for_draft, visible_draft
@@ -87,6 +94,7 @@ async def _review_values(
         "csrf": csrf_token(provenote.secret, visible.session_id),
         "write_back": await provenote.drafts.write_back_of(draft.id),
         "message": message,
+        "ehr_copy_url": None,
         "context": context,
         "patient": patient_banner(opened.state),
         "smart_style": await provenote.styles.get(context.smart_style_url),
@@ -101,6 +109,7 @@ async def _answer(
     status: int = 200,
     acted: str | None = None,
     draft: DraftRow | None = None,
+    ehr_copy: bool = False,
 ) -> Response[Any]:
     """The review again, as the asker wants it: the changed sentence with the counts that
     moved (the workspace's script), the whole review (older scripts), else a redirect or page.
@@ -109,6 +118,8 @@ async def _answer(
     if draft is None:
         draft = await provenote.drafts.load(visible.draft.id) or visible.draft
     values = await _review_values(provenote, visible, draft, message)
+    if ehr_copy:
+        values["ehr_copy_url"] = f"/drafts/{draft.id}/ehr-copy"
     asked = request.headers.get(PARTIAL_HEADER)
     if asked == SENTENCE_UPDATE and acted is not None:
         sentence = next((s for s in values["summary"].sentences() if s.id == acted), None)
@@ -224,12 +235,36 @@ class DraftController(Controller):
                 client,
                 draft_id,
                 submitted.revision,
-                Signer(practitioner, visible.session_id, context.scope),
+                Signer(practitioner, visible.session_id, context.scope, context.user_name),
                 Write(provenote.installation, forced),
+            )
+        except EhrCopyChangedError as changed:
+            return await _answer(
+                provenote, request, visible, str(changed), changed.status_code, ehr_copy=True
             )
         except ReviewRefusedError as failure:
             return await _answer(provenote, request, visible, str(failure), failure.status_code)
         return await _answer(provenote, request, visible)
+
+    @get("/drafts/{draft_id:str}/ehr-copy")
+    async def ehr_copy(self, provenote: Provenote, visible: VisibleRecord) -> Response[str]:
+        """The EHR's copy of the note as it is there now, beside the draft (after a 412)."""
+        draft = visible.draft
+        assert draft is not None
+        written = await provenote.drafts.write_back_of(draft.id)
+        if written is None or not written.remote_type or not written.remote_id:
+            return error_page("The EHR holds no copy of this draft.", 404, heading="No copy")
+        client = provenote.access.client_for(visible.session_id, visible.context.iss)
+        copy = await client.read(written.remote_type, written.remote_id)
+        values = {
+            "draft": draft,
+            "copy_text": ehr_note_text(copy),
+            "copy_reference": f"{written.remote_type}/{written.remote_id}",
+            "copy_version": (copy.get("meta") or {}).get("versionId"),
+            "context": visible.context,
+            "patient": patient_banner(reviewed(draft).state),
+        }
+        return html(render("app/ehr_copy.html.j2", **values))
 
     @get("/api/drafts/{draft_id:str}")
     async def draft_api(
@@ -370,7 +405,16 @@ class DraftController(Controller):
             message = f"Only a practitioner can sign; you are signed in as {user}."
             return await _answer(provenote, request, visible, message, 403)
         values = await _review_values(provenote, visible, draft)
-        values["signed_note"] = signed_note(reviewed(draft), practitioner, datetime.now(UTC))
+        values["signed_note"] = signed_note(
+            reviewed(draft), practitioner, datetime.now(UTC), visible.context.user_name
+        )
+        context = visible.context
+        client = provenote.access.client_for(visible.session_id, context.iss)
+        forced = provenote.settings.writeback_strategies.get(context.iss)
+        write = Write(provenote.installation, forced)
+        values["sign_outcome"] = await provenote.drafts.sign_outcome(
+            client, draft, context.scope, write
+        )
         if request.headers.get(PARTIAL_HEADER) == SIGN_PREVIEW:
             return html(render("app/_sign_preview.html.j2", **values))
         return html(render("app/sign.html.j2", **values))

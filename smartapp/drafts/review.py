@@ -58,6 +58,13 @@ class EhrRefusedError(ReviewRefusedError):
     status_code = 502
 
 
+class EhrCopyChangedError(EhrRefusedError):
+    """The EHR's copy changed since Provenote wrote it (412 on ``If-Match``): nothing is
+    overwritten; the next step is to read the EHR's version beside the draft."""
+
+    status_code = 409
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewedDraft:
     """A draft opened for review: its row, and the summary and evidence it was built from."""
@@ -228,19 +235,31 @@ class Signer:
     practitioner: str
     session_id: str
     scope: str
+    # The practitioner's name, when the launch could read it.
+    name: str | None = None
 
 
-def signed_note(draft: ReviewedDraft, practitioner: str, at: datetime) -> str:
+def signer_label(practitioner: str, name: str | None) -> str:
+    """Who signed, for people: the name with the reference, or the reference alone."""
+    return f"{name} ({practitioner})" if name else practitioner
+
+
+def signed_note(
+    draft: ReviewedDraft, practitioner: str, at: datetime, name: str | None = None
+) -> str:
     """The note's text once signed, as the EHR is sent it (and as the sign-off shows it)."""
-    heading = SIGNED_HEADING.format(signer=practitioner, date=at.date().isoformat())
+    signer = signer_label(practitioner, name)
+    heading = SIGNED_HEADING.format(signer=signer, date=at.date().isoformat())
     return render_markdown(draft.summary, draft.state, heading)
 
 
-def _as_signed(row: DraftRow, draft: ReviewedDraft, practitioner: str, at: datetime) -> DraftRow:
+def _as_signed(row: DraftRow, draft: ReviewedDraft, signer: Signer, at: datetime) -> DraftRow:
     """``row`` (a detached snapshot) shaped as signed: what the EHR is sent and then kept."""
+    practitioner = signer.practitioner
     row.bundle = signed_bundle(row.bundle, practitioner, at)
-    row.markdown = signed_note(draft, practitioner, at)
+    row.markdown = signed_note(draft, practitioner, at, signer.name)
     row.signed_by, row.signed_at = practitioner, at
+    row.signed_by_name = signer.name
     row.status = moved(DRAFT_MOVES, DraftStatus.SIGNING, DraftStatus.FINAL)
     return row
 
@@ -262,6 +281,7 @@ async def _finish_signature(
             bundle=signed.bundle,
             markdown=signed.markdown,
             signed_by=signed.signed_by,
+            signed_by_name=signed.signed_by_name,
             signed_at=signed.signed_at,
             signing_by=None,
             signing_at=None,
@@ -314,14 +334,19 @@ async def sign(
             signing_at=at,
             signing_session=signer.session_id,
         )
-    signed = _as_signed(row, draft, practitioner, at)
+    signed = _as_signed(row, draft, signer, at)
     try:
         outcome = await write_signed(database, client, signed, signer.scope, write)
     except FhirError as failure:
         await _release(database, draft_id, practitioner, str(failure))
-        changed = " (the EHR's copy changed since it was written)" if failure.status == 412 else ""
+        if failure.status == 412:
+            raise EhrCopyChangedError(
+                "The EHR's copy of this note changed since Provenote wrote it (someone edited "
+                "it in the EHR), so nothing was overwritten and nothing was signed. Open the "
+                "EHR's version beside the draft, carry over what it needs, then sign again."
+            ) from failure
         raise EhrRefusedError(
-            f"The EHR did not take the signed summary{changed}: {failure}. Nothing was signed."
+            f"The EHR did not take the signed summary: {failure}. Nothing was signed."
         ) from failure
     except BaseException as failure:  # whatever stops the signature must not leave the claim
         await _release(database, draft_id, practitioner, repr(failure))
@@ -355,7 +380,8 @@ async def reconcile_claim(
         claimed = row.signing_at or utcnow()
         if claimed.tzinfo is None:  # SQLite returns stored UTC times without a zone
             claimed = claimed.replace(tzinfo=UTC)
-        signed = _as_signed(full, reviewed(full), practitioner, claimed)
+        signer = Signer(practitioner, row.signing_session or "", "")
+        signed = _as_signed(full, reviewed(full), signer, claimed)
         await _finish_signature(
             database, signed, row.revision, "reconciled: the EHR's copy is final"
         )

@@ -94,6 +94,12 @@ class DraftService:
         """Write a new draft to its EHR once; the recorded outcome."""
         return await writing.write_back(self.database, client, draft, scope, write)
 
+    async def sign_outcome(
+        self, client: FhirClient, draft: DraftRow, scope: str, write: Write
+    ) -> writing.SignOutcome:
+        """What signing ``draft`` would write to the EHR now, in words."""
+        return await writing.sign_outcome(self.database, client, draft, scope, write)
+
     async def apply_review(
         self,
         draft_id: str,

@@ -17,7 +17,9 @@ from fhir_mapping.write_plan import (
     DraftNote,
     WrittenCopy,
     as_strategy,
+    choose_strategy,
     idempotency_key,
+    why_nothing_is_written,
     write_plan,
 )
 from smartapp.core.db import Database, DraftRow, WriteBackRow
@@ -31,10 +33,22 @@ WRITE_BACK_WORDS = {
     WriteBackStatus.DONE: "written to the EHR",
     WriteBackStatus.DEFERRED: "deferred until sign-off (the EHR takes final notes only)",
     WriteBackStatus.NOT_PERMITTED: "not permitted by the EHR",
+    WriteBackStatus.NOT_ACCEPTED: "not written: this EHR does not accept notes from apps",
+    WriteBackStatus.DISABLED: "not written: Provenote is configured not to write to this EHR",
     WriteBackStatus.USER_MAY_NOT_WRITE: (
         "not written: the launching user may not write to the chart"
     ),
     WriteBackStatus.SIGNED: "signed copy written",
+}
+NOTHING_WRITTEN = {
+    "configured": WriteBackStatus.DISABLED,
+    "not-accepted": WriteBackStatus.NOT_ACCEPTED,
+    "not-permitted": WriteBackStatus.NOT_PERMITTED,
+}
+NOTHING_WRITTEN_WORDS = {
+    "configured": "Provenote is configured not to write to this EHR",
+    "not-accepted": "this EHR does not accept notes from apps",
+    "not-permitted": "the EHR did not grant Provenote permission to write notes",
 }
 # Every write-back status is settled: nothing is retried once recorded.
 SETTLED = frozenset(WriteBackStatus)
@@ -72,6 +86,42 @@ def _copy(row: WriteBackRow | None) -> WrittenCopy | None:
     return WrittenCopy(strategy, row.remote_id, row.remote_version)
 
 
+async def capability_of(client: FhirClient) -> Capability:
+    """What the EHR says it takes (its CapabilityStatement)."""
+    return Capability.from_statement(await client.read_reference("metadata"))
+
+
+@dataclass(frozen=True, slots=True)
+class SignOutcome:
+    """What signing will do to the EHR's copy, in words, before the physician confirms."""
+
+    words: str
+    writes: bool
+
+
+async def sign_outcome(
+    database: Database, client: FhirClient, draft: DraftRow, scope: str, write: Write
+) -> SignOutcome:
+    """What ``write_signed`` would do now: replace the copy written before, write a new note,
+    or nothing (and why), from the same plan it will follow."""
+    before = await write_back_by_key(database, draft_key(draft, write.installation))
+    copy = _copy(before)
+    if copy is not None and before is not None:
+        return SignOutcome(
+            f"the EHR's copy {before.remote_type}/{copy.resource_id}, replaced by the signed "
+            "version",
+            True,
+        )
+    capability = await capability_of(client)
+    forced = as_strategy(write.forced)
+    strategy = choose_strategy(capability, scope, forced)
+    if strategy == "none":
+        reason = why_nothing_is_written(capability, scope, forced)
+        return SignOutcome(f"nothing: {NOTHING_WRITTEN_WORDS[reason]}", False)
+    kind = "Composition" if strategy == "composition" else "DocumentReference"
+    return SignOutcome(f"a new note in the EHR (a final {kind})", True)
+
+
 async def _write(
     database: Database,
     client: FhirClient,
@@ -81,7 +131,7 @@ async def _write(
     before: WriteBackRow | None,
 ) -> WriteBackRow:
     key = draft_key(draft, write.installation)
-    capability = Capability.from_statement(await client.read_reference("metadata"))
+    capability = await capability_of(client)
     plan = write_plan(
         draft_resources(draft.bundle),
         _note(draft),
@@ -93,7 +143,9 @@ async def _write(
         written_before=_copy(before),
     )
     if plan.strategy == "none":
-        status = WriteBackStatus.NOT_PERMITTED
+        status = NOTHING_WRITTEN[
+            why_nothing_is_written(capability, scope, as_strategy(write.forced))
+        ]
     elif not plan.steps:
         status = WriteBackStatus.DEFERRED
     else:

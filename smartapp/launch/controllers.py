@@ -15,6 +15,7 @@ from litestar import Controller, Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
+from fhir_mapping.demographics import person_name
 from fhir_mapping.resources import type_counts
 from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
@@ -36,7 +37,7 @@ from smartapp.launch.oauth import (
     requested_scopes,
     validate_id_token,
 )
-from smartapp.launch.roles import may_review
+from smartapp.launch.roles import may_review, practitioner_reference
 from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.launch.tokens import grant_ends_at, token_expiry
 from smartapp.state import AppState, Provenote
@@ -108,6 +109,22 @@ async def _exchange(
     )
     stored = StoredTokens(config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in))
     return context, stored
+
+
+async def _with_user_name(
+    provenote: AppState, session_id: str, context: LaunchContext
+) -> LaunchContext:
+    """The context with the user's name from their fhirUser resource (the signer is shown by
+    name); as it was when the EHR does not let us read it."""
+    reference = practitioner_reference(context.fhir_user)
+    if reference is None:
+        return context
+    try:
+        user = await provenote.access.client_for(session_id, context.iss).read_reference(reference)
+    except FhirError:
+        return context
+    name = person_name(user)
+    return context.model_copy(update={"user_name": name}) if name else context
 
 
 async def _not_inpatient(
@@ -260,6 +277,10 @@ class LaunchController(Controller):
         # A new session, whose id only the server chose: never the cookie the browser brought.
         session_id = SessionStore.new_id()
         await provenote.store.save(session_id, context, stored)
+        named = await _with_user_name(provenote, session_id, context)
+        if named is not context:
+            await provenote.store.save(session_id, named, stored)
+            context = named
         cookies = [
             cookie(provenote, provenote.session_cookie, session_id),
             cookie(provenote, provenote.launch_cookie, "", 0),

@@ -38,6 +38,8 @@ class LaunchContext(BaseModel):
     patient: str | None = None
     encounter: str | None = None
     fhir_user: str | None = None
+    # The user's name as their fhirUser resource gives it (shown as the signer).
+    user_name: str | None = None
     need_patient_banner: bool | None = None
     smart_style_url: str | None = None
     scope: str = ""
