@@ -114,6 +114,9 @@ class JobService:
         # Which process runs a job, for operators (host:pid).
         self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
         self._stage_clock: dict[str, tuple[str, float]] = {}
+        # Jobs this process is running: never taken for dead by this process's own workers,
+        # whose event loop a long synchronous step can hold past a short lease.
+        self._running: set[str] = set()
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -235,7 +238,11 @@ class JobService:
         async with self.database.sessions() as session, session.begin():
             await session.execute(
                 update(JobRow)
-                .where(JobRow.state == JobState.RUNNING, JobRow.lease_until < now)
+                .where(
+                    JobRow.state == JobState.RUNNING,
+                    JobRow.lease_until < now,
+                    JobRow.id.not_in(self._running),
+                )
                 .values(state=JobState.QUEUED, detail="resumed after an interrupted run")
             )
 
@@ -333,6 +340,7 @@ class JobService:
 
     async def _run(self, job: JobRow) -> None:
         job_id = JOB_ID.set(job.id)
+        self._running.add(job.id)
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await self._stages(job)
@@ -346,6 +354,7 @@ class JobService:
             self._time_stage(job.id, None)
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
+            self._running.discard(job.id)
             JOB_ID.reset(job_id)
 
     async def _fail(self, job: JobRow, message: str) -> None:
