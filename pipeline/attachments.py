@@ -23,8 +23,29 @@ from pipeline.settings import PipelineSettings
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp"})
 _PDF_MAGIC = b"%PDF-"
-# Pixels per PDF point for a page shown beside the draft (about 110 dpi).
+# Pixels per PDF point for a page shown beside the draft (about 110 dpi), and the most pixels
+# such a page may have: a tiny PDF can declare a page of 200 inches (14,400 pt), which at that
+# scale would be a 466-megapixel image, gigabytes of memory for one request.
 DISPLAY_SCALE = 1.5
+DISPLAY_MAX_PIXELS = 4_000_000
+# A scan with more pixels than this is refused before it is decoded (a decompression bomb), for
+# OCR and for display alike; Pillow's own guard is only a warning below twice its limit.
+MAX_SCAN_PIXELS = 100_000_000
+
+
+class ScanTooLargeError(OSError):
+    """A scan declares more pixels than MAX_SCAN_PIXELS: it is not decoded."""
+
+
+def _opened_scan(data: bytes) -> Image.Image:
+    """The scan, opened (not yet decoded), refused when it declares too many pixels."""
+    image = Image.open(io.BytesIO(data))
+    if image.width * image.height > MAX_SCAN_PIXELS:
+        image.close()
+        raise ScanTooLargeError(
+            f"scan of {image.width}×{image.height} pixels exceeds the limit of {MAX_SCAN_PIXELS}"
+        )
+    return image
 
 
 @dataclass(slots=True)
@@ -127,7 +148,7 @@ def read_attachment(
 
 def _within_pixel_cap(data: bytes, settings: PipelineSettings) -> bytes:
     """The image, shrunk to the OCR pixel cap when it is larger (PNG)."""
-    with Image.open(io.BytesIO(data)) as image:
+    with _opened_scan(data) as image:
         pixels = image.width * image.height
         if pixels <= settings.ocr_max_pixels_per_page:
             return data
@@ -172,15 +193,24 @@ def shows_pages(content_type: str | None) -> bool:
 
 def page_image(data: bytes, content_type: str | None, number: int) -> bytes | None:
     """Page ``number`` of a PDF or a scanned image as a PNG a browser shows (TIFF is not one),
-    for the review page's source pane; None for any other attachment, or no such page."""
+    for the review page's source pane, within DISPLAY_MAX_PIXELS whatever size the page
+    declares; None for any other attachment, no such page, or a scan too large to decode."""
     media_type = parse_media_type(content_type)[0] or _sniff(data) or ""
     try:
         if media_type == "application/pdf" and number >= 1:
-            return page_png(data, number - 1, DISPLAY_SCALE, grayscale=False)
+            return page_png(
+                data, number - 1, DISPLAY_SCALE, grayscale=False, max_pixels=DISPLAY_MAX_PIXELS
+            )
         if media_type in _IMAGE_TYPES and number == 1:
-            with Image.open(io.BytesIO(data)) as image:
+            with _opened_scan(data) as image:
+                ratio = min(1.0, (DISPLAY_MAX_PIXELS / (image.width * image.height)) ** 0.5)
+                size = (max(1, int(image.width * ratio)), max(1, int(image.height * ratio)))
+                image.draft("RGB", size)  # JPEG decodes at the smaller size directly
+                shown = image.convert("RGB")
+                if shown.size != size:
+                    shown = shown.resize(size)
                 buffer = io.BytesIO()
-                image.convert("RGB").save(buffer, format="PNG")
+                shown.save(buffer, format="PNG")
                 return buffer.getvalue()
     except (pypdfium2.PdfiumError, IndexError, OSError, Image.DecompressionBombError):
         return None

@@ -74,12 +74,24 @@ def _png(page: pypdfium2.PdfPage, scale: float, grayscale: bool) -> bytes:
     return buffer.getvalue()
 
 
-def page_png(data: bytes, index: int, scale: float, *, grayscale: bool = True) -> bytes:
-    """Page ``index`` of a PDF as a PNG at ``scale`` pixels per point, for the review page,
-    which shows the page beside the sentence that quotes it (IndexError: no such page)."""
+def page_png(
+    data: bytes,
+    index: int,
+    scale: float,
+    *,
+    grayscale: bool = True,
+    max_pixels: int | None = None,
+) -> bytes:
+    """Page ``index`` of a PDF as a PNG at ``scale`` pixels per point (lowered so the image has
+    at most ``max_pixels``), for the review page, which shows the page beside the sentence that
+    quotes it (IndexError: no such page)."""
     document = pypdfium2.PdfDocument(data)
     try:
-        return _png(document[index], scale, grayscale)
+        page = document[index]
+        width, height = page.get_size()
+        if max_pixels is not None and width * height * scale * scale > max_pixels:
+            scale = (max_pixels / max(width * height, 1.0)) ** 0.5
+        return _png(page, scale, grayscale)
     finally:
         document.close()
 

@@ -14,6 +14,7 @@ from litestar.di import NamedDependency
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
 from smartapp.core.settings import Settings
+from smartapp.drafts.page_images import PageImages
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.egress import guarded_client
 from smartapp.jobs.service import JobService
@@ -46,6 +47,8 @@ class AppState:
     installation: str = ""
     # Open progress streams per browser session (capped: settings.max_event_streams).
     event_streams: Counter[str] = field(default_factory=Counter)
+    # The source pane's page images, rendered a few at a time and kept.
+    page_images: PageImages = field(default_factory=PageImages)
 
     @property
     def session_cookie(self) -> str:

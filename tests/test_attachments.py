@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from PIL import Image
 from pypdf import PdfWriter
 
 from pipeline.attachments import parse_media_type, read_attachment
@@ -153,3 +154,70 @@ def test_page_limit_reads_the_first_pages_and_says_so() -> None:
     read = read_attachment(blank_pdf(pages=5), "application/pdf", limited)
     assert [page.number for page in read.pages] == [1, 2]
     assert read.errors == ["page limit: read the first 2 of 5 pages"]
+
+
+HUGE_PAGE_PDF = b"""%PDF-1.4
+1 0 obj <</Type/Catalog/Pages 2 0 R>> endobj
+2 0 obj <</Type/Pages/Kids[3 0 R]/Count 1>> endobj
+3 0 obj <</Type/Page/Parent 2 0 R/MediaBox[0 0 14400 14400]/Contents 4 0 R
+/Resources<</Font<</F1 5 0 R>>>>>> endobj
+4 0 obj <</Length 44>> stream
+BT /F1 24 Tf 100 100 Td (Discharged home) Tj ET
+endstream endobj
+5 0 obj <</Type/Font/Subtype/Type1/BaseFont/Helvetica>> endobj
+trailer <</Root 1 0 R>>
+%%EOF
+"""
+# Rendered, measured and reported in a fresh interpreter: its peak resident memory is the
+# render's alone (a 14,400-pt page at the display scale would be ~466 megapixels, >1.3 GB).
+PEAK_RSS_PROBE = """
+import io, json, resource, sys
+from PIL import Image
+from pipeline.attachments import page_image
+data = sys.stdin.buffer.read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kind = sys.argv[1]
+png = page_image(data, kind, 1)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+size = Image.open(io.BytesIO(png)).size if png else None
+print(json.dumps({"grown_kb": after - before, "size": size}))
+"""
+
+
+def _render_in_a_subprocess(data: bytes, content_type: str) -> dict:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    answer = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS_PROBE, content_type],
+        input=data,
+        capture_output=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+        check=True,
+    )
+    return json.loads(answer.stdout)
+
+
+def test_a_pdf_page_of_200_inches_renders_within_the_display_bound() -> None:
+    from pipeline.attachments import DISPLAY_MAX_PIXELS
+
+    measured = _render_in_a_subprocess(HUGE_PAGE_PDF, "application/pdf")
+    width, height = measured["size"]
+    assert width * height <= DISPLAY_MAX_PIXELS and width > 1000
+    assert measured["grown_kb"] < 300 * 1024  # megabytes, not gigabytes
+
+
+def test_a_scan_that_declares_too_many_pixels_is_never_decoded() -> None:
+    """A 12,000 × 12,000 PNG is 144 megapixels decoded (under Pillow's own refusal) but a few kilobytes on the wire."""
+    buffer = io.BytesIO()
+    Image.new("1", (12_000, 12_000)).save(buffer, format="PNG")
+    bomb = buffer.getvalue()
+    assert len(bomb) < 200_000
+    measured = _render_in_a_subprocess(bomb, "image/png")
+    assert measured["size"] is None
+    assert measured["grown_kb"] < 200 * 1024
+    read = read_attachment(bomb, "image/png", PipelineSettings())
+    assert "exceeds the limit" in read.pages[0].error

@@ -206,6 +206,9 @@ def test_a_user_who_is_not_a_practitioner_cannot_sign(
     browser, draft = open_draft(app, review_sandbox, user=f"Patient/{ONE_FLAG}")
     page = browser.get(f"{app.base_url}/drafts/{draft}").text
     assert 'id="sign-refused"' in page
+    # The costliest request there is, rendering a page image, is for reviewers only.
+    pages = browser.get(f"{app.base_url}/drafts/{draft}/documents/any/pages/1")
+    assert pages.status_code == 403
     assert 'class="actions"' not in page  # no review controls for a patient
     (flagged,) = flagged_ids(page)
     before = browser.get(f"{app.base_url}/api/drafts/{draft}").json()

@@ -3,6 +3,7 @@ signature and the served resources look, which scopes and styles are accepted.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,3 +283,40 @@ def test_model_flags_are_named_for_the_physician() -> None:
         ("Conflict", "two doses"),
         ("Failed check", "numbers: not found: 10 mg"),
     ]
+
+
+def test_page_images_are_rendered_once_and_a_few_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    from smartapp.drafts import page_images
+
+    running, most, calls = 0, 0, []
+    lock = threading.Lock()
+
+    def render(data: bytes, content_type: str | None, number: int) -> bytes:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            calls.append(number)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return f"page {number}".encode()
+
+    monkeypatch.setattr(page_images, "page_image", render)
+    images = page_images.PageImages(concurrent=2, cached=4)
+
+    async def ask() -> list[bytes | None]:
+        pages = [images.get(("d", "doc", n), b"%PDF", None, n) for n in (1, 2, 3, 4, 1)]
+        return await asyncio.gather(*pages)
+
+    answers = asyncio.run(ask())
+    assert answers == [b"page 1", b"page 2", b"page 3", b"page 4", b"page 1"]
+    assert most == 2
+    assert sorted(calls) == [1, 2, 3, 4]  # page 1 asked twice, rendered once
+    asyncio.run(images.get(("d", "doc", 5), b"%PDF", None, 5))
+    assert not images.cached(("d", "doc", 2)) and images.cached(("d", "doc", 5))  # bounded

@@ -22,7 +22,6 @@ from litestar.types import Dependencies
 
 from fhir_mapping.document_reference import ehr_note_text
 from fhir_mapping.documents import attachment_in_record
-from pipeline.attachments import page_image
 from pipeline.evidence import SourceDocument
 from pipeline.pdf import text_span_boxes
 from pipeline.rendering import render
@@ -335,15 +334,19 @@ class DraftController(Controller):
         document_id: FromPath[str],
         number: FromPath[int],
     ) -> Response[Any]:
-        """A page of a PDF or a scanned note, as the image the source pane marks."""
+        """A page of a PDF or a scanned note, as the image the source pane marks: for reviewers
+        only (the costliest request there is), rendered within a pixel bound, a few at a time."""
         draft = visible.draft
         assert draft is not None
+        if not may_review(provenote.settings, visible.context):
+            return error_page("Page images are for reviewers.", 403, heading="Refused")
         state = reviewed(draft).state
         document = next((d for d in state.documents if d.id == document_id), None)
         attachment = await _attachment(provenote, draft, document) if document else None
         image = None
         if attachment is not None:
-            image = await asyncio.to_thread(page_image, attachment[0], attachment[1], number)
+            key = (draft.id, document_id, number)
+            image = await provenote.page_images.get(key, attachment[0], attachment[1], number)
         if image is None:
             return error_page("The draft has no such page.", 404, heading="No such page")
         return Response(image, media_type="image/png")
