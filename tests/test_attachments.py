@@ -211,7 +211,8 @@ def test_a_pdf_page_of_200_inches_renders_within_the_display_bound() -> None:
 
 
 def test_a_scan_that_declares_too_many_pixels_is_never_decoded() -> None:
-    """A 12,000 × 12,000 PNG is 144 megapixels decoded (under Pillow's own refusal) but a few kilobytes on the wire."""
+    """A 12,000 × 12,000 PNG is 144 megapixels decoded (below Pillow's own refusal), but only
+    kilobytes on the wire."""
     buffer = io.BytesIO()
     Image.new("1", (12_000, 12_000)).save(buffer, format="PNG")
     bomb = buffer.getvalue()
