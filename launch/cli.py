@@ -384,13 +384,21 @@ def export_edits(
         datetime | None,
         typer.Option(formats=["%Y-%m-%d"], help="Only edits made on or after this date (UTC)."),
     ] = None,
+    with_identifiers: Annotated[
+        bool,
+        typer.Option(
+            "--with-identifiers",
+            help="Keep the patients' names, dates of birth and record numbers (left out by "
+            "default, so the file can leave the clinical systems).",
+        ),
+    ] = False,
 ) -> None:
     """Write every physician edit as a JSON line: draft, section, sentence before and after,
     cited evidence, checker verdicts, when, and a pseudonymous editor id."""
     import asyncio
 
     from smartapp.core.db import Database
-    from smartapp.core.keys import app_secret
+    from smartapp.core.keys import pseudonym_secret
     from smartapp.drafts.edits_export import edit_records
 
     settings = get_settings()
@@ -400,7 +408,9 @@ def export_edits(
         try:
             await database.migrate()
             start = since.replace(tzinfo=UTC) if since is not None else None
-            records = edit_records(database, app_secret(settings), start)
+            records = edit_records(
+                database, pseudonym_secret(settings), start, with_identifiers=with_identifiers
+            )
             return [json.dumps(record, ensure_ascii=False) async for record in records]
         finally:
             await database.dispose()

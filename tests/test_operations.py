@@ -147,7 +147,15 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
         job = wait_for(browser, app, launch_job(browser, review_sandbox, ONE_FLAG))
         draft = job["draft"]
         page = browser.get(f"{app.base_url}/drafts/{draft}").text
-        target = unflagged_ids(page)[0]
+        stored = app.call(app.state.drafts.load(draft))
+        patient = stored.evidence["facts"]["patient_info"][0]["attributes"]
+        # The sentence that names the patient: what an export must not carry by default.
+        target = next(
+            sentence["id"]
+            for section in stored.summary["sections"]
+            for sentence in section["sentences"]
+            if patient["birth_date"] in sentence["text"] and sentence["id"] in unflagged_ids(page)
+        )
         answer = browser.post(
             f"{app.base_url}/drafts/{draft}/sentences/{target}",
             data=form_values(page) | {"action": "edit", "text": "Discharged home, stable."},
@@ -164,8 +172,22 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
     assert record["before"] and record["section"]
     assert record["citations"] and all("/" in ref for ref in record["cited_resources"])
     assert record["drafted_verdicts"]["checks"] is not None
-    assert record["editor"].startswith("editor-")
+    assert re.fullmatch(r"editor-[0-9a-f]{64}", record["editor"])  # the whole HMAC
     assert review_sandbox.practitioner.split("/")[-1] not in json.dumps(record)
+    # No direct identifier of the patient by default, though the edited sentence named them.
+    exported = json.dumps(record)
+    assert "[date of birth]" in record["before"] and "[name]" in record["before"]
+    assert patient["birth_date"] not in exported and ONE_FLAG not in exported
+    assert all(part not in exported for part in patient["name"].split())
+    # The pseudonym's key is its own: not the CSRF secret.
+    from smartapp.core.keys import app_secret, pseudonym_secret
+    from smartapp.drafts.edits_export import editor_pseudonym
+
+    actor = review_sandbox.practitioner
+    assert record["editor"] != editor_pseudonym(app_secret(app.settings), actor)
+    assert app_secret(app.settings) != pseudonym_secret(app.settings)
+    full = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--with-identifiers"])
+    assert full.exit_code == 0 and patient["birth_date"] in out.read_text()
 
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
     later = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--since", tomorrow])

@@ -86,6 +86,17 @@ def token_cipher(settings: Settings) -> Fernet:
     return Fernet(path.read_bytes().strip())
 
 
+def pseudonym_secret(settings: Settings) -> bytes:
+    """The key of the edits export's editor pseudonyms: its own, so that no other secret (the
+    CSRF tokens') ever helps reverse them."""
+    if settings.pseudonym_secret is not None:
+        return settings.pseudonym_secret.get_secret_value().encode("utf-8")
+    path = settings.pseudonym_secret_file or settings.data_dir / "pseudonym-secret.key"
+    if not path.exists():
+        _write_private(path, os.urandom(32).hex().encode("ascii"))
+    return path.read_bytes().strip()
+
+
 def app_secret(settings: Settings) -> bytes:
     if settings.app_secret is not None:
         return settings.app_secret.get_secret_value().encode("utf-8")

@@ -153,6 +153,9 @@ class Settings(PipelineSettings, BaseSettings):
     # Secret the CSRF tokens are derived from; else read from (or generated at) the file.
     app_secret: SecretStr | None = None
     app_secret_file: Path | None = None
+    # Key of the edits export's editor pseudonyms; else read from (or generated at) the file.
+    pseudonym_secret: SecretStr | None = None
+    pseudonym_secret_file: Path | None = None
     # Sessions end after this long without a request, and this long after the launch.
     session_idle_s: int = Field(30 * 60, gt=0)
     session_max_s: int = Field(12 * 3600, gt=0)
