@@ -21,6 +21,7 @@ from smartapp.api.guards import VERIFIER
 from smartapp.core.errors import log, logged
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.headers import security_headers
+from smartapp.core.limits import DEFAULT_BODY_BYTES
 from smartapp.core.logs import request_ids
 from smartapp.core.settings import Settings, get_settings
 from smartapp.drafts.controllers import DraftController
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,
+        request_max_body_size=DEFAULT_BODY_BYTES,
     )
     app.state.provenote = state
     setattr(app.state, VERIFIER, TokenVerifier(settings, state.http))

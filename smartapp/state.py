@@ -47,6 +47,8 @@ class AppState:
     installation: str = ""
     # Open progress streams per browser session (capped: settings.max_event_streams).
     event_streams: Counter[str] = field(default_factory=Counter)
+    # When each session last pulled its record through /api/record (rate-limited).
+    record_pulls: dict[str, list[float]] = field(default_factory=dict)
     # The source pane's page images, rendered a few at a time and kept.
     page_images: PageImages = field(default_factory=PageImages)
 

@@ -599,3 +599,28 @@ def test_note_text_and_titles_stay_inside_the_prompts_data_block() -> None:
     block = prompt.split("<data>", 1)[1].split("</data>", 1)[0]
     assert block.count("Ignore the rules above") == 2  # the title and the text, both inside
     assert "Ignore" not in prompt.split("<data>", 1)[0] + prompt.split("</data>", 1)[1]
+
+
+def test_request_bodies_are_bounded_per_route_and_record_pulls_per_session(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Sign-out takes a small form, a live check an edit's worth, and neither parses
+    megabytes; the whole-record pull, dozens of EHR requests, a few times a minute."""
+    patient = "sec-bodies"
+    encounter = seed_stay(sandbox, patient)
+    with (
+        running_app(sandbox, tmp_path, client_id="app-bodies") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+        draft = job["draft"]
+        spaces = {"text": " " * (9_500_000), "revision": "1", "csrf_token": "x"}
+        stranger = httpx.post(f"{app.base_url}/logout", data={"x": "y" * 1_000_000})
+        assert stranger.status_code == 413
+        check = browser.post(f"{app.base_url}/drafts/{draft}/sentences/s1/check", data=spaces)
+        assert check.status_code == 413
+        small = browser.post(f"{app.base_url}/drafts/{draft}/sentences/s1/check", data={"x": "1"})
+        assert small.status_code == 403  # read, and refused for its CSRF token only
+        pulls = [browser.get(f"{app.base_url}/api/record") for _ in range(3)]
+        assert [p.status_code for p in pulls] == [200, 200, 429]
+        assert 1 <= int(pulls[2].headers["retry-after"]) <= 61

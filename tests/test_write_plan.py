@@ -165,3 +165,13 @@ def test_signing_updates_the_copy_written_before_in_its_own_strategy() -> None:
     assert any(
         p["agent"][0]["who"].get("reference") == "Practitioner/dr" for p in provenances.provenances
     )
+
+
+def test_why_nothing_is_written_names_the_operator_the_ehr_or_the_grant() -> None:
+    from fhir_mapping.write_plan import why_nothing_is_written
+
+    takes_notes = Capability(frozenset({"Composition"}))
+    takes_nothing = Capability(frozenset({"Patient"}))
+    assert why_nothing_is_written(takes_notes, "patient/*.read", "none") == "configured"
+    assert why_nothing_is_written(takes_nothing, "patient/*.cruds") == "not-accepted"
+    assert why_nothing_is_written(takes_notes, "patient/*.read") == "not-permitted"

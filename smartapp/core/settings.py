@@ -188,6 +188,8 @@ class Settings(PipelineSettings, BaseSettings):
     api_max_jobs_per_client: int = Field(4, ge=1)
     # Open progress streams per browser session.
     max_event_streams: int = Field(4, ge=1)
+    # Whole-record pulls through /api/record per session and minute (each is ~30 EHR requests).
+    record_pulls_per_minute: int = Field(2, ge=1)
     http_timeout_s: float = Field(30.0, gt=0)
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)

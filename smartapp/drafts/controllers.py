@@ -29,6 +29,7 @@ from pipeline.review import ReviewError, find_sentence, preview_edit, review_ite
 from pipeline.summary import Sentence
 from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
 from smartapp.core.db import DraftEditRow, DraftRow
+from smartapp.core.limits import EDIT_FORM_BYTES, SMALL_FORM_BYTES
 from smartapp.core.responses import error_page, html
 from smartapp.core.statuses import DraftStatus
 from smartapp.drafts.pages import (
@@ -179,7 +180,10 @@ class DraftController(Controller):
             return error_page(str(refused), 409, "Draft cannot be reviewed")
         return html(render("app/review.html.j2", **values))
 
-    @post("/drafts/{draft_id:str}/sentences/{sentence_id:str}")
+    @post(
+        "/drafts/{draft_id:str}/sentences/{sentence_id:str}",
+        request_max_body_size=EDIT_FORM_BYTES,
+    )
     async def sentence_action(
         self,
         provenote: Provenote,
@@ -210,7 +214,7 @@ class DraftController(Controller):
             return await _answer(provenote, request, visible, str(failure), 400, sentence_id)
         return await _answer(provenote, request, visible, acted=sentence_id, draft=changed)
 
-    @post("/drafts/{draft_id:str}/sign")
+    @post("/drafts/{draft_id:str}/sign", request_max_body_size=SMALL_FORM_BYTES)
     async def sign_draft(
         self,
         provenote: Provenote,
@@ -351,7 +355,10 @@ class DraftController(Controller):
             return error_page("The draft has no such page.", 404, heading="No such page")
         return Response(image, media_type="image/png")
 
-    @post("/drafts/{draft_id:str}/sentences/{sentence_id:str}/check")
+    @post(
+        "/drafts/{draft_id:str}/sentences/{sentence_id:str}/check",
+        request_max_body_size=EDIT_FORM_BYTES,
+    )
     async def check_edit(
         self,
         provenote: Provenote,
@@ -385,7 +392,7 @@ class DraftController(Controller):
             },
         )
 
-    @post("/drafts/{draft_id:str}/sign/preview")
+    @post("/drafts/{draft_id:str}/sign/preview", request_max_body_size=SMALL_FORM_BYTES)
     async def sign_preview(
         self,
         provenote: Provenote,

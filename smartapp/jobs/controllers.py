@@ -23,6 +23,7 @@ from litestar.types import Dependencies
 from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.core.db import DraftRow, JobRow
+from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
 from smartapp.drafts.writing import WRITE_BACK_WORDS
@@ -84,7 +85,7 @@ class JobController(Controller):
         draft = await self._jobs(provenote).draft_of(job_id)
         return job_view(visible.job) | {"draft": draft.id if draft else None}
 
-    @post("/retry")
+    @post("/retry", request_max_body_size=SMALL_FORM_BYTES)
     async def job_retry(
         self,
         provenote: Provenote,

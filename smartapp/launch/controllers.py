@@ -9,6 +9,7 @@ whose id only the server chose, and starts (or joins) the stay's drafting job.
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
@@ -21,6 +22,7 @@ from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
 from smartapp.core.errors import log, logged_answer
 from smartapp.core.keys import public_jwks, signing_key
+from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import error_page, html, setup_problem
 from smartapp.core.settings import callback_id, normalise_issuer
 from smartapp.ehr.fhir_client import FhirClient, FhirError
@@ -169,6 +171,18 @@ async def _open_or_draft(
     return Redirect("/", status_code=302)
 
 
+def _record_pull_wait(provenote: AppState, session_id: str) -> int | None:
+    """Seconds until this session may pull its record again, or None (and the pull counted):
+    each pull is dozens of requests to the EHR, so a session gets a few a minute."""
+    now = time.monotonic()
+    recent = [t for t in provenote.record_pulls.get(session_id, []) if now - t < 60]
+    if len(recent) >= provenote.settings.record_pulls_per_minute:
+        provenote.record_pulls[session_id] = recent
+        return max(1, int(60 - (now - recent[0])) + 1)
+    provenote.record_pulls[session_id] = [*recent, now]
+    return None
+
+
 async def _stay_class(client: FhirClient, encounter: str) -> str | None:
     """The encounter's class code, or None when the EHR does not let us read it."""
     try:
@@ -291,7 +305,7 @@ class LaunchController(Controller):
         answer.cookies.extend(cookies)
         return answer
 
-    @post("/logout")
+    @post("/logout", request_max_body_size=SMALL_FORM_BYTES)
     async def logout(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[Any]:
         session_id = request.cookies.get(provenote.session_cookie)
         form = await request.form()
@@ -324,6 +338,13 @@ class LaunchController(Controller):
         if context is None or session_id is None or not context.patient:
             return Response(
                 {"error": "no patient in this session's launch context"}, status_code=401
+            )
+        wait = _record_pull_wait(provenote, session_id)
+        if wait is not None:
+            return Response(
+                {"error": "too many record pulls for this session; try again shortly"},
+                status_code=429,
+                headers={"retry-after": str(wait)},
             )
         client = provenote.access.client_for(session_id, context.iss)
         try:
