@@ -34,6 +34,9 @@ class DraftStatus(StrEnum):
     # A signature in progress: claimed, the EHR's copy being made final.
     SIGNING = "signing"
     FINAL = "final"
+    # A newer version of the stay's draft replaced this one ("Draft again"), in Provenote and
+    # in the EHR's copy: it is kept, read-only.
+    SUPERSEDED = "superseded"
 
 
 class WriteBackStatus(StrEnum):
@@ -47,6 +50,8 @@ class WriteBackStatus(StrEnum):
     DISABLED = "disabled"
     USER_MAY_NOT_WRITE = "user_may_not_write"
     SIGNED = "signed"
+    # Not written: the stay already has a signed note, which no new draft replaces or joins.
+    HELD_SIGNED = "held_signed"
 
 
 ACTIVE_JOB_STATES = (JobState.QUEUED, JobState.RUNNING)
@@ -63,10 +68,11 @@ JOB_MOVES: dict[JobState, frozenset[JobState]] = {
     JobState.DONE: frozenset({JobState.DONE}),
 }
 DRAFT_MOVES: dict[DraftStatus, frozenset[DraftStatus]] = {
-    DraftStatus.PRELIMINARY: frozenset({DraftStatus.SIGNING}),
+    DraftStatus.PRELIMINARY: frozenset({DraftStatus.SIGNING, DraftStatus.SUPERSEDED}),
     # A signature completes, or is released (the EHR refused, the process died).
     DraftStatus.SIGNING: frozenset({DraftStatus.FINAL, DraftStatus.PRELIMINARY}),
     DraftStatus.FINAL: frozenset(),
+    DraftStatus.SUPERSEDED: frozenset(),
 }
 
 S = TypeVar("S", JobState, DraftStatus)

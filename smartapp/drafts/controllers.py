@@ -249,6 +249,38 @@ class DraftController(Controller):
             return await _answer(provenote, request, visible, str(failure), failure.status_code)
         return await _answer(provenote, request, visible)
 
+    @post("/drafts/{draft_id:str}/redraft", request_max_body_size=SMALL_FORM_BYTES)
+    async def draft_again(
+        self,
+        provenote: Provenote,
+        visible: VisibleRecord,
+        request: Request[Any, Any, Any],
+        draft_id: FromPath[str],
+    ) -> Response[Any]:
+        """Draft again: a new version of the stay's draft from the record as it is now, which
+        replaces this one (here and in the EHR's copy) once it is ready. Never after a
+        signature: nothing replaces a signed summary."""
+        submitted = await _checked_form(provenote, request, visible)
+        if isinstance(submitted, Response):
+            return submitted
+        draft = visible.draft
+        assert draft is not None and provenote.jobs is not None
+        if draft.status != DraftStatus.PRELIMINARY:
+            message = f"This draft is {draft.status}: it is not drafted again."
+            return await _answer(provenote, request, visible, message, 409)
+        context = visible.context
+        await provenote.jobs.submit(
+            draft.iss,
+            draft.patient,
+            draft.encounter or None,
+            session_id=visible.session_id,
+            may_write=may_review(provenote.settings, context),
+        )
+        await provenote.drafts.audit(
+            context.fhir_user or "unknown user", "redraft_asked", draft.id, ""
+        )
+        return Redirect("/", status_code=303)
+
     @get("/drafts/{draft_id:str}/ehr-copy")
     async def ehr_copy(self, provenote: Provenote, visible: VisibleRecord) -> Response[str]:
         """The EHR's copy of the note as it is there now, beside the draft (after a 412)."""

@@ -15,7 +15,7 @@ from sqlalchemy import Select, func, select
 from pipeline.evidence import EvidenceState
 from pipeline.summary import Summary
 from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, WriteBackRow
-from smartapp.core.statuses import DraftStatus, WriteBackStatus
+from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, WriteBackStatus, moved
 from smartapp.ehr.writeback import Written
 
 
@@ -56,6 +56,26 @@ async def create_draft(
             evidence=state.model_dump(mode="json"),
             revision=1,
         )
+        superseded = (
+            await session.execute(
+                select(DraftRow).where(
+                    DraftRow.iss == iss,
+                    DraftRow.patient == patient,
+                    DraftRow.encounter == encounter,
+                    DraftRow.status == DraftStatus.PRELIMINARY,
+                )
+            )
+        ).scalars()
+        for earlier in superseded:
+            earlier.status = moved(DRAFT_MOVES, earlier.status, DraftStatus.SUPERSEDED)
+            session.add(
+                AuditRow(
+                    actor=f"provenote job {job_id}",
+                    action="draft_superseded",
+                    draft_id=earlier.id,
+                    detail=f"replaced by version {(latest or 0) + 1}",
+                )
+            )
         session.add(draft)
         await session.flush()
         session.add(
@@ -91,6 +111,39 @@ async def latest_for_stay(
     selected = selected.order_by(DraftRow.version.desc(), DraftRow.created_at.desc()).limit(1)
     async with database.sessions() as session:
         return (await session.execute(selected)).scalar_one_or_none()
+
+
+async def earlier_version(database: Database, draft: DraftRow) -> DraftRow | None:
+    """The stay's version just before ``draft``, if any."""
+    async with database.sessions() as session:
+        found = await session.execute(
+            select(DraftRow)
+            .where(
+                DraftRow.iss == draft.iss,
+                DraftRow.patient == draft.patient,
+                DraftRow.encounter == draft.encounter,
+                DraftRow.version < draft.version,
+            )
+            .order_by(DraftRow.version.desc())
+            .limit(1)
+        )
+        return found.scalar_one_or_none()
+
+
+async def signed_version(database: Database, draft: DraftRow) -> DraftRow | None:
+    """A signed version of ``draft``'s stay, if one exists."""
+    async with database.sessions() as session:
+        found = await session.execute(
+            select(DraftRow)
+            .where(
+                DraftRow.iss == draft.iss,
+                DraftRow.patient == draft.patient,
+                DraftRow.encounter == draft.encounter,
+                DraftRow.status.in_([DraftStatus.FINAL, DraftStatus.SIGNING]),
+            )
+            .limit(1)
+        )
+        return found.scalar_one_or_none()
 
 
 async def write_back_of(database: Database, draft_id: str) -> WriteBackRow | None:

@@ -23,8 +23,14 @@ from fhir_mapping.write_plan import (
     write_plan,
 )
 from smartapp.core.db import Database, DraftRow, WriteBackRow
-from smartapp.core.statuses import WriteBackStatus
-from smartapp.drafts.store import record_write_back, write_back_by_key
+from smartapp.core.statuses import DraftStatus, WriteBackStatus
+from smartapp.drafts.store import (
+    earlier_version,
+    record_write_back,
+    signed_version,
+    write_back_by_key,
+    write_back_of,
+)
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.writeback import Written, execute
 
@@ -39,6 +45,9 @@ WRITE_BACK_WORDS = {
         "not written: the launching user may not write to the chart"
     ),
     WriteBackStatus.SIGNED: "signed copy written",
+    WriteBackStatus.HELD_SIGNED: (
+        "not written: the stay already has a signed summary, which a new draft never replaces"
+    ),
 }
 NOTHING_WRITTEN = {
     "configured": WriteBackStatus.DISABLED,
@@ -167,7 +176,22 @@ async def write_back(
         return await record_write_back(
             database, draft.id, key, client.base, refused, Written("none")
         )
-    return await _write(database, client, draft, scope, write, None)
+    if await signed_version(database, draft) is not None:
+        held = WriteBackStatus.HELD_SIGNED
+        return await record_write_back(database, draft.id, key, client.base, held, Written("none"))
+    return await _write(database, client, draft, scope, write, await _replaced(database, draft))
+
+
+async def _replaced(database: Database, draft: DraftRow) -> WriteBackRow | None:
+    """The EHR's preliminary copy of the stay's earlier version, which a new version replaces
+    in place (``If-Match``), so the chart holds one AI note per stay; None when there is none."""
+    earlier = await earlier_version(database, draft)
+    if earlier is None or earlier.status != DraftStatus.SUPERSEDED:
+        return None
+    written = await write_back_of(database, earlier.id)
+    if written is None or written.status != WriteBackStatus.DONE or not written.remote_id:
+        return None
+    return written
 
 
 async def write_signed(
