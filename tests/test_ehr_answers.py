@@ -241,3 +241,71 @@ def test_the_log_lists_the_registered_ehrs_without_secrets(
         logged
     )
     assert "never-logged-secret" not in logged
+
+
+def test_an_ehr_grant_that_ends_without_a_refresh_says_so_and_keeps_the_draft(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The token expired and the EHR gave no refresh token: signing answers a page that says
+    the EHR session ended (never a bare HTTP status), the draft and its review are kept, and
+    the session ends with the grant."""
+    import time
+
+    from tests.review_support import accept_all, form_values
+
+    patient = "ehr-grant-ends"
+    encounter = seed_stay(sandbox, patient)
+    with (
+        running_app(sandbox, tmp_path, client_id="app-grant") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+        page = accept_all(browser, app.base_url, job["draft"])
+        session = browser.cookies[app.state.session_cookie]
+        stored = app.call(app.state.store.tokens(session))
+        context = app.call(app.state.store.stored_context(session))
+        assert stored is not None and context is not None
+        stored.tokens.refresh_token = None
+        app.call(
+            app.state.store.save(
+                session, context, stored.model_copy(update={"expires_at": time.time() - 5})
+            )
+        )
+        signed = browser.post(f"{app.base_url}/drafts/{job['draft']}/sign", data=form_values(page))
+        assert signed.status_code == 401
+        assert "Your EHR session ended" in signed.text and "launch Provenote" in signed.text
+        again = browser.get(f"{app.base_url}/drafts/{job['draft']}")
+        assert again.status_code == 401 and "Your session ended" in again.text
+        kept = app.call(app.state.drafts.load(job["draft"]))
+        assert kept is not None and kept.status == "preliminary"
+        assert kept.revision == int(form_values(page)["revision"])  # the review, as left
+
+
+def test_a_session_with_a_refresh_token_outlives_its_access_token(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The sandbox lists online_access; the launch asks for it and the EHR's refresh token
+    renews an expired access token when the physician signs."""
+    import time
+
+    from tests.review_support import accept_all, form_values
+
+    patient = "ehr-grant-refreshed"
+    encounter = seed_stay(sandbox, patient)
+    with (
+        running_app(sandbox, tmp_path, client_id="app-refreshed") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+        page = accept_all(browser, app.base_url, job["draft"])
+        session = browser.cookies[app.state.session_cookie]
+        stored = app.call(app.state.store.tokens(session))
+        context = app.call(app.state.store.stored_context(session))
+        assert stored is not None and context is not None and stored.tokens.refresh_token
+        assert {"online_access", "offline_access"} & set(context.scope.split())
+        expired = stored.model_copy(update={"expires_at": time.time() - 5})
+        app.call(app.state.store.save(session, context, expired))
+        signed = browser.post(f"{app.base_url}/drafts/{job['draft']}/sign", data=form_values(page))
+        assert signed.status_code == 200 and 'id="signed"' in signed.text
+        fresh = app.call(app.state.store.tokens(session))
+        assert fresh is not None and fresh.tokens.access_token != stored.tokens.access_token
