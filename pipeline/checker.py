@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.evidence import EvidenceState, Fact
 from pipeline.medications import normalise_quantity
+from pipeline.record_conflicts import check_record
 from pipeline.summary import CheckResult, Sentence, Verdict, hard_verdict
 from pipeline.words import FUNCTION_WORDS
 
@@ -523,9 +524,16 @@ def check_citations(citations: Sequence[str], state: EvidenceState) -> CheckResu
 
 
 def check_cited_sentence(
-    text: str, citations: Sequence[str], state: EvidenceState, *, free_text: bool = False
+    text: str,
+    citations: Sequence[str],
+    state: EvidenceState,
+    *,
+    free_text: bool = False,
+    against_record: bool = True,
 ) -> list[CheckResult]:
-    """All checks of one summary sentence against its cited facts and the whole state."""
+    """All checks of one summary sentence against its cited facts and the whole state; with
+    ``against_record``, also against what the structured record says (a Needs review line,
+    which quotes a conflict in order to report it, is not)."""
     facts = {fact.id: fact for fact in state.all_facts()}
     cited = Evidence.of_facts(facts[c] for c in citations if c in facts)
     whole = Evidence.of_facts(facts.values())
@@ -538,6 +546,8 @@ def check_cited_sentence(
         check_demographics(text, whole),
         check_citations(citations, state),
     ]
+    if against_record:
+        checks.append(check_record(text, state))
     if free_text:
         checks.append(check_terms(text, cited))
     return checks
@@ -597,7 +607,14 @@ def check_summary_sentences(sentences: Sequence[Sentence], state: EvidenceState)
     """The sentences with their checks filled in (structured mode)."""
     return [
         sentence.model_copy(
-            update={"checks": check_cited_sentence(sentence.text, sentence.citations, state)}
+            update={
+                "checks": check_cited_sentence(
+                    sentence.text,
+                    sentence.citations,
+                    state,
+                    against_record=sentence.section != "needs_review",
+                )
+            }
         )
         for sentence in sentences
     ]

@@ -32,6 +32,7 @@ from pipeline.evidence import (
     stable_id,
 )
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
+from pipeline.record_conflicts import instruction_like
 from pipeline.rendering import macros
 from pipeline.settings import PipelineSettings
 from pipeline.summary import (
@@ -325,7 +326,9 @@ def _allergies(state: EvidenceState, render: Any) -> list[Sentence]:
         for f in facts
         if f not in none_known
     ]
-    if none_known:
+    # "No known allergies" beside recorded ones (a templated note) is the Needs review
+    # conflict, said once there, never a line of the list that contradicts it.
+    if none_known and not sentences:
         sentences.append(
             _sentence(
                 "allergies",
@@ -428,6 +431,7 @@ def _simple(
 # discrepancies, then the rest; data quality last.
 SEVERITY = (
     "wrong_patient_document",
+    "note_instruction",
     "allergy_conflict",
     "critical_result",
     "conflict",
@@ -448,6 +452,28 @@ SEVERITY = (
 def _severity(sentence: Sentence) -> int:
     codes = [flag.code for flag in sentence.flags]
     return min((SEVERITY.index(c) for c in codes if c in SEVERITY), default=len(SEVERITY))
+
+
+NOTE_STATEMENTS: tuple[FactCategory, ...] = (
+    "course",
+    "follow_up",
+    "medication_list",
+    "condition_statement",
+)
+
+
+def _instructions(state: EvidenceState, render: Any) -> list[Sentence]:
+    """One line per note statement that addresses an AI rather than the patient's care."""
+    lines = []
+    for category in NOTE_STATEMENTS:
+        for fact in state.facts[category]:
+            addressed = instruction_like(getattr(fact.attributes, "text", ""))
+            if addressed is None:
+                continue
+            sentence = _sentence("needs_review", render.instruction(addressed), [fact.id])
+            flag = SentenceFlag(code="note_instruction", reason="note text addressed to an AI")
+            lines.append(sentence.model_copy(update={"flags": [flag]}))
+    return lines
 
 
 def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> list[Sentence]:
@@ -475,6 +501,7 @@ def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> l
         sentence = _sentence("needs_review", text, citations)
         flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
+    sentences += _instructions(state, render)
     sentences.sort(key=_severity)
     missing = [
         SECTION_SPECS[_CATEGORY_SECTIONS[c]].title
