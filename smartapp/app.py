@@ -68,10 +68,11 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
         for registration in settings.all_registrations():
             # Who may launch the app, for the operator: never a secret or a key.
             log.info(
-                "registered EHR %s: client id %s, %s",
+                "registered EHR %s: client id %s, %s, callback %s",
                 registration.issuer,
                 registration.client_id,
                 registration.client_auth,
+                settings.redirect_uri_for(registration.issuer),
             )
         await database.migrate()
         state.installation = await database.installation_id(settings.installation_id)

@@ -455,3 +455,48 @@ def test_backend_services_get_system_tokens_by_client_credentials(
         f"{sandbox.fhir_base}/Patient", headers={"authorization": f"Bearer {token['access_token']}"}
     ).json()
     assert patients["total"] >= 3
+
+
+def test_over_https_the_cookies_are_kept_inside_the_ehrs_frame(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A web EHR frames the app on its own site: over HTTPS the launch cookie is SameSite=None,
+    Secure and Partitioned (CHIPS), keeping its __Host- prefix; over HTTP on loopback, Lax."""
+    with running_app(sandbox, tmp_path, client_id="app-https") as plain:
+        answer = httpx.get(f"{plain.base_url}/launch", params={"iss": sandbox.fhir_base})
+        lax = answer.headers["set-cookie"].lower()
+        assert "samesite=lax" in lax and "partitioned" not in lax
+    with running_app(sandbox, tmp_path / "https", client_id="app-https2") as app:
+        settings = app.settings.model_copy(update={"base_url": "https://provenote.example.org"})
+        app.state.settings = settings
+        answer = httpx.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
+        cookie = answer.headers["set-cookie"]
+    assert cookie.startswith("__Host-provenote_launch=")
+    attributes = {part.strip().lower() for part in cookie.split(";")}
+    assert {"httponly", "secure", "partitioned", "samesite=none", "path=/"} <= attributes
+    assert not any(part.startswith("domain=") for part in attributes)
+
+
+def test_a_browser_that_keeps_no_cookie_in_the_frame_is_offered_a_window_of_its_own(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with (
+        running_app(sandbox, tmp_path, client_id="app-no-cookies") as app,
+        httpx.Client(timeout=60) as browser,
+    ):
+        encounter = inpatient_encounter(browser, sandbox, PATIENT)
+        hop = chart_launch(browser, sandbox, PATIENT, encounter)
+        while "/callback/" not in hop.headers.get("location", ""):
+            hop = browser.get(hop.headers["location"])
+            if urlparse(str(hop.url)).netloc == urlparse(app.base_url).netloc:
+                browser.cookies.clear()  # a browser that blocks the app's cookie in a frame
+        refused = browser.get(hop.headers["location"])
+    assert refused.status_code == 400
+    assert "blocked Provenote's cookie inside the EHR" in refused.text
+    assert "another browser" not in refused.text
+    link = refused.text.split('id="open-window" href="', 1)[1].split('"', 1)[0]
+    assert (
+        link.startswith("/launch?iss=")
+        and "launch=" in link
+        and 'target="_blank"' in (refused.text)
+    )
