@@ -237,7 +237,7 @@ def test_a_note_line_addressed_to_the_summarizer_is_flagged_never_followed() -> 
     (warning,) = [s for s in review if "addressed to an AI summarizer" in s.text]
     assert warning.citations == injected.citations
     assert summary.section("needs_review").sentences[0] is warning  # first: most severe
-    assert [s.text for s in summary.section("allergies").sentences][0].startswith("penicillin")
+    assert summary.section("allergies").sentences[0].text.startswith("penicillin")
 
 
 @pytest.mark.parametrize(
