@@ -307,12 +307,20 @@ def sandbox(
         list[Path] | None,
         typer.Option("--seed", help="Bundle files or folders to load. Default: the samples."),
     ] = None,
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls",
+            help="Chart and authorization over HTTPS on localhost, with a certificate made for "
+            "the run: frame an app on https://127.0.0.1 as a web EHR does (?framed=true).",
+        ),
+    ] = False,
 ) -> None:
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
     from launch.sandbox.run import Sandbox, SandboxError, app_client
 
     settings = get_settings()
-    box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None)
+    box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None, tls=tls)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -329,6 +337,11 @@ def sandbox(
             listed["client_secret"] = registration.client_secret.get_secret_value()
         typer.echo(f"FHIR base: {box.fhir_base}")
         typer.echo(f"Chart: {box.chart_url}")
+        if box.tls is not None:
+            typer.echo(f"Framed chart: {box.chart_url}?framed=true")
+            # The app must trust the run's certificate to reach the authorization server.
+            typer.echo(f"PROVENOTE_CA_BUNDLE={box.tls.cert_file}")
+            typer.echo(f"--ssl-certfile {box.tls.cert_file} --ssl-keyfile {box.tls.key_file}")
         # What `provenote serve` needs to accept launches from this sandbox (default deny).
         typer.echo(f"PROVENOTE_REGISTRATIONS='{json.dumps([listed])}'")
         typer.echo(f"Loaded {len(box.report.patients)} patients; stop with Ctrl-C", err=True)
@@ -364,6 +377,10 @@ def demo(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    ssl_certfile: Annotated[
+        Path | None, typer.Option(help="Serve HTTPS with this certificate (PEM).")
+    ] = None,
+    ssl_keyfile: Annotated[Path | None, typer.Option(help="The certificate's key (PEM).")] = None,
 ) -> None:
     """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_* settings."""
     import uvicorn
@@ -374,7 +391,15 @@ def serve(
     settings = server_settings()
     configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
-    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
+        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
+    )
 
 
 @app.command("export-edits")

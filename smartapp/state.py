@@ -76,7 +76,7 @@ def new_state(settings: Settings) -> AppState:
     """What a web or worker process holds: its database, sessions, outgoing HTTP, secrets."""
     private_data_dir(settings)
     database = Database(settings.database_dsn)
-    http = guarded_client(trusted_origins(settings), settings.http_timeout_s)
+    http = guarded_client(trusted_origins(settings), settings.http_timeout_s, settings.ca_bundle)
     store = SessionStore(
         database,
         token_cipher(settings),

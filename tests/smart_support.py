@@ -48,9 +48,13 @@ def running_app(
     **overrides: object,
 ) -> Iterator[RunningApp]:
     """The app on its own port, registered with the sandbox as configured (and with any other
-    EHRs given), charts pointing at it."""
+    EHRs given), charts pointing at it; over HTTPS, with the sandbox's certificate, when the
+    sandbox runs over HTTPS."""
     port = free_port()
-    fields = {"base_url": f"http://127.0.0.1:{port}", "data_dir": data_dir} | overrides
+    scheme = "https" if sandbox.tls else "http"
+    fields = {"base_url": f"{scheme}://127.0.0.1:{port}", "data_dir": data_dir} | overrides
+    if sandbox.tls:
+        fields["ca_bundle"] = sandbox.tls.cert_file
     settings = Settings(**fields)  # type: ignore[arg-type]
     if {"registrations", "allowed_issuers"} & overrides.keys():
         sandbox.register(app_client(settings, sandbox.fhir_base))
@@ -61,7 +65,7 @@ def running_app(
         settings = settings.model_copy(update={"registrations": registrations})
     sandbox.app_launch_url = settings.launch_url
     app = create_app(settings, stage_hook)
-    server = ThreadedServer(app, port)
+    server = ThreadedServer(app, port, sandbox.tls)
     server.start()
     try:
         yield RunningApp(settings, app.state.provenote)

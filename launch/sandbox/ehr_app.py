@@ -82,7 +82,9 @@ def create_ehr_app(
         }
 
     @get("/chart")
-    async def chart() -> Response[str]:
+    async def chart(framed: bool = False) -> Response[str]:
+        """The chart; ``?framed=true`` shows the app inside the chart's page, in an iframe, as
+        web EHRs do (the app is then another site's document in this one's frame)."""
         headers = {"x-admin-token": admin_token}
         async with httpx.AsyncClient(base_url=fhir_base, headers=headers, timeout=30) as fhir:
             patients = (await fhir.get("/Patient", params={"_count": 200})).json().get("entry", [])
@@ -118,6 +120,7 @@ def create_ehr_app(
             practitioner=server.practitioner,
             fhir_base=fhir_base,
             launch_action="/chart/launch",
+            framed=framed,
         )
 
     @post("/chart/launch")

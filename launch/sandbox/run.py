@@ -20,6 +20,7 @@ import uvicorn
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
+from launch.sandbox.tls import Certificate, loopback_certificate
 from smartapp.core.settings import ClientRegistration, Settings
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
@@ -70,11 +71,18 @@ def app_client(settings: Settings, issuer: str) -> RegisteredClient:
 
 
 class ThreadedServer:
-    """An ASGI app served by uvicorn on 127.0.0.1 from a background thread."""
+    """An ASGI app served by uvicorn on 127.0.0.1 from a background thread (over HTTPS with
+    ``tls``)."""
 
-    def __init__(self, app: Any, port: int) -> None:
+    def __init__(self, app: Any, port: int, tls: Certificate | None = None) -> None:
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            ssl_certfile=str(tls.cert_file) if tls else None,
+            ssl_keyfile=str(tls.key_file) if tls else None,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -102,7 +110,10 @@ class Sandbox:
         seed_paths: list[Path] | None = None,
         access_token_ttl_s: int = 300,
         capability_profile: str = "composition",
+        tls: bool = False,
     ) -> None:
+        """``tls``: the chart and the authorization server over HTTPS on ``localhost`` (another
+        site than an app on ``127.0.0.1``), with a certificate made for the run (``.tls``)."""
         self.app_launch_url = app_launch_url
         self.seed_paths = seed_paths or [SAMPLES]
         self.access_token_ttl_s = access_token_ttl_s
@@ -110,9 +121,12 @@ class Sandbox:
         self.admin_token = os.urandom(16).hex()
         self.auth_port = free_port()
         self.fhir_port = free_port()
-        self.issuer = f"http://127.0.0.1:{self.auth_port}/auth"
+        self._workdir = tempfile.TemporaryDirectory(prefix="provenote-sandbox-")
+        self.tls = loopback_certificate(Path(self._workdir.name)) if tls else None
+        web = f"https://localhost:{self.auth_port}" if tls else f"http://127.0.0.1:{self.auth_port}"
+        self.issuer = f"{web}/auth"
         self.fhir_base = f"http://127.0.0.1:{self.fhir_port}/fhir/R4"
-        self.chart_url = f"http://127.0.0.1:{self.auth_port}/chart"
+        self.chart_url = f"{web}/chart"
         self.practitioner = f"Practitioner/{PRACTITIONER_ID}"
         self.auth = AuthorizationServer(
             issuer=self.issuer,
@@ -123,7 +137,6 @@ class Sandbox:
         self.report = SeedReport()
         self._node: subprocess.Popen[bytes] | None = None
         self._web: ThreadedServer | None = None
-        self._workdir = tempfile.TemporaryDirectory(prefix="provenote-sandbox-")
 
     def register(self, client: RegisteredClient) -> None:
         self.auth.register(client)
@@ -203,7 +216,7 @@ class Sandbox:
             admin_token=self.admin_token,
             app_launch_url=lambda: self.app_launch_url,
         )
-        self._web = ThreadedServer(app, self.auth_port)
+        self._web = ThreadedServer(app, self.auth_port, self.tls)
         self._web.start()
         return self
 

@@ -191,6 +191,9 @@ class Settings(PipelineSettings, BaseSettings):
     # Whole-record pulls through /api/record per session and minute (each is ~30 EHR requests).
     record_pulls_per_minute: int = Field(2, ge=1)
     http_timeout_s: float = Field(30.0, gt=0)
+    # PEM file of the certificate authorities the EHRs' HTTPS certificates are checked against
+    # (a hospital's own CA); default: the system's.
+    ca_bundle: Path | None = None
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)
     fhir_page_size: int = Field(100, ge=1, le=1000)

@@ -17,7 +17,9 @@ import asyncio
 import ipaddress
 import re
 import socket
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import httpx
@@ -113,7 +115,13 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def guarded_client(trusted_origins: Iterable[str], timeout_s: float) -> httpx.AsyncClient:
-    """The app's one outgoing HTTP client: no redirects followed, non-public addresses guarded."""
-    transport = GuardedTransport(trusted_origins, httpx.AsyncHTTPTransport())
+def guarded_client(
+    trusted_origins: Iterable[str], timeout_s: float, ca_bundle: Path | None = None
+) -> httpx.AsyncClient:
+    """The app's one outgoing HTTP client: no redirects followed, non-public addresses guarded,
+    certificates checked against the system's authorities (or the hospital's, ``ca_bundle``)."""
+    verify: ssl.SSLContext | bool = (
+        ssl.create_default_context(cafile=str(ca_bundle)) if ca_bundle is not None else True
+    )
+    transport = GuardedTransport(trusted_origins, httpx.AsyncHTTPTransport(verify=verify))
     return httpx.AsyncClient(timeout=timeout_s, transport=transport, follow_redirects=False)
