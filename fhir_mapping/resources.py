@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,6 +210,17 @@ def type_counts(data: object) -> Counter[str]:
         for _, resource in _entries(data)
         if isinstance(resource, dict) and isinstance(resource.get("resourceType"), str)
     )
+
+
+def record_digest(data: object) -> str:
+    """What a pulled record says, as one hash: the same resources in any order, with any
+    server bookkeeping (``meta``), give the same digest; any change of content another."""
+    contents = sorted(
+        json.dumps({k: v for k, v in resource.items() if k != "meta"}, sort_keys=True)
+        for _, resource in _entries(data)
+        if isinstance(resource, dict)
+    )
+    return hashlib.sha256("\n".join(contents).encode("utf-8")).hexdigest()
 
 
 def index_resources(data: object) -> ResourceIndex:

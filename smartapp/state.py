@@ -49,6 +49,10 @@ class AppState:
     event_streams: Counter[str] = field(default_factory=Counter)
     # When each session last pulled its record through /api/record (rate-limited).
     record_pulls: dict[str, list[float]] = field(default_factory=dict)
+    # Per draft: whether the record pulled at its relaunch differs from the one it was drafted
+    # from (then "Draft again" is offered first); and the checks under way.
+    record_changed: dict[str, bool] = field(default_factory=dict)
+    record_checks: set[asyncio.Task[None]] = field(default_factory=set)
     # The source pane's page images, rendered a few at a time and kept.
     page_images: PageImages = field(default_factory=PageImages)
 

@@ -5,6 +5,7 @@ real FHIR server, counting what it holds."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -120,3 +121,50 @@ def test_a_relaunch_after_signing_shows_the_signed_summary_and_writes_nothing(
         )
         assert refused.status_code == 409
         assert notes_of(sandbox, patient) == [final]
+
+
+def _compared(app: RunningApp, draft: str) -> bool:
+    """Whether the relaunch found the record changed (waits for its background pull)."""
+    deadline = time.monotonic() + 60
+    while draft not in app.state.record_changed:
+        assert time.monotonic() < deadline, "the relaunch never compared the record"
+        time.sleep(0.1)
+    return app.state.record_changed.pop(draft)
+
+
+def test_a_relaunch_offers_a_fresh_draft_only_when_the_record_changed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    patient = "relaunch-changed"
+    encounter = seed_stay(sandbox, patient)
+    with (
+        running_app(sandbox, tmp_path, client_id="app-relaunch-changed") as app,
+        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+        relaunch(browser, sandbox, patient, encounter)
+        assert _compared(app, job["draft"]) is False
+        assert (
+            'id="record-changed"' not in browser.get(f"{app.base_url}/drafts/{job['draft']}").text
+        )
+
+        condition = {
+            "resourceType": "Condition",
+            "id": f"{patient}-new-finding",
+            "clinicalStatus": {"coding": [{"code": "active"}]},
+            "verificationStatus": {"coding": [{"code": "confirmed"}]},
+            "code": {"text": "Acute kidney injury"},
+            "subject": {"reference": f"Patient/{patient}"},
+            "encounter": {"reference": f"Encounter/{encounter}"},
+            "onsetDateTime": "2024-03-02T10:00:00Z",
+        }
+        httpx.put(
+            f"{sandbox.fhir_base}/Condition/{condition['id']}",
+            json=condition,
+            headers={"x-admin-token": sandbox.admin_token},
+        ).raise_for_status()
+        relaunch(browser, sandbox, patient, encounter)
+        assert _compared(app, job["draft"]) is True
+        app.state.record_changed[job["draft"]] = True
+        page = browser.get(f"{app.base_url}/drafts/{job['draft']}").text
+        assert 'id="record-changed"' in page and "Draft again from the record" in page

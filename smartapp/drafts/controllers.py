@@ -95,6 +95,7 @@ async def _review_values(
         "write_back": await provenote.drafts.write_back_of(draft.id),
         "message": message,
         "ehr_copy_url": None,
+        "record_changed": provenote.record_changed.get(draft.id, False),
         "context": context,
         "patient": patient_banner(opened.state),
         "smart_style": await provenote.styles.get(context.smart_style_url),

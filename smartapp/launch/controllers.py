@@ -8,6 +8,7 @@ whose id only the server chose, and starts (or joins) the stay's drafting job.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from typing import Annotated, Any
@@ -17,14 +18,16 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
 from fhir_mapping.demographics import person_name
-from fhir_mapping.resources import type_counts
+from fhir_mapping.resources import record_digest, type_counts
 from pipeline.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
-from smartapp.core.errors import log, logged_answer
+from smartapp.core.db import DraftRow
+from smartapp.core.errors import LaunchError, log, logged, logged_answer
 from smartapp.core.keys import public_jwks, signing_key
 from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import error_page, html, setup_problem
 from smartapp.core.settings import callback_id, normalise_issuer
+from smartapp.core.statuses import DraftStatus
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import pull_record
 from smartapp.launch.cookies import cookie
@@ -160,6 +163,10 @@ async def _open_or_draft(
         context.iss, context.patient, context.encounter
     )
     if existing is not None:
+        if existing.status == DraftStatus.PRELIMINARY:
+            check = asyncio.create_task(_compare_record(provenote, session_id, context, existing))
+            provenote.record_checks.add(check)
+            check.add_done_callback(provenote.record_checks.discard)
         return Redirect(f"/drafts/{existing.id}", status_code=302)
     await jobs.submit(
         context.iss,
@@ -181,6 +188,26 @@ def _record_pull_wait(provenote: AppState, session_id: str) -> int | None:
         return max(1, int(60 - (now - recent[0])) + 1)
     provenote.record_pulls[session_id] = [*recent, now]
     return None
+
+
+async def _compare_record(
+    provenote: AppState, session_id: str, context: LaunchContext, draft: DraftRow
+) -> None:
+    """Pull the stay again, beside the opened draft, and note whether the record changed since
+    the draft was made (compared by digest): the review then offers "Draft again" first. A
+    failure only leaves the question open; the physician can always draft again."""
+    jobs = provenote.jobs
+    job = await jobs.get(draft.job_id) if jobs is not None else None
+    if jobs is None or job is None or job.record is None or not context.patient:
+        return
+    client = provenote.access.client_for(session_id, context.iss)
+    try:
+        record = await pull_record(client, context.patient, job.encounter, jobs.pull_bounds)
+    except (FhirError, LaunchError) as failure:
+        logged("comparing the record at a relaunch", type(failure).__name__)
+        return
+    changed = record_digest(record) != record_digest(job.record)
+    provenote.record_changed[draft.id] = changed
 
 
 async def _stay_class(client: FhirClient, encounter: str) -> str | None:
