@@ -274,8 +274,8 @@ def test_an_ehr_grant_that_ends_without_a_refresh_says_so_and_keeps_the_draft(
         signed = browser.post(f"{app.base_url}/drafts/{job['draft']}/sign", data=form_values(page))
         assert signed.status_code == 401
         assert "Your EHR session ended" in signed.text and "launch Provenote" in signed.text
-        again = browser.get(f"{app.base_url}/drafts/{job['draft']}")
-        assert again.status_code == 401 and "Your session ended" in again.text
+        again = browser.get(f"{app.base_url}/drafts/{job['draft']}")  # the session ended too
+        assert again.status_code == 404 and "If your session ended, launch Provenote" in again.text
         kept = app.call(app.state.drafts.load(job["draft"]))
         assert kept is not None and kept.status == "preliminary"
         assert kept.revision == int(form_values(page)["revision"])  # the review, as left

@@ -141,9 +141,9 @@ def test_signing_waits_for_every_flag_then_makes_the_ehr_copy_final(
     signed = browser.post(f"{app.base_url}/drafts/{draft}/sign", data=form_values(accepted.text))
     assert signed.status_code == 200 and 'id="signed"' in signed.text
     # The signer by name, the time to the minute.
-    assert re.search(
-        r"Signed by Dr\. Sandra Box at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\.", signed.text
-    ), signed.text.split('id="signed"', 1)[1][:200]
+    signer = re.escape("Signed by Dr. Sandra Box (Practitioner/sandbox-physician) at ")
+    minute = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\."
+    assert re.search(signer + minute, signed.text), signed.text.split('id="signed"', 1)[1][:200]
     composition = ehr_copy(browser, app, review_sandbox, draft)
     assert composition["status"] == "final"
     assert composition["attester"][0]["mode"] == "legal"

@@ -272,7 +272,7 @@ class LaunchController(Controller):
             launch=launch,
             nonce=nonce,
         )
-        bound = cookie(provenote, provenote.launch_cookie, binding, 600)
+        bound = cookie(provenote.settings, provenote.launch_cookie, binding, 600)
         return Redirect(target, status_code=302, cookies=[bound])
 
     @get("/callback/{registration_id:str}")
@@ -323,8 +323,8 @@ class LaunchController(Controller):
             await provenote.store.save(session_id, named, stored)
             context = named
         cookies = [
-            cookie(provenote, provenote.session_cookie, session_id),
-            cookie(provenote, provenote.launch_cookie, "", 0),
+            cookie(provenote.settings, provenote.session_cookie, session_id),
+            cookie(provenote.settings, provenote.launch_cookie, "", 0),
         ]
         answer = await _not_inpatient(provenote, session_id, context)
         if answer is None:
@@ -344,7 +344,7 @@ class LaunchController(Controller):
             200,
             heading="Signed out",
         )
-        page.cookies.append(cookie(provenote, provenote.session_cookie, "", 0))
+        page.cookies.append(cookie(provenote.settings, provenote.session_cookie, "", 0))
         return page
 
     @get("/api/context")

@@ -14,7 +14,7 @@ from typing import Any
 
 from litestar.datastructures import Cookie
 
-from smartapp.state import AppState
+from smartapp.core.settings import Settings
 
 
 class PartitionedCookie(Cookie):
@@ -24,9 +24,8 @@ class PartitionedCookie(Cookie):
         return f"{super().to_header(**kwargs)}; Partitioned"
 
 
-def cookie(provenote: AppState, name: str, value: str, max_age: int | None = None) -> Cookie:
+def cookie(settings: Settings, name: str, value: str, max_age: int | None = None) -> Cookie:
     """The app's cookie ``name``: kept inside a cross-site frame over HTTPS, Lax otherwise."""
-    settings = provenote.settings
     if settings.https:
         return PartitionedCookie(
             key=name,

@@ -27,20 +27,6 @@ class NotInLaunchContextError(ProvenoteError):
     status_code = 404
 
 
-class SessionEndedError(ProvenoteError):
-    """The browser's session is over (idle, its limit, or the EHR's grant): only a launch
-    from the chart opens a new one; nothing of the drafts or their review is lost."""
-
-    status_code = 401
-    heading = "Your session ended"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "Your Provenote session ended (or the EHR's grant behind it did): launch Provenote "
-            "again from the patient's chart. The draft and your review so far are kept."
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class Visible:
     """A record the requesting session may see: the session, its launch, and the record."""
@@ -57,10 +43,8 @@ async def _launch_for(
     provenote = connection.app.state.provenote
     session_id = connection.cookies.get(provenote.session_cookie)
     context = await provenote.store.context(session_id)
-    if session_id is None:
+    if session_id is None or context is None:
         return None
-    if context is None:
-        raise SessionEndedError
     if context.patient != patient or context.iss != iss:
         return None
     return session_id, context
@@ -74,7 +58,10 @@ async def launched_for_draft(
     draft = await connection.app.state.provenote.drafts.load(connection.path_params["draft_id"])
     found = await _launch_for(connection, draft.patient, draft.iss) if draft else None
     if found is None:
-        raise NotInLaunchContextError("No such draft in this launch context.")
+        raise NotInLaunchContextError(
+            "No such draft in this launch context. If your session ended, launch Provenote "
+            "again from the patient's chart: drafts and their review are kept."
+        )
     connection.state[VISIBLE_DRAFT] = Visible(*found, draft=draft)
 
 
