@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 import httpx
 from litestar import Litestar, Request, get, post
+from litestar.params import FromQuery
 from litestar.response import Redirect, Response
 
 from launch.sandbox.authorization import AuthorizationServer, OAuthError
@@ -82,7 +83,7 @@ def create_ehr_app(
         }
 
     @get("/chart")
-    async def chart(framed: bool = False) -> Response[str]:
+    async def chart(framed: FromQuery[bool] = False) -> Response[str]:
         """The chart; ``?framed=true`` shows the app inside the chart's page, in an iframe, as
         web EHRs do (the app is then another site's document in this one's frame)."""
         headers = {"x-admin-token": admin_token}
