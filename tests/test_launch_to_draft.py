@@ -174,6 +174,9 @@ def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
         assert draft_of(browser, app)["id"] == draft["id"]
 
 
+# Timing-sensitive (a 1 s HTTP timeout): kept off the worker that runs the scale-out tests'
+# load beside it, by running in their group, one after the other.
+@pytest.mark.xdist_group("scale-out")
 def test_a_write_back_retried_after_a_timeout_leaves_one_draft(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -216,6 +219,7 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
 
 
 @pytest.mark.shared_data
+@pytest.mark.xdist_group("scale-out")  # never beside the other load tests
 def test_concurrent_launches_for_every_inpatient_never_mix_patients(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
