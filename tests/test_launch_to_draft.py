@@ -174,17 +174,17 @@ def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
         assert draft_of(browser, app)["id"] == draft["id"]
 
 
-# Timing-sensitive (a 1 s HTTP timeout): kept off the worker that runs the scale-out tests'
-# load beside it, by running in their group, one after the other.
-@pytest.mark.xdist_group("scale-out")
+# Timing-sensitive (an HTTP timeout the pull must never reach): run alone, after the parallel
+# suite, with a wide margin between the pull's answers and the write's.
+@pytest.mark.serial
 def test_a_write_back_retried_after_a_timeout_leaves_one_draft(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     with (
-        running_app(sandbox, tmp_path, client_id="app-timeout", http_timeout_s=1.0) as app,
+        running_app(sandbox, tmp_path, client_id="app-timeout", http_timeout_s=4.0) as app,
         httpx.Client(follow_redirects=True, timeout=60) as browser,
     ):
-        sandbox.set_fault("slow", count=1, delay_ms=1500, match="POST /Composition")
+        sandbox.set_fault("slow", count=1, delay_ms=6000, match="POST /Composition")
         try:
             job = wait_for(browser, app, launch(browser, sandbox))
         finally:
@@ -219,7 +219,7 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
 
 
 @pytest.mark.shared_data
-@pytest.mark.xdist_group("scale-out")  # never beside the other load tests
+@pytest.mark.serial  # load: run alone, after the parallel suite
 def test_concurrent_launches_for_every_inpatient_never_mix_patients(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -33,8 +33,9 @@ from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
 from tests.smart_support import launch_job, wait_for
 
-# One test worker starts the cluster for the whole module (launch/test.sh: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("scale-out")
+# Load on a 2-core machine: run alone, after the parallel suite (launch/test.sh), so that neither
+# these tests' load nor the suite's slows the other past its timeouts.
+pytestmark = pytest.mark.serial
 
 SOURCE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
 PATIENTS = 25
