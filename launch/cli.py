@@ -462,16 +462,15 @@ def worker(
     procrastinate, PostgreSQL); start as many as the load needs, beside `provenote serve`."""
     import asyncio
 
-    from prometheus_client import start_http_server
-
     from pipeline.errors import ProvenoteError
     from smartapp.core.logs import configure_logging
+    from smartapp.core.metrics import serve_worker_metrics
     from smartapp.worker import run_worker
 
     settings = server_settings()
     configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     if metrics_port is not None:
-        start_http_server(metrics_port, addr=metrics_host)
+        serve_worker_metrics(metrics_port, metrics_host)
     try:
         asyncio.run(run_worker(settings, name))
     except ProvenoteError as error:

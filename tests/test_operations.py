@@ -59,6 +59,28 @@ def test_health_and_ready_answer_an_orchestrator(sandbox: Sandbox, tmp_path: Pat
         assert not_ready.json()["checks"] == {"database": "ok", "queue": "failing"}
 
 
+def test_a_workers_metrics_listen_on_loopback_and_answer_metrics_only() -> None:
+    import socket
+
+    from launch.sandbox.run import free_port
+    from smartapp.core.metrics import serve_worker_metrics
+
+    port = free_port()
+    server = serve_worker_metrics(port)
+    try:
+        assert server.server_address[0] == "127.0.0.1"  # not 0.0.0.0 unless asked
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics")
+        assert scraped.status_code == 200 and "provenote_fhir_requests_total" in scraped.text
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 404
+        outward = socket.gethostbyname(socket.gethostname())
+        if not outward.startswith("127."):  # the machine's own address is not served
+            with pytest.raises(httpx.ConnectError):
+                httpx.get(f"http://{outward}:{port}/metrics", timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_metrics_count_a_drafting_job_its_stages_requests_and_write_back(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

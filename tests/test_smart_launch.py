@@ -7,6 +7,7 @@ server and the Provenote app each listen on their own port; the test is the brow
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -196,13 +197,25 @@ def test_a_registered_ehr_that_does_not_answer_renders_an_error_page(
 
 
 def test_unknown_issuer_is_refused_when_an_allow_list_is_set(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Sandbox, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with running_app(
-        sandbox, tmp_path, client_id="app-allow", allowed_issuers=["https://ehr.example.org/fhir"]
-    ) as app:
+    with (
+        running_app(
+            sandbox,
+            tmp_path,
+            client_id="app-allow",
+            allowed_issuers=["https://ehr.example.org/fhir"],
+        ) as app,
+        caplog.at_level(logging.WARNING, "provenote"),
+    ):
         answer = httpx.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         assert answer.status_code == 403 and "not configured to be launched" in answer.text
+        # Nothing is fetched from it, but the operator sees which issuer tried.
+        assert "launch again" not in answer.text.lower()
+    refused = [
+        record.getMessage() for record in caplog.records if "launch refused" in record.getMessage()
+    ]
+    assert refused and sandbox.fhir_base in refused[0]
 
 
 def test_denied_consent_renders_an_error_and_stores_nothing(

@@ -10,7 +10,14 @@ token: only resource types, stages, statuses and outcomes.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import threading
+from collections.abc import Iterable
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.types import StartResponse
+
+from prometheus_client import Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 JOBS = Gauge("provenote_jobs", "Drafting jobs in the database, by state.", ["state"])
 STAGE_SECONDS = Histogram(
@@ -46,3 +53,28 @@ MODEL_TOKENS = Counter(
     ["backend", "kind"],
 )
 DRAFTS_SIGNED = Counter("provenote_drafts_signed_total", "Drafts signed by a physician.")
+
+
+def serve_worker_metrics(port: int, host: str = "127.0.0.1") -> WSGIServer:
+    """Serve this process's metrics at ``/metrics`` (and nothing else) on ``host:port`` from a
+    daemon thread. Loopback by default: the figures describe the installation's workload, so
+    an operator widens it on purpose (``--metrics-host``), never by accident."""
+    metrics = make_wsgi_app()
+
+    def only_metrics(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"Not found: metrics are served at /metrics\n"]
+        answer: Iterable[bytes] = metrics(environ, start_response)
+        return answer
+
+    server = make_server(host, port, only_metrics, ThreadingWSGIServer, handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server
+
+
+class _Quiet(WSGIRequestHandler):
+    """Scrapes are not worth a log line each."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
