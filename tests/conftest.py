@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 SYNTHEA = SHARED_DATA / "synthea" / "california"
 PDFS = SHARED_DATA / "pdfs"
+# What the core tests need ships in tests/data (its README): a plain clone passes without ../shared.
+TEST_DATA = ROOT / "tests" / "data"
+SAMPLE_PDF = TEST_DATA / "UD_sample.pdf"
 ARTIFACTS = ROOT / "test-artifacts"
 
 

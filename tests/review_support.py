@@ -13,14 +13,14 @@ from launch.identity_patients import DOCUMENT_PATIENTS
 from launch.sandbox.run import Sandbox
 from pipeline.pdf import page_png
 from tests import fhir_fixtures as fx
-from tests.conftest import PDFS
+from tests.conftest import SAMPLE_PDF
 from tests.smart_support import inpatient_encounter
 
 ONE_FLAG = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
 HOSTILE = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
-# Henry L. Levin of ../shared/data/pdfs/hl7/UD_sample.pdf, with that PDF and a scan of its
-# second page as the notes of one stay.
+# Henry L. Levin of tests/data/UD_sample.pdf, with that PDF and a scan of its second page as the
+# notes of one stay. PDF_NAME is the file's name in the identity table of the shared data.
 PDF_PATIENT = "5f0c7a3e-2b1d-4c8e-9a6f-0d1e2f3a4b5c"
 PDF_NAME = "hl7/UD_sample.pdf"
 HOSTILE_NOTE = (
@@ -67,7 +67,7 @@ def hostile_sandbox() -> Iterator[Sandbox]:
 def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
     """PDF_PATIENT: a stay whose notes are a PDF with a text layer and a scanned page (a PNG of
     the PDF's second page, read by OCR), so the review shows both beside the draft."""
-    pdf = (PDFS / PDF_NAME).read_bytes()
+    pdf = SAMPLE_PDF.read_bytes()
     scan = page_png(pdf, 1, 300 / 72)
     stay = f"{PDF_PATIENT[:-4]}0001"
     patient = DOCUMENT_PATIENTS[PDF_NAME] | {"id": PDF_PATIENT}

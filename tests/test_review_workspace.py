@@ -22,8 +22,8 @@ from pipeline.summary import Sentence, SentenceFlag
 from smartapp.drafts.sources import resource_label, sentence_citations, source_view
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
-from tests.conftest import PDFS
-from tests.review_support import ONE_FLAG, PDF_NAME, PDF_PATIENT, flagged_ids, form_values
+from tests.conftest import SAMPLE_PDF
+from tests.review_support import ONE_FLAG, PDF_PATIENT, flagged_ids, form_values
 from tests.test_review_page import open_draft
 
 QUOTE = "Continue Cipro for an additional two days for his UTI."
@@ -87,7 +87,7 @@ def test_a_quote_is_marked_in_the_same_place_on_the_pdf_page_and_on_its_scan() -
     """The scan is the PDF's own page 2 rendered: the OCR boxes of a quote and the text layer's
     boxes of the same quote must coincide (to 2 % of the page)."""
     settings = PipelineSettings()
-    pdf = (PDFS / PDF_NAME).read_bytes()
+    pdf = SAMPLE_PDF.read_bytes()
     pages, _ = read_pdf(pdf, settings)
     text = pages[1].text
     start = text.index(QUOTE)
@@ -104,7 +104,7 @@ def test_a_quote_is_marked_in_the_same_place_on_the_pdf_page_and_on_its_scan() -
 
 
 def test_page_images_come_from_pdfs_and_scans_only() -> None:
-    pdf = (PDFS / PDF_NAME).read_bytes()
+    pdf = SAMPLE_PDF.read_bytes()
     png = page_image(pdf, "application/pdf", 2)
     assert png is not None and Image.open(io.BytesIO(png)).format == "PNG"
     assert page_image(pdf, "application/pdf", 9) is None
