@@ -280,3 +280,50 @@ def test_two_processes_never_refresh_one_token_twice(
     tokens = asyncio.run(scenario())
     assert None not in tokens
     assert len(set(tokens)) == 1 and tokens[0] != issued.access_token
+
+
+def test_many_requests_of_current_sessions_share_a_small_pool(
+    sandbox: Sandbox, tmp_path: Path, postgres_url: str
+) -> None:
+    """A request with a current token takes no refresh lock: the lock holds a connection while
+    the tokens are read with another, so fifty launches at once used to exhaust the pool (and
+    time out callbacks with a 500)."""
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+    settings = sandbox.configure(
+        Settings(
+            base_url="http://127.0.0.1:1",
+            data_dir=tmp_path,
+            database_url=postgres_url,
+            client_id="provenote-pool",
+        )
+    )
+    registration = settings.registrations[0]
+    patient = sandbox.auth.default_patient or ""
+    issued = TokenResponse.model_validate(
+        sandbox.auth.issue_for_tests("provenote-pool", "launch/patient patient/*.rs", patient)
+    )
+
+    async def scenario() -> list[str | None]:
+        state = new_state(settings)
+        database = state.database
+        await database.migrate()
+        # One connection in all: a request that needed two at once would wait for itself.
+        await database.engine.dispose()
+        database.engine = create_async_engine(
+            database.dsn, pool_size=1, max_overflow=0, pool_timeout=5
+        )
+        database.sessions = async_sessionmaker(database.engine, expire_on_commit=False)
+        try:
+            config = await discover(state.http, registration)
+            context = LaunchContext(iss=registration.issuer, patient=patient, scope=issued.scope)
+            for number in range(10):
+                current = StoredTokens(config=config, tokens=issued, expires_at=time.time() + 3600)
+                await state.store.save(f"session-{number}", context, current)
+            getters = [state.access.token_getter(f"session-{n}") for n in range(10)]
+            return await asyncio.gather(*(get(False) for get in getters * 3))
+        finally:
+            await state.http.aclose()
+            await database.dispose()
+
+    assert asyncio.run(scenario()) == [issued.access_token] * 30

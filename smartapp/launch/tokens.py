@@ -92,16 +92,26 @@ class EhrAccess:
         """The session's current access token; refreshed before expiry, or on demand after a
         401 (once). GrantEndedError when the grant is over and cannot be renewed."""
 
+        def current(stored: StoredTokens) -> bool:
+            margin = refresh_margin(self.settings, stored.tokens.expires_in)
+            return stored.expires_at is None or stored.expires_at - time.time() >= margin
+
         async def get_token(force_refresh: bool) -> str | None:
+            # A current token is read without the refresh lock: the lock holds a connection of
+            # its own while the tokens are read with another, so taking it on every request
+            # starved the pool when many sessions made requests at once.
+            if not force_refresh:
+                stored = await self.store.tokens(session_id)
+                if stored is None:
+                    raise GrantEndedError
+                if current(stored):
+                    return stored.tokens.access_token
             async with self.store.refresh_lock(session_id):
                 stored = await self.store.tokens(session_id)
                 if stored is None:
                     raise GrantEndedError
-                now = time.time()
-                margin = refresh_margin(self.settings, stored.tokens.expires_in)
-                expired = stored.expires_at is not None and stored.expires_at <= now
-                expiring = stored.expires_at is not None and stored.expires_at - now < margin
-                if not (force_refresh or expiring):
+                expired = stored.expires_at is not None and stored.expires_at <= time.time()
+                if not force_refresh and current(stored):  # another task refreshed meanwhile
                     return stored.tokens.access_token
                 if not stored.tokens.refresh_token:
                     if force_refresh or expired:
