@@ -419,6 +419,7 @@ FlagCode = Literal[
     "no_discharge_medications",
     "medication_discrepancy",
     "critical_result",
+    "acute_kidney_injury",
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pipeline.checker import check_summary_sentences
@@ -34,6 +34,7 @@ from pipeline.evidence import (
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
 from pipeline.record_conflicts import instruction_like
 from pipeline.rendering import macros
+from pipeline.results import is_minor, is_vital_sign
 from pipeline.settings import PipelineSettings
 from pipeline.summary import (
     NOT_DOCUMENTED,
@@ -51,6 +52,8 @@ BACKEND = "provenote-evidence-only"
 BACKEND_VERSION = "1"
 # Sorts before every date; only ever compared when a dated fact's date is typed as optional.
 _NEVER = datetime.min.replace(tzinfo=UTC)
+# Values are "at discharge" only when taken in the stay's last day.
+DISCHARGE_WINDOW = timedelta(hours=24)
 _CATEGORY_SECTIONS: dict[str, SectionKey] = {
     "diagnosis": "diagnoses",
     "medication": "medications",
@@ -186,7 +189,7 @@ def _structured_course(
         for f in state.facts["lab_result"]
         if isinstance(f.attributes, LabResultAttributes)
         and not f.attributes.baseline
-        and not _vital(f.attributes)
+        and not is_vital_sign(f.attributes)
         and f.attributes.flag in _FLAG_ORDER
     ]
     if abnormal:
@@ -230,13 +233,14 @@ def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None
         f
         for f in state.facts["lab_result"]
         if isinstance(f.attributes, LabResultAttributes)
-        and _vital(f.attributes)
+        and is_vital_sign(f.attributes)
         and f.attributes.effective is not None
     ]
     if vitals:
         last = max(_effective(f) or _NEVER for f in vitals)
         latest = [f for f in vitals if _effective(f) == last]
-        text = render.vital_signs("discharge", last, [f.attributes for f in latest])
+        moment = _last_moment(last, stay)
+        text = render.vital_signs(moment, last, [f.attributes for f in latest])
         sentences.append(_sentence("condition_at_discharge", text, [f.id for f in latest]))
     sentences += [
         _sentence("condition_at_discharge", render.quote(f.attributes), [f.id])
@@ -347,17 +351,27 @@ def _worst(results: Sequence[LabResultAttributes]) -> str | None:
     return next((flag for flag in _FLAG_ORDER if flag in flags), None)
 
 
-def _vital(result: LabResultAttributes) -> bool:
-    return "vital-signs" in (result.observation_category or "")
+def _last_moment(taken: datetime | None, stay: Fact | None) -> str:
+    """ "discharge" for values taken in the last day of the stay; otherwise they are only the
+    latest, and a reader must see that they are older."""
+    end = stay.attributes.end if stay and isinstance(stay.attributes, EncounterAttributes) else None
+    if taken is None or end is None or _aware(end) - _aware(taken) > DISCHARGE_WINDOW:
+        return "latest"
+    return "discharge"
 
 
-def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _vital_signs(facts: list[Fact], render: Any, stay: Fact | None) -> list[Sentence]:
     """The first and the last set of vital signs of the episode."""
     timed = _by_time([f for f in facts if _effective(f) is not None], _effective)
     if not timed:
         return []
     sentences = []
-    for moment, when in (("admission", timed[0]), ("discharge", timed[-1])):
+    last_moment = _last_moment(_effective(timed[-1]), stay)
+    for moment, when in (("admission", timed[0]), (last_moment, timed[-1])):
         taken = _effective(when)
         same = [f for f in timed if _effective(f) == taken]
         sentences.append(
@@ -370,10 +384,14 @@ def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
     return sentences[:1] if _effective(timed[0]) == _effective(timed[-1]) else sentences
 
 
-def _results(state: EvidenceState, render: Any) -> list[Sentence]:
+def _results(
+    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
+) -> list[Sentence]:
     """Abnormal results first (critical, then high or low), each marked, with its trend over the
-    episode and against the latest value before admission; the normal ones in one line; vital
-    signs at admission and at discharge."""
+    episode and against the latest value before admission; the normal ones in one line, without
+    screening scores and indices (``minor_results``); vital signs at admission and at discharge
+    (or the latest, dated, when none was taken in the stay's last day)."""
+    minor = ranges.extra.get("minor_results", {})
     by_test: dict[str, list[Fact]] = defaultdict(list)
     baselines: dict[str, Fact] = {}
     vitals: list[Fact] = []
@@ -385,7 +403,7 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
         )
         if result.baseline:
             baselines[key] = fact
-        elif _vital(result):
+        elif is_vital_sign(result):
             vitals.append(fact)
         else:
             by_test[key].append(fact)
@@ -397,7 +415,8 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
         results = [attributes_as(f, LabResultAttributes) for f in facts]
         worst = _worst(results)
         if worst is None:
-            (normal if any(r.flag == "normal" for r in results) else unranged).extend(facts)
+            if not is_minor(results[-1], minor):
+                (normal if any(r.flag == "normal" for r in results) else unranged).extend(facts)
             continue
         before = baselines.get(key)
         cited = [f.id for f in facts] + ([before.id] if before else [])
@@ -417,7 +436,7 @@ def _results(state: EvidenceState, render: Any) -> list[Sentence]:
             state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started
         )
     ]
-    return sentences + imaging + _vital_signs(vitals, render)
+    return sentences + imaging + _vital_signs(vitals, render, stay)
 
 
 def _simple(
@@ -434,6 +453,7 @@ SEVERITY = (
     "note_instruction",
     "allergy_conflict",
     "critical_result",
+    "acute_kidney_injury",
     "conflict",
     "therapeutic_duplication",
     "medication_discrepancy",
@@ -545,7 +565,7 @@ def summarize_evidence(
         "procedures": _procedures(state, render, routine),
         "medications": _medications(state, render),
         "allergies": _allergies(state, render),
-        "results": _results(state, render),
+        "results": _results(state, render, table("reference_ranges", settings), stay),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": _simple(state, "care_plan", "follow_up", render.care_plan)
         + _simple(state, "follow_up", "follow_up", render.quote),

@@ -4,19 +4,51 @@ Each numeric result gets a range (the Observation's own ``referenceRange``, else
 default for its LOINC code and unit, ``reference_ranges`` table) and a flag: normal, high, low,
 critical high or critical low. A value is shown at the analyte's precision from the table, else
 at no more than four significant digits ("4.65 mg/dL", never "4.6483"); the citation keeps the
-stored value. A critical value is flagged for the physician.
+stored value. A critical value is flagged for the physician, and so is a rise in creatinine that
+meets KDIGO's criteria for acute kidney injury (``acute_kidney_injury`` table): the values are
+there to read, but nothing else in the record says that the kidneys failed during the stay.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from pipeline.evidence import EvidenceState, LabResultAttributes, ResultFlag, ReviewFlag, stable_id
+from pipeline.evidence import (
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    ResultFlag,
+    ReviewFlag,
+    stable_id,
+)
 from pipeline.settings import PipelineSettings
-from pipeline.tables import table
+from pipeline.tables import CodeTable, table
 
 SIGNIFICANT_DIGITS = 4
+# The FHIR R4 vital-signs profile's codes (observation-vitalsigns), and pain severity, which
+# Synthea and many EHRs record as a vital sign. An Observation filed under the vital-signs
+# category with another code (an NT-proBNP, say) is a result, never "a vital sign at discharge".
+VITAL_SIGN_CODES = frozenset(
+    {
+        "85353-1",
+        "9279-1",
+        "8867-4",
+        "2708-6",
+        "59408-5",
+        "8310-5",
+        "8302-2",
+        "9843-4",
+        "29463-7",
+        "39156-5",
+        "85354-9",
+        "8480-6",
+        "8462-4",
+        "72514-3",
+    }
+)
 _INTERPRETATION_CODES: dict[str, ResultFlag] = {
     "N": "normal",
     "H": "high",
@@ -62,12 +94,17 @@ def _same_unit(left: str | None, right: str | None) -> bool:
     return (left or "").lower().replace(" ", "") == (right or "").lower().replace(" ", "")
 
 
+def _in_units(default: dict[str, Any], unit: str | None) -> bool:
+    """Whether a result in ``unit`` is in the default's unit, however the source spells it."""
+    return any(_same_unit(known, unit) for known in default.get("units", [default.get("unit")]))
+
+
 def interpret(
     result: LabResultAttributes, ranges: dict[str, dict[str, Any]]
 ) -> LabResultAttributes:
     """The result with its shown value, range (own, else the adult default) and flag."""
     default = ranges.get(result.code.code if result.code and result.code.code else "", {})
-    if default and not _same_unit(default.get("unit"), result.unit):
+    if default and not _in_units(default, result.unit):
         default = {}  # another unit: the default's numbers do not apply
     update: dict[str, Any] = {}
     low, high = result.reference_low, result.reference_high
@@ -100,6 +137,83 @@ def interpret(
     return result.model_copy(update=update)
 
 
+def is_vital_sign(result: LabResultAttributes) -> bool:
+    """A vital sign: filed as one, under a vital sign's code (or no code at all)."""
+    categories = {kind.strip() for kind in (result.observation_category or "").split(",")}
+    if "vital-signs" not in categories:
+        return False
+    return result.code is None or result.code.code is None or result.code.code in VITAL_SIGN_CODES
+
+
+def is_minor(result: LabResultAttributes, minor: dict[str, Any]) -> bool:
+    """A screening score or derived index (``minor_results`` in the ranges table)."""
+    code = result.code.code if result.code is not None else None
+    category = result.observation_category or ""
+    categories = {kind.strip() for kind in category.split(",")}
+    return code in minor.get("codes", {}) or bool(categories & set(minor.get("categories", [])))
+
+
+def _hours(hours: float) -> str:
+    if hours < 48:
+        return f"{round(hours)} hour(s)"
+    return f"{round(hours / 24)} day(s)"
+
+
+def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | None:
+    """The first rise in serum creatinine during the stay that meets KDIGO's criteria for acute
+    kidney injury (an earlier value of the stay, or the baseline before it, against a later value
+    of the stay), as a flag that names both values and the time between them; else None."""
+    unit = criteria.extra["unit"]
+    absolute = Decimal(str(criteria.extra["absolute_rise"]))
+    absolute_window = timedelta(hours=criteria.extra["absolute_window_hours"])
+    relative = Decimal(str(criteria.extra["relative_rise"]))
+    relative_window = timedelta(days=criteria.extra["relative_window_days"])
+    measured = [
+        (result.effective, result.value, fact, result)
+        for fact in facts
+        if isinstance(result := fact.attributes, LabResultAttributes)
+        and result.code is not None
+        and result.code.code in criteria.codes
+        and _same_unit(result.unit, unit)
+        and result.value is not None
+        and result.effective is not None
+    ]
+    creatinine = sorted(measured, key=lambda row: row[0] or datetime.min)
+    for later_index, (later_at, later_value, later_fact, later) in enumerate(creatinine):
+        if later.baseline or later_at is None or later_value is None:
+            continue
+        for earlier_at, earlier_value, earlier_fact, _ in creatinine[:later_index]:
+            if earlier_at is None or earlier_value is None:
+                continue
+            elapsed = later_at - earlier_at
+            rose_by = later_value - earlier_value
+            if elapsed <= absolute_window and rose_by >= absolute:
+                hours = criteria.extra["absolute_window_hours"]
+                criterion = f"a rise of {absolute} {unit} or more within {hours} hours"
+            elif (
+                elapsed <= relative_window
+                and earlier_value > 0
+                and later_value >= relative * earlier_value
+            ):
+                days = criteria.extra["relative_window_days"]
+                criterion = f"{relative} times a value of the {days} days before"
+            else:
+                continue
+            return ReviewFlag(
+                id=stable_id("flag", "acute_kidney_injury", earlier_fact.id, later_fact.id),
+                code="acute_kidney_injury",
+                reason=(
+                    f"Acute kidney injury by KDIGO creatinine criteria ({criterion}): "
+                    f"creatinine {shown(earlier_value, 2)} → {shown(later_value, 2)} {unit} "
+                    f"in {_hours(elapsed.total_seconds() / 3600)}: confirm the diagnosis and "
+                    "plan follow-up of renal function"
+                ),
+                raised_by="results",
+                fact_ids=[earlier_fact.id, later_fact.id],
+            )
+    return None
+
+
 def interpret_results(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
     """Every result interpreted; a critical value of the stay flagged for the physician."""
     ranges = table("reference_ranges", settings).extra["ranges"]
@@ -123,6 +237,9 @@ def interpret_results(state: EvidenceState, settings: PipelineSettings) -> Evide
                     fact_ids=[fact.id],
                 )
             )
+    injury = kidney_injury(facts, table("acute_kidney_injury", settings))
+    if injury is not None:
+        flags.append(injury)
     return state.model_copy(
         update={"facts": dict(state.facts) | {"lab_result": facts}, "flags_for_review": flags}
     )

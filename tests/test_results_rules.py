@@ -104,6 +104,131 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
     ]
 
 
+def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
+    return lab(
+        obs_id, name, value, unit, loinc, when, category=[{"coding": [{"code": "vital-signs"}]}]
+    )
+
+
+def review_lines(*resources: dict) -> list[str]:
+    state = evidence_from_fhir(fx.stay(*resources))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    return [sentence.text for sentence in summary.section("needs_review").sentences]
+
+
+def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_discharge() -> None:
+    # The stay ends 2024-03-05 12:00; the last vital signs were taken four days before.
+    lines = results_of(
+        vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
+        vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-01T18:00:00+00:00"),
+    )
+    assert lines == [
+        "Vital signs at admission (2024-03-01): Heart rate 88 /min.",
+        "Latest vital signs (2024-03-01, more than a day before discharge): Heart rate 76 /min.",
+    ]
+
+
+def test_a_laboratory_value_filed_as_a_vital_sign_is_a_result() -> None:
+    """Synthea files some NT-proBNP values under vital-signs: never "a vital sign at discharge"."""
+    lines = results_of(
+        vital("bnp", "NT-proBNP", 2400, "pg/mL", "33762-6", "2024-03-05T08:00:00+00:00"),
+    )
+    assert lines == ["NT-proBNP (H): 2400 pg/mL on 2024-03-05; reference up to 125."] or lines[
+        0
+    ].startswith("NT-proBNP (H): 2400 pg/mL on 2024-03-05")
+    assert not any(line.startswith("Vital signs") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "loinc", "value", "unit", "mark"),
+    [
+        ("eGFR", "33914-3", 13, "mL/min", "critical low"),  # Synthea's spelling of the unit
+        ("eGFR", "33914-3", 12, "mL/min/{1.73_m2}", "critical low"),
+        ("pH", "2744-1", 7.235, "[pH]", "L"),
+        ("pH", "2744-1", 7.18, "[pH]", "critical low"),
+        ("pCO2", "2019-8", 72, "mm[Hg]", "critical high"),
+        ("Bicarbonate", "1963-8", 8, "mmol/L", "critical low"),
+        ("Lactate", "2524-7", 4.8, "mmol/L", "critical high"),
+        ("Bilirubin", "1975-2", 13.7, "mg/dL", "H"),
+        ("Troponin I", "89579-7", 140, "ng/L", "critical high"),
+        ("BNP", "30934-4", 850, "pg/mL", "H"),
+    ],
+)
+def test_the_shipped_ranges_mark_blood_gases_kidney_function_and_cardiac_markers(
+    name: str, loinc: str, value: float, unit: str, mark: str
+) -> None:
+    (line,) = results_of(lab("x", name, value, unit, loinc, "2024-03-04T08:00:00+00:00"))
+    assert line.startswith(f"{name} ({mark}): ")
+    critical = [
+        line
+        for line in review_lines(lab("x", name, value, unit, loinc, "2024-03-04T08:00:00+00:00"))
+        if line.startswith("Critical result")
+    ]
+    assert bool(critical) == mark.startswith("critical")
+
+
+def test_a_creatinine_rise_of_kdigo_size_is_flagged_as_acute_kidney_injury() -> None:
+    lines = review_lines(
+        lab("cr1", "Creatinine", 2.63, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
+        lab("cr2", "Creatinine", 4.65, "mg/dL", CREATININE, "2024-03-02T11:00:00+00:00"),
+    )
+    assert (
+        "Acute kidney injury by KDIGO creatinine criteria (a rise of 0.3 mg/dL or more within "
+        "48 hours): creatinine 2.63 → 4.65 mg/dL in 3 hour(s): confirm the diagnosis and plan "
+        "follow-up of renal function."
+    ) in lines
+
+
+def test_a_rise_to_one_and_a_half_times_the_baseline_within_a_week_is_acute_kidney_injury() -> None:
+    baseline = lab("base", "Creatinine", 0.8, "mg/dL", CREATININE, "2024-02-27T08:00:00+00:00") | {
+        "encounter": {"reference": "Encounter/old"}
+    }
+    old = fx.encounter("old", "2024-02-27T07:00:00+00:00", "2024-02-27T09:00:00+00:00", "AMB")
+    lines = review_lines(
+        baseline,
+        old,
+        lab("cr", "Creatinine", 1.25, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
+    )
+    (line,) = [line for line in lines if line.startswith("Acute kidney injury")]
+    assert "(1.5 times a value of the 7 days before)" in line
+    assert "creatinine 0.80 → 1.25 mg/dL in 6 day(s)" in line
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "apart_hours"),
+    [
+        (1.0, 1.2, 24),  # +0.2 in a day: below both criteria
+        (1.0, 1.4, 72),  # +0.4, but over three days, and under 1.5 times
+        (1.0, 1.6, 24 * 8),  # 1.6 times, but eight days apart
+    ],
+)
+def test_a_creatinine_change_short_of_kdigo_is_not_flagged(
+    first: float, second: float, apart_hours: int
+) -> None:
+    from datetime import datetime, timedelta
+
+    start = datetime.fromisoformat("2024-03-01T11:00:00+00:00")
+    later = (start + timedelta(hours=apart_hours)).isoformat()
+    lines = review_lines(
+        lab("cr1", "Creatinine", first, "mg/dL", CREATININE, start.isoformat()),
+        lab("cr2", "Creatinine", second, "mg/dL", CREATININE, later),
+    )
+    assert not any(line.startswith("Acute kidney injury") for line in lines)
+
+
+def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
+    lines = results_of(
+        lab("na", "Sodium", 140, "mmol/L", SODIUM, "2024-03-02T08:00:00+00:00"),
+        lab(
+            "pdw", "Platelet distribution width", 12.1, "fL", "32207-3", "2024-03-02T08:00:00+00:00"
+        ),
+        lab("mpv", "Platelet mean volume", 10.2, "fL", "32623-1", "2024-03-02T08:00:00+00:00"),
+        lab("audit", "AUDIT-C total score", 2, "{score}", "75626-2", "2024-03-02T08:00:00+00:00")
+        | {"category": [{"coding": [{"code": "laboratory"}, {"code": "survey"}]}]},
+    )
+    assert lines == ["Other results within their reference ranges: Sodium."]
+
+
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
