@@ -8,10 +8,11 @@ for review rather than looping or passing it on as clean.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 from pipeline.conflicts import detect_conflicts
 from pipeline.evidence import EvidenceState, ReviewFlag, TraceEvent, stable_id
-from pipeline.reconcile import reconcile
+from pipeline.reconcile import RENEWAL_WINDOW, reconcile
 from pipeline.validate import validate
 
 Agent = Callable[[EvidenceState], tuple[EvidenceState, str, bool]]
@@ -25,20 +26,25 @@ def _always_settled(step: Callable[[EvidenceState], tuple[EvidenceState, str]]) 
     return run
 
 
-AGENTS: tuple[tuple[str, Agent], ...] = (
-    ("reconcile", _always_settled(reconcile)),
-    ("detect_conflicts", _always_settled(detect_conflicts)),
-    ("validate", validate),
-)
+def agents(renewal_window: timedelta = RENEWAL_WINDOW) -> tuple[tuple[str, Agent], ...]:
+    """The agents in the order they run, with the deployment's renewal window for orders."""
+    return (
+        ("reconcile", _always_settled(lambda state: reconcile(state, renewal_window))),
+        ("detect_conflicts", _always_settled(detect_conflicts)),
+        ("validate", validate),
+    )
 
 
-def run_agent_loop(state: EvidenceState, max_steps: int) -> EvidenceState:
+def run_agent_loop(
+    state: EvidenceState, max_steps: int, *, renewal_window: timedelta = RENEWAL_WINDOW
+) -> EvidenceState:
     """Run the agents in order until a validation pass changes nothing, within ``max_steps``."""
+    running = agents(renewal_window)
     step = state.step_count
     trace = list(state.trace)
     while True:
         changed = False
-        for name, agent in AGENTS:
+        for name, agent in running:
             if step >= max_steps:
                 return _budget_exhausted(state, trace, step, max_steps)
             step += 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
@@ -64,6 +65,7 @@ class LoopSettings(BaseModel):
     json_retries: int = Field(2, ge=0, le=5)
     concurrency: int = Field(4, ge=1, le=64)
     limits: SchemaLimits = Field(default_factory=SchemaLimits)
+    renewal_window_days: int = Field(365, ge=1)
 
     @classmethod
     def from_settings(cls, settings: PipelineSettings) -> LoopSettings:
@@ -74,6 +76,7 @@ class LoopSettings(BaseModel):
             ratio=settings.focus_ratio,
             concurrency=settings.model_concurrency,
             limits=settings.answer_limits,
+            renewal_window_days=settings.medication_renewal_window_days,
         )
 
 
@@ -390,6 +393,7 @@ def draft_with_model(
         limits=settings.limits,
         progress=progress,
         strict=True,
+        renewal_window=timedelta(days=settings.renewal_window_days),
     )
     summary = agentic_summary(
         extended,

@@ -7,6 +7,8 @@ in whatever process runs the job, never in the mapping.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pipeline.agent import run_agent_loop
 from pipeline.diagnoses import classify_diagnoses
 from pipeline.documents import facts_from_document, ingest_document, ingestion_events
@@ -107,5 +109,9 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = Non
         trace=trace,
     )
     state = interpret_results(classify_diagnoses(state, settings), settings)
-    state = run_agent_loop(state, settings.max_agent_steps)
+    state = run_agent_loop(
+        state,
+        settings.max_agent_steps,
+        renewal_window=timedelta(days=settings.medication_renewal_window_days),
+    )
     return medication_safety(state, settings)

@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from pipeline.evidence import (
     DiagnosisAttributes,
     DiagnosisListing,
-    EncounterAttributes,
     EvidenceState,
     Fact,
     ReviewFlag,
@@ -26,13 +25,6 @@ from pipeline.evidence import (
 )
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
-
-
-def _stay(state: EvidenceState) -> EncounterAttributes | None:
-    for fact in state.facts.get("encounter", []):
-        if isinstance(fact.attributes, EncounterAttributes) and fact.attributes.kind == "stay":
-            return fact.attributes
-    return None
 
 
 def listing_of(
@@ -70,7 +62,7 @@ def listing_of(
 
 def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
     """Each diagnosis fact with its listing, and a data-quality flag for each stale event."""
-    stay = _stay(state)
+    stay = state.stay()
     admission, discharge = (stay.start, stay.end) if stay else (None, None)
     social = table("social_findings", settings)
     acute = table("acute_events", settings)

@@ -109,17 +109,20 @@ def allergy_class_flags(
 
 
 def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
-    """A patient who took medications before the stay and leaves with none: say so."""
-    if state.medications.discharge or not state.medications.admission:
+    """A patient who took medications before the stay and leaves with none: say so. Orders
+    too old to count as taken (unconfirmed: they have their own flag) are not counted."""
+    unconfirmed = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
+    taken = [fact_id for fact_id in state.medications.admission if fact_id not in unconfirmed]
+    if state.medications.discharge or not taken:
         return []
     return [
         ReviewFlag(
             id=stable_id("flag", "no-discharge-medications", state.encounter or ""),
             code="no_discharge_medications",
-            reason=f"No discharge medication, though {len(state.medications.admission)} "
+            reason=f"No discharge medication, though {len(taken)} "
             "medication(s) were active at admission: confirm they were all stopped",
             raised_by=RAISED_BY,
-            fact_ids=list(state.medications.admission),
+            fact_ids=taken,
         )
     ]
 

@@ -420,6 +420,7 @@ FlagCode = Literal[
     "medication_discrepancy",
     "critical_result",
     "acute_kidney_injury",
+    "medication_not_renewed",
 ]
 
 
@@ -465,7 +466,9 @@ class RejectedFact(_Model):
     reason: str
 
 
-MedicationChangeKind = Literal["new", "stopped", "changed", "continued"]
+# "unconfirmed": an order from before the stay, still active, but last ordered long ago and not
+# mentioned in the stay's notes: whether it is still taken is for the physician to confirm.
+MedicationChangeKind = Literal["new", "stopped", "changed", "continued", "unconfirmed"]
 
 
 class MedicationChange(_Model):
@@ -520,6 +523,13 @@ class EvidenceState(_Model):
             if document.id == document_id:
                 return document
         raise KeyError(document_id)
+
+    def stay(self) -> EncounterAttributes | None:
+        """The stay being summarised (its dates, class, reasons), if the record has it."""
+        for fact in self.facts.get("encounter", []):
+            if isinstance(fact.attributes, EncounterAttributes) and fact.attributes.kind == "stay":
+                return fact.attributes
+        return None
 
 
 def group_facts(facts: list[Fact]) -> dict[FactCategory, list[Fact]]:

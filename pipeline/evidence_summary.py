@@ -295,12 +295,19 @@ def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[S
 
 def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
+    unconfirmed = [c.admission for c in state.medications.changes if c.kind == "unconfirmed"]
     for change in state.medications.changes:
+        if change.kind == "unconfirmed":
+            continue
         before = state.fact(change.admission).attributes if change.admission else None
         after = state.fact(change.discharge).attributes if change.discharge else None
         citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
         text = render.medication_change(change, before, after)
         sentences.append(_sentence("medications", text, citations))
+    if unconfirmed:
+        stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
+        text = render.not_renewed([f.attributes for f in stale])
+        sentences.append(_sentence("medications", text, [f.id for f in stale]))
     given = [
         f
         for f in state.facts["medication"]
@@ -458,6 +465,7 @@ SEVERITY = (
     "therapeutic_duplication",
     "medication_discrepancy",
     "no_discharge_medications",
+    "medication_not_renewed",
     "unexplained_medication_change",
     "medication_phase_unknown",
     "incomplete_medication",

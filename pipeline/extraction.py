@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from pipeline.agent import run_agent_loop
@@ -38,6 +39,7 @@ from pipeline.evidence import (
     stable_id,
 )
 from pipeline.medications import strength_of
+from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.sentences import split_sentences
 
@@ -213,8 +215,11 @@ def with_model_extraction(
     limits: SchemaLimits | None = None,
     progress: Progress = no_progress,
     strict: bool = False,
+    renewal_window: timedelta = RENEWAL_WINDOW,
 ) -> EvidenceState:
     """The state with the model's quoted extractions, reconciled, checked and validated again."""
     found = extract_from_notes(state, backend, limits=limits, progress=progress, strict=strict)
     extended = with_extraction(state, found)
-    return run_agent_loop(extended, extended.step_count + max_agent_steps)
+    return run_agent_loop(
+        extended, extended.step_count + max_agent_steps, renewal_window=renewal_window
+    )

@@ -5,9 +5,18 @@ so "Simvastatin 20 MG Oral Tablet" at admission and "simvastatin 40 mg" at disch
 whose strength changed. An admission medication with no discharge order is *continued* when its
 request is still active and *stopped* when its request was stopped or completed during the stay.
 A change or stop with no documented reason is flagged for a physician; the system never guesses one.
+
+An order's status says what the EHR last recorded, not what the patient takes: an order still
+"active" that was last written longer ago than the renewal window (12 months by default) before
+admission, and that no note of the stay mentions, is *unconfirmed*, never continued: it is
+listed with the date it was last ordered and flagged once, for the physician to confirm.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from pipeline.evidence import (
     EvidenceState,
@@ -21,6 +30,39 @@ from pipeline.evidence import (
 from pipeline.medications import drug_key, normalise_frequency, normalise_quantity, normalise_route
 
 ACTIVE_STATUSES = frozenset({"active", "on-hold"})
+RENEWAL_WINDOW = timedelta(days=365)
+
+
+@dataclass(frozen=True, slots=True)
+class StayContext:
+    """What tells a current home medication from a stale order: when the stay began, how recent
+    an order must be, and the words of the stay's notes."""
+
+    admitted: datetime | None = None
+    renewal_window: timedelta = RENEWAL_WINDOW
+    notes_text: str = ""
+
+    def stale(self, attributes: MedicationAttributes) -> bool:
+        """Last ordered before the window and mentioned in no note of the stay."""
+        ordered = attributes.authored_on
+        if self.admitted is None or ordered is None:
+            return False
+        if _aware(ordered) >= _aware(self.admitted) - self.renewal_window:
+            return False
+        return not mentioned(attributes.name, self.notes_text)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def mentioned(name: str, text: str) -> bool:
+    """Whether the drug's main ingredient (the first word of its key, "metoprolol" of "24 HR
+    metoprolol succinate 100 MG …") appears as a word in ``text``."""
+    words = drug_key(name).split()
+    return bool(words) and re.search(rf"\b{re.escape(words[0])}\b", text, re.IGNORECASE) is not None
+
+
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 
 
@@ -80,7 +122,10 @@ def _find_match(admitted: Fact, candidates: list[Fact]) -> Fact | None:
     return by_name[0] if by_name else None
 
 
-def reconcile_medications(facts: list[Fact]) -> tuple[MedicationLists, list[ReviewFlag]]:
+def reconcile_medications(
+    facts: list[Fact], stay: StayContext | None = None
+) -> tuple[MedicationLists, list[ReviewFlag]]:
+    stay = stay or StayContext()
     medications = [fact for fact in facts if fact.category == "medication"]
     admission = [fact for fact in medications if medication(fact).phase == "admission"]
     unmatched = [fact for fact in medications if medication(fact).phase == "discharge"]
@@ -103,6 +148,10 @@ def reconcile_medications(facts: list[Fact]) -> tuple[MedicationLists, list[Revi
                     differences=found,
                     reason=after.reason or before.reason,
                 )
+            )
+        elif before.status in ACTIVE_STATUSES and stay.stale(before):
+            changes.append(
+                MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
             )
         elif before.status in ACTIVE_STATUSES:
             discharge_ids.append(admitted.id)
@@ -130,7 +179,7 @@ def reconcile_medications(facts: list[Fact]) -> tuple[MedicationLists, list[Revi
     lists = MedicationLists(
         admission=[fact.id for fact in admission], discharge=discharge_ids, changes=changes
     )
-    return lists, _unexplained(changes)
+    return lists, _unexplained(changes) + _not_renewed(changes)
 
 
 def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
@@ -152,12 +201,48 @@ def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
     return flags
 
 
-def reconcile(state: EvidenceState) -> tuple[EvidenceState, str]:
-    lists, flags = reconcile_medications(state.all_facts())
+def _not_renewed(changes: list[MedicationChange]) -> list[ReviewFlag]:
+    """One flag for all the unconfirmed orders (the medication list names each with its date)."""
+    stale = [change for change in changes if change.kind == "unconfirmed" and change.admission]
+    if not stale:
+        return []
+    fact_ids = [change.admission for change in stale if change.admission]
+    # No number in the text: every number a draft states must be one of the evidence's.
+    return [
+        ReviewFlag(
+            id=stable_id("flag", "not_renewed", *fact_ids),
+            code="medication_not_renewed",
+            reason=(
+                "Home orders last written long before admission (beyond the renewal window) "
+                "and not mentioned in this stay's notes: confirm whether still taken"
+            ),
+            raised_by="reconcile",
+            fact_ids=fact_ids,
+        )
+    ]
+
+
+def stay_context(state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDOW) -> StayContext:
+    """The stay's start and its notes' words (never a note about another patient)."""
+    stay = state.stay()
+    notes = "\n".join(
+        page.text
+        for document in state.documents
+        if not document.other_patient
+        for page in document.pages
+    )
+    admitted = stay.start if stay is not None else None
+    return StayContext(admitted=admitted, renewal_window=renewal_window, notes_text=notes)
+
+
+def reconcile(
+    state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDOW
+) -> tuple[EvidenceState, str]:
+    lists, flags = reconcile_medications(state.all_facts(), stay_context(state, renewal_window))
     kept = [flag for flag in state.flags_for_review if flag.raised_by != "reconcile"]
     counts = {
         kind: sum(c.kind == kind for c in lists.changes)
-        for kind in ("new", "changed", "stopped", "continued")
+        for kind in ("new", "changed", "stopped", "continued", "unconfirmed")
     }
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     updated = state.model_copy(update={"medications": lists, "flags_for_review": kept + flags})

@@ -31,6 +31,9 @@ class PipelineSettings(BaseModel):
     max_agent_steps: int = Field(12, ge=3)
     # An encounter ending this long before admission (the emergency visit) joins the episode.
     episode_window_h: float = Field(24.0, ge=0)
+    # An order still "active" but last written longer ago than this before admission, and named
+    # in no note of the stay, is listed to confirm rather than as continued (pipeline/reconcile).
+    medication_renewal_window_days: int = Field(365, ge=1)
     # A folder whose JSON files replace the shipped clinical tables of the same name
     # (pipeline/tables/: social findings, acute events, drug classes, reference ranges).
     tables_dir: Path | None = None

@@ -8,7 +8,7 @@ from pipeline.evidence import EvidenceState
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
-BEFORE = "2023-01-01T00:00:00+00:00"
+BEFORE = "2023-09-01T00:00:00+00:00"  # within the 12-month renewal window
 
 
 def home(request_id: str, name: str, **kwargs: object) -> dict:
@@ -222,3 +222,92 @@ def test_no_known_allergies_beside_a_documented_allergy_is_a_conflict() -> None:
     assert conflict.kind == "allergy_status"
     assert conflict.description == "the record lists Latex, and also says 'No Known Allergies'"
     assert len(conflict.fact_ids) == 2
+
+
+# --- orders last written long before the stay ---------------------------------------------------
+
+LONG_AGO = "1997-12-09T00:00:00+00:00"
+
+
+def medication_lines(state: EvidenceState) -> list[str]:
+    from pipeline.evidence_summary import summarize_evidence
+
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    return [sentence.text for sentence in summary.section("medications").sentences]
+
+
+def test_an_order_not_renewed_for_years_and_unmentioned_is_to_confirm_never_continued() -> None:
+    """A 1997 prasugrel order still "active" in 2024 says what the EHR last recorded, not what
+    the patient takes: it is listed once, with its date, and flagged once."""
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.medication_request(
+                "old-1", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL
+            ),
+            fx.medication_request(
+                "old-2", "metoprolol succinate 100 MG", authored=LONG_AGO, **FULL
+            ),
+            home("recent", "aspirin 81 MG Oral Tablet", **FULL),
+        )
+    )
+    assert changes(state) == {
+        "prasugrel 10 MG Oral Tablet": ("unconfirmed", []),
+        "metoprolol succinate 100 MG": ("unconfirmed", []),
+        "aspirin 81 MG Oral Tablet": ("continued", []),
+    }
+    lines = medication_lines(state)
+    assert (
+        "Last ordered long before this stay, not renewed, and not mentioned in its notes (confirm "
+        "whether still taken): prasugrel 10 MG Oral Tablet (last ordered 1997-12-09); metoprolol "
+        "succinate 100 MG (last ordered 1997-12-09)."
+    ) in lines
+    assert not any(line.startswith("CONTINUED: prasugrel") for line in lines)
+    assert flag_codes(state).count("medication_not_renewed") == 1
+    assert "no_discharge_medications" not in flag_codes(state)  # aspirin goes home
+
+
+def test_an_old_order_the_stays_note_mentions_is_continued() -> None:
+    note = fx.document_reference(
+        "note", fx.attachment("Medications: prasugrel 10 mg daily, unchanged.")
+    )
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL),
+            note,
+        )
+    )
+    assert changes(state) == {"prasugrel 10 MG Oral Tablet": ("continued", [])}
+    assert "medication_not_renewed" not in flag_codes(state)
+
+
+def test_the_renewal_window_is_a_setting() -> None:
+    from pipeline.settings import PipelineSettings
+
+    record = fx.stay(
+        fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL)
+    )
+    wide = PipelineSettings(medication_renewal_window_days=365 * 30)
+    assert changes(evidence_from_fhir(record, settings=wide)) == {
+        "prasugrel 10 MG Oral Tablet": ("continued", [])
+    }
+    assert changes(evidence_from_fhir(record)) == {
+        "prasugrel 10 MG Oral Tablet": ("unconfirmed", [])
+    }
+
+
+def test_the_agent_loop_a_model_draft_reruns_keeps_the_deployments_window() -> None:
+    from datetime import timedelta
+
+    from pipeline.agent import run_agent_loop
+    from pipeline.agentic import LoopSettings
+    from pipeline.settings import PipelineSettings
+
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL)
+        )
+    )
+    loop = LoopSettings.from_settings(PipelineSettings(medication_renewal_window_days=365 * 30))
+    window = timedelta(days=loop.renewal_window_days)
+    rerun = run_agent_loop(state, state.step_count + 12, renewal_window=window)
+    assert changes(rerun) == {"prasugrel 10 MG Oral Tablet": ("continued", [])}
