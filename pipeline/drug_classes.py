@@ -111,7 +111,7 @@ def allergy_class_flags(
 def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
     """A patient who took medications before the stay and leaves with none: say so. Orders
     too old to count as taken (unconfirmed: they have their own flag) are not counted."""
-    unconfirmed = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
+    unconfirmed = set(state.medications.unconfirmed())
     taken = [fact_id for fact_id in state.medications.admission if fact_id not in unconfirmed]
     if state.medications.discharge or not taken:
         return []
@@ -172,7 +172,7 @@ def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
         for fact in state.facts.get("medication", [])
         if isinstance(fact.attributes, MedicationAttributes)
     ]
-    admission_ids = set(state.medications.admission)
+    admission_ids = set(state.medications.admission) - set(state.medications.unconfirmed())
     lists: dict[str, list[Fact]] = defaultdict(list)
     for fact in state.facts.get("medication_list", []):
         lists[fact.sources[0].document or ""].append(fact)

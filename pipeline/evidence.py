@@ -485,6 +485,11 @@ class MedicationLists(_Model):
     discharge: list[str] = Field(default_factory=list)
     changes: list[MedicationChange] = Field(default_factory=list)
 
+    def unconfirmed(self) -> list[str]:
+        """The orders to confirm (too old to count as taken): every rule about what the
+        patient takes leaves them out; their own flag asks about them."""
+        return [c.admission for c in self.changes if c.kind == "unconfirmed" and c.admission]
+
 
 class EpisodeEncounter(_Model):
     """An encounter of the hospitalization, and why it belongs to it."""

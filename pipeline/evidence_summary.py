@@ -295,7 +295,7 @@ def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[S
 
 def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
-    unconfirmed = [c.admission for c in state.medications.changes if c.kind == "unconfirmed"]
+    unconfirmed = state.medications.unconfirmed()
     for change in state.medications.changes:
         if change.kind == "unconfirmed":
             continue
@@ -305,7 +305,7 @@ def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
         text = render.medication_change(change, before, after)
         sentences.append(_sentence("medications", text, citations))
     if unconfirmed:
-        stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
+        stale = [state.fact(fact_id) for fact_id in unconfirmed]
         text = render.not_renewed([f.attributes for f in stale])
         sentences.append(_sentence("medications", text, [f.id for f in stale]))
     given = [

@@ -58,11 +58,15 @@ def rejection_reason(state: EvidenceState, fact: Fact) -> str | None:
     return None
 
 
-def _medication_flags(facts: list[Fact]) -> list[ReviewFlag]:
+def _medication_flags(facts: list[Fact], unconfirmed: set[str]) -> list[ReviewFlag]:
+    """Orders that go home without a complete dosage, or that cannot be placed in the stay
+    (neither given in it nor orders to confirm, which have their own flag)."""
     flags = []
     for fact in facts:
         attributes = fact.attributes
         if not isinstance(attributes, MedicationAttributes) or attributes.phase == "inpatient":
+            continue
+        if fact.id in unconfirmed:
             continue
         missing = [
             label
@@ -161,7 +165,8 @@ def validate(state: EvidenceState) -> tuple[EvidenceState, str, bool]:
         for item in rejected
     ]
     flags = [flag for flag in state.flags_for_review if flag.raised_by != "validate"]
-    flags += _medication_flags(kept) + _document_flags(state) + rejection_flags
+    unconfirmed = set(state.medications.unconfirmed())
+    flags += _medication_flags(kept, unconfirmed) + _document_flags(state) + rejection_flags
     updated = state.model_copy(
         update={
             "facts": grouped,

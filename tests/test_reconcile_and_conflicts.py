@@ -311,3 +311,16 @@ def test_the_agent_loop_a_model_draft_reruns_keeps_the_deployments_window() -> N
     window = timedelta(days=loop.renewal_window_days)
     rerun = run_agent_loop(state, state.step_count + 12, renewal_window=window)
     assert changes(rerun) == {"prasugrel 10 MG Oral Tablet": ("continued", [])}
+
+
+def test_orders_to_confirm_are_flagged_once_not_again_as_incomplete_or_left_out() -> None:
+    note = fx.document_reference(
+        "note", fx.attachment("# Medications\nNo Active Medications.\n\n# Plan\nRest.\n")
+    )
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO), note
+        )
+    )
+    assert changes(state) == {"prasugrel 10 MG Oral Tablet": ("unconfirmed", [])}
+    assert flag_codes(state) == ["medication_not_renewed"]
