@@ -84,9 +84,12 @@ def chart_identity_of(patient: dict[str, Any]) -> ChartIdentity:
 
 
 def _mrn(patient: object) -> str | None:
+    """The identifier typed MR, unless it only repeats the resource's own id (Synthea stamps
+    its UUID there): a number the hospital does not use is worse than none."""
+    own_id = getattr(patient, "id", None)
     for identifier in getattr(patient, "identifier", None) or []:
         codes = {c.code for c in (identifier.type.coding or [])} if identifier.type else set()
-        if "MR" in codes and identifier.value:
+        if "MR" in codes and identifier.value and identifier.value != own_id:
             return str(identifier.value)
     return None
 

@@ -23,6 +23,7 @@ from pipeline.evidence import (
     ReviewFlag,
     stable_id,
 )
+from pipeline.rendering import plain_term
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
@@ -85,7 +86,7 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
                 ReviewFlag(
                     id=stable_id("flag", "stale", fact.id),
                     code="stale_condition",
-                    reason=f"{diagnosis.display} recorded active since "
+                    reason=f"{plain_term(diagnosis.display)} recorded active since "
                     f"{diagnosis.onset.date().isoformat()}, an acute event: confirm it is current",
                     raised_by="diagnoses",
                     fact_ids=[fact.id],

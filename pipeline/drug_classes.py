@@ -48,8 +48,11 @@ def _ingredient(name: str, drug_table: CodeTable) -> str:
     return next((word for word in words if word in known), name.lower())
 
 
-def duplication_flags(discharge: list[Fact], drug_table: CodeTable) -> list[ReviewFlag]:
-    """Two different ingredients of one duplicated class group among discharge medications."""
+def duplication_flags(
+    discharge: list[Fact], drug_table: CodeTable, unconfirmed: frozenset[str] = frozenset()
+) -> list[ReviewFlag]:
+    """Two different ingredients of one duplicated class group among discharge medications
+    (and orders to confirm, which may still be taken: named as such)."""
     by_group: dict[str, list[Fact]] = defaultdict(list)
     groups = [tuple(group) for group in drug_table.extra["duplications"]]
     for fact in discharge:
@@ -64,7 +67,9 @@ def duplication_flags(discharge: list[Fact], drug_table: CodeTable) -> list[Revi
         ingredients = {_ingredient(_drug_name(f), drug_table) for f in facts}
         if len(ingredients) < 2:
             continue
-        names = "; ".join(_drug_name(f) for f in facts)
+        names = "; ".join(
+            _drug_name(f) + (" (order to confirm)" if f.id in unconfirmed else "") for f in facts
+        )
         flags.append(
             ReviewFlag(
                 id=stable_id("flag", "duplication", *(f.id for f in facts)),
@@ -130,7 +135,9 @@ def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
 def medication_safety(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
     """The reconciled state with its medication safety flags (once, however often it runs)."""
     drug_table = table("drug_classes", settings)
-    discharge_ids = set(state.medications.discharge)
+    # Orders to confirm may still be taken: a drug that clashes with one is flagged all the same.
+    unconfirmed = frozenset(state.medications.unconfirmed())
+    discharge_ids = set(state.medications.discharge) | unconfirmed
     discharge = [
         fact
         for fact in state.facts.get("medication", [])
@@ -138,7 +145,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     ]
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
-    flags += duplication_flags(discharge, drug_table)
+    flags += duplication_flags(discharge, drug_table, unconfirmed)
     flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})

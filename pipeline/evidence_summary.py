@@ -9,6 +9,7 @@ ranges (:mod:`pipeline.results`), and the hospital course's selection by FOCUS.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from pipeline.evidence import (
     ImagingAttributes,
     LabResultAttributes,
     MedicationAttributes,
+    NarrativeAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
@@ -52,6 +54,13 @@ BACKEND = "provenote-evidence-only"
 BACKEND_VERSION = "1"
 # Sorts before every date; only ever compared when a dated fact's date is typed as optional.
 _NEVER = datetime.min.replace(tzinfo=UTC)
+# A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")
+# belongs to the header, which says it from the record; templated notes repeat it in every note.
+DEMOGRAPHIC_LINE = re.compile(
+    r"^[\w'’.-]+(?: [\w'’.-]+){0,3} is an? \d{1,3}[- ]year[- ]old\b[^.;:]*\.?$", re.IGNORECASE
+)
+# A templated chief complaint that says nothing ("No complaints.") is not a complaint.
+NOTHING_SAID = frozenset({"no complaints", "no complaint", "none", "n/a", "not applicable"})
 # Values are "at discharge" only when taken in the stay's last day.
 DISCHARGE_WINDOW = timedelta(hours=24)
 _CATEGORY_SECTIONS: dict[str, SectionKey] = {
@@ -86,6 +95,8 @@ def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
         assert isinstance(stay, EncounterAttributes)
         if stay.kind == "chief_complaint":
             said = (stay.text or "").strip().lower()
+            if said.rstrip(".") in NOTHING_SAID:
+                continue
             if said not in complaints:  # each complaint once, however many notes state it
                 complaints.add(said)
                 sentences.append(_sentence("stay", render.chief_complaint(stay), [fact.id]))
@@ -252,8 +263,17 @@ def _condition_at_discharge(state: EvidenceState, render: Any, stay: Fact | None
 def _hospital_course(
     state: EvidenceState, salience: TokenSalience | None, ratio: float, render: Any
 ) -> list[Sentence]:
-    """Note sentences FOCUS keeps, quoted verbatim, in the order they were written."""
-    facts = [fact for fact in state.facts["course"] if any(ref.is_text for ref in fact.sources)]
+    """Note sentences FOCUS keeps, quoted verbatim, in the order they were written; each once
+    (templated notes repeat lines), never a line that only restates the patient's demographics."""
+    facts = [
+        fact
+        for fact in state.facts["course"]
+        if any(ref.is_text for ref in fact.sources)
+        and not (
+            isinstance(fact.attributes, NarrativeAttributes)
+            and DEMOGRAPHIC_LINE.match(fact.attributes.text.strip())
+        )
+    ]
     if not facts:
         return []
     scorer = salience or default_salience()
@@ -270,7 +290,14 @@ def _hospital_course(
         scores = sentence_scores(text, candidates, offsets, token_scores)
         kept += [page_facts[index] for index in select(candidates, scores, ratio)]
     kept.sort(key=lambda fact: _course_order(fact, state))
-    return [_sentence("hospital_course", render.quote(f.attributes), [f.id]) for f in kept]
+    said: set[str] = set()
+    sentences = []
+    for fact in kept:
+        text = render.quote(fact.attributes)
+        if " ".join(text.lower().split()) not in said:
+            said.add(" ".join(text.lower().split()))
+            sentences.append(_sentence("hospital_course", text, [fact.id]))
+    return sentences
 
 
 def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:

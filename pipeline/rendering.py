@@ -5,6 +5,7 @@ Autoescaping is on for HTML and XML templates, so note text (untrusted) can neve
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
@@ -33,6 +34,21 @@ def as_markdown_text(value: object) -> str:
     return text
 
 
+# SNOMED CT's semantic tags ("Sepsis (disorder)"): a terminology's filing label, not words a
+# clinician writes. Only a known tag at the end of a term is taken off.
+SEMANTIC_TAG = re.compile(
+    r"\s+\((?:disorder|finding|situation|procedure|regime/therapy|person|record artifact|"
+    r"qualifier value|observable entity|substance|event|morphologic abnormality|body structure|"
+    r"environment|physical object|social concept|assessment scale|product|medicinal product|"
+    r"occupation|ethnic group|life style|navigational concept)\)$"
+)
+
+
+def plain_term(value: object) -> str:
+    """A coded term as a clinician writes it: "Sepsis (disorder)" → "Sepsis"."""
+    return SEMANTIC_TAG.sub("", str(value))
+
+
 def to_the_minute(value: object) -> str:
     """A moment as people read a signature's time: ``2026-12-02 14:05 UTC``."""
     if isinstance(value, datetime):
@@ -58,6 +74,7 @@ def template_environment() -> jinja2.Environment:
     environment.filters["data"] = as_data
     environment.filters["md"] = as_markdown_text
     environment.filters["minute"] = to_the_minute
+    environment.filters["term"] = plain_term
     return environment
 
 

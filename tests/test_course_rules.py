@@ -99,8 +99,7 @@ def test_the_header_names_the_patient_their_record_number_and_the_attending() ->
 def test_significant_procedures_come_first_and_routine_care_is_one_line() -> None:
     assert sections()["procedures"] == [
         "Aortic valve replacement (completed) on 2024-03-02.",
-        "Routine and administrative care: Depression screening (procedure); "
-        "Medication reconciliation (procedure).",
+        "Routine and administrative care: Depression screening; Medication reconciliation.",
     ]
 
 
@@ -257,3 +256,46 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
     ]
     assert drafted["condition_at_discharge"] == ["Stable and ambulating independently."]
     assert all(s.verdict == "supported" for s in summary.sentences())
+
+
+def test_templated_note_text_is_left_out_of_the_draft() -> None:
+    """Synthea-style notes: "No complaints." as the chief complaint, and a line that only says who
+    the patient is, written again in every note of the stay."""
+    note = (
+        "# History of Present Illness\nAda is a 73 year-old white female. "
+        "She recovered well after the valve surgery.\n"
+    )
+    first = fx.document_reference(
+        "n1", fx.attachment(f"# Chief Complaint\nNo complaints.\n\n{note}")
+    )
+    second = fx.document_reference("n2", fx.attachment(note))
+    state = evidence_from_fhir(fx.stay(first, second))
+    summary = summarize_evidence(state, ratio=1.0, salience=lambda text: ([], []))
+    stay = [s.text for s in summary.section("stay").sentences]
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert not any(line.startswith("Chief complaint") for line in stay)
+    assert not any("73 year-old" in line for line in course)
+    assert course.count("She recovered well after the valve surgery.") == 1
+
+
+def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_number() -> None:
+    from pipeline.rendering import plain_term
+
+    assert plain_term("Sepsis (disorder)") == "Sepsis"
+    assert plain_term("Transplantation of kidney regime (regime/therapy)") == (
+        "Transplantation of kidney regime"
+    )
+    assert plain_term("Inpatient stay (IMP)") == "Inpatient stay (IMP)"  # not a semantic tag
+    patient = fx.patient() | {
+        "id": "0d4fcba9-b3c9-1765-4a0f-120004c84bb3",
+        "identifier": [
+            {
+                "type": {"coding": [{"code": "MR"}]},
+                "value": "0d4fcba9-b3c9-1765-4a0f-120004c84bb3",
+            }
+        ],
+    }
+    state = evidence_from_fhir(fx.bundle(patient, fx.encounter(patient_id=patient["id"])))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    (header,) = [s.text for s in summary.section("stay").sentences if "born" in s.text]
+    assert header.endswith("medical record number not documented.")

@@ -64,7 +64,8 @@ def _sentence(summary: Summary, *, flagged: bool):
 def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
     summary, state = drafted
     waiting = awaiting_review(summary)
-    assert len(waiting) == 7  # incomplete orders in one line; the H&P lists no medication
+    # Incomplete orders in one line; the H&P lists no medication; old orders to confirm.
+    assert len(waiting) == 8
     kinds = {item.kind for sentence in waiting for item in review_items(sentence)}
     assert {"Conflict", "Unexplained medication change", "Therapeutic duplication"} <= kinds
     third, second, first = (s.id for s in waiting[:3])  # most severe first: conflicts
