@@ -1,5 +1,6 @@
-"""Medication safety: therapeutic duplication, drug-class allergies, a note's medication list
-against the orders, and leaving with no medication.
+"""Medication safety: therapeutic duplication, drug-class allergies, the regimen's risks
+(``pipeline.regimen_risks``), a note's medication list against the orders, and leaving with no
+medication.
 
 From the shipped ``drug_classes`` table (ingredient → class; which classes must not be given twice
 at discharge, alone or with a partner such as an ACE inhibitor with an ARB; which allergy
@@ -22,6 +23,7 @@ from pipeline.evidence import (
     stable_id,
 )
 from pipeline.medications import drug_key
+from pipeline.regimen_risks import regimen_risk_flags
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
@@ -146,6 +148,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
     flags += duplication_flags(discharge, drug_table, unconfirmed)
+    flags += regimen_risk_flags(state, discharge, table("regimen_risks", settings))
     flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})

@@ -421,6 +421,7 @@ FlagCode = Literal[
     "critical_result",
     "acute_kidney_injury",
     "medication_not_renewed",
+    "regimen_risk",
 ]
 
 

@@ -490,6 +490,7 @@ SEVERITY = (
     "acute_kidney_injury",
     "conflict",
     "therapeutic_duplication",
+    "regimen_risk",
     "medication_discrepancy",
     "no_discharge_medications",
     "medication_not_renewed",

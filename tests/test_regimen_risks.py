@@ -1,0 +1,145 @@
+"""The discharge regimen's risks, each a Needs review line a physician checks before signing."""
+
+from __future__ import annotations
+
+from pipeline.evidence import EvidenceState
+from pipeline.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+
+
+def going_home(request_id: str, name: str, **kwargs: object) -> dict:
+    options = FULL | kwargs
+    return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **options)  # type: ignore[arg-type]
+
+
+def risks(state: EvidenceState) -> list[str]:
+    return [flag.reason for flag in state.flags_for_review if flag.code == "regimen_risk"]
+
+
+def needs_review(state: EvidenceState) -> list[str]:
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    return [sentence.text for sentence in summary.section("needs_review").sentences]
+
+
+def inr(obs_id: str, value: float, when: str) -> dict:
+    return fx.observation(obs_id, "INR", value, "{INR}", loinc="6301-6", when=when)
+
+
+def test_an_anticoagulant_with_an_antiplatelet_or_nsaid_is_a_bleeding_risk() -> None:
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+            going_home("c", "clopidogrel 75 MG Oral Tablet"),
+            going_home("n", "naproxen 250 MG Oral Tablet"),
+            inr("i", 2.4, "2024-03-05T08:00:00+00:00"),
+        )
+    )
+    assert risks(state) == [
+        "Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: warfarin "
+        "sodium 5 MG Oral Tablet; clopidogrel 75 MG Oral Tablet; naproxen 250 MG Oral Tablet: "
+        "confirm the combination is intended, and for how long"
+    ]
+    assert any(line.startswith("Bleeding risk at discharge") for line in needs_review(state))
+
+
+def test_warfarin_with_no_recent_inr_asks_for_one_and_names_what_sets_the_goal() -> None:
+    valve = fx.condition("valve", "Mechanical heart valve prosthesis present")
+    old_inr = inr("old", 2.1, "2024-02-01T08:00:00+00:00")  # before the stay: not recent
+    state = evidence_from_fhir(
+        fx.stay(going_home("w", "warfarin sodium 5 MG Oral Tablet"), valve, old_inr)
+    )
+    (reason,) = risks(state)
+    assert reason.startswith(
+        "warfarin sodium 5 MG Oral Tablet at discharge with no recent INR in the stay: check the "
+        "INR and state the INR goal (the record names what sets its goal: Mechanical heart valve"
+    )
+    with_inr = evidence_from_fhir(
+        fx.stay(
+            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+            inr("i", 2.8, "2024-03-04T08:00:00+00:00"),
+        )
+    )
+    assert risks(with_inr) == []
+
+
+def test_an_antithrombotic_after_a_fall_in_old_age_is_flagged_and_not_in_younger_patients() -> None:
+    def record(birth: str) -> dict:
+        patient = fx.patient() | {"birthDate": birth}
+        stay = fx.encounter() | {"reasonCode": [{"text": "Fall from bed"}]}
+        apixaban = going_home("a", "apixaban 5 MG Oral Tablet")
+        return fx.bundle(patient, stay, apixaban)
+
+    old = evidence_from_fhir(record("1927-01-01"))
+    assert risks(old) == [
+        "apixaban 5 MG Oral Tablet at discharge for a 97-year-old admitted after a fall: weigh "
+        "the bleeding risk"
+    ]
+    assert risks(evidence_from_fhir(record("1960-01-01"))) == []
+
+
+def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -> None:
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
+            going_home("l", "lisinopril 10 MG Oral Tablet")
+            | {
+                "dosageInstruction": [
+                    {
+                        "asNeededBoolean": True,
+                        "route": {"text": "oral"},
+                        "doseAndRate": [{"doseQuantity": {"value": 1, "unit": "tablet"}}],
+                    }
+                ]
+            },
+        )
+    )
+    assert risks(state) == [
+        "oxycodone hydrochloride 5 MG Oral Tablet at discharge with no duration: state how long "
+        "it is to be taken",
+        "lisinopril 10 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
+        "schedule: confirm the instruction",
+    ]
+
+
+def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
+    def record(egfr: float) -> dict:
+        return fx.stay(
+            going_home("m", "metformin hydrochloride 500 MG Oral Tablet"),
+            going_home("s", "simvastatin 20 MG Oral Tablet"),
+            fx.observation(
+                "e", "eGFR", egfr, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
+            ),
+        )
+
+    assert risks(evidence_from_fhir(record(13))) == [
+        "eGFR 13 mL/min on 2024-03-04: review the dose of metformin hydrochloride 500 MG Oral "
+        "Tablet for kidney function"
+    ]
+    assert risks(evidence_from_fhir(record(62))) == []
+
+
+def test_every_risk_line_is_supported_by_the_checker() -> None:
+    """Flags are sentences of the draft too: each number they state is in their evidence."""
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+            going_home("c", "clopidogrel 75 MG Oral Tablet"),
+            going_home("m", "metformin hydrochloride 500 MG Oral Tablet"),
+            fx.observation(
+                "e", "eGFR", 13, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
+            ),
+        )
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    lines = [
+        s
+        for s in summary.section("needs_review").sentences
+        if s.text.startswith(("Bleeding", "warfarin", "eGFR"))
+    ]
+    assert len(lines) == 3
+    assert all(s.verdict == "supported" for s in lines), [
+        (s.text, s.review_reasons()) for s in lines
+    ]
