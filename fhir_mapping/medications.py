@@ -99,8 +99,12 @@ def classify_phase(
     return PhaseDecision("unknown", f"ordered before admission, {status} on an undocumented date")
 
 
+_TIMES = {1: "once", 2: "twice", 3: "three times", 4: "four times"}
+_EVERY_ONE = {"d": "daily", "wk": "weekly", "mo": "monthly", "h": "hourly"}
+
+
 def timing_text(timing: Any) -> str | None:
-    """A Timing as people write it: "2 times per day", "1 time per 8 hours"."""
+    """A Timing as a clinician writes it: "twice daily", "every 8 hours", "5 times daily"."""
     if timing is None:
         return None
     if timing.code is not None:
@@ -108,12 +112,14 @@ def timing_text(timing: Any) -> str | None:
     repeat = timing.repeat
     if repeat is None or not repeat.frequency or not repeat.period or not repeat.periodUnit:
         return None
-    times = "time" if repeat.frequency == 1 else "times"
     period = plain_decimal(repeat.period)
     unit = _UNIT_NAMES.get(repeat.periodUnit, repeat.periodUnit)
-    if period == "1":
-        return f"{repeat.frequency} {times} per {unit.removesuffix('s')}"
-    return f"{repeat.frequency} {times} per {period} {unit}"
+    if period == "1" and repeat.periodUnit in _EVERY_ONE:
+        times = _TIMES.get(repeat.frequency, f"{repeat.frequency} times")
+        return f"{times} {_EVERY_ONE[repeat.periodUnit]}"
+    if repeat.frequency == 1:
+        return f"every {period} {unit}" if period != "1" else f"every {unit.removesuffix('s')}"
+    return f"{repeat.frequency} times every {period} {unit}"
 
 
 def _duration(dosage: Any) -> str | None:

@@ -106,9 +106,10 @@ def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
 def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharged: str) -> None:
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
     data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
-    (two duplications), and its notes list no medications beside home orders (a discrepancy).
-    Here the events resolved a year after onset, the older drugs were completed and the notes
-    list the orders, so one flag remains: the orders without a complete dosage."""
+    (two duplications), its notes list no medications beside home orders (a discrepancy), and
+    its heart drugs are ordered "as needed" (a regimen risk). Here the events resolved a year
+    after onset, the older drugs were completed, the others are taken on a schedule and the
+    notes list the orders, so one flag remains: the orders without a complete dosage."""
 
     def update(kind: str, change) -> None:
         found = httpx.get(
@@ -131,9 +132,13 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
     def complete(order: dict) -> dict | None:
         name = order.get("medicationCodeableConcept", {}).get("text", "")
-        return (
-            order | {"status": "completed"} if name.startswith(("Clopidogrel", "Simva")) else None
-        )
+        if name.startswith(("Clopidogrel", "Simva")):
+            return order | {"status": "completed"}
+        scheduled = [
+            {key: value for key, value in dosage.items() if key != "asNeededBoolean"}
+            for dosage in order.get("dosageInstruction", [])
+        ]
+        return order | {"dosageInstruction": scheduled} if scheduled else None
 
     update("Condition", resolve)
     update("MedicationRequest", complete)

@@ -177,7 +177,7 @@ def test_dosage_is_read_from_dose_timing_and_route() -> None:
     assert (attributes.strength, attributes.dose, attributes.frequency, attributes.route) == (
         "25 MG",
         "1 tablet",
-        "2 times per day",
+        "twice daily",  # as a clinician writes it
         "Oral",
     )
     assert attributes.code is not None and attributes.code.code == "866924"
@@ -470,3 +470,20 @@ def test_an_ai_generated_draft_is_never_evidence(marking: dict) -> None:
         event.action == "excluded:ai_generated" and event.detail == "AI-generated draft"
         for event in state.trace
     )
+
+
+def test_timings_read_as_a_clinician_writes_them() -> None:
+    from fhir.resources.R4B.timing import Timing
+
+    from fhir_mapping.medications import timing_text
+
+    def written(frequency: int, period: float, unit: str) -> str | None:
+        repeat = {"frequency": frequency, "period": period, "periodUnit": unit}
+        return timing_text(Timing.model_validate({"repeat": repeat}))
+
+    assert written(1, 1, "d") == "once daily"
+    assert written(2, 1, "d") == "twice daily"
+    assert written(5, 1, "d") == "5 times daily"
+    assert written(1, 6, "h") == "every 6 hours"
+    assert written(1, 1, "wk") == "once weekly"
+    assert written(2, 3, "d") == "2 times every 3 days"

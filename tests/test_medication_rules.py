@@ -68,7 +68,7 @@ def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_miss
     )
     state, sections = drafted(statin)
     (line,) = [m for m in sections["medications"] if "Atorvastatin" in m]
-    assert "as needed" in line and "route oral" in line
+    assert "(as needed, oral;" in line
     assert 'instructions "Take as needed."' in line  # the order's own words, quoted
     assert "frequency" not in line and "route not documented" not in line
     (fact,) = state.facts["medication"]
@@ -95,8 +95,7 @@ def test_dose_frequency_route_and_duration_come_from_the_dosage_instruction() ->
     state, sections = drafted(course)
     (line,) = [m for m in sections["medications"] if "Amoxicillin" in m]
     assert line == (
-        "NEW: Amoxicillin 500 MG Oral Capsule (dose 1 capsule; 3 times per day; for 7 days; "
-        "route Oral)."
+        "NEW: Amoxicillin 500 MG Oral Capsule (1 capsule three times daily for 7 days, Oral)."
     )
     assert state.facts["medication"][0].attributes.route_source == "order"
 

@@ -98,7 +98,7 @@ def test_matching_uses_the_rxnorm_code_first() -> None:
         )
     )
     assert changes(state) == {
-        "amlodipine 5 MG": ("changed", ["frequency: 1 time per day → 2 times per day"])
+        "amlodipine 5 MG": ("changed", ["frequency: once daily → twice daily"])
     }
     assert "unexplained_medication_change" in flag_codes(state)
 

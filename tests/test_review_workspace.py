@@ -49,7 +49,7 @@ def test_citations_read_as_orders_results_and_pages_with_the_raw_reference_kept(
     order = next(f for f in state.all_facts() if f.category == "medication")
     result = next(f for f in state.all_facts() if f.category == "lab_result")
     assert resource_label(order, "MedicationRequest/m1") == (
-        "Order: aspirin 81 MG Oral Tablet 81 mg 1 time per day (active)"
+        "Order: aspirin 81 MG Oral Tablet 81 mg once daily (active)"
     )
     assert resource_label(result, "Observation/o1") == "Glucose 150 mg/dL (H), 2024-03-02"
 
