@@ -14,7 +14,7 @@ from fhir_mapping.medications import map_medications
 from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
 from fhir_mapping.results import map_results
 from fhir_mapping.scope import Scope, choose_scope
-from pipeline.mapped import MappedRecord
+from pipeline.mapped import EPISODE_WINDOW_H, MappedRecord
 
 MAPPERS = (
     map_conditions,
@@ -38,7 +38,7 @@ def _scope(index: ResourceIndex, encounter_id: str | None, window_h: float) -> S
 
 
 def map_record(
-    data: object, encounter_id: str | None = None, window_h: float = 24.0
+    data: object, encounter_id: str | None = None, window_h: float = EPISODE_WINDOW_H
 ) -> MappedRecord:
     """One stay of the record, mapped: the patient and episode, facts from the structured
     resources, what was excluded and why, and the documents to read. Raises EvidenceInputError

@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceIndex, relative_key
+from pipeline.mapped import EPISODE_WINDOW_H
 
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 
@@ -128,10 +129,17 @@ def _find_encounter(index: ResourceIndex, requested: str) -> ParsedResource:
 def episode_of(
     index: ResourceIndex, patient: ParsedResource, stay: ParsedResource, window: timedelta
 ) -> dict[str, str]:
-    """The stay's encounters, each with why it belongs to the episode."""
+    """The stay's encounters, each with why it belongs to the episode: part of it, overlapping
+    it, or ending within ``window`` before admission having done something (a procedure on
+    it, a reason for it, or an emergency visit): a check-up the day before does not belong."""
     probe = Scope(index, patient, stay)
     start, end = _period(stay)
     members = {stay.key: "the inpatient stay"}
+    with_procedures = {
+        index.resolve_key(item.model.encounter.reference)
+        for item in index.of_type("Procedure")
+        if item.model.encounter is not None and item.model.encounter.reference
+    }
     for item in index.of_type("Encounter"):
         if item.key == stay.key or not probe.is_patient(item.model.subject):
             continue
@@ -147,13 +155,27 @@ def episode_of(
         ):
             members[item.key] = "overlaps the stay"
         elif start is not None and other_end is not None and start - window <= other_end < start:
-            hours = (start - other_end).total_seconds() / 3600
-            members[item.key] = f"ended {hours:.1f} h before admission"
+            did = _what_it_did(item, with_procedures)
+            if did is not None:
+                hours = (start - other_end).total_seconds() / 3600
+                members[item.key] = f"{did}, ended {hours:.1f} h before admission"
     return members
 
 
+def _what_it_did(encounter: ParsedResource, with_procedures: set[str | None]) -> str | None:
+    """Why an encounter just before admission belongs to the episode, or None."""
+    model = encounter.model
+    if model.class_fhir is not None and model.class_fhir.code == "EMER":
+        return "the emergency visit"
+    if encounter.key in with_procedures:
+        return "a procedure"
+    if model.reasonCode or model.reasonReference:
+        return "a reason"
+    return None
+
+
 def choose_scope(
-    index: ResourceIndex, encounter_id: str | None = None, window_h: float = 24.0
+    index: ResourceIndex, encounter_id: str | None = None, window_h: float = EPISODE_WINDOW_H
 ) -> Scope:
     """The patient and episode to summarise; raises EvidenceInputError when there is none."""
     window = timedelta(hours=window_h)

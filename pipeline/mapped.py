@@ -13,6 +13,10 @@ from datetime import datetime
 
 from pipeline.evidence import Exclusion, Fact, SourceRef
 
+# Hours before admission within which an encounter that did something (a procedure, a reason,
+# an emergency visit) belongs to the hospitalization: the surgery the day before the ward stay.
+EPISODE_WINDOW_H = 48.0
+
 
 @dataclass(slots=True)
 class PendingDocument:

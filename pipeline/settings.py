@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from pipeline.answer_schemas import SchemaLimits
+from pipeline.mapped import EPISODE_WINDOW_H
 
 
 class PipelineSettings(BaseModel):
@@ -29,8 +30,9 @@ class PipelineSettings(BaseModel):
     ocr_max_pages_per_job: int = Field(200, ge=0)
     ocr_max_seconds_per_job: float = Field(900.0, gt=0)
     max_agent_steps: int = Field(12, ge=3)
-    # An encounter ending this long before admission (the emergency visit) joins the episode.
-    episode_window_h: float = Field(24.0, ge=0)
+    # An encounter with a procedure or a reason, or an emergency visit, ending this long before
+    # admission joins the episode.
+    episode_window_h: float = Field(EPISODE_WINDOW_H, ge=0)
     # An order still "active" but last written longer ago than this before admission, and named
     # in no note of the stay, is listed to confirm rather than as continued (pipeline/reconcile).
     medication_renewal_window_days: int = Field(365, ge=1)

@@ -88,7 +88,7 @@ def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> Non
     state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
     assert {member.resource: member.reason for member in state.episode} == {
         f"Encounter/{fx.ENCOUNTER_ID}": "the inpatient stay",
-        "Encounter/ed-visit": "ended 2.0 h before admission",
+        "Encounter/ed-visit": "the emergency visit, ended 2.0 h before admission",
         "Encounter/surgery": "overlaps the stay",
         "Encounter/step-down": "part of the stay",
     }
@@ -109,6 +109,29 @@ def test_the_record_is_read_as_of_discharge() -> None:
     reasons = {e.resource: e.reason for e in state.exclusions}
     assert "after discharge" in reasons["Condition/later-onset"]
     assert "after the stay" in reasons["MedicationRequest/after-order"]
+
+
+def test_an_encounter_that_did_something_in_the_two_days_before_admission_joins() -> None:
+    """The bypass on an ambulatory encounter the day before the ward stay is the episode's; a
+    check-up that did nothing the same day is not."""
+    bypass = fx.encounter("cabg", "2024-02-28T08:00:00+00:00", "2024-02-28T14:00:00+00:00", "AMB")
+    checkup = fx.encounter(
+        "checkup", "2024-02-29T08:00:00+00:00", "2024-02-29T09:00:00+00:00", "AMB"
+    )
+    state = evidence_from_fhir(
+        fx.stay(
+            bypass,
+            checkup,
+            procedure(
+                "cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00"
+            ),
+        ),
+        f"Encounter/{fx.ENCOUNTER_ID}",
+    )
+    reasons = {member.resource: member.reason for member in state.episode}
+    assert reasons["Encounter/cabg"] == "a procedure, ended 44.0 h before admission"
+    assert "Encounter/checkup" not in reasons
+    assert "Coronary artery bypass graft" in {p.name for p in facts_of(state, ProcedureAttributes)}
 
 
 def test_the_window_before_admission_is_a_setting() -> None:

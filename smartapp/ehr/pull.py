@@ -26,6 +26,7 @@ from fhir_mapping.pull_plan import (
     whole_record_searches,
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
+from pipeline.mapped import EPISODE_WINDOW_H
 from smartapp.core.errors import logged
 from smartapp.ehr.fhir_client import (
     FhirClient,
@@ -40,7 +41,7 @@ from smartapp.ehr.fhir_client import (
 class PullBounds:
     """How far around the stay a record pull reaches (``fhir_mapping.pull_plan``)."""
 
-    window_h: float = 24.0
+    window_h: float = EPISODE_WINDOW_H
     lookback_days: int = 365
     inpatient_classes: list[str] = field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
     # Pull everything the patient has (for an EHR whose searches cannot be bounded by date).
