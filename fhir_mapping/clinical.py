@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
+from fhir_mapping.demographics import stay_reasons
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
 from pipeline.evidence import (
@@ -36,7 +37,7 @@ def _principal(scope: Scope) -> tuple[set[str], set[str]]:
                 keys.add(key)
     codes = {
         coding.code
-        for concept in stay.reasonCode or []
+        for concept in stay_reasons(scope)[0]
         for coding in concept.coding or []
         if coding.code
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Any
 
@@ -9,6 +10,7 @@ from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import ref
+from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.evidence import (
     EncounterAttributes,
@@ -146,11 +148,45 @@ def patient_fact(scope: Scope) -> Fact:
     )
 
 
+# A reason code that names what was done or arranged, not why ("Patient transfer to skilled
+# nursing facility (procedure)", "Admission to ward", "Check-up", "… requested"), is no reason
+# for the stay.
+NOT_A_REASON = re.compile(
+    r"\((?:procedure|regime/therapy|record artifact)\)$|\btransfer\b|\badmission\b|"
+    r"check-?up|\brequested\b|\bencounter for\b|follow-?up",
+    re.IGNORECASE,
+)
+
+
+def clinical_reasons(model: object) -> list[Any]:
+    """An encounter's reason codes that say why (a problem, a finding), in order."""
+    return [
+        concept
+        for concept in getattr(model, "reasonCode", None) or []
+        if (text := concept_text(concept)) and not NOT_A_REASON.search(text)
+    ]
+
+
+def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource]]:
+    """The stay's own clinical reason codes; when it names none, those of an encounter of the
+    episode (the emergency visit that led to the admission), with the encounter read."""
+    own = clinical_reasons(scope.encounter.model)
+    if own:
+        return own, []
+    for key in scope.episode:
+        item = scope.index.by_key[key]
+        found = clinical_reasons(item.model)
+        if key != scope.encounter.key and found:
+            return found, [item]
+    return [], []
+
+
 def encounter_fact(scope: Scope) -> Fact:
     encounter = scope.encounter.model
     hospitalization = encounter.hospitalization
     disposition = concept_text(hospitalization.dischargeDisposition) if hospitalization else None
-    reasons = [text for text in map(concept_text, encounter.reasonCode or []) if text]
+    concepts, read_from = stay_reasons(scope)
+    reasons = [text for text in map(concept_text, concepts) if text]
     start = as_datetime(encounter.period.start) if encounter.period else None
     end = as_datetime(encounter.period.end) if encounter.period else None
     attributes = EncounterAttributes(
@@ -169,5 +205,6 @@ def encounter_fact(scope: Scope) -> Fact:
         id=stable_id("encounter", scope.encounter.key),
         category="encounter",
         attributes=attributes,
-        sources=[ref(scope.encounter, "Encounter")],
+        sources=[ref(scope.encounter, "Encounter")]
+        + [ref(item, "Encounter.reasonCode") for item in read_from],
     )

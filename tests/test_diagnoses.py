@@ -149,3 +149,25 @@ def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path:
     principal = [f for f in state.facts["diagnosis"] if f.attributes.listing == "principal"]
     if principal:  # the stay's reason heads the list
         assert diagnoses.sentences[0].citations[0] in {f.id for f in principal}
+
+
+def test_a_procedure_or_an_administrative_code_is_never_the_reason_for_the_stay() -> None:
+    """ "Patient transfer to skilled nursing facility (procedure)" says what was arranged; the
+    emergency visit of the same hour says why: a neck injury."""
+    from pipeline.evidence_summary import summarize_evidence
+
+    emergency = fx.encounter(
+        "ed", "2024-03-01T08:00:00+00:00", "2024-03-01T09:30:00+00:00", "EMER"
+    ) | {"reasonCode": [{"text": "Injury of neck"}]}
+    stay = fx.encounter() | {
+        "reasonCode": [{"text": "Patient transfer to skilled nursing facility (procedure)"}]
+    }
+    state = evidence_from_fhir(
+        fx.bundle(fx.patient(), stay, emergency), f"Encounter/{fx.ENCOUNTER_ID}"
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    lines = [s.text for s in summary.section("stay").sentences]
+    assert "Reason for the stay: Injury of neck." in lines
+    assert not any("transfer" in line for line in lines)
+    (reason,) = [s for s in summary.section("stay").sentences if s.text.startswith("Reason")]
+    assert reason.verdict == "supported"
