@@ -62,6 +62,19 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def _stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
+    """The stay's dated results (not the baselines before it) under one of ``codes``."""
+    return [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and f.attributes.code is not None
+        and f.attributes.code.code in codes
+        and f.attributes.effective is not None
+        and not f.attributes.baseline
+    ]
+
+
 def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     classes = risks.extra["antithrombotic"]
     anticoagulants = _having(going_home, classes["anticoagulant"])
@@ -104,13 +117,9 @@ def warfarin_monitoring(
     end = stay.end if stay is not None else None
     recent = [
         f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and f.attributes.code is not None
-        and f.attributes.code.code in risks.extra["inr_codes"]
-        and f.attributes.effective is not None
-        and not f.attributes.baseline
-        and (end is None or _aware(end) - _aware(f.attributes.effective) <= window)
+        for f in _stay_results(state, risks.extra["inr_codes"])
+        if end is None
+        or _aware(end) - _aware(attributes_as(f, LabResultAttributes).effective or end) <= window
     ]
     if recent:
         return []
@@ -202,13 +211,8 @@ def renal_dosing(
 ) -> list[ReviewFlag]:
     egfr = [
         f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and f.attributes.code is not None
-        and f.attributes.code.code in risks.extra["egfr_codes"]
-        and f.attributes.value is not None
-        and f.attributes.effective is not None
-        and not f.attributes.baseline
+        for f in _stay_results(state, risks.extra["egfr_codes"])
+        if attributes_as(f, LabResultAttributes).value is not None
     ]
     if not egfr:
         return []

@@ -239,19 +239,24 @@ def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(
         assert cited <= owned[row["patient"]][0]
 
 
+def _on_postgres(sandbox: Sandbox, folder: Path, database_url: str, client_id: str) -> Settings:
+    """An app's settings on ``database_url``, registered with the sandbox as ``client_id``."""
+    return sandbox.configure(
+        Settings(
+            base_url="http://127.0.0.1:1",
+            data_dir=folder,
+            database_url=database_url,
+            client_id=client_id,
+        )
+    )
+
+
 def test_two_processes_never_refresh_one_token_twice(
     sandbox: Sandbox, tmp_path: Path, postgres_url: str
 ) -> None:
     """The sandbox's refresh tokens are single-use, as many EHRs' are: a second refresh with the
     same token would be refused and end the session."""
-    settings = sandbox.configure(
-        Settings(
-            base_url="http://127.0.0.1:1",
-            data_dir=tmp_path,
-            database_url=postgres_url,
-            client_id="provenote-refresh",
-        )
-    )
+    settings = _on_postgres(sandbox, tmp_path, postgres_url, "provenote-refresh")
     registration = settings.registrations[0]
     patient = sandbox.auth.default_patient or ""
     issued = TokenResponse.model_validate(
@@ -290,14 +295,7 @@ def test_many_requests_of_current_sessions_share_a_small_pool(
     time out callbacks with a 500)."""
     from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
-    settings = sandbox.configure(
-        Settings(
-            base_url="http://127.0.0.1:1",
-            data_dir=tmp_path,
-            database_url=postgres_url,
-            client_id="provenote-pool",
-        )
-    )
+    settings = _on_postgres(sandbox, tmp_path, postgres_url, "provenote-pool")
     registration = settings.registrations[0]
     patient = sandbox.auth.default_patient or ""
     issued = TokenResponse.model_validate(

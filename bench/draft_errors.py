@@ -1,0 +1,212 @@
+"""The error classes a signing hospitalist found in evidence-only drafts, counted per Synthea stay.
+
+Each count is read from the draft (its sentences, flags and markdown) against the raw record,
+not from the rule that is meant to prevent it, so a rule that regresses shows here:
+
+- stale continued: a CONTINUED order last written over 12 months before admission that no
+  note of the stay names;
+- renewal as new: a NEW order whose drug (RxNorm code) was ordered within the 12 months before
+  admission;
+- dropped home drug: an order active at admission, written within the 12 months before it, that
+  no line of the medication section names;
+- false absent: a flag calling a drug "absent from the orders" while an order of it exists;
+- missing index procedure: a procedure of an episode encounter that no sentence names;
+- non-clinical reason: a "Reason for the stay" naming a procedure or an administrative step;
+- unflagged critical: a critical result with no Needs review line;
+- old at discharge: values "at discharge" taken over 24 hours before discharge;
+- allergy contradiction: "No Known Allergies" in the Allergies section beside a recorded one;
+- duplicate or self-repeating flag: a Needs review line twice, or a flag repeating its sentence;
+- citations per line (most) and the citations' share of the markdown's words (goal ≤ 15 %).
+
+Run: ``python -m bench.draft_errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bench.drafts import bundles
+from fhir_mapping.demographics import NOT_A_REASON
+from pipeline.evidence import (
+    AllergyAttributes,
+    EvidenceState,
+    LabResultAttributes,
+    MedicationAttributes,
+    ProcedureAttributes,
+)
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.medications import drug_key
+from pipeline.rendering import plain_term
+from pipeline.results import CRITICAL
+from pipeline.summary import Summary
+from pipeline.summary_text import render_markdown
+from smartapp.jobs.evidence import evidence_from_fhir
+
+YEAR = timedelta(days=365)
+DAY = timedelta(hours=24)
+COLUMNS = (
+    "stale continued",
+    "renewal as new",
+    "dropped home drug",
+    "false absent",
+    "missing index procedure",
+    "non-clinical reason",
+    "unflagged critical",
+    "old at discharge",
+    "allergy contradiction",
+    "duplicate flag",
+)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _lines(summary: Summary, key: str) -> list[str]:
+    return [sentence.text for sentence in summary.section(key).sentences]
+
+
+def _main_word(name: str) -> str:
+    words = drug_key(name).split()
+    return words[0] if words else name.lower()
+
+
+def _orders(data: dict[str, Any], patient: str) -> list[dict[str, Any]]:
+    return [
+        entry["resource"]
+        for entry in data.get("entry", [])
+        if entry["resource"].get("resourceType") == "MedicationRequest"
+        and entry["resource"].get("subject", {}).get("reference", "").endswith(patient)
+    ]
+
+
+def _rxnorm(order: dict[str, Any]) -> str | None:
+    codings = order.get("medicationCodeableConcept", {}).get("coding", [])
+    return codings[0].get("code") if codings else None
+
+
+def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -> dict[str, int]:
+    stay = state.stay()
+    admitted = _aware(stay.start) if stay and stay.start else None
+    discharged = _aware(stay.end) if stay and stay.end else None
+    notes = " ".join(p.text for d in state.documents for p in d.pages).lower()
+    medications = _lines(summary, "medications")
+    review = _lines(summary, "needs_review")
+    everything = " ".join(s.text for s in summary.sentences()).lower()
+    counts = dict.fromkeys(COLUMNS, 0)
+    meds = {f.id: f.attributes for f in state.facts["medication"]}
+    for change in state.medications.changes:
+        before = meds.get(change.admission or "")
+        if change.kind == "continued" and isinstance(before, MedicationAttributes):
+            old = before.authored_on and admitted and _aware(before.authored_on) < admitted - YEAR
+            if old and _main_word(before.name) not in notes:
+                counts["stale continued"] += 1
+    earlier = [
+        order
+        for order in _orders(data, state.patient.split("/")[-1])
+        if admitted is not None
+        and "authoredOn" in order
+        and admitted - YEAR <= _aware(datetime.fromisoformat(order["authoredOn"])) < admitted
+    ]
+    recent_codes = {_rxnorm(order) for order in earlier} - {None}
+    for change in state.medications.changes:
+        after = meds.get(change.discharge or "")
+        if (
+            change.kind == "new"
+            and isinstance(after, MedicationAttributes)
+            and after.code is not None
+            and after.code.code in recent_codes
+        ):
+            counts["renewal as new"] += 1
+    for order in earlier:
+        name = order.get("medicationCodeableConcept", {}).get("text") or ""
+        active = order.get("status") in {"active", "on-hold"}
+        if active and name and not any(_main_word(name) in line.lower() for line in medications):
+            counts["dropped home drug"] += 1
+    ordered = {_main_word(m.name) for m in meds.values() if isinstance(m, MedicationAttributes)}
+    for line in review:
+        for named in re.findall(r"it names (.+?) \(absent from the orders\)", line):
+            counts["false absent"] += sum(_main_word(item) in ordered for item in named.split("; "))
+    for fact in state.facts["procedure"]:
+        procedure = fact.attributes
+        named = isinstance(procedure, ProcedureAttributes) and (
+            plain_term(procedure.name).lower() in everything
+        )
+        counts["missing index procedure"] += not named
+    counts["non-clinical reason"] = sum(
+        bool(NOT_A_REASON.search(line))
+        for line in _lines(summary, "stay")
+        if line.startswith("Reason for the stay")
+    )
+    for fact in state.facts["lab_result"]:
+        result = fact.attributes
+        critical = isinstance(result, LabResultAttributes) and result.flag in CRITICAL
+        if critical and not result.baseline and not any(result.name in ln for ln in review):
+            counts["unflagged critical"] += 1
+    for sentence in summary.sentences():
+        if "at discharge (" in sentence.text and discharged is not None:
+            for fact_id in sentence.citations:
+                value = state.fact(fact_id).attributes
+                if isinstance(value, LabResultAttributes) and value.effective is not None:
+                    counts["old at discharge"] += discharged - _aware(value.effective) > DAY
+    allergies = _lines(summary, "allergies")
+    recorded = [
+        a
+        for a in state.facts["allergy"]
+        if isinstance(a.attributes, AllergyAttributes) and not a.attributes.no_known_allergies
+    ]
+    if recorded and any("no known allergies" in line.lower() for line in allergies):
+        counts["allergy contradiction"] += 1
+    counts["duplicate flag"] = (
+        len(review)
+        - len(set(review))
+        + sum(
+            flag.reason == sentence.text.rstrip(".")
+            for sentence in summary.sentences()
+            if sentence.section != "needs_review"
+            for flag in sentence.flags
+        )
+    )
+    return counts
+
+
+def citation_load(markdown: str) -> tuple[int, float]:
+    """The most citations on one line, and the citations' share of the markdown's words (the
+    bracketed numbers of each line and the Sources list)."""
+    body, _, sources = markdown.partition("\n## Sources")
+    most = 0
+    cited_words = len(sources.split())
+    for line in body.splitlines():
+        brackets = re.findall(r"\[([\d,\s–]+)\]\s*(?:\*|$)", line)
+        numbers = sum(len(group.split(",")) for group in brackets)
+        most = max(most, numbers)
+        cited_words += sum(len(group.split()) for group in brackets)
+    return most, cited_words / max(1, len(markdown.split()))
+
+
+def main() -> None:
+    print("Error classes in the evidence-only drafts of the Synthea stays (goal: all 0)")
+    print(f"| stay | {' | '.join(COLUMNS)} | most citations on a line | citation share |")
+    print(f"|{'---|' * (len(COLUMNS) + 3)}")
+    totals = dict.fromkeys(COLUMNS, 0)
+    shares = []
+    for path in bundles():
+        data = json.loads(path.read_bytes())
+        state = evidence_from_fhir(data)
+        summary = summarize_evidence(state)
+        counts = count_errors(data, state, summary)
+        most, share = citation_load(render_markdown(summary, state))
+        shares.append(share)
+        for key, value in counts.items():
+            totals[key] += value
+        cells = " | ".join(str(counts[column]) for column in COLUMNS)
+        print(f"| {path.name[:8]} | {cells} | {most} | {share:.0%} |")
+    cells = " | ".join(str(totals[column]) for column in COLUMNS)
+    print(f"| all | {cells} | | median {sorted(shares)[len(shares) // 2]:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
