@@ -173,39 +173,47 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
     return counts
 
 
-def citation_load(markdown: str) -> tuple[int, float]:
-    """The most citations on one line, and the citations' share of the markdown's words (the
-    bracketed numbers of each line and the Sources list)."""
+def citation_load(markdown: str) -> tuple[int, float, float]:
+    """The most citations on one line; the share of the draft's words that are its lines'
+    bracketed citations; and that share counting the Sources list too."""
     body, _, sources = markdown.partition("\n## Sources")
     most = 0
-    cited_words = len(sources.split())
+    inline = 0
     for line in body.splitlines():
         brackets = re.findall(r"\[([\d,\s–]+)\]\s*(?:\*|$)", line)
-        numbers = sum(len(group.split(",")) for group in brackets)
-        most = max(most, numbers)
-        cited_words += sum(len(group.split()) for group in brackets)
-    return most, cited_words / max(1, len(markdown.split()))
+        most = max(most, sum(len(group.split(",")) for group in brackets))
+        inline += sum(len(group.split()) for group in brackets)
+    words = max(1, len(markdown.split()))
+    return most, inline / words, (inline + len(sources.split())) / words
 
 
 def main() -> None:
     print("Error classes in the evidence-only drafts of the Synthea stays (goal: all 0)")
-    print(f"| stay | {' | '.join(COLUMNS)} | most citations on a line | citation share |")
-    print(f"|{'---|' * (len(COLUMNS) + 3)}")
+    print(
+        f"| stay | {' | '.join(COLUMNS)} | most citations on a line | citation share "
+        "| with the Sources list |"
+    )
+    print(f"|{'---|' * (len(COLUMNS) + 4)}")
     totals = dict.fromkeys(COLUMNS, 0)
-    shares = []
+    shares, with_sources = [], []
     for path in bundles():
         data = json.loads(path.read_bytes())
         state = evidence_from_fhir(data)
         summary = summarize_evidence(state)
         counts = count_errors(data, state, summary)
-        most, share = citation_load(render_markdown(summary, state))
+        most, share, listed = citation_load(render_markdown(summary, state))
         shares.append(share)
+        with_sources.append(listed)
         for key, value in counts.items():
             totals[key] += value
         cells = " | ".join(str(counts[column]) for column in COLUMNS)
-        print(f"| {path.name[:8]} | {cells} | {most} | {share:.0%} |")
+        print(f"| {path.name[:8]} | {cells} | {most} | {share:.0%} | {listed:.0%} |")
     cells = " | ".join(str(totals[column]) for column in COLUMNS)
-    print(f"| all | {cells} | | median {sorted(shares)[len(shares) // 2]:.0%} |")
+    middle = len(shares) // 2
+    print(
+        f"| all | {cells} | | median {sorted(shares)[middle]:.0%} "
+        f"| median {sorted(with_sources)[middle]:.0%} |"
+    )
 
 
 if __name__ == "__main__":
