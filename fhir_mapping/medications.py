@@ -186,8 +186,33 @@ def _medication(item: ParsedResource, scope: Scope) -> tuple[Any, list[SourceRef
     return target.code, sources
 
 
+def _earlier_orders(scope: Scope) -> dict[str, datetime]:
+    """By RxNorm code: the latest order of the drug written before the episode began (any
+    status but never given), so that an order of the stay can be told a renewal."""
+    latest: dict[str, datetime] = {}
+    for item in scope.index.of_type("MedicationRequest"):
+        request = item.model
+        authored = as_datetime(request.authoredOn)
+        concept = request.medicationCodeableConcept
+        coding = first_coding(concept, RXNORM) if concept is not None else None
+        if (
+            coding is None
+            or not coding.code
+            or authored is None
+            or scope.start is None
+            or authored >= scope.start
+            or request.status in _NEVER_GIVEN
+            or not scope.is_patient(request.subject)
+        ):
+            continue
+        if coding.code not in latest or authored > latest[coding.code]:
+            latest[coding.code] = authored
+    return latest
+
+
 def map_medications(scope: Scope) -> Mapped:
     mapped = Mapped()
+    earlier = _earlier_orders(scope)
     for item in scope.index.of_type("MedicationRequest"):
         request = item.model
         if not scope.is_patient(request.subject):
@@ -220,9 +245,10 @@ def map_medications(scope: Scope) -> Mapped:
             as_needed = bool(dosage.asNeededBoolean or dosage.asNeededCodeableConcept)
         ordered_route = concept_text(dosage.route) if dosage else None
         route = ordered_route or route_of_form(name)
+        rxnorm = first_coding(concept, RXNORM)
         attributes = MedicationAttributes(
             name=name,
-            code=first_coding(concept, RXNORM) or first_coding(concept),
+            code=rxnorm or first_coding(concept),
             strength=strength_of(name),
             dose=_dose(dosage) if dosage else None,
             frequency=timing_text(dosage.timing) if dosage else None,
@@ -240,6 +266,11 @@ def map_medications(scope: Scope) -> Mapped:
             phase_rule=decision.rule,
             reason=_reason(request, scope),
             prescriber=request.requester.display if request.requester else None,
+            last_ordered_before=(
+                earlier.get(rxnorm.code or "")
+                if rxnorm is not None and decision.phase == "discharge"
+                else None
+            ),
         )
         mapped.facts.append(
             Fact(

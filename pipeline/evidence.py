@@ -203,6 +203,9 @@ class MedicationAttributes(_Model):
     reason: str | None = None
     # Who ordered it, as the order names them (``requester.display``).
     prescriber: str | None = None
+    # An order of the stay: when the same drug (RxNorm code) was last ordered before the
+    # episode, whatever became of that order; a renewal is CONTINUED, not NEW.
+    last_ordered_before: datetime | None = None
 
 
 class AllergyAttributes(_Model):

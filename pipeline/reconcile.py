@@ -6,6 +6,9 @@ whose strength changed. An admission medication with no discharge order is *cont
 request is still active and *stopped* when its request was stopped or completed during the stay.
 A change or stop with no documented reason is flagged for a physician; the system never guesses one.
 
+An order of the stay for a drug ordered within the renewal window before admission (its earlier
+order completed, as yearly renewals are) is a renewal: *continued*, not new.
+
 An order's status says what the EHR last recorded, not what the patient takes: an order still
 "active" that was last written longer ago than the renewal window (12 months by default) before
 admission, and that no note of the stay mentions, is *unconfirmed*, never continued: it is
@@ -41,6 +44,13 @@ class StayContext:
     admitted: datetime | None = None
     renewal_window: timedelta = RENEWAL_WINDOW
     notes_text: str = ""
+
+    def renewed(self, attributes: MedicationAttributes) -> bool:
+        """An order of the stay for a drug last ordered within the window before admission."""
+        before = attributes.last_ordered_before
+        if self.admitted is None or before is None:
+            return False
+        return _aware(before) >= _aware(self.admitted) - self.renewal_window
 
     def stale(self, attributes: MedicationAttributes) -> bool:
         """Last ordered before the window and mentioned in no note of the stay."""
@@ -168,12 +178,13 @@ def reconcile_medications(
             )
     for ordered in unmatched:
         discharge_ids.append(ordered.id)
+        attributes = medication(ordered)
         changes.append(
             MedicationChange(
-                kind="new",
-                name=medication(ordered).name,
+                kind="continued" if stay.renewed(attributes) else "new",
+                name=attributes.name,
                 discharge=ordered.id,
-                reason=medication(ordered).reason,
+                reason=attributes.reason,
             )
         )
     lists = MedicationLists(

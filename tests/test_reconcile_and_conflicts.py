@@ -324,3 +324,28 @@ def test_orders_to_confirm_are_flagged_once_not_again_as_incomplete_or_left_out(
     )
     assert changes(state) == {"prasugrel 10 MG Oral Tablet": ("unconfirmed", [])}
     assert flag_codes(state) == ["medication_not_renewed"]
+
+
+def test_a_renewal_of_a_drug_ordered_within_the_window_is_continued_not_new() -> None:
+    """Yearly renewals: last year's order was completed when this stay's order replaced it."""
+
+    def record(earlier: str) -> dict:
+        before = fx.medication_request(
+            "last-year",
+            "lisinopril 10 MG Oral Tablet",
+            code="314076",
+            status="completed",
+            authored=earlier,
+            **FULL,
+        )
+        renewed = discharge("renewed", "lisinopril 10 MG Oral Tablet", code="314076", **FULL)
+        return fx.stay(before, renewed)
+
+    assert changes(evidence_from_fhir(record("2023-12-01T00:00:00+00:00"))) == {
+        "lisinopril 10 MG Oral Tablet": ("continued", [])
+    }
+    assert changes(evidence_from_fhir(record("2020-12-01T00:00:00+00:00"))) == {
+        "lisinopril 10 MG Oral Tablet": ("new", [])
+    }
+    lines = medication_lines(evidence_from_fhir(record("2023-12-01T00:00:00+00:00")))
+    assert any(line.startswith("CONTINUED: lisinopril 10 MG Oral Tablet") for line in lines)
