@@ -10,7 +10,8 @@ not from the rule that is meant to prevent it, so a rule that regresses shows he
 - dropped home drug: an order active at admission, written within the 12 months before it, that
   no line of the medication section names;
 - false absent: a flag calling a drug "absent from the orders" while an order of it exists;
-- missing index procedure: a procedure of an episode encounter that no sentence names;
+- missing index procedure: a significant procedure of the episode (not routine or
+  administrative care, ``routine_procedures``) that no sentence names;
 - non-clinical reason: a "Reason for the stay" naming a procedure or an administrative step;
 - unflagged critical: a critical result with no Needs review line;
 - old at discharge: values "at discharge" taken over 24 hours before discharge;
@@ -41,8 +42,10 @@ from pipeline.evidence_summary import summarize_evidence
 from pipeline.medications import drug_key
 from pipeline.rendering import plain_term
 from pipeline.results import CRITICAL
+from pipeline.settings import PipelineSettings
 from pipeline.summary import Summary
 from pipeline.summary_text import render_markdown
+from pipeline.tables import table
 from smartapp.jobs.evidence import evidence_from_fhir
 
 YEAR = timedelta(days=365)
@@ -130,12 +133,15 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
     for line in review:
         for named in re.findall(r"it names (.+?) \(absent from the orders\)", line):
             counts["false absent"] += sum(_main_word(item) in ordered for item in named.split("; "))
+    routine = table("routine_procedures", PipelineSettings())
     for fact in state.facts["procedure"]:
         procedure = fact.attributes
-        named = isinstance(procedure, ProcedureAttributes) and (
-            plain_term(procedure.name).lower() in everything
-        )
-        counts["missing index procedure"] += not named
+        if not isinstance(procedure, ProcedureAttributes):
+            continue
+        code = procedure.code.code if procedure.code else None
+        if not routine.matches(code, procedure.name):
+            named = plain_term(procedure.name).lower() in everything
+            counts["missing index procedure"] += not named
     counts["non-clinical reason"] = sum(
         bool(NOT_A_REASON.search(line))
         for line in _lines(summary, "stay")

@@ -187,11 +187,7 @@ def _structured_course(
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
     sentences = [_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
-    procedures = [
-        f
-        for f in _by_time(state.facts["procedure"], _performed)
-        if not routine.matches(*_procedure_code_and_name(f))
-    ]
+    procedures = _significant_procedures(state, routine)
     if procedures:
         text = render.course_procedures([f.attributes for f in procedures])
         sentences.append(_sentence("hospital_course", text, [f.id for f in procedures]))
@@ -300,24 +296,28 @@ def _hospital_course(
     return sentences
 
 
-def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
-    """Clinically significant procedures of the episode by date; administrative and routine
-    care (admission, assessment, screening…) in one line after them."""
-    facts = _by_time(state.facts["procedure"], _performed)
-    significant: list[Fact] = []
-    usual: list[Fact] = []
-    for fact in facts:
-        procedure = fact.attributes
-        assert isinstance(procedure, ProcedureAttributes)
-        code = procedure.code.code if procedure.code else None
-        (usual if routine.matches(code, procedure.name) else significant).append(fact)
-    sentences = [
-        _sentence("procedures", render.procedure(f.attributes), [f.id]) for f in significant
+def _significant_procedures(state: EvidenceState, routine: CodeTable) -> list[Fact]:
+    """The episode's clinically significant procedures: the index procedures (an operation or
+    intervention, ``index_keywords``) first, then the rest, each group by date; administrative
+    and routine care (admission, assessment, screening…) left out (the evidence keeps it)."""
+    significant = [
+        f
+        for f in _by_time(state.facts["procedure"], _performed)
+        if not routine.matches(*_procedure_code_and_name(f))
     ]
-    if usual:
-        names = list(dict.fromkeys(_procedure_code_and_name(f)[1] for f in usual))
-        sentences.append(_sentence("procedures", render.routine_care(names), [f.id for f in usual]))
-    return sentences
+    words = routine.extra.get("index_keywords", [])
+
+    def is_index(fact: Fact) -> bool:
+        return any(word in _procedure_code_and_name(fact)[1].lower() for word in words)
+
+    return [f for f in significant if is_index(f)] + [f for f in significant if not is_index(f)]
+
+
+def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+    return [
+        _sentence("procedures", render.procedure(f.attributes), [f.id])
+        for f in _significant_procedures(state, routine)
+    ]
 
 
 def _medications(state: EvidenceState, render: Any) -> list[Sentence]:

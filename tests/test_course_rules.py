@@ -96,11 +96,39 @@ def test_the_header_names_the_patient_their_record_number_and_the_attending() ->
     assert "Discharge disposition: Home." in stay
 
 
-def test_significant_procedures_come_first_and_routine_care_is_one_line() -> None:
-    assert sections()["procedures"] == [
-        "Aortic valve replacement (completed) on 2024-03-02.",
-        "Routine and administrative care: Depression screening; Medication reconciliation.",
+def test_significant_procedures_are_listed_and_routine_care_is_left_out() -> None:
+    assert sections()["procedures"] == ["Aortic valve replacement (completed) on 2024-03-02."]
+
+
+def test_the_index_procedure_comes_first_in_procedures_and_in_the_course() -> None:
+    def procedure(procedure_id: str, name: str, when: str) -> dict:
+        return {
+            "resourceType": "Procedure",
+            "id": procedure_id,
+            "status": "completed",
+            "code": {"text": name},
+            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+            "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+            "performedDateTime": when,
+        }
+
+    state = evidence_from_fhir(
+        fx.stay(
+            procedure("wound", "Wound care", "2024-03-01T12:00:00+00:00"),
+            procedure("cabg", "Coronary artery bypass graft", "2024-03-02T09:00:00+00:00"),
+        )
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    assert [s.text for s in summary.section("procedures").sentences] == [
+        "Coronary artery bypass graft (completed) on 2024-03-02.",
+        "Wound care (completed) on 2024-03-01.",
     ]
+    (course,) = [
+        s.text
+        for s in summary.section("hospital_course").sentences
+        if s.text.startswith("Procedures:")
+    ]
+    assert course.startswith("Procedures: Coronary artery bypass graft on 2024-03-02; Wound care")
 
 
 def test_the_course_is_told_from_the_structured_record() -> None:
@@ -132,11 +160,11 @@ def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path)
     state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
     cited = {c for s in summary.section("procedures").sentences for c in s.citations}
+    routine = table("routine_procedures", PipelineSettings())
     for fact in state.facts["procedure"]:
-        assert fact.id in cited, fact.attributes.name
-    lines = [s.text for s in summary.section("procedures").sentences]
-    routine_lines = [line for line in lines if line.startswith("Routine and administrative")]
-    assert len(routine_lines) <= 1
+        name = fact.attributes.name
+        code = fact.attributes.code.code if fact.attributes.code else None
+        assert (fact.id in cited) != routine.matches(code, name), name  # routine care left out
     assert all(s.verdict == "supported" for s in summary.sentences()), [
         (s.text, s.review_reasons()) for s in summary.sentences() if s.verdict != "supported"
     ]
