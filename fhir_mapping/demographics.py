@@ -181,21 +181,42 @@ def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource]]:
     return [], []
 
 
+SKILLED_NURSING = re.compile(r"skilled nursing|nursing (?:home|facility)|\bsnf\b", re.IGNORECASE)
+
+
+def _facility(encounter: Any, types: list[str]) -> str:
+    """The kind of place, from the class, the types and the locations' names."""
+    said = [*types, *(loc.location.display or "" for loc in encounter.location or [])]
+    if (encounter.class_fhir and encounter.class_fhir.code == "SNF") or any(
+        SKILLED_NURSING.search(text) for text in said
+    ):
+        return "skilled nursing facility"
+    return "hospital"
+
+
 def encounter_fact(scope: Scope) -> Fact:
     encounter = scope.encounter.model
     hospitalization = encounter.hospitalization
     disposition = concept_text(hospitalization.dischargeDisposition) if hospitalization else None
     concepts, read_from = stay_reasons(scope)
     reasons = [text for text in map(concept_text, concepts) if text]
+    types = [text for text in map(concept_text, encounter.type or []) if text]
     start = as_datetime(encounter.period.start) if encounter.period else None
     end = as_datetime(encounter.period.end) if encounter.period else None
+    # The episode's start, when it was an earlier day than the stay's (the surgery the day before).
+    episode_start = (
+        scope.start if scope.start and start and scope.start.date() < start.date() else None
+    )
     attributes = EncounterAttributes(
         kind="stay",
         class_code=encounter.class_fhir.code if encounter.class_fhir else None,
-        types=[text for text in map(concept_text, encounter.type or []) if text],
+        types=types,
         start=start,
         end=end,
         length_of_stay_days=(end.date() - start.date()).days if start and end else None,
+        episode_start=episode_start,
+        episode_days=(end.date() - episode_start.date()).days if episode_start and end else None,
+        facility=_facility(encounter, types),
         reasons=reasons,
         discharge_disposition=disposition,
         attending=_attending(encounter),

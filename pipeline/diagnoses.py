@@ -2,7 +2,8 @@
 
 1. A social or administrative finding (employment, education, housing, stress, refugee status…,
    the ``social_findings`` table) is not a diagnosis: it goes to Social history.
-2. The stay's own reason (``principal``) comes first.
+2. The stay's own reason (``principal``) comes first; "History of X" is never the principal
+   diagnosis (it says what is past), only a diagnosis of the episode.
 3. Then the diagnoses that began in the episode (onset from the window before admission to
    discharge, or recorded on one of its encounters).
 4. An acute event (``acute_events`` table: sepsis, infarction, fracture…) recorded active since
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from pipeline.evidence import (
@@ -27,6 +29,8 @@ from pipeline.rendering import plain_term
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
+HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
+
 
 def listing_of(
     diagnosis: DiagnosisAttributes,
@@ -39,7 +43,7 @@ def listing_of(
     code = diagnosis.code.code if diagnosis.code else None
     if social.matches(code, diagnosis.display):
         return "social"
-    if diagnosis.principal:
+    if diagnosis.principal and not HISTORY_OF.match(plain_term(diagnosis.display)):
         return "principal"
     onset = diagnosis.onset
     began_in_episode = (

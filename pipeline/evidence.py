@@ -305,6 +305,13 @@ class EncounterAttributes(_Model):
     admitted_from: str | None = None
     # Calendar days from admission to discharge, computed in code.
     length_of_stay_days: int | None = None
+    # When the episode began, if before the stay (the emergency visit, the surgery the day
+    # before), and its calendar days to discharge.
+    episode_start: datetime | None = None
+    episode_days: int | None = None
+    # What kind of place the stay was in: "hospital", or "skilled nursing facility" when its
+    # class, type or location says so.
+    facility: str = "hospital"
     text: str | None = None
 
 

@@ -171,3 +171,23 @@ def test_a_procedure_or_an_administrative_code_is_never_the_reason_for_the_stay(
     assert not any("transfer" in line for line in lines)
     (reason,) = [s for s in summary.section("stay").sentences if s.text.startswith("Reason")]
     assert reason.verdict == "supported"
+
+
+def test_a_history_of_condition_is_never_the_principal_diagnosis() -> None:
+    """ "History of appendectomy (situation)" was listed first for an appendicitis admission."""
+    history = fx.condition("history", "History of appendectomy (situation)", code="428251008")
+    appendicitis = fx.condition("acute", "Acute appendicitis (disorder)", code="85189001")
+    stay = fx.encounter() | {
+        "reasonReference": [
+            {"reference": "Condition/history"},
+            {"reference": "Condition/acute"},
+        ]
+    }
+    state = evidence_from_fhir(fx.bundle(fx.patient(), stay, history, appendicitis))
+    listings = {
+        f.attributes.display: f.attributes.listing
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+    }
+    assert listings["Acute appendicitis (disorder)"] == "principal"
+    assert listings["History of appendectomy (situation)"] == "episode"

@@ -167,3 +167,42 @@ def test_nothing_cited_is_dated_after_discharge_in_any_synthea_stay(path: Path) 
         return
     late = [(what, when) for what, when in _dates(state) if when > stay.end]
     assert late == []
+
+
+def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
+    from pipeline.evidence_summary import summarize_evidence
+
+    bypass = fx.encounter("cabg", "2024-02-28T08:00:00+00:00", "2024-02-28T14:00:00+00:00", "AMB")
+    cabg = procedure("cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00")
+    state = evidence_from_fhir(fx.stay(bypass, cabg), f"Encounter/{fx.ENCOUNTER_ID}")
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    stay = [s.text for s in summary.section("stay").sentences]
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert (
+        "Inpatient stay (IMP) from 2024-03-01 to 2024-03-05; the episode began on 2024-02-28."
+        in stay
+    )
+    assert (
+        "Discharged on 2024-03-05, after 4 day(s) in hospital (6 day(s) since the episode began)."
+    ) in course
+    assert all(
+        s.verdict == "supported"
+        for s in summary.sentences()
+        if s.section in {"stay", "hospital_course"}
+    )
+    same_day = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")  # ED at 06:00
+    header = summarize_evidence(same_day, salience=lambda text: ([], [])).section("stay")
+    assert not any("episode began" in s.text for s in header.sentences)
+
+
+def test_a_skilled_nursing_stay_is_named_as_one() -> None:
+    from pipeline.evidence_summary import summarize_evidence
+
+    nursing = fx.encounter() | {"type": [{"text": "Admission to skilled nursing facility"}]}
+    state = evidence_from_fhir(fx.bundle(fx.patient(), nursing))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    stay = [s.text for s in summary.section("stay").sentences]
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert any(line.startswith("Skilled nursing stay (IMP) from 2024-03-01") for line in stay)
+    assert any("after 4 day(s) in the skilled nursing facility" in line for line in course)
+    assert not any("in hospital" in line for line in course)
