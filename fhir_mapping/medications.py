@@ -198,9 +198,7 @@ def _earlier_orders(scope: Scope) -> dict[str, datetime]:
         if (
             coding is None
             or not coding.code
-            or authored is None
-            or scope.start is None
-            or authored >= scope.start
+            or not scope.before_episode(authored)
             or request.status in _NEVER_GIVEN
             or not scope.is_patient(request.subject)
         ):

@@ -149,9 +149,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         if (
             code is None
             or code.code not in codes
-            or when is None
-            or scope.start is None
-            or when >= scope.start
+            or not scope.before_episode(when)
             or observation.status in _VOID
             or not scope.is_patient(observation.subject)
         ):

@@ -59,6 +59,10 @@ class Scope:
         """The moment the record is read at: discharge, or now for a stay still open."""
         return self.end or datetime.now(UTC)
 
+    def before_episode(self, moment: datetime | None) -> TypeGuard[datetime]:
+        """Dated before the episode began (a baseline value, an earlier order)."""
+        return moment is not None and self.start is not None and moment < self.start
+
     def after_discharge(self, moment: datetime | None) -> TypeGuard[datetime]:
         return moment is not None and moment > self.as_of
 

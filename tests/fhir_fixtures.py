@@ -157,6 +157,20 @@ def observation(
     }
 
 
+def procedure(
+    procedure_id: str, name: str, encounter_id: str = ENCOUNTER_ID, when: str = ADMIT
+) -> dict[str, Any]:
+    return {
+        "resourceType": "Procedure",
+        "id": procedure_id,
+        "status": "completed",
+        "code": {"text": name},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{encounter_id}"},
+        "performedDateTime": when,
+    }
+
+
 def diagnostic_report(
     report_id: str, status: str, results: list[str], name: str = "Basic metabolic panel"
 ) -> dict[str, Any]:

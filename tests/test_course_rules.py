@@ -101,21 +101,10 @@ def test_significant_procedures_are_listed_and_routine_care_is_left_out() -> Non
 
 
 def test_the_index_procedure_comes_first_in_procedures_and_in_the_course() -> None:
-    def procedure(procedure_id: str, name: str, when: str) -> dict:
-        return {
-            "resourceType": "Procedure",
-            "id": procedure_id,
-            "status": "completed",
-            "code": {"text": name},
-            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-            "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-            "performedDateTime": when,
-        }
-
     state = evidence_from_fhir(
         fx.stay(
-            procedure("wound", "Wound care", "2024-03-01T12:00:00+00:00"),
-            procedure("cabg", "Coronary artery bypass graft", "2024-03-02T09:00:00+00:00"),
+            fx.procedure("wound", "Wound care", when="2024-03-01T12:00:00+00:00"),
+            fx.procedure("cabg", "Coronary artery bypass graft", when="2024-03-02T09:00:00+00:00"),
         )
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []))

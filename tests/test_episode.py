@@ -22,18 +22,6 @@ from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
 
-def procedure(procedure_id: str, name: str, encounter_id: str, when: str) -> dict:
-    return {
-        "resourceType": "Procedure",
-        "id": procedure_id,
-        "status": "completed",
-        "code": {"text": name},
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{encounter_id}"},
-        "performedDateTime": when,
-    }
-
-
 def episode_record() -> dict:
     emergency = fx.encounter(
         "ed-visit", "2024-03-01T06:00:00+00:00", "2024-03-01T08:00:00+00:00", "EMER"
@@ -56,11 +44,11 @@ def episode_record() -> dict:
         step_down,
         last_week,
         follow_up,
-        procedure("triage", "Emergency triage", "ed-visit", "2024-03-01T06:30:00+00:00"),
-        procedure("valve", "Aortic valve replacement", "surgery", "2024-03-02T10:00:00+00:00"),
-        procedure("echo", "Echocardiography", "step-down", "2024-03-04T09:30:00+00:00"),
-        procedure("flu-shot", "Clinic injection", "clinic", "2024-02-20T09:30:00+00:00"),
-        procedure("sutures", "Suture removal", "after", "2024-03-20T09:30:00+00:00"),
+        fx.procedure("triage", "Emergency triage", "ed-visit", "2024-03-01T06:30:00+00:00"),
+        fx.procedure("valve", "Aortic valve replacement", "surgery", "2024-03-02T10:00:00+00:00"),
+        fx.procedure("echo", "Echocardiography", "step-down", "2024-03-04T09:30:00+00:00"),
+        fx.procedure("flu-shot", "Clinic injection", "clinic", "2024-02-20T09:30:00+00:00"),
+        fx.procedure("sutures", "Suture removal", "after", "2024-03-20T09:30:00+00:00"),
         fx.condition(
             "later-resolved",
             "Pneumonia",
@@ -122,7 +110,7 @@ def test_an_encounter_that_did_something_in_the_two_days_before_admission_joins(
         fx.stay(
             bypass,
             checkup,
-            procedure(
+            fx.procedure(
                 "cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00"
             ),
         ),
@@ -173,7 +161,9 @@ def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
     from pipeline.evidence_summary import summarize_evidence
 
     bypass = fx.encounter("cabg", "2024-02-28T08:00:00+00:00", "2024-02-28T14:00:00+00:00", "AMB")
-    cabg = procedure("cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00")
+    cabg = fx.procedure(
+        "cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00"
+    )
     state = evidence_from_fhir(fx.stay(bypass, cabg), f"Encounter/{fx.ENCOUNTER_ID}")
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     stay = [s.text for s in summary.section("stay").sentences]
