@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bench.drafts import bundles
@@ -37,9 +37,10 @@ from pipeline.evidence import (
     LabResultAttributes,
     MedicationAttributes,
     ProcedureAttributes,
+    aware,
 )
 from pipeline.evidence_summary import summarize_evidence
-from pipeline.medications import drug_key
+from pipeline.medications import main_ingredient
 from pipeline.rendering import plain_term
 from pipeline.results import CRITICAL
 from pipeline.settings import PipelineSettings
@@ -64,17 +65,8 @@ COLUMNS = (
 )
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def _lines(summary: Summary, key: str) -> list[str]:
     return [sentence.text for sentence in summary.section(key).sentences]
-
-
-def _main_word(name: str) -> str:
-    words = drug_key(name).split()
-    return words[0] if words else name.lower()
 
 
 def _orders(data: dict[str, Any], patient: str) -> list[dict[str, Any]]:
@@ -93,8 +85,8 @@ def _rxnorm(order: dict[str, Any]) -> str | None:
 
 def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -> dict[str, int]:
     stay = state.stay()
-    admitted = _aware(stay.start) if stay and stay.start else None
-    discharged = _aware(stay.end) if stay and stay.end else None
+    admitted = aware(stay.start) if stay and stay.start else None
+    discharged = aware(stay.end) if stay and stay.end else None
     notes = " ".join(p.text for d in state.documents for p in d.pages).lower()
     medications = _lines(summary, "medications")
     review = _lines(summary, "needs_review")
@@ -104,15 +96,15 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
     for change in state.medications.changes:
         before = meds.get(change.admission or "")
         if change.kind == "continued" and isinstance(before, MedicationAttributes):
-            old = before.authored_on and admitted and _aware(before.authored_on) < admitted - YEAR
-            if old and _main_word(before.name) not in notes:
+            old = before.authored_on and admitted and aware(before.authored_on) < admitted - YEAR
+            if old and main_ingredient(before.name) not in notes:
                 counts["stale continued"] += 1
     earlier = [
         order
         for order in _orders(data, state.patient.split("/")[-1])
         if admitted is not None
         and "authoredOn" in order
-        and admitted - YEAR <= _aware(datetime.fromisoformat(order["authoredOn"])) < admitted
+        and admitted - YEAR <= aware(datetime.fromisoformat(order["authoredOn"])) < admitted
     ]
     recent_codes = {_rxnorm(order) for order in earlier} - {None}
     for change in state.medications.changes:
@@ -127,12 +119,20 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
     for order in earlier:
         name = order.get("medicationCodeableConcept", {}).get("text") or ""
         active = order.get("status") in {"active", "on-hold"}
-        if active and name and not any(_main_word(name) in line.lower() for line in medications):
+        if (
+            active
+            and name
+            and not any(main_ingredient(name) in line.lower() for line in medications)
+        ):
             counts["dropped home drug"] += 1
-    ordered = {_main_word(m.name) for m in meds.values() if isinstance(m, MedicationAttributes)}
+    ordered = {
+        main_ingredient(m.name) for m in meds.values() if isinstance(m, MedicationAttributes)
+    }
     for line in review:
         for named in re.findall(r"it names (.+?) \(absent from the orders\)", line):
-            counts["false absent"] += sum(_main_word(item) in ordered for item in named.split("; "))
+            counts["false absent"] += sum(
+                main_ingredient(item) in ordered for item in named.split("; ")
+            )
     routine = table("routine_procedures", PipelineSettings())
     for fact in state.facts["procedure"]:
         procedure = fact.attributes
@@ -157,7 +157,7 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
             for fact_id in sentence.citations:
                 value = state.fact(fact_id).attributes
                 if isinstance(value, LabResultAttributes) and value.effective is not None:
-                    counts["old at discharge"] += discharged - _aware(value.effective) > DAY
+                    counts["old at discharge"] += discharged - aware(value.effective) > DAY
     allergies = _lines(summary, "allergies")
     recorded = [
         a

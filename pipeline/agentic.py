@@ -39,6 +39,7 @@ from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.extraction import with_model_extraction
 from pipeline.focus import TokenSalience
+from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
@@ -65,7 +66,7 @@ class LoopSettings(BaseModel):
     json_retries: int = Field(2, ge=0, le=5)
     concurrency: int = Field(4, ge=1, le=64)
     limits: SchemaLimits = Field(default_factory=SchemaLimits)
-    renewal_window_days: int = Field(365, ge=1)
+    renewal_window_days: int = Field(RENEWAL_WINDOW.days, ge=1)
 
     @classmethod
     def from_settings(cls, settings: PipelineSettings) -> LoopSettings:

@@ -126,8 +126,10 @@ def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
         ReviewFlag(
             id=stable_id("flag", "no-discharge-medications", state.encounter or ""),
             code="no_discharge_medications",
-            reason=f"No discharge medication, though {len(taken)} "
-            "medication(s) were active at admission: confirm they were all stopped",
+            # Named, not counted: every number a draft states must be one of its evidence's.
+            reason="No discharge medication, though these were active at admission: "
+            f"{'; '.join(_drug_name(state.fact(fact_id)) for fact_id in taken)}: confirm they "
+            "were all stopped",
             raised_by=RAISED_BY,
             fact_ids=taken,
         )

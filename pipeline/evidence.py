@@ -11,7 +11,7 @@ with a quote that is not found at its offsets, never reaches a summary.
 from __future__ import annotations
 
 import hashlib
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Annotated, Literal, TypeVar
 
@@ -546,6 +546,12 @@ class EvidenceState(_Model):
             if isinstance(fact.attributes, EncounterAttributes) and fact.attributes.kind == "stay":
                 return fact.attributes
         return None
+
+
+def aware(moment: datetime) -> datetime:
+    """The moment with a time zone: the mapping gives aware datetimes; one that came without
+    (a hand-made or older state) is taken as UTC, so any two moments compare."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def group_facts(facts: list[Fact]) -> dict[FactCategory, list[Fact]]:

@@ -31,6 +31,7 @@ from pipeline.evidence import (
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
     stable_id,
 )
 from pipeline.focus import Candidate, TokenSalience, default_salience, select, sentence_scores
@@ -290,8 +291,9 @@ def _hospital_course(
     sentences = []
     for fact in kept:
         text = render.quote(fact.attributes)
-        if " ".join(text.lower().split()) not in said:
-            said.add(" ".join(text.lower().split()))
+        words = " ".join(text.lower().split())
+        if words not in said:
+            said.add(words)
             sentences.append(_sentence("hospital_course", text, [fact.id]))
     return sentences
 
@@ -389,13 +391,9 @@ def _last_moment(taken: datetime | None, stay: Fact | None) -> str:
     """ "discharge" for values taken in the last day of the stay; otherwise they are only the
     latest, and a reader must see that they are older."""
     end = stay.attributes.end if stay and isinstance(stay.attributes, EncounterAttributes) else None
-    if taken is None or end is None or _aware(end) - _aware(taken) > DISCHARGE_WINDOW:
+    if taken is None or end is None or aware(end) - aware(taken) > DISCHARGE_WINDOW:
         return "latest"
     return "discharge"
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _vital_signs(facts: list[Fact], render: Any, stay: Fact | None) -> list[Sentence]:

@@ -258,5 +258,11 @@ def drug_key(name: str) -> str:
     return " ".join(kept) or " ".join(words)
 
 
+def main_ingredient(name: str) -> str:
+    """The first word of a drug's key: "metoprolol" of "24 HR metoprolol succinate 100 MG …"."""
+    words = drug_key(name).split()
+    return words[0] if words else name.lower()
+
+
 def same_quantity(left: str | None, right: str | None) -> bool:
     return normalise_quantity(left) == normalise_quantity(right)

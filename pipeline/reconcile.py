@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pipeline.evidence import (
     EvidenceState,
@@ -28,9 +28,16 @@ from pipeline.evidence import (
     MedicationChange,
     MedicationLists,
     ReviewFlag,
+    aware,
     stable_id,
 )
-from pipeline.medications import drug_key, normalise_frequency, normalise_quantity, normalise_route
+from pipeline.medications import (
+    drug_key,
+    main_ingredient,
+    normalise_frequency,
+    normalise_quantity,
+    normalise_route,
+)
 
 ACTIVE_STATUSES = frozenset({"active", "on-hold"})
 RENEWAL_WINDOW = timedelta(days=365)
@@ -45,32 +52,29 @@ class StayContext:
     renewal_window: timedelta = RENEWAL_WINDOW
     notes_text: str = ""
 
+    def recent(self, ordered: datetime) -> bool:
+        """Ordered within the window before admission (or since)."""
+        return self.admitted is not None and (
+            aware(ordered) >= aware(self.admitted) - self.renewal_window
+        )
+
     def renewed(self, attributes: MedicationAttributes) -> bool:
         """An order of the stay for a drug last ordered within the window before admission."""
         before = attributes.last_ordered_before
-        if self.admitted is None or before is None:
-            return False
-        return _aware(before) >= _aware(self.admitted) - self.renewal_window
+        return before is not None and self.recent(before)
 
     def stale(self, attributes: MedicationAttributes) -> bool:
         """Last ordered before the window and mentioned in no note of the stay."""
         ordered = attributes.authored_on
-        if self.admitted is None or ordered is None:
-            return False
-        if _aware(ordered) >= _aware(self.admitted) - self.renewal_window:
+        if self.admitted is None or ordered is None or self.recent(ordered):
             return False
         return not mentioned(attributes.name, self.notes_text)
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def mentioned(name: str, text: str) -> bool:
-    """Whether the drug's main ingredient (the first word of its key, "metoprolol" of "24 HR
-    metoprolol succinate 100 MG …") appears as a word in ``text``."""
-    words = drug_key(name).split()
-    return bool(words) and re.search(rf"\b{re.escape(words[0])}\b", text, re.IGNORECASE) is not None
+    """Whether the drug's main ingredient appears as a word in ``text``."""
+    pattern = rf"\b{re.escape(main_ingredient(name))}\b"
+    return re.search(pattern, text, re.IGNORECASE) is not None
 
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

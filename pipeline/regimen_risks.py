@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pipeline.evidence import (
     DiagnosisAttributes,
@@ -26,6 +26,7 @@ from pipeline.evidence import (
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
     stable_id,
 )
 from pipeline.tables import CodeTable
@@ -58,10 +59,6 @@ def _flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
     )
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def _stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     """The stay's dated results (not the baselines before it) under one of ``codes``."""
     return [
@@ -90,8 +87,8 @@ def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     return [_flag("bleeding", reason, both)]
 
 
-def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[Fact]:
-    """Diagnoses and procedures of the record that name one of ``keywords``."""
+def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fact, str]]:
+    """Diagnoses and procedures of the record that name one of ``keywords``, with the name."""
     found = []
     for fact in [*state.facts["diagnosis"], *state.facts["procedure"]]:
         attributes = fact.attributes
@@ -102,7 +99,7 @@ def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[Fact]:
         else:
             continue
         if any(keyword in text.lower() for keyword in keywords):
-            found.append(fact)
+            found.append((fact, text))
     return found
 
 
@@ -110,36 +107,29 @@ def warfarin_monitoring(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
     antagonists = _having(going_home, risks.extra["vitamin_k_antagonist"])
-    stay = state.stay()
     if not antagonists:
         return []
+    stay = state.stay()
     window = timedelta(days=risks.extra["inr_within_days"])
     end = stay.end if stay is not None else None
     recent = [
         f
         for f in _stay_results(state, risks.extra["inr_codes"])
         if end is None
-        or _aware(end) - _aware(attributes_as(f, LabResultAttributes).effective or end) <= window
+        or aware(end) - aware(attributes_as(f, LabResultAttributes).effective or end) <= window
     ]
     if recent:
         return []
     indications = _indications(state, risks.extra["inr_goal_keywords"])
     goal = ""
     if indications:
-        named = "; ".join(
-            dict.fromkeys(
-                f.attributes.display
-                if isinstance(f.attributes, DiagnosisAttributes)
-                else attributes_as(f, ProcedureAttributes).name
-                for f in indications
-            )
-        )
+        named = "; ".join(dict.fromkeys(text for _, text in indications))
         goal = f" (the record names what sets its goal: {named})"
     reason = (
         f"{_names(antagonists)} at discharge with no recent INR in the stay: check the INR and "
         f"state the INR goal{goal}"
     )
-    return [_flag("inr", reason, [*antagonists, *indications])]
+    return [_flag("inr", reason, [*antagonists, *(fact for fact, _ in indications)])]
 
 
 def _falls(state: EvidenceState, keywords: Sequence[str]) -> list[Fact]:
@@ -218,7 +208,7 @@ def renal_dosing(
         return []
     latest = max(
         egfr,
-        key=lambda f: _aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
+        key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
     )
     result = attributes_as(latest, LabResultAttributes)
     assert result.value is not None and result.effective is not None

@@ -137,10 +137,14 @@ def interpret(
     return result.model_copy(update=update)
 
 
+def _categories(result: LabResultAttributes) -> set[str]:
+    """The Observation's categories (mapped as one comma-separated text)."""
+    return {kind.strip() for kind in (result.observation_category or "").split(",")}
+
+
 def is_vital_sign(result: LabResultAttributes) -> bool:
     """A vital sign: filed as one, under a vital sign's code (or no code at all)."""
-    categories = {kind.strip() for kind in (result.observation_category or "").split(",")}
-    if "vital-signs" not in categories:
+    if "vital-signs" not in _categories(result):
         return False
     return result.code is None or result.code.code is None or result.code.code in VITAL_SIGN_CODES
 
@@ -148,65 +152,52 @@ def is_vital_sign(result: LabResultAttributes) -> bool:
 def is_minor(result: LabResultAttributes, minor: dict[str, Any]) -> bool:
     """A screening score or derived index (``minor_results`` in the ranges table)."""
     code = result.code.code if result.code is not None else None
-    category = result.observation_category or ""
-    categories = {kind.strip() for kind in category.split(",")}
-    return code in minor.get("codes", {}) or bool(categories & set(minor.get("categories", [])))
-
-
-def _hours(hours: float) -> str:
-    if hours < 48:
-        return f"{round(hours)} hour(s)"
-    return f"{round(hours / 24)} day(s)"
+    kinds = set(minor.get("categories", []))
+    return code in minor.get("codes", {}) or bool(_categories(result) & kinds)
 
 
 def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | None:
     """The first rise in serum creatinine during the stay that meets KDIGO's criteria for acute
     kidney injury (an earlier value of the stay, or the baseline before it, against a later value
-    of the stay), as a flag that names both values and the time between them; else None."""
+    of the stay), as a flag that names both values with their dates; else None. The flag states
+    no threshold or interval: every number a draft states must be one of its evidence's."""
     unit = criteria.extra["unit"]
     absolute = Decimal(str(criteria.extra["absolute_rise"]))
     absolute_window = timedelta(hours=criteria.extra["absolute_window_hours"])
     relative = Decimal(str(criteria.extra["relative_rise"]))
     relative_window = timedelta(days=criteria.extra["relative_window_days"])
-    measured = [
-        (result.effective, result.value, fact, result)
-        for fact in facts
-        if isinstance(result := fact.attributes, LabResultAttributes)
-        and result.code is not None
-        and result.code.code in criteria.codes
-        and _same_unit(result.unit, unit)
-        and result.value is not None
-        and result.effective is not None
-    ]
-    creatinine = sorted(measured, key=lambda row: row[0] or datetime.min)
-    for later_index, (later_at, later_value, later_fact, later) in enumerate(creatinine):
-        if later.baseline or later_at is None or later_value is None:
+    measured: list[tuple[datetime, Decimal, Fact, bool]] = []
+    for fact in facts:
+        result = fact.attributes
+        if (
+            isinstance(result, LabResultAttributes)
+            and result.code is not None
+            and result.code.code in criteria.codes
+            and _same_unit(result.unit, unit)
+            and result.value is not None
+            and result.effective is not None
+        ):
+            measured.append((result.effective, result.value, fact, result.baseline))
+    measured.sort(key=lambda row: row[0])
+    for index, (later_at, later_value, later_fact, baseline) in enumerate(measured):
+        if baseline:
             continue
-        for earlier_at, earlier_value, earlier_fact, _ in creatinine[:later_index]:
-            if earlier_at is None or earlier_value is None:
-                continue
+        for earlier_at, earlier_value, earlier_fact, _ in measured[:index]:
             elapsed = later_at - earlier_at
-            rose_by = later_value - earlier_value
-            if elapsed <= absolute_window and rose_by >= absolute:
-                hours = criteria.extra["absolute_window_hours"]
-                criterion = f"a rise of {absolute} {unit} or more within {hours} hours"
-            elif (
-                elapsed <= relative_window
-                and earlier_value > 0
-                and later_value >= relative * earlier_value
-            ):
-                days = criteria.extra["relative_window_days"]
-                criterion = f"{relative} times a value of the {days} days before"
+            if elapsed <= absolute_window and later_value - earlier_value >= absolute:
+                criterion = "absolute rise"
+            elif elapsed <= relative_window and later_value >= relative * earlier_value > 0:
+                criterion = "relative rise"
             else:
                 continue
             return ReviewFlag(
                 id=stable_id("flag", "acute_kidney_injury", earlier_fact.id, later_fact.id),
                 code="acute_kidney_injury",
                 reason=(
-                    f"Acute kidney injury by KDIGO creatinine criteria ({criterion}): "
-                    f"creatinine {shown(earlier_value, 2)} → {shown(later_value, 2)} {unit} "
-                    f"in {_hours(elapsed.total_seconds() / 3600)}: confirm the diagnosis and "
-                    "plan follow-up of renal function"
+                    f"Acute kidney injury by KDIGO creatinine criteria ({criterion}): creatinine "
+                    f"{shown(earlier_value, 2)} {unit} on {earlier_at.date().isoformat()} → "
+                    f"{shown(later_value, 2)} {unit} on {later_at.date().isoformat()}: confirm "
+                    "the diagnosis and plan follow-up of renal function"
                 ),
                 raised_by="results",
                 fact_ids=[earlier_fact.id, later_fact.id],

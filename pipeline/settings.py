@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from pipeline.answer_schemas import SchemaLimits
 from pipeline.mapped import EPISODE_WINDOW_H
+from pipeline.reconcile import RENEWAL_WINDOW
 
 
 class PipelineSettings(BaseModel):
@@ -35,7 +36,7 @@ class PipelineSettings(BaseModel):
     episode_window_h: float = Field(EPISODE_WINDOW_H, ge=0)
     # An order still "active" but last written longer ago than this before admission, and named
     # in no note of the stay, is listed to confirm rather than as continued (pipeline/reconcile).
-    medication_renewal_window_days: int = Field(365, ge=1)
+    medication_renewal_window_days: int = Field(RENEWAL_WINDOW.days, ge=1)
     # A folder whose JSON files replace the shipped clinical tables of the same name
     # (pipeline/tables/: social findings, acute events, drug classes, reference ranges).
     tables_dir: Path | None = None

@@ -170,7 +170,10 @@ def test_leaving_with_no_medication_after_taking_some_is_flagged() -> None:
         )
     )
     (flag,) = [f for f in only_stopped.flags_for_review if f.code == "no_discharge_medications"]
-    assert "1 medication(s) were active at admission" in flag.reason
+    assert flag.reason == (
+        "No discharge medication, though these were active at admission: Metformin 500 MG Oral "
+        "Tablet: confirm they were all stopped"
+    )
 
 
 def test_an_allergic_disposition_is_not_an_allergy_to_contradict() -> None:

@@ -11,6 +11,7 @@ import pytest
 from pipeline.evidence import LabResultAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.results import shown
+from pipeline.summary import Sentence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
@@ -167,16 +168,26 @@ def test_the_shipped_ranges_mark_blood_gases_kidney_function_and_cardiac_markers
     assert bool(critical) == mark.startswith("critical")
 
 
+def kidney_lines(*resources: dict) -> list[Sentence]:
+    state = evidence_from_fhir(fx.stay(*resources))
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    return [
+        s for s in summary.section("needs_review").sentences if s.text.startswith("Acute kidney")
+    ]
+
+
 def test_a_creatinine_rise_of_kdigo_size_is_flagged_as_acute_kidney_injury() -> None:
-    lines = review_lines(
+    (line,) = kidney_lines(
         lab("cr1", "Creatinine", 2.63, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
         lab("cr2", "Creatinine", 4.65, "mg/dL", CREATININE, "2024-03-02T11:00:00+00:00"),
     )
-    assert (
-        "Acute kidney injury by KDIGO creatinine criteria (a rise of 0.3 mg/dL or more within "
-        "48 hours): creatinine 2.63 → 4.65 mg/dL in 3 hour(s): confirm the diagnosis and plan "
-        "follow-up of renal function."
-    ) in lines
+    assert line.text == (
+        "Acute kidney injury by KDIGO creatinine criteria (absolute rise): creatinine 2.63 mg/dL "
+        "on 2024-03-02 → 4.65 mg/dL on 2024-03-02: confirm the diagnosis and plan follow-up of "
+        "renal function."
+    )
+    # A flag is a sentence of the draft: it states no number its evidence does not hold.
+    assert line.verdict == "supported", line.review_reasons()
 
 
 def test_a_rise_to_one_and_a_half_times_the_baseline_within_a_week_is_acute_kidney_injury() -> None:
@@ -184,14 +195,15 @@ def test_a_rise_to_one_and_a_half_times_the_baseline_within_a_week_is_acute_kidn
         "encounter": {"reference": "Encounter/old"}
     }
     old = fx.encounter("old", "2024-02-27T07:00:00+00:00", "2024-02-27T09:00:00+00:00", "AMB")
-    lines = review_lines(
+    (line,) = kidney_lines(
         baseline,
         old,
         lab("cr", "Creatinine", 1.25, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
     )
-    (line,) = [line for line in lines if line.startswith("Acute kidney injury")]
-    assert "(1.5 times a value of the 7 days before)" in line
-    assert "creatinine 0.80 → 1.25 mg/dL in 6 day(s)" in line
+    assert "(relative rise): creatinine 0.80 mg/dL on 2024-02-27 → 1.25 mg/dL on 2024-03-04" in (
+        line.text
+    )
+    assert line.verdict == "supported", line.review_reasons()
 
 
 @pytest.mark.parametrize(
