@@ -7,8 +7,11 @@ not from the rule that is meant to prevent it, so a rule that regresses shows he
   note of the stay names;
 - renewal as new: a NEW order whose drug (RxNorm code) was ordered within the 12 months before
   admission;
-- dropped home drug: an order active at admission, written within the 12 months before it, that
-  no line of the medication section names;
+- dropped home drug: an order active at admission, written within the 12 months before it, a
+  current MedicationStatement, or a drug a note's "Medications" list names, that no line of the
+  medication section names;
+- prescribed "not continued": a drug a note of the stay lists as prescribed that a "not
+  continued at discharge" line names;
 - false absent: a flag calling a drug "absent from the orders" while an order of it exists;
 - missing index procedure: a significant procedure of the episode (not routine or
   administrative care, ``routine_procedures``) that no sentence names;
@@ -55,6 +58,7 @@ COLUMNS = (
     "stale continued",
     "renewal as new",
     "dropped home drug",
+    "prescribed not continued",
     "false absent",
     "missing index procedure",
     "non-clinical reason",
@@ -67,6 +71,27 @@ COLUMNS = (
 
 def _lines(summary: Summary, key: str) -> list[str]:
     return [sentence.text for sentence in summary.section(key).sentences]
+
+
+HOME_LIST = re.compile(r"^#+ *Medications *\n(.*?)(?=^#|\Z)", re.MULTILINE | re.DOTALL)
+PRESCRIBED_LIST = re.compile(
+    r"prescribed the following medications:\n(.*?)(?=^\S*The patient was|^#|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def _listed(state: EvidenceState, heading: re.Pattern[str]) -> list[str]:
+    """The drugs the stay's notes list under a heading, read from the raw text (one per
+    "- " line or ";" item; "No Active Medications" names none)."""
+    found = []
+    for document in state.documents:
+        for page in document.pages:
+            for block in heading.findall(page.text):
+                for item in re.split(r"[;\n]", block):
+                    item = item.strip(" -*.\t")
+                    if item and not item.lower().startswith(("no ", "none")):
+                        found.append(item)
+    return found
 
 
 def _orders(data: dict[str, Any], patient: str) -> list[dict[str, Any]]:
@@ -125,6 +150,22 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
             and not any(main_ingredient(name) in line.lower() for line in medications)
         ):
             counts["dropped home drug"] += 1
+    statements = [
+        entry["resource"]
+        for entry in data.get("entry", [])
+        if entry["resource"].get("resourceType") == "MedicationStatement"
+        and entry["resource"].get("status") in {"active", "intended", "on-hold", "unknown"}
+    ]
+    home = [s.get("medicationCodeableConcept", {}).get("text") or "" for s in statements]
+    home += _listed(state, HOME_LIST)
+    for name in filter(None, home):
+        counts["dropped home drug"] += not any(
+            main_ingredient(name) in line.lower() for line in medications
+        )
+    not_continued = " ".join(line for line in medications if "not continued" in line).lower()
+    counts["prescribed not continued"] = sum(
+        main_ingredient(name) in not_continued for name in _listed(state, PRESCRIBED_LIST)
+    )
     ordered = {
         main_ingredient(m.name) for m in meds.values() if isinstance(m, MedicationAttributes)
     }

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from fhir_mapping.codes import (
@@ -29,7 +30,6 @@ from fhir_mapping.codes import (
     as_datetime,
     concept_text,
     first_coding,
-    plain_decimal,
     quantity_text,
 )
 from fhir_mapping.mapped import Mapped, ref
@@ -112,7 +112,7 @@ def timing_text(timing: Any) -> str | None:
     repeat = timing.repeat
     if repeat is None or not repeat.frequency or not repeat.period or not repeat.periodUnit:
         return None
-    period = plain_decimal(repeat.period)
+    period = counted(repeat.period)
     unit = _UNIT_NAMES.get(repeat.periodUnit, repeat.periodUnit)
     if period == "1" and repeat.periodUnit in _EVERY_ONE:
         times = _TIMES.get(repeat.frequency, f"{repeat.frequency} times")
@@ -128,7 +128,7 @@ def _duration(dosage: Any) -> str | None:
     if bounds is None or bounds.value is None:
         return None
     unit = bounds.unit or _UNIT_NAMES.get(bounds.code or "", bounds.code or "")
-    return f"for {plain_decimal(bounds.value)} {unit}".strip()
+    return f"for {counted(bounds.value)} {unit}".strip()
 
 
 def _end_date(request: Any) -> datetime | None:
@@ -146,10 +146,36 @@ def _end_date(request: Any) -> datetime | None:
     return None
 
 
-def _dose(dosage: Any) -> str | None:
+def counted(value: Decimal | float | int) -> str:
+    """A count as a prescriber writes it: 1.0 → "1", 2.50 → "2.5" (an order's "1.0 every 1.0
+    days" is a tablet once daily; unlike a result's, these trailing zeros carry no precision)."""
+    return format(Decimal(str(value)).normalize(), "f")
+
+
+_DOSE_FORMS = ("tablet", "capsule", "puff", "patch", "suppository", "drop")
+
+
+def _dose_form(name: str) -> str | None:
+    """The unit of a bare dose, from the drug's dose form ("… Oral Tablet" → tablet)."""
+    lowered = name.lower()
+    return next((form for form in _DOSE_FORMS if form in lowered), None)
+
+
+def _dose(dosage: Any, name: str) -> str | None:
     for dose_and_rate in dosage.doseAndRate or []:
-        if dose_and_rate.doseQuantity is not None:
-            return quantity_text(dose_and_rate.doseQuantity)
+        quantity = dose_and_rate.doseQuantity
+        if (
+            quantity is not None
+            and quantity.value is not None
+            and not (quantity.unit or quantity.code)
+        ):
+            form = _dose_form(name)
+            amount = counted(quantity.value)
+            if form is None:
+                return amount
+            return f"{amount} {form}" if Decimal(amount) == 1 else f"{amount} {form}s"
+        if quantity is not None:
+            return quantity_text(quantity)
         if dose_and_rate.doseRange is not None:
             low = quantity_text(dose_and_rate.doseRange.low)
             high = quantity_text(dose_and_rate.doseRange.high)
@@ -170,7 +196,7 @@ def _reason(request: Any, scope: Scope) -> str | None:
     return None
 
 
-def _medication(item: ParsedResource, scope: Scope) -> tuple[Any, list[SourceRef]] | str:
+def medication_concept(item: ParsedResource, scope: Scope) -> tuple[Any, list[SourceRef]] | str:
     """The medication concept and its sources, or why it cannot be read."""
     request = item.model
     if request.medicationCodeableConcept is not None:
@@ -231,7 +257,7 @@ def map_medications(scope: Scope) -> Mapped:
             assert decision.exclusion is not None
             mapped.exclude(item, decision.exclusion, decision.rule)
             continue
-        medication = _medication(item, scope)
+        medication = medication_concept(item, scope)
         if isinstance(medication, str):
             mapped.exclude(item, "unresolved", medication)
             continue
@@ -248,7 +274,7 @@ def map_medications(scope: Scope) -> Mapped:
             name=name,
             code=rxnorm or first_coding(concept),
             strength=strength_of(name),
-            dose=_dose(dosage) if dosage else None,
+            dose=_dose(dosage, name) if dosage else None,
             frequency=timing_text(dosage.timing) if dosage else None,
             route=route,
             route_source=("order" if ordered_route else "dose form") if route else None,

@@ -24,6 +24,7 @@ ACTIVE_CONDITION = "active,recurrence,relapse"
 LIVE_ORDER = "active,on-hold,draft,unknown"
 LIVE_PLAN = "active,on-hold,draft"
 UPCOMING_APPOINTMENT = "proposed,pending,booked,arrived"
+CURRENT_STATEMENT = "active,intended,on-hold,unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +128,7 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
         Search("AllergyIntolerance", who),
         Search("MedicationRequest", who | {"status": LIVE_ORDER}),
         Search("MedicationRequest", who | {"authoredon": lookback}),
+        Search("MedicationStatement", who | {"status": CURRENT_STATEMENT}),
         # What follows the stay: plans, referrals, appointments.
         Search("CarePlan", who | {"status": LIVE_PLAN}),
         Search("CarePlan", who | {"date": [f"ge{window.episode_from}"]}),
@@ -145,6 +147,7 @@ BY_ENCOUNTER = {
     "Observation": "encounter",
     "MedicationRequest": "encounter",
     "MedicationAdministration": "context",
+    "MedicationStatement": "context",
     "Condition": "encounter",
     "CarePlan": "encounter",
 }
@@ -224,7 +227,8 @@ def follow_ups(resources: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
     for resource in resources:
         by_type.setdefault(str(resource.get("resourceType")), []).append(resource)
     have = {key for key in map(resource_key, resources) if key}
-    wanted = _reference_values(by_type.get("MedicationRequest", []), _medication_reference)
+    orders = by_type.get("MedicationRequest", []) + by_type.get("MedicationStatement", [])
+    wanted = _reference_values(orders, _medication_reference)
     wanted |= _reference_values(by_type.get("DiagnosticReport", []), _result_references)
     wanted |= _reference_values(by_type.get("CarePlan", []), _goal_references)
     wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}

@@ -10,6 +10,7 @@ from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures
 from fhir_mapping.demographics import encounter_fact, patient_fact
 from fhir_mapping.documents import collect_documents
 from fhir_mapping.mapped import Mapped
+from fhir_mapping.medication_statements import map_medication_statements
 from fhir_mapping.medications import map_medications
 from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
 from fhir_mapping.results import map_results
@@ -19,6 +20,7 @@ from pipeline.mapped import EPISODE_WINDOW_H, MappedRecord
 MAPPERS = (
     map_conditions,
     map_medications,
+    map_medication_statements,
     map_allergies,
     map_procedures,
     map_results,

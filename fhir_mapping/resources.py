@@ -28,6 +28,7 @@ RECORD_TYPES = (
     "Encounter",
     "DocumentReference",
     "MedicationRequest",
+    "MedicationStatement",
     "DiagnosticReport",
     "Observation",
     "Condition",

@@ -17,6 +17,7 @@ from pipeline.evidence import (
 )
 from pipeline.medications import drug_key, normalise_quantity
 from pipeline.reconcile import ACTIVE_STATUSES, dose_signature, medication, rxnorm_code
+from pipeline.rendering import plain_term
 
 _ACTIVE_CONDITION = frozenset({"active", "recurrence", "relapse"})
 _RESOLVED_CONDITION = frozenset({"resolved", "inactive", "remission"})
@@ -179,7 +180,7 @@ def _allergy_statuses(facts: list[Fact]) -> list[Conflict]:
     ]
     if not none_known or not known:
         return []
-    substances = ", ".join(f.attributes.substance for f in known)  # type: ignore[union-attr]
+    substances = ", ".join(plain_term(f.attributes.substance) for f in known)  # type: ignore[union-attr]
     stated = none_known[0].attributes.substance  # type: ignore[union-attr]
     return [
         _conflict(

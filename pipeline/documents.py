@@ -68,6 +68,16 @@ MEDICATION_SECTIONS = frozenset(
         "outpatient medications",
     }
 )
+# Lists of what was prescribed in this note (Synthea's plan, a discharge prescription list).
+PRESCRIPTION_SECTIONS = frozenset(
+    {
+        "the patient was prescribed the following medications",
+        "discharge medications",
+        "medications on discharge",
+        "discharge prescriptions",
+        "prescriptions",
+    }
+)
 _NO_KNOWN_ALLERGIES = re.compile(
     r"\b(no known (drug )?allergies|nkda|nka|no allergies)\b", re.IGNORECASE
 )
@@ -167,9 +177,12 @@ def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> 
         attributes = NarrativeAttributes(
             category="condition_statement", text=span.text, section=section
         )
-    elif key in MEDICATION_SECTIONS:
+    elif key in MEDICATION_SECTIONS or key in PRESCRIPTION_SECTIONS:
         attributes = NarrativeAttributes(
-            category="medication_list", text=span.text, section=section
+            category="medication_list",
+            text=span.text,
+            section=section,
+            list_kind="home" if key in MEDICATION_SECTIONS else "prescribed",
         )
     elif key in _COMPLAINT_SECTIONS:
         attributes = EncounterAttributes(kind="chief_complaint", text=span.text)

@@ -22,7 +22,7 @@ from pipeline.evidence import (
     attributes_as,
     stable_id,
 )
-from pipeline.medications import drug_key
+from pipeline.note_medications import noted_drugs
 from pipeline.regimen_risks import regimen_risk_flags
 from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
@@ -156,77 +156,45 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     return state.model_copy(update={"flags_for_review": flags})
 
 
-_NONE_LISTED = re.compile(r"\bno (active |current |home )?medications\b|^none\b", re.IGNORECASE)
-# Words of a drug name that say nothing about its ingredient.
-_SALTS = frozenset(
-    "sodium potassium calcium magnesium hydrochloride hcl succinate tartrate besylate maleate "
-    "citrate acetate sulfate phosphate hr extended release delayed oral tablet capsule".split()
-)
-
-
-def ingredients(name: str) -> set[str]:
-    """The ingredient words of a drug name ("naproxen sodium 220 MG Oral Tablet" → naproxen)."""
-    return {word for word in drug_key(name).split() if word not in _SALTS and len(word) > 2}
-
-
-def _items(text: str) -> list[str]:
-    """The drugs one line of a medication list names; none for "no active medications"."""
-    if _NONE_LISTED.search(text.strip()):
-        return []
-    return [item.strip(" -*•\t.") for item in text.split(";") if item.strip(" -*•\t.")]
-
-
 def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
-    """A medication list written in a note of the stay against the orders, by ingredient: a drug
-    the note names that no order has, or an order active at admission the note leaves out."""
+    """A home medication list written in a note of the stay against the orders, by ingredient:
+    an order active at admission that the list leaves out. (A drug the list names that no
+    discharge order carries is a "held or stopped?" line of the reconciliation.)"""
     orders = [
         fact
         for fact in state.facts.get("medication", [])
         if isinstance(fact.attributes, MedicationAttributes)
+        and fact.attributes.recorded_as == "order"
+        and fact.id in state.medications.admission
+        and fact.id not in state.medications.unconfirmed()
     ]
-    admission_ids = set(state.medications.admission) - set(state.medications.unconfirmed())
+    home = [
+        fact
+        for fact in state.facts.get("medication_list", [])
+        if (attributes_as(fact, NarrativeAttributes).list_kind or "home") == "home"
+    ]
     lists: dict[str, list[Fact]] = defaultdict(list)
-    for fact in state.facts.get("medication_list", []):
+    for fact in home:
         lists[fact.sources[0].document or ""].append(fact)
     titles = {document.id: document.title for document in state.documents}
     flags: list[ReviewFlag] = []
     for document_id, lines in lists.items():
-        named = {
-            item: (line, ingredients(item))
-            for line in lines
-            for item in _items(attributes_as(line, NarrativeAttributes).text)
-        }
-        unordered = {
-            item: line
-            for item, (line, words) in named.items()
-            if words and not any(words & ingredients(_drug_name(f)) for f in orders)
-        }
-        left_out = [
-            f
-            for f in orders
-            if f.id in admission_ids
-            and not any(words & ingredients(_drug_name(f)) for _, words in named.values())
-        ]
-        if not unordered and not left_out:
+        named = noted_drugs(lines, "home")
+        left_out = [f for f in orders if not any(drug.matches(_drug_name(f)) for drug in named)]
+        if not left_out:
             continue
-        parts = []
-        if unordered:  # by ingredient: the note's strengths are the note's to show
-            names = "; ".join(dict.fromkeys(drug_key(item) for item in unordered))
-            parts.append(f"it names {names} (absent from the orders)")
-        if left_out:
-            names = "; ".join(_drug_name(f) for f in left_out)
-            parts.append(f"it leaves out {names} (ordered before admission)")
-        reason = f"Medication list in {titles.get(document_id) or 'a note'}: " + "; ".join(parts)
+        names = "; ".join(_drug_name(f) for f in left_out)
+        title = titles.get(document_id) or "a note"
+        reason = f"Medication list in {title}: it leaves out {names} (ordered before admission)"
         if any(flag.reason == reason for flag in flags):
             continue  # the same list in another note of the stay: said once
-        cited = list(dict.fromkeys(line.id for line in unordered.values())) or [lines[0].id]
         flags.append(
             ReviewFlag(
                 id=stable_id("flag", "med-list", document_id),
                 code="medication_discrepancy",
                 reason=reason,
                 raised_by=RAISED_BY,
-                fact_ids=cited + [f.id for f in left_out],
+                fact_ids=[lines[0].id] + [f.id for f in left_out],
                 document=document_id,
             )
         )

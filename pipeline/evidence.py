@@ -206,6 +206,8 @@ class MedicationAttributes(_Model):
     # An order of the stay: when the same drug (RxNorm code) was last ordered before the
     # episode, whatever became of that order; a renewal is CONTINUED, not NEW.
     last_ordered_before: datetime | None = None
+    # A MedicationStatement says the patient takes it; only an order makes it a prescription.
+    recorded_as: Literal["order", "statement"] = "order"
 
 
 class AllergyAttributes(_Model):
@@ -267,6 +269,9 @@ class NarrativeAttributes(_Model):
     category: Literal["course", "follow_up", "medication_list", "condition_statement"]
     text: str
     section: str | None = None
+    # A medication list says either what the patient took at home (an H&P's "Medications") or
+    # what was prescribed ("The patient was prescribed the following medications").
+    list_kind: Literal["home", "prescribed"] | None = None
 
 
 class PersonName(_Model):
@@ -432,6 +437,8 @@ FlagCode = Literal[
     "acute_kidney_injury",
     "medication_not_renewed",
     "regimen_risk",
+    "home_medication_not_ordered",
+    "prescribed_not_ordered",
 ]
 
 
@@ -479,7 +486,15 @@ class RejectedFact(_Model):
 
 # "unconfirmed": an order from before the stay, still active, but last ordered long ago and not
 # mentioned in the stay's notes: whether it is still taken is for the physician to confirm.
-MedicationChangeKind = Literal["new", "stopped", "changed", "continued", "unconfirmed"]
+MedicationChangeKind = Literal[
+    "new",
+    "stopped",
+    "changed",
+    "continued",
+    "unconfirmed",
+    "held_or_stopped",
+    "prescribed_not_ordered",
+]
 
 
 class MedicationChange(_Model):
@@ -489,6 +504,10 @@ class MedicationChange(_Model):
     discharge: str | None = None
     differences: list[str] = Field(default_factory=list)
     reason: str | None = None
+    # The line of a note's medication list that names the drug (home or prescribed).
+    noted: str | None = None
+    # A drug a note prescribes: the stay's own orders of it (none active at discharge).
+    stay_orders: list[str] = Field(default_factory=list)
 
 
 class MedicationLists(_Model):

@@ -88,19 +88,17 @@ def _sentence(section: SectionKey, text: str, citations: Sequence[str]) -> Sente
 
 def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
-    complaints: set[str] = set()
+    # Each complaint once, however many notes state it, and all of them on one line.
+    complaints: dict[str, Fact] = {}
     for fact in state.facts["patient_info"]:
         sentences.append(_sentence("stay", render.patient(fact.attributes), [fact.id]))
     for fact in state.facts["encounter"]:
         stay = fact.attributes
         assert isinstance(stay, EncounterAttributes)
         if stay.kind == "chief_complaint":
-            said = (stay.text or "").strip().lower()
-            if said.rstrip(".") in NOTHING_SAID:
-                continue
-            if said not in complaints:  # each complaint once, however many notes state it
-                complaints.add(said)
-                sentences.append(_sentence("stay", render.chief_complaint(stay), [fact.id]))
+            said = (stay.text or "").strip()
+            if said.lower().rstrip(".") not in NOTHING_SAID:
+                complaints.setdefault(said.lower(), fact)
             continue
         sentences.append(_sentence("stay", render.stay(stay), [fact.id]))
         if stay.reasons:
@@ -109,6 +107,13 @@ def _stay(state: EvidenceState, render: Any) -> list[Sentence]:
             sentences.append(_sentence("stay", render.attending(stay), [fact.id]))
         if stay.discharge_disposition:
             sentences.append(_sentence("stay", render.disposition(stay), [fact.id]))
+    if complaints:
+        cited = [f.id for f in complaints.values()]
+        said_once = [
+            (attributes_as(f, EncounterAttributes).text or "").strip() for f in complaints.values()
+        ]
+        text = render.chief_complaints(said_once)
+        sentences.append(_sentence("stay", text, cited))
     return sentences
 
 
@@ -325,8 +330,10 @@ def _procedures(state: EvidenceState, render: Any, routine: CodeTable) -> list[S
 def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
     unconfirmed = state.medications.unconfirmed()
+    held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
+    prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
     for change in state.medications.changes:
-        if change.kind == "unconfirmed":
+        if change.kind in ("unconfirmed", "held_or_stopped", "prescribed_not_ordered"):
             continue
         before = state.fact(change.admission).attributes if change.admission else None
         after = state.fact(change.discharge).attributes if change.discharge else None
@@ -337,10 +344,21 @@ def _medications(state: EvidenceState, render: Any) -> list[Sentence]:
         stale = [state.fact(fact_id) for fact_id in unconfirmed]
         text = render.not_renewed([f.attributes for f in stale])
         sentences.append(_sentence("medications", text, [f.id for f in stale]))
+    for listed, macro in (
+        (prescribed, render.prescribed_not_ordered),
+        (held, render.held_or_stopped),
+    ):
+        if listed:
+            cited = [i for c in listed for i in (c.admission, c.noted, *c.stay_orders) if i]
+            sentences.append(_sentence("medications", macro(listed), cited))
+    # A drug a note prescribes is never "not continued": it has its line above.
+    prescribed_orders = {i for c in prescribed for i in c.stay_orders}
     given = [
         f
         for f in state.facts["medication"]
-        if isinstance(f.attributes, MedicationAttributes) and f.attributes.phase == "inpatient"
+        if isinstance(f.attributes, MedicationAttributes)
+        and f.attributes.phase == "inpatient"
+        and f.id not in prescribed_orders
     ]
     if given:
         text = render.given_during_stay([f.attributes for f in given])
@@ -361,11 +379,19 @@ def _allergies(state: EvidenceState, render: Any) -> list[Sentence]:
         for f in facts
         if isinstance(f.attributes, AllergyAttributes) and f.attributes.no_known_allergies
     ]
-    sentences = [
-        _sentence("allergies", render.allergy(f.attributes), [f.id])
-        for f in facts
-        if f not in none_known
-    ]
+    recorded = [f for f in facts if f not in none_known]
+    # One line, as a clinician writes an allergy list.
+    sentences = (
+        [
+            _sentence(
+                "allergies",
+                render.allergies([f.attributes for f in recorded]),
+                [f.id for f in recorded],
+            )
+        ]
+        if recorded
+        else []
+    )
     # "No known allergies" beside recorded ones (a templated note) is the Needs review
     # conflict, said once there, never a line of the list that contradicts it.
     if none_known and not sentences:
@@ -373,7 +399,7 @@ def _allergies(state: EvidenceState, render: Any) -> list[Sentence]:
             _sentence(
                 "allergies",
                 render.none_known(none_known[0].attributes),
-                [f.id for f in none_known],
+                [none_known[0].id],  # the statement quoted; other notes repeat a template
             )
         )
     return sentences
@@ -490,6 +516,8 @@ SEVERITY = (
     "therapeutic_duplication",
     "regimen_risk",
     "medication_discrepancy",
+    "prescribed_not_ordered",
+    "home_medication_not_ordered",
     "no_discharge_medications",
     "medication_not_renewed",
     "unexplained_medication_change",

@@ -13,6 +13,11 @@ An order's status says what the EHR last recorded, not what the patient takes: a
 "active" that was last written longer ago than the renewal window (12 months by default) before
 admission, and that no note of the stay mentions, is *unconfirmed*, never continued: it is
 listed with the date it was last ordered and flagged once, for the physician to confirm.
+
+A home drug that no discharge order carries (a MedicationStatement, or a drug an H&P's
+medication list names) is *held or stopped?*: never dropped silently, never decided. A drug a
+note of the stay prescribes that no discharge order carries is *prescribed, not ordered*, never
+"not continued at discharge" (pipeline.note_medications reads the notes' lists).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from pipeline.medications import (
     normalise_quantity,
     normalise_route,
 )
+from pipeline.note_medications import NotedDrug, noted_drugs
 
 ACTIVE_STATUSES = frozenset({"active", "on-hold"})
 RENEWAL_WINDOW = timedelta(days=365)
@@ -163,6 +169,10 @@ def reconcile_medications(
                     reason=after.reason or before.reason,
                 )
             )
+        elif before.recorded_as == "statement":
+            changes.append(
+                MedicationChange(kind="held_or_stopped", name=before.name, admission=admitted.id)
+            )
         elif before.status in ACTIVE_STATUSES and stay.stale(before):
             changes.append(
                 MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
@@ -191,10 +201,90 @@ def reconcile_medications(
                 reason=attributes.reason,
             )
         )
+    changes = _home_drugs_left_out(changes, noted_drugs(facts, "home"))
+    given = [fact for fact in medications if medication(fact).phase == "inpatient"]
+    changes += _prescribed_not_ordered(changes, noted_drugs(facts, "prescribed"), given)
     lists = MedicationLists(
         admission=[fact.id for fact in admission], discharge=discharge_ids, changes=changes
     )
-    return lists, _unexplained(changes) + _not_renewed(changes)
+    return lists, _unexplained(changes) + _not_renewed(changes) + _left_out_flags(changes)
+
+
+_ORDERED_AT_DISCHARGE = frozenset({"continued", "new", "changed"})
+
+
+def _home_drugs_left_out(
+    changes: list[MedicationChange], home: list[NotedDrug]
+) -> list[MedicationChange]:
+    """The changes with each home drug of a note that no line names yet as held or stopped
+    (one line per drug: a note's drug that a statement already names joins that line)."""
+    updated = list(changes)
+    for drug in home:
+        index = next((i for i, c in enumerate(updated) if drug.matches(c.name)), None)
+        if index is None:
+            updated.append(
+                MedicationChange(kind="held_or_stopped", name=drug.text, noted=drug.line.id)
+            )
+        elif updated[index].kind == "held_or_stopped" and updated[index].noted is None:
+            updated[index] = updated[index].model_copy(update={"noted": drug.line.id})
+    return updated
+
+
+def _prescribed_not_ordered(
+    changes: list[MedicationChange], prescribed: list[NotedDrug], given: list[Fact]
+) -> list[MedicationChange]:
+    """A drug a note of the stay prescribes that no order carries at discharge, with the
+    stay's own orders of it (given, completed: never "not continued" while a note prescribes it)."""
+    found = []
+    for drug in prescribed:
+        if any(c.kind in _ORDERED_AT_DISCHARGE and drug.matches(c.name) for c in changes):
+            continue
+        orders = [fact.id for fact in given if drug.matches(medication(fact).name)]
+        found.append(
+            MedicationChange(
+                kind="prescribed_not_ordered",
+                name=drug.text,
+                noted=drug.line.id,
+                stay_orders=orders,
+            )
+        )
+    return found
+
+
+def _left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
+    """One flag for the home drugs held or stopped, one for the drugs prescribed in a note but
+    not ordered (the medication list names each; the flag says what to decide)."""
+    asks = {
+        "held_or_stopped": (
+            "home_medication_not_ordered",
+            "Home medications with no discharge order: confirm whether each is held or stopped",
+        ),
+        "prescribed_not_ordered": (
+            "prescribed_not_ordered",
+            "Prescribed in a note of this stay with no order active at discharge: confirm "
+            "whether each continues",
+        ),
+    }
+    flags = []
+    for kind, (code, reason) in asks.items():
+        cited = [
+            fact_id
+            for change in changes
+            if change.kind == kind
+            for fact_id in (change.admission, change.noted, *change.stay_orders)
+            if fact_id
+        ]
+        if cited:
+            flags.append(
+                ReviewFlag(
+                    id=stable_id("flag", code, *cited),
+                    code=code,
+                    reason=reason,
+                    raised_by="reconcile",
+                    fact_ids=list(dict.fromkeys(cited)),
+                )
+            )
+    return flags
 
 
 def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
@@ -257,7 +347,15 @@ def reconcile(
     kept = [flag for flag in state.flags_for_review if flag.raised_by != "reconcile"]
     counts = {
         kind: sum(c.kind == kind for c in lists.changes)
-        for kind in ("new", "changed", "stopped", "continued", "unconfirmed")
+        for kind in (
+            "new",
+            "changed",
+            "stopped",
+            "continued",
+            "unconfirmed",
+            "held_or_stopped",
+            "prescribed_not_ordered",
+        )
     }
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     updated = state.model_copy(update={"medications": lists, "flags_for_review": kept + flags})

@@ -4,9 +4,17 @@ Each fact is cited once, by its first source: a note's quote and the DiagnosticR
 carries the same note, or a result and its panel, are one fact (the FHIR Provenance keeps every
 source). A line's numbers are written as runs ("3–9"), so a list of nine orders reads as one
 citation, not nine.
+
+The Sources list is a reference, kept short: one line per kind of resource cited whole ("Condition
+[4–6]: id, id, id") and one per note page quoted ("DocumentReference/id page 1 [7–9]: 33–47, …",
+character spans; the quote itself is the sentence that cites it, so it is not written twice).
+Sources are numbered line by line, so each line's numbers are one run and the n-th number of a
+run is its n-th entry.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pipeline.evidence import EvidenceState, SourceRef
 from pipeline.rendering import render
@@ -14,12 +22,56 @@ from pipeline.summary import Summary
 
 DRAFT_HEADING = "Discharge summary: AI DRAFT, needs physician review"
 
+SourceKey = tuple[str, int | None, int | None, int | None]
 
-def source_label(ref: SourceRef) -> str:
-    label = f"{ref.resource} · {ref.path}"
-    if ref.quote is not None:
-        label += f" · page {ref.page} [{ref.start}:{ref.end}] “{ref.quote}”"
-    return label
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    """One line of the Sources list: what its entries are (a resource type, or one page of a
+    note), the run of numbers they carry, and the entries in that order (ids, or spans)."""
+
+    label: str
+    numbers: str
+    entries: list[str]
+
+
+def source_key(ref: SourceRef) -> SourceKey:
+    """What one citation number stands for: a resource, or one quoted span of it."""
+    if ref.quote is None:
+        return (ref.resource, None, None, None)
+    return (ref.resource, ref.page, ref.start, ref.end)
+
+
+def _line_of(key: SourceKey) -> str:
+    resource, page, _, _ = key
+    return resource.split("/")[0] if page is None else f"{resource} page {page}"
+
+
+def _entry(key: SourceKey) -> str:
+    resource, page, start, end = key
+    return resource.partition("/")[2] if page is None else f"{start}–{end}"
+
+
+def number_sources(cited: list[SourceKey]) -> tuple[dict[SourceKey, int], list[SourceLine]]:
+    """Numbers for the sources in the order they are first cited, taken line by line (a line's
+    entries in a row), and the Sources list those numbers read from."""
+    lines: dict[str, list[SourceKey]] = {}
+    for key in dict.fromkeys(cited):
+        lines.setdefault(_line_of(key), []).append(key)
+    numbered: dict[SourceKey, int] = {}
+    listed = []
+    for label, keys in lines.items():
+        first = len(numbered) + 1
+        numbered.update({key: first + offset for offset, key in enumerate(keys)})
+        last = len(numbered)
+        listed.append(
+            SourceLine(
+                label=label,
+                numbers=str(first) if first == last else f"{first}–{last}",
+                entries=[_entry(key) for key in keys],
+            )
+        )
+    return numbered, listed
 
 
 def runs(numbers: list[int]) -> list[str]:
@@ -39,16 +91,19 @@ def runs(numbers: list[int]) -> list[str]:
 
 
 def render_markdown(summary: Summary, state: EvidenceState, heading: str = DRAFT_HEADING) -> str:
-    numbers: dict[str, list[str]] = {}
-    labels: dict[str, int] = {}
-    for sentence in summary.sentences():
-        cited = []
-        for fact_id in sentence.citations:
-            first = next(iter(state.fact(fact_id).sources), None)
-            if first is not None:
-                cited.append(labels.setdefault(source_label(first), len(labels) + 1))
-        numbers[sentence.id] = runs(sorted(set(cited)))
-    sources = sorted((number, label) for label, number in labels.items())
+    firsts = {
+        sentence.id: [
+            source_key(first)
+            for fact_id in sentence.citations
+            if (first := next(iter(state.fact(fact_id).sources), None)) is not None
+        ]
+        for sentence in summary.sentences()
+    }
+    numbered, sources = number_sources([key for keys in firsts.values() for key in keys])
+    numbers = {
+        sentence_id: runs(sorted({numbered[key] for key in keys}))
+        for sentence_id, keys in firsts.items()
+    }
     return render(
         "summary/summary.md.j2",
         title=heading,

@@ -40,6 +40,29 @@ def encounter(
     }
 
 
+def medication_statement(
+    statement_id: str,
+    name: str,
+    *,
+    status: str = "active",
+    asserted: str | None = "2024-02-20",
+    taken_until: str | None = None,
+) -> dict[str, Any]:
+    """What the patient reports taking (not an order)."""
+    resource: dict[str, Any] = {
+        "resourceType": "MedicationStatement",
+        "id": statement_id,
+        "status": status,
+        "medicationCodeableConcept": {"text": name},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+    }
+    if asserted:
+        resource["dateAsserted"] = asserted
+    if taken_until:
+        resource["effectivePeriod"] = {"start": "2020-01-01", "end": taken_until}
+    return resource
+
+
 def medication_request(
     request_id: str,
     name: str,
@@ -76,7 +99,8 @@ def medication_request(
     if dose:
         value, _, unit = dose.partition(" ")
         number = float(value) if "." in value else int(value)
-        dosage["doseAndRate"] = [{"doseQuantity": {"value": number, "unit": unit}}]
+        quantity: dict[str, Any] = {"value": number} | ({"unit": unit} if unit else {})
+        dosage["doseAndRate"] = [{"doseQuantity": quantity}]
     if frequency:
         count, period, unit = frequency
         dosage["timing"] = {"repeat": {"frequency": count, "period": period, "periodUnit": unit}}

@@ -183,6 +183,18 @@ def test_dosage_is_read_from_dose_timing_and_route() -> None:
     assert attributes.code is not None and attributes.code.code == "866924"
 
 
+def test_a_bare_dose_is_counted_in_the_drugs_dose_form() -> None:
+    """Synthea's "doseQuantity": {"value": 1.0} with no unit reads "1 tablet", not "1.0"."""
+    request = fx.medication_request(
+        "m", "Simvastatin 10 MG Oral Tablet", dose="2.0", frequency=(1, 1.0, "d")
+    )
+    request["encounter"] = {"reference": f"Encounter/{fx.ENCOUNTER_ID}"}
+    attributes = medication_named(
+        evidence_from_fhir(fx.stay(request)), "Simvastatin 10 MG Oral Tablet"
+    )
+    assert (attributes.dose, attributes.frequency) == ("2 tablets", "once daily")
+
+
 def test_medication_reference_to_a_bundle_entry_cites_both_resources() -> None:
     medication = {
         "resourceType": "Medication",
@@ -487,3 +499,7 @@ def test_timings_read_as_a_clinician_writes_them() -> None:
     assert written(1, 6, "h") == "every 6 hours"
     assert written(1, 1, "wk") == "once weekly"
     assert written(2, 3, "d") == "2 times every 3 days"
+    # Synthea writes every number as a decimal: "1.0 every 1.0 days" is once daily.
+    assert written(1, 1.0, "d") == "once daily"
+    assert written(1, 6.0, "h") == "every 6 hours"
+    assert written(1, 1.5, "d") == "every 1.5 days"

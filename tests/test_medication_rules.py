@@ -224,12 +224,18 @@ def test_a_notes_medication_list_is_compared_with_the_orders_by_ingredient() -> 
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
     assert flag.reason == (
-        "Medication list in Discharge note: it names naproxen sodium (absent from the orders); "
-        "it leaves out Atorvastatin 40 MG Oral Tablet (ordered before admission)"
+        "Medication list in Discharge note: it leaves out Atorvastatin 40 MG Oral Tablet "
+        "(ordered before admission)"
     )
     assert any(
         line.startswith("Medication list in Discharge note") for line in sections["needs_review"]
     )
+    # The naproxen the note names and no order carries is a home drug to ask about, once.
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "naproxen sodium 220 mg oral tablet." in sections["medications"]
+    )
+    assert not any("absent from the orders" in line for line in sections["needs_review"])
 
 
 def test_a_note_listing_no_medications_beside_home_orders_is_a_discrepancy_too() -> None:

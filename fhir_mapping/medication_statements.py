@@ -1,0 +1,83 @@
+"""MedicationStatement to pre-admission medication facts: what the patient was taking.
+
+A statement records that a drug is taken (reported by the patient, a pharmacy, a previous
+visit); it is not an order. One that is current at admission (status active, intended, on-hold
+or unknown, and effective from before discharge) joins the pre-admission list as
+``recorded_as="statement"``: reconciliation continues it only when a discharge order carries the
+drug, and asks "held or stopped?" otherwise. A statement that ended before the stay, or says the
+drug is not taken, is excluded with its reason.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fhir_mapping.codes import RXNORM, as_datetime, concept_text, first_coding
+from fhir_mapping.mapped import Mapped
+from fhir_mapping.medications import medication_concept, timing_text
+from fhir_mapping.pull_plan import CURRENT_STATEMENT
+from fhir_mapping.scope import Scope
+from pipeline.evidence import Fact, MedicationAttributes, stable_id
+from pipeline.medications import route_of_form, strength_of
+
+CURRENT = frozenset(CURRENT_STATEMENT.split(","))
+
+
+def _effective(statement: Any) -> tuple[datetime | None, datetime | None]:
+    """When the statement says the drug was taken: (from, until)."""
+    period = statement.effectivePeriod
+    if period is not None:
+        return as_datetime(period.start), as_datetime(period.end)
+    return as_datetime(statement.effectiveDateTime), None
+
+
+def map_medication_statements(scope: Scope) -> Mapped:
+    mapped = Mapped()
+    for item in scope.index.of_type("MedicationStatement"):
+        statement = item.model
+        if not scope.is_patient(statement.subject):
+            continue
+        if statement.status not in CURRENT:
+            mapped.exclude(item, "status", f"statement status is {statement.status}")
+            continue
+        began, ended = _effective(statement)
+        asserted = as_datetime(statement.dateAsserted)
+        if scope.before_episode(ended):
+            mapped.exclude(item, "historical", f"taken until {ended.isoformat()}, before admission")
+            continue
+        if scope.after_discharge(began or asserted):
+            mapped.exclude(item, "out_of_scope", "recorded as taken only after the stay")
+            continue
+        medication = medication_concept(item, scope)
+        if isinstance(medication, str):
+            mapped.exclude(item, "unresolved", medication)
+            continue
+        concept, sources = medication
+        name = concept_text(concept) or "medication not named"
+        dosage = statement.dosage[0] if statement.dosage else None
+        ordered_route = concept_text(dosage.route) if dosage else None
+        route = ordered_route or route_of_form(name)
+        attributes = MedicationAttributes(
+            name=name,
+            code=first_coding(concept, RXNORM) or first_coding(concept),
+            strength=strength_of(name),
+            frequency=timing_text(dosage.timing) if dosage else None,
+            route=route,
+            route_source=("order" if ordered_route else "dose form") if route else None,
+            dosage_text=dosage.text if dosage else None,
+            status=statement.status,
+            authored_on=asserted or began,
+            phase="admission",
+            phase_rule=f"medication statement, {statement.status} at admission",
+            recorded_as="statement",
+        )
+        mapped.facts.append(
+            Fact(
+                id=stable_id("medication", item.key),
+                category="medication",
+                attributes=attributes,
+                sources=sources,
+            )
+        )
+    return mapped

@@ -1,0 +1,171 @@
+"""The pre-admission list from every source (orders, MedicationStatements, the H&P's list) and
+what becomes of each home drug at discharge: continued, stopped, or asked about; and a drug a
+note of the stay prescribes is never "not continued" (#23)."""
+
+from __future__ import annotations
+
+from pipeline.evidence import EvidenceState
+from pipeline.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+IN_STAY = "2024-03-02T09:00:00+00:00"
+RECENT = "2023-12-01"
+
+HP_LISTING_LISINOPRIL = fx.document_reference(
+    "hp", fx.attachment("# Medications\nlisinopril 10 mg oral tablet; aspirin 81 mg oral tablet\n")
+)
+PRESCRIBING_NOTE = fx.document_reference(
+    "plan",
+    fx.attachment(
+        "# Assessment and Plan\nNSTEMI.\n\n## Plan\n\n"
+        "The patient was prescribed the following medications:\n"
+        "- aspirin 81 mg oral tablet\n- clopidogrel 75 mg oral tablet\n"
+    ),
+)
+
+
+def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
+    state = evidence_from_fhir(fx.stay(*resources))
+    summary = summarize_evidence(state)
+    return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
+
+
+def codes(state: EvidenceState) -> list[str]:
+    return [flag.code for flag in state.flags_for_review]
+
+
+def test_a_home_drug_of_the_hp_that_no_order_carries_is_asked_about_never_dropped() -> None:
+    state, sections = drafted(
+        HP_LISTING_LISINOPRIL,
+        fx.medication_request("asa", "Aspirin 81 MG Oral Tablet", authored=RECENT),
+    )
+    assert any(line.startswith("CONTINUED: Aspirin 81 MG") for line in sections["medications"])
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "lisinopril 10 mg oral tablet." in sections["medications"]
+    )
+    assert codes(state).count("home_medication_not_ordered") == 1
+    (flag,) = [f for f in state.flags_for_review if f.code == "home_medication_not_ordered"]
+    assert state.fact(flag.fact_ids[0]).sources[0].quote is not None  # cites the H&P's line
+
+
+def test_a_home_drug_given_during_the_stay_is_held_or_stopped_never_absent_from_the_orders() -> (
+    None
+):
+    given = fx.medication_request(
+        "acei",
+        "Lisinopril 10 MG Oral Tablet",
+        status="completed",
+        authored=IN_STAY,
+        encounter_id=fx.ENCOUNTER_ID,
+    )
+    _, sections = drafted(HP_LISTING_LISINOPRIL, given)
+    held = [line for line in sections["medications"] if line.startswith("Home medications")]
+    assert held == [
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "lisinopril 10 mg oral tablet; aspirin 81 mg oral tablet."
+    ]
+    everything = [line for lines in sections.values() for line in lines]
+    assert not any("absent from the orders" in line for line in everything)
+
+
+def test_a_home_drug_that_a_discharge_order_carries_is_not_asked_about() -> None:
+    state, sections = drafted(
+        HP_LISTING_LISINOPRIL,
+        fx.medication_request("acei", "Lisinopril 20 MG Oral Tablet", authored=RECENT),
+        fx.medication_request("asa", "Aspirin 81 MG Oral Tablet", authored=RECENT),
+    )
+    assert not any(line.startswith("Home medications") for line in sections["medications"])
+    assert "home_medication_not_ordered" not in codes(state)
+
+
+def test_a_medication_statement_is_a_home_drug_but_never_continued_without_an_order() -> None:
+    state, sections = drafted(fx.medication_statement("ms", "Metformin 500 MG Oral Tablet"))
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "Metformin 500 MG Oral Tablet." in sections["medications"]
+    )
+    assert not any(line.startswith("CONTINUED") for line in sections["medications"])
+    (fact,) = state.facts["medication"]
+    assert fact.attributes.recorded_as == "statement"
+    assert fact.attributes.phase == "admission"
+
+
+def test_a_medication_statement_matched_by_a_discharge_order_is_continued() -> None:
+    _, sections = drafted(
+        fx.medication_statement("ms", "Metformin 500 MG Oral Tablet"),
+        fx.medication_request(
+            "met", "Metformin 500 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
+        ),
+    )
+    assert any(line.startswith("CONTINUED: Metformin 500 MG") for line in sections["medications"])
+    assert not any(line.startswith("Home medications") for line in sections["medications"])
+
+
+def test_a_statement_and_the_hp_naming_one_drug_make_one_line() -> None:
+    note = fx.document_reference("hp", fx.attachment("# Medications\nmetformin 500 mg\n"))
+    state, sections = drafted(note, fx.medication_statement("ms", "Metformin 500 MG Oral Tablet"))
+    held = [line for line in sections["medications"] if line.startswith("Home medications")]
+    assert held == [
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "Metformin 500 MG Oral Tablet."
+    ]
+    (change,) = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
+    assert change.admission and change.noted  # both sources cited
+
+
+def test_statements_that_ended_before_the_stay_or_say_not_taken_are_excluded() -> None:
+    state, _ = drafted(
+        fx.medication_statement("old", "Warfarin 5 MG Oral Tablet", taken_until="2022-01-01"),
+        fx.medication_statement("no", "Ibuprofen 200 MG Oral Tablet", status="not-taken"),
+    )
+    assert state.facts["medication"] == []
+    reasons = {e.resource: e.kind for e in state.exclusions}
+    assert reasons["MedicationStatement/old"] == "historical"
+    assert reasons["MedicationStatement/no"] == "status"
+
+
+def test_a_drug_the_stays_note_prescribes_is_never_not_continued() -> None:
+    """The issue's example: aspirin "not continued at discharge" while the stay's own note
+    says "prescribed … aspirin 81 mg, clopidogrel 75 mg"."""
+    aspirin = fx.medication_request(
+        "asa",
+        "Aspirin 81 MG Oral Tablet",
+        status="completed",
+        authored=IN_STAY,
+        encounter_id=fx.ENCOUNTER_ID,
+    )
+    cefazolin = fx.medication_request(
+        "abx",
+        "Cefazolin 1000 MG Injection",
+        status="completed",
+        authored=IN_STAY,
+        encounter_id=fx.ENCOUNTER_ID,
+    )
+    state, sections = drafted(PRESCRIBING_NOTE, aspirin, cefazolin)
+    medications = sections["medications"]
+    assert "Given during the stay, not continued at discharge: Cefazolin 1000 MG Injection." in (
+        medications
+    )
+    assert (
+        "Prescribed in this stay's notes, with no order active at discharge (confirm whether "
+        "continued): aspirin 81 mg oral tablet; clopidogrel 75 mg oral tablet." in medications
+    )
+    assert not any("not continued" in line and "spirin" in line for line in medications)
+    (flag,) = [f for f in state.flags_for_review if f.code == "prescribed_not_ordered"]
+    assert "MedicationRequest/asa" in {
+        ref.resource for fact_id in flag.fact_ids for ref in state.fact(fact_id).sources
+    }
+
+
+def test_a_prescribed_drug_with_a_discharge_order_needs_nothing_more() -> None:
+    orders = [
+        fx.medication_request(
+            name.split()[0].lower(), name, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
+        )
+        for name in ("Aspirin 81 MG Oral Tablet", "Clopidogrel 75 MG Oral Tablet")
+    ]
+    state, sections = drafted(PRESCRIBING_NOTE, *orders)
+    assert not any(line.startswith("Prescribed in") for line in sections["medications"])
+    assert "prescribed_not_ordered" not in codes(state)
