@@ -4,7 +4,6 @@ import sys
 
 from bench import (
     checker_quality,
-    draft_errors,
     drafts,
     evidence,
     fetch,
@@ -24,7 +23,6 @@ if __name__ == "__main__":
     startup.main()
     evidence.main()
     drafts.main()
-    draft_errors.main()
     fetch.main()
     launch_to_draft.main()
     scale_out.main()

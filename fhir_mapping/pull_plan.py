@@ -174,6 +174,16 @@ def whole_record_searches(patient: str, resource_types: tuple[str, ...]) -> list
     return [Search(kind, {"patient": f"Patient/{patient}"}) for kind in resource_types]
 
 
+def record_start_searches(patient: str) -> list[Search]:
+    """The patient's earliest procedure and laboratory result (one of each, first page only): so
+    that a draft can tell "none in this stay" from "the available record starts later"."""
+    who = {"patient": f"Patient/{patient}", "_sort": "date", "_count": "1"}
+    return [
+        Search("Procedure", who),
+        Search("Observation", who | {"category": "laboratory"}),
+    ]
+
+
 def stay_search(patient: str, inpatient_classes: list[str]) -> list[Search]:
     """The patient's latest inpatient encounter, then their latest of any class: how a job with
     no encounter in its launch finds the stay to summarize."""

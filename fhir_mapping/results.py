@@ -9,6 +9,7 @@ document (``fhir_mapping.documents``), not a result.
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -123,7 +124,7 @@ def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> 
     return facts
 
 
-def _effective(observation: Any) -> Any:
+def observation_effective(observation: Any) -> datetime | None:
     return as_datetime(
         observation.effectiveDateTime
         or (observation.effectivePeriod.start if observation.effectivePeriod else None)
@@ -145,7 +146,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     for item in scope.index.of_type("Observation"):
         observation = item.model
         code = first_coding(observation.code, LOINC) or first_coding(observation.code)
-        when = _effective(observation)
+        when = observation_effective(observation)
         if (
             code is None
             or code.code not in codes

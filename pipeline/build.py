@@ -103,6 +103,7 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = Non
         patient=mapped.patient,
         encounter=mapped.encounter,
         episode=[EpisodeEncounter(resource=key, reason=why) for key, why in mapped.episode.items()],
+        record_begins=mapped.record_begins,
         documents=documents,
         facts=group_facts(facts),
         exclusions=mapped.exclusions,

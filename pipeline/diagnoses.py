@@ -7,9 +7,13 @@
 3. Then the diagnoses that began in the episode (onset from the window before admission to
    discharge, or recorded on one of its encounters).
 4. An acute event (``acute_events`` table: sepsis, infarction, fracture…) recorded active since
-   long before the stay (``stale_after_days``) is not a current diagnosis: it is one data-quality
-   flag for the physician to confirm.
+   long before the stay (``stale_after_days``) is not a current diagnosis. It is a data-quality
+   flag for the physician to confirm only when it is not abated and the stay is about something
+   related (its reason or a diagnosis of the episode shares a word with it, or the stay names
+   none): a decades-old "active" sepsis beside a knee operation is noise, not a question.
 5. Everything else still active is an active problem, listed apart.
+6. "History of X" where X is a procedure of the episode ("History of coronary artery bypass
+   grafting" after the bypass of this stay) is written "Status post X", with the procedure's date.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pipeline.evidence import (
     DiagnosisListing,
     EvidenceState,
     Fact,
+    ProcedureAttributes,
     ReviewFlag,
     stable_id,
 )
@@ -30,6 +35,36 @@ from pipeline.settings import PipelineSettings
 from pipeline.tables import CodeTable, table
 
 HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
+# Words too general to tie two clinical terms together.
+_GENERIC = frozenset(
+    "acute chronic disorder finding situation procedure history of the and with without due "
+    "primary secondary unspecified left right".split()
+)
+RESOLVED_STATUSES = frozenset({"resolved", "inactive", "remission"})
+
+
+def content_words(term: str) -> set[str]:
+    """The words of a clinical term that say what it is about, cut to a stem of six letters
+    ("appendectomy" and "appendicitis" stay apart; "grafting" and "graft" meet)."""
+    words = re.findall(r"[a-z]+", plain_term(term).lower())
+    return {word[:6] for word in words if len(word) > 3 and word not in _GENERIC}
+
+
+def _status_post(diagnosis: DiagnosisAttributes, procedures: list[Fact]) -> Fact | None:
+    """The procedure of the episode that a "History of X" names, if any."""
+    said = HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()
+    if said == plain_term(diagnosis.display):
+        return None
+    wanted = content_words(said)
+    for fact in procedures:
+        procedure = fact.attributes
+        if (
+            isinstance(procedure, ProcedureAttributes)
+            and wanted
+            and (wanted <= content_words(procedure.name))
+        ):
+            return fact
+    return None
 
 
 def listing_of(
@@ -74,18 +109,30 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
     window = timedelta(hours=settings.episode_window_h)
     listed: list[Fact] = []
     flags = list(state.flags_for_review)
+    procedures = state.facts.get("procedure", [])
     for fact in state.facts.get("diagnosis", []):
         diagnosis = fact.attributes
         if not isinstance(diagnosis, DiagnosisAttributes):
             listed.append(fact)
             continue
-        listing = listing_of(diagnosis, admission, discharge, window, social, acute)
-        listed.append(
-            fact.model_copy(
-                update={"attributes": diagnosis.model_copy(update={"listing": listing})}
-            )
-        )
-        if listing == "stale" and diagnosis.onset is not None:
+        update: dict[str, object] = {
+            "listing": listing_of(diagnosis, admission, discharge, window, social, acute)
+        }
+        done = _status_post(diagnosis, procedures)
+        if done is not None and isinstance(done.attributes, ProcedureAttributes):
+            update |= {
+                "status_post": done.attributes.name,
+                "status_post_on": done.attributes.performed_start,
+            }
+        listed.append(fact.model_copy(update={"attributes": diagnosis.model_copy(update=update)}))
+    about = _what_the_stay_is_about(state, listed)
+    for fact in listed:
+        diagnosis = fact.attributes
+        if not isinstance(diagnosis, DiagnosisAttributes) or diagnosis.listing != "stale":
+            continue
+        abated = diagnosis.abatement is not None or (diagnosis.clinical_status in RESOLVED_STATUSES)
+        related = not about or bool(content_words(diagnosis.display) & about)
+        if not abated and related and diagnosis.onset is not None:
             flags.append(
                 ReviewFlag(
                     id=stable_id("flag", "stale", fact.id),
@@ -98,3 +145,16 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
             )
     facts = dict(state.facts) | {"diagnosis": listed}
     return state.model_copy(update={"facts": facts, "flags_for_review": flags})
+
+
+def _what_the_stay_is_about(state: EvidenceState, diagnoses: list[Fact]) -> set[str]:
+    """The content words of the stay's reasons and of the episode's diagnoses."""
+    stay = state.stay()
+    terms = list(stay.reasons) if stay is not None else []
+    terms += [
+        f.attributes.display
+        for f in diagnoses
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and f.attributes.listing in {"principal", "episode"}
+    ]
+    return {word for term in terms for word in content_words(term)}

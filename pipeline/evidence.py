@@ -177,6 +177,9 @@ class DiagnosisAttributes(_Model):
     # Where a physician lists it (pipeline.diagnoses): the principal diagnosis, a diagnosis that
     # began in the episode, an active problem, a social finding, or a stale acute event.
     listing: DiagnosisListing | None = None
+    # "History of X" where X was done in the episode: the procedure, and when.
+    status_post: str | None = None
+    status_post_on: datetime | None = None
 
 
 class MedicationAttributes(_Model):
@@ -533,6 +536,8 @@ class EvidenceState(_Model):
     encounter: str | None = None
     # The hospitalization as one episode: the stay and the encounters that belong with it.
     episode: list[EpisodeEncounter] = Field(default_factory=list)
+    # Where the available record starts, by kind of fact (``procedure``, ``lab_result``).
+    record_begins: dict[str, datetime] = Field(default_factory=dict)
     documents: list[SourceDocument] = Field(default_factory=list)
     facts: dict[FactCategory, list[Fact]] = Field(default_factory=no_facts)
     medications: MedicationLists = Field(default_factory=MedicationLists)

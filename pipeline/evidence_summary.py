@@ -139,8 +139,20 @@ def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
 def _diagnoses(state: EvidenceState, render: Any) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode."""
     return [
-        _sentence("diagnoses", render.diagnosis(f.attributes), [f.id])
+        _sentence("diagnoses", render.diagnosis(f.attributes), [f.id, *_status_post_of(state, f)])
         for f in _listed(state, "principal", "episode")
+    ]
+
+
+def _status_post_of(state: EvidenceState, fact: Fact) -> list[str]:
+    """The procedure a "Status post" line names, to cite beside the diagnosis."""
+    diagnosis = attributes_as(fact, DiagnosisAttributes)
+    return [
+        f.id
+        for f in state.facts["procedure"]
+        if diagnosis.status_post is not None
+        and attributes_as(f, ProcedureAttributes).name == diagnosis.status_post
+        and attributes_as(f, ProcedureAttributes).performed_start == diagnosis.status_post_on
     ]
 
 
@@ -595,6 +607,24 @@ def _needs_review(state: EvidenceState, render: Any, stay_fact: str | None) -> l
     return sentences
 
 
+# Sections whose facts the record dates: empty because the record starts later, it says so.
+_DATED_SECTIONS: dict[SectionKey, tuple[str, str]] = {
+    "procedures": ("procedure", "procedures"),
+    "results": ("lab_result", "laboratory results"),
+}
+
+
+def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
+    """ "Not documented", or that the available record holds none before a later year."""
+    stay = state.stay()
+    kind, what = _DATED_SECTIONS.get(key, ("", ""))
+    begins = state.record_begins.get(kind)
+    ended = (stay.end or stay.start) if stay is not None else None
+    if begins is None or ended is None or aware(begins) <= aware(ended):
+        return NOT_DOCUMENTED
+    return str(render.record_starts_later(what, begins))
+
+
 def summarize_evidence(
     state: EvidenceState,
     *,
@@ -636,7 +666,7 @@ def summarize_evidence(
         SummarySection(
             key=spec.key,
             sentences=check_summary_sentences(built[spec.key], state),
-            empty_reason=None if built[spec.key] else NOT_DOCUMENTED,
+            empty_reason=None if built[spec.key] else _empty_reason(spec.key, state, render),
         )
         for spec in SECTIONS
     ]

@@ -43,3 +43,6 @@ class MappedRecord:
     facts: list[Fact]
     exclusions: list[Exclusion]
     documents: list[PendingDocument]
+    # The earliest date of each kind of fact the available record holds (procedure,
+    # lab_result): a section empty because the record starts after the stay says so.
+    record_begins: dict[str, datetime] = field(default_factory=dict)

@@ -316,3 +316,25 @@ def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_numb
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     (header,) = [s.text for s in summary.section("stay").sentences if "born" in s.text]
     assert header.endswith("medical record number not documented.")
+
+
+def test_a_section_empty_because_the_record_starts_later_says_so() -> None:
+    """The record's earliest procedure is years after the stay: "none before <year>", not a
+    bare "Not documented"; an older procedure makes it a plain "Not documented" again."""
+    later = fx.procedure("later", "Appendectomy", encounter_id="other", when="2025-05-02")
+    state = evidence_from_fhir(fx.stay(later))
+    summary = summarize_evidence(state)
+    assert summary.section("procedures").empty_reason == (
+        "Not documented: the available record holds no procedures before 2025."
+    )
+    earlier = fx.procedure("earlier", "Appendectomy", encounter_id="other", when="2001-05-02")
+    summary = summarize_evidence(evidence_from_fhir(fx.stay(later, earlier)))
+    assert summary.section("procedures").empty_reason == "Not documented"
+
+
+def test_the_pull_asks_for_where_the_record_starts_first_page_only() -> None:
+    from fhir_mapping.pull_plan import record_start_searches
+
+    searches = {s.resource_type: s.params for s in record_start_searches("p1")}
+    assert searches["Procedure"] == {"patient": "Patient/p1", "_sort": "date", "_count": "1"}
+    assert searches["Observation"]["category"] == "laboratory"

@@ -75,15 +75,84 @@ def test_social_findings_are_social_history_not_diagnoses() -> None:
     assert drafted["social_history"] == ["Refugee; Received higher education."]
 
 
-def test_an_acute_event_recorded_active_for_decades_is_a_data_quality_flag() -> None:
+def test_an_acute_event_recorded_active_for_decades_beside_an_unrelated_stay_is_left_out() -> None:
+    """A 1973 "active" sepsis beside an aortic valve stay: not a diagnosis, and not a question."""
     state = evidence_from_fhir(record())
+    assert not [f for f in state.flags_for_review if f.code == "stale_condition"]
+    drafted = sections(state)
+    everything = drafted["diagnoses"] + drafted["active_problems"] + drafted["needs_review"]
+    assert not any("Sepsis" in text for text in everything)
+
+
+def sepsis_stay(*old: dict) -> dict:
+    stay = fx.encounter() | {"reasonReference": [{"reference": "Condition/now"}]}
+    now = fx.condition(
+        "now", "Sepsis caused by Escherichia coli (disorder)", code="1090711000119102"
+    )
+    return fx.bundle(fx.patient(), stay, now, *old)
+
+
+def test_a_stale_acute_event_beside_a_related_stay_is_a_data_quality_flag() -> None:
+    old = fx.condition(
+        "sepsis", "Sepsis (disorder)", code="91302008", encounter_id=None, onset="1973-06-01"
+    )
+    state = evidence_from_fhir(sepsis_stay(old))
     (flag,) = [f for f in state.flags_for_review if f.code == "stale_condition"]
     assert flag.reason == (
         "Sepsis recorded active since 1973-06-01, an acute event: confirm it is current"
     )
     drafted = sections(state)
-    assert not any("Sepsis" in text for text in drafted["diagnoses"] + drafted["active_problems"])
+    assert not any("Sepsis recorded" in text for text in drafted["diagnoses"])
     assert any("Sepsis recorded active since 1973" in t for t in drafted["needs_review"])
+
+
+def test_a_stale_acute_event_that_is_abated_is_not_flagged() -> None:
+    old = fx.condition(
+        "sepsis",
+        "Sepsis (disorder)",
+        code="91302008",
+        encounter_id=None,
+        onset="1973-06-01",
+        abatement="1973-07-01",
+    )
+    state = evidence_from_fhir(sepsis_stay(old))
+    assert not [f for f in state.flags_for_review if f.code == "stale_condition"]
+
+
+def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
+    """The issue's example: "History of coronary artery bypass grafting" quoted for a patient
+    whose bypass was done during this stay."""
+    stay = fx.encounter() | {"reasonReference": [{"reference": "Condition/cad"}]}
+    state = evidence_from_fhir(
+        fx.bundle(
+            fx.patient(),
+            stay,
+            fx.condition("cad", "Coronary arteriosclerosis (disorder)", code="53741008"),
+            fx.procedure("cabg", "Coronary artery bypass grafting (procedure)"),
+            fx.condition(
+                "hx", "History of coronary artery bypass grafting (situation)", code="399261000"
+            ),
+            fx.condition(
+                "appy", "History of appendectomy (situation)", code="161615003", onset="2006-08-03"
+            ),
+        )
+    )
+    drafted = sections(state)
+    assert (
+        "Status post Coronary artery bypass grafting on 2024-03-01: diagnosis of this stay, "
+        "onset 2024-03-01, active." in drafted["diagnoses"]
+    )
+    assert drafted["diagnoses"][0].startswith("Coronary arteriosclerosis: principal diagnosis")
+    (status_post,) = [
+        s for s in summarize_evidence(state).sentences() if s.text.startswith("Status post")
+    ]
+    cited = {ref.resource for i in status_post.citations for ref in state.fact(i).sources}
+    assert cited == {"Condition/hx", "Procedure/cabg"} and not status_post.flagged
+    # No appendectomy in this episode: its history stays a history.
+    assert (
+        "Active at discharge: History of appendectomy, since 2006-08-03."
+        in (drafted["active_problems"])
+    )
 
 
 def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_role() -> None:

@@ -129,7 +129,13 @@ def _evidence_of(bundle: dict, encounter: str | None = None) -> dict:
         for facts in state.facts.values()
         for fact in facts
     }
-    return {"encounter": state.encounter, "facts": facts, "documents": state.documents}
+    # Where the record starts comes from one sorted search in the bounded pull.
+    return {
+        "encounter": state.encounter,
+        "facts": facts,
+        "documents": state.documents,
+        "record_begins": state.record_begins,
+    }
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from fhir_mapping.pull_plan import (
     encounter_searches,
     episode_searches,
     follow_ups,
+    record_start_searches,
     resource_key,
     stay_search,
     stay_searches,
@@ -94,6 +95,10 @@ async def _stay_searches(
         ]
         patient = start(client.read("Patient", patient_id))
         dated = [start(_search(client, search)) for search in stay_searches(patient_id, window)]
+        dated += [
+            start(client.search(search.resource_type, search.params, pages=1))
+            for search in record_start_searches(patient_id)
+        ]
         episode = list(await asyncio.gather(*episode_tasks))
         encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]
         linked = [
