@@ -38,14 +38,14 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from importlib import resources
 
-from nltk.stem.porter import PorterStemmer
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.certainty import check_certainty, check_disease_class
 from pipeline.evidence import EvidenceState, Fact
 from pipeline.medications import normalise_quantity
 from pipeline.record_conflicts import check_record
 from pipeline.summary import CheckResult, Sentence, Verdict, hard_verdict
-from pipeline.words import FUNCTION_WORDS
+from pipeline.words import FUNCTION_WORDS, stem
 
 _MONTHS = {name.lower(): index for index, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): index for index, name in enumerate(calendar.month_abbr) if name}
@@ -148,7 +148,6 @@ _DRUG_SUFFIXES = re.compile(
     re.I,
 )
 _ALLERGEN = re.compile(r"\ballerg(?:y|ies|ic)\s+to\s+(?P<what>[a-z][a-z-]+)", re.I)
-_STEMMER = PorterStemmer()
 
 
 class _Model(BaseModel):
@@ -178,10 +177,6 @@ def drug_lexicon() -> frozenset[str]:
     )
 
 
-def stem(word: str) -> str:
-    return str(_STEMMER.stem(word.lower()))
-
-
 def normal_number(text: str) -> str:
     try:
         value = Decimal(text)
@@ -209,6 +204,24 @@ def find_dates(text: str) -> list[tuple[int, int, date]]:
     return sorted(found)
 
 
+# What a number counts when no unit follows it: "10-year-old" is an age, "10 days" a span of days.
+_COUNTED = re.compile(
+    r"\s?-?(?P<what>(?:years?|yrs?)[- ]old|y/?o|years?|yrs?|months?|mos|weeks?|wks?|days?"
+    r"|hours?|hrs?|minutes?|mins?|times?)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_KINDS = {"yr": "year", "yrs": "year", "mos": "month", "wk": "week", "wks": "week", "hr": "hour"}
+_KINDS |= {"hrs": "hour", "min": "minute", "mins": "minute", "yo": "age", "y/o": "age"}
+
+
+def _kind(word: str) -> str:
+    """One name for what a number counts: "years old" and "yo" are an age, "hrs" hours."""
+    lowered = word.lower()
+    if lowered.endswith("old"):
+        return "age"
+    return _KINDS.get(lowered, lowered).removesuffix("s")
+
+
 @dataclass(frozen=True, slots=True)
 class NumberMention:
     start: int
@@ -216,10 +229,12 @@ class NumberMention:
     text: str
     value: str
     quantity: str | None
+    # What the number counts (its unit, or "age", "day", "time"…); None for a bare number.
+    kind: str | None = None
 
 
 def find_numbers(text: str) -> list[NumberMention]:
-    """Numbers outside dates and list numbering, with their unit when one follows."""
+    """Numbers outside dates and list numbering, with their unit or what they count."""
     dates = find_dates(text)
     mentions = []
     for match in _NUMBER.finditer(text):
@@ -230,7 +245,12 @@ def find_numbers(text: str) -> list[NumberMention]:
         unit = match.group("unit")
         value = normal_number(match.group("value"))
         quantity = normalise_quantity(f"{value} {unit}") if unit else None
-        mentions.append(NumberMention(match.start(), match.end(), match.group(0), value, quantity))
+        counted = None if unit else _COUNTED.match(text, match.end())
+        kind = _kind(unit) if unit else (_kind(counted.group("what")) if counted else None)
+        end = counted.end() if counted else match.end()
+        mentions.append(
+            NumberMention(match.start(), end, text[match.start() : end], value, quantity, kind)
+        )
     return mentions
 
 
@@ -363,14 +383,21 @@ class Evidence:
     values: set[str] = field(default_factory=set)
     quantities: set[str] = field(default_factory=set)
     dates: set[date] = field(default_factory=set)
+    # For each value, what it counts where the evidence states it ("" where bare).
+    kinds: dict[str, set[str]] = field(default_factory=dict)
+
+    def _add_number(self, value: str, kind: str | None = None) -> None:
+        self.values.add(value)
+        self.kinds.setdefault(value, set()).add(kind or "")
 
     def add_text(self, text: str) -> None:
         self.texts.append(text)
         for mention in find_numbers(text):
-            self.values.add(mention.value)
+            self._add_number(mention.value, mention.kind)
             if mention.quantity:
                 self.quantities.add(mention.quantity)
-        self.values |= spelled_numbers(text)
+        for value in spelled_numbers(text):
+            self._add_number(value)
         self.dates |= {found for _, _, found in find_dates(text)} | spoken_dates(text)
 
     def add_value(self, value: object) -> None:
@@ -381,7 +408,7 @@ class Evidence:
         elif isinstance(value, bool):
             return
         elif isinstance(value, (int, Decimal, float)):
-            self.values.add(normal_number(str(value)))
+            self._add_number(normal_number(str(value)))
         elif isinstance(value, str):
             self.add_text(value)
 
@@ -428,14 +455,20 @@ def _check(name: str, failing: Sequence[str], detail: str) -> CheckResult:
     return CheckResult(check=name, passed=not unique, spans=unique, detail=detail if unique else "")
 
 
+def _number_supported(mention: NumberMention, evidence: Evidence) -> bool:
+    """The value with what it counts: "10 days" does not support "10-year-old", nor "10 mg"
+    "10 units"; a bare value in the evidence supports any count of it."""
+    if mention.quantity is not None and mention.quantity in evidence.quantities:
+        return True
+    kinds = evidence.kinds.get(mention.value, set())
+    return bool(kinds) and (mention.kind is None or "" in kinds or mention.kind in kinds)
+
+
 def check_numbers(text: str, evidence: Evidence) -> CheckResult:
-    failing = [
-        mention.text
-        for mention in find_numbers(text)
-        if mention.value not in evidence.values
-        and (mention.quantity is None or mention.quantity not in evidence.quantities)
-    ]
-    return _check("numbers", failing, "numbers not found in the evidence")
+    failing = [m.text for m in find_numbers(text) if not _number_supported(m, evidence)]
+    return _check(
+        "numbers", failing, "numbers not found in the evidence, or counting another thing"
+    )
 
 
 def check_dates(text: str, evidence: Evidence) -> CheckResult:
@@ -544,6 +577,8 @@ def check_cited_sentence(
         check_negation(text, cited),
         check_denials(text, cited),
         check_demographics(text, whole),
+        check_certainty(text, cited.joined),
+        check_disease_class(text, cited.joined),
         check_citations(citations, state),
     ]
     if against_record:
@@ -563,6 +598,8 @@ def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list
         check_negation(text, whole),
         check_denials(text, whole),
         check_demographics(text, whole),
+        check_certainty(text, whole.joined),
+        check_disease_class(text, whole.joined),
         check_terms(text, retrieved),
     ]
 

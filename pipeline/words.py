@@ -1,5 +1,16 @@
 """Words that carry no clinical content, shared by FOCUS (not salient) and the checker (not a
-claim to check). Kept apart from FOCUS so that checking never loads torch."""
+claim to check), and the one stemmer the checks compare words by. Kept apart from FOCUS so that
+checking never loads torch."""
+
+from nltk.stem import PorterStemmer
+
+_STEMMER = PorterStemmer()
+
+
+def stem(word: str) -> str:
+    """A word's Porter stem, lower-cased: "tumors" and "tumor" are one word to a check."""
+    return str(_STEMMER.stem(word.lower()))
+
 
 # Function words carry no content of their own and, like punctuation, act as attention sinks.
 FUNCTION_WORDS = frozenset(
