@@ -63,7 +63,7 @@ class Counting:
         self.calls = 0
         self.tokens = 0
 
-    def complete(self, messages, schema=None):
+    def complete(self, messages, schema=None, max_tokens=None):
         self.calls += 1
         self.tokens += len(self.tokenizer(self.backend.chat_text(messages))["input_ids"])
         return self.backend.complete(messages, schema)

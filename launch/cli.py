@@ -183,7 +183,8 @@ def summarize(
     llm: Annotated[
         str | None,
         typer.Option(
-            help="evidence-only | transformers:DIR | openai:URL#MODEL (the hospital course). "
+            help="evidence-only | smollm2 | transformers:DIR|FILE.gguf | openai:URL#MODEL (the "
+            "hospital course). "
             "Default: PROVENOTE_SUMMARIZER."
         ),
     ] = None,

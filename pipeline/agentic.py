@@ -120,12 +120,15 @@ def _ask(
 ) -> dict[str, Any]:
     """One agent's question under the system prompt, answered as JSON of ``schema``."""
     system = {"role": "system", "content": render("prompts/system.txt.j2")}
+    # A draft or a fix cut short keeps its complete sentences (each checked like any other).
+    salvage = "sentences" if required == ["sentences"] else None
     return ask_json(
         backend,
         [system, {"role": "user", "content": prompt}],
         required,
         settings.json_retries,
         schema,
+        salvage=salvage,
     )
 
 

@@ -10,6 +10,7 @@ its properties as required and forbids others, as OpenAI's strict structured out
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,3 +101,33 @@ def extraction_schema(limits: SchemaLimits) -> dict[str, Any]:
         }
     )
     return _object({"items": {"type": "array", "items": item, "maxItems": limits.extraction_items}})
+
+
+# JSON is written at no fewer than about this many characters per token by the tokenizers in use
+# (measured on SmolLM2's: 3.3 on extraction answers); a budget from it does not cut an answer the
+# schema allows, only a decoder that runs past it.
+CHARS_PER_TOKEN = 3
+
+
+def longest_answer_chars(schema: dict[str, Any]) -> int:
+    """The most characters an answer matching ``schema`` can take, written compactly."""
+    if "enum" in schema:
+        return max(len(json.dumps(value)) for value in schema["enum"])
+    kind = schema.get("type")
+    if kind == "string":
+        # Each character may be escaped ("\n", "\""): twice its length, with the quotes.
+        return 2 * int(schema.get("maxLength", 1000)) + 2
+    if kind == "array":
+        item = longest_answer_chars(schema.get("items", {}))
+        return int(schema.get("maxItems", 100)) * (item + 1) + 2
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return 2 + sum(
+            len(key) + 4 + longest_answer_chars(value) for key, value in properties.items()
+        )
+    return 24  # a number, a boolean or null
+
+
+def answer_budget(schema: dict[str, Any]) -> int:
+    """The tokens an answer to ``schema`` may need: the budget of the call that asks for it."""
+    return longest_answer_chars(schema) // CHARS_PER_TOKEN + 16

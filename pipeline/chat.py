@@ -1,14 +1,23 @@
 """The language-model interface the agents use, strict JSON answers with a bounded retry, and
-the per-draft count of what the model was asked (calls and tokens)."""
+the per-draft count of what the model was asked (calls and tokens).
+
+Every call has a token budget sized to its task (``pipeline.answer_schemas.answer_budget``: what
+the schema, bounded by its input, can hold), never one global cap. An answer cut short (by its
+budget, or by the decoder's loop guard) is salvaged: the array items completed so far are kept
+and checked like any others, rather than the whole answer thrown away and asked again. Only an
+answer with nothing to salvage is asked again, saying what went wrong, with half the budget.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pipeline.answer_schemas import answer_budget
 from pipeline.errors import ModelError
 from pipeline.summary import ModelUsage
 
@@ -27,6 +36,8 @@ class Completion:
     text: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # Ended by its token budget or by the loop guard, not by the model.
+    cut: bool = False
 
 
 class ChatBackend(Protocol):
@@ -34,10 +45,14 @@ class ChatBackend(Protocol):
     version: str
 
     def complete(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> str | Completion:
-        """The model's answer to a chat; JSON matching ``schema`` where the backend can enforce
-        it. A backend that cannot count tokens answers the text alone."""
+        """The model's answer to a chat, in at most ``max_tokens`` tokens; JSON matching
+        ``schema`` where the backend can enforce it. A backend that cannot count tokens answers
+        the text alone."""
 
 
 class ModelOutputError(ModelError):
@@ -60,22 +75,53 @@ class Metered:
             return self._usage.model_copy()
 
     def complete(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
-        answer = self.backend.complete(messages, schema)
+        answer = self.backend.complete(messages, schema, max_tokens)
         completion = answer if isinstance(answer, Completion) else Completion(answer)
         with self._lock:
-            self._usage = ModelUsage(
-                calls=self._usage.calls + 1,
-                prompt_tokens=self._usage.prompt_tokens + (completion.prompt_tokens or 0),
-                completion_tokens=self._usage.completion_tokens
-                + (completion.completion_tokens or 0),
+            self._usage = self._usage.model_copy(
+                update={
+                    "calls": self._usage.calls + 1,
+                    "prompt_tokens": self._usage.prompt_tokens + (completion.prompt_tokens or 0),
+                    "completion_tokens": self._usage.completion_tokens
+                    + (completion.completion_tokens or 0),
+                }
             )
         return completion
+
+    def wasted(self, completion: Completion) -> None:
+        """Count an answer that could not be used whole."""
+        with self._lock:
+            spent = self._usage.wasted_tokens + (completion.completion_tokens or 0)
+            self._usage = self._usage.model_copy(update={"wasted_tokens": spent})
 
 
 def answer_text(answer: str | Completion) -> str:
     return answer.text if isinstance(answer, Completion) else answer
+
+
+def salvage_items(answer: str, key: str) -> list[Any] | None:
+    """From an answer cut short, the complete items of the array under ``key`` (duplicates
+    dropped: a decoder in a loop writes the same item again); None when there is no such array."""
+    opened = re.search(rf'"{re.escape(key)}"\s*:\s*\[', answer)
+    if opened is None:
+        return None
+    decoder = json.JSONDecoder(strict=False)
+    position, items = opened.end(), []
+    while True:
+        while position < len(answer) and answer[position] in " \n\r\t,":
+            position += 1
+        try:
+            item, position = decoder.raw_decode(answer, position)
+        except ValueError:
+            break
+        if item not in items:
+            items.append(item)
+    return items
 
 
 def ask_json(
@@ -84,23 +130,35 @@ def ask_json(
     required: Sequence[str],
     retries: int,
     schema: dict[str, Any] | None = None,
+    *,
+    salvage: str | None = None,
 ) -> dict[str, Any]:
-    """The model's JSON answer, parsed strictly; on a bad answer say why and ask again (bounded)."""
+    """The model's JSON answer, parsed strictly, within the budget ``schema`` allows. An answer
+    cut short is salvaged when ``salvage`` names its array of items; otherwise say what was wrong
+    and ask again (bounded), each time with half the budget."""
     conversation = list(messages)
     problem = ""
+    budget = answer_budget(schema) if schema is not None else None
     for _ in range(retries + 1):
-        answer = answer_text(backend.complete(conversation, schema))
+        answer = backend.complete(conversation, schema, budget)
+        completion = answer if isinstance(answer, Completion) else Completion(answer)
         try:
             # strict=False admits raw control characters inside strings, which grammar engines
             # (xgrammar, here and in vLLM) let through; the shape is still checked strictly.
-            parsed = json.loads(answer, strict=False)
+            parsed = json.loads(completion.text, strict=False)
             if not isinstance(parsed, dict) or any(key not in parsed for key in required):
                 raise ValueError(f"the object needs the keys {', '.join(required)}")
             return parsed
         except ValueError as error:
-            problem = str(error)
+            if isinstance(backend, Metered):
+                backend.wasted(completion)
+            kept = salvage_items(completion.text, salvage) if salvage is not None else None
+            if kept and salvage is not None and list(required) == [salvage]:
+                return {salvage: kept}
+            problem = "the answer was cut short" if completion.cut else str(error)
+            budget = max(budget // 2, 64) if budget is not None else None
             conversation += [
-                {"role": "assistant", "content": answer},
+                {"role": "assistant", "content": completion.text},
                 {
                     "role": "user",
                     "content": f"That was not valid: {problem}. Answer with the JSON object only.",

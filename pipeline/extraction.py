@@ -113,6 +113,36 @@ def _attributes(item: dict[str, Any]) -> Any:
     return None
 
 
+def chunk_limits(limits: SchemaLimits, chunk: str) -> SchemaLimits:
+    """The schema's bounds for one chunk: quotes no longer than the chunk, and at most two facts
+    per sentence of it (a page of ten sentences cannot state 150 facts), so that each call's
+    token budget is sized to its input."""
+    sentences = max(1, len(split_sentences(chunk)))
+    return limits.model_copy(
+        update={
+            "quote_chars": max(8, min(limits.quote_chars, len(chunk))),
+            "item_chars": max(4, min(limits.item_chars, len(chunk))),
+            "extraction_items": min(limits.extraction_items, 2 * sentences + 2),
+        }
+    )
+
+
+def _instructions(prompt: str) -> str:
+    """The prompt without its data block: the words an item must not copy."""
+    return re.sub(r"<data>.*?</data>", " ", prompt, flags=re.DOTALL)
+
+
+def echoes_prompt(item_text: str, prompt: str, chunk: str) -> bool:
+    """An item whose text is the prompt's own words (its example, an instruction) and not the
+    note's: a small model copying its instructions, never a fact."""
+    said = " ".join(item_text.lower().split())
+    if len(said) < 4:
+        return False
+    return said in " ".join(_instructions(prompt).lower().split()) and said not in " ".join(
+        chunk.lower().split()
+    )
+
+
 def _extract_page(
     document: SourceDocument,
     page: int,
@@ -123,27 +153,35 @@ def _extract_page(
 ) -> None:
     system = {"role": "system", "content": render("prompts/system.txt.j2")}
     for chunk_start, chunk_end in chunks(text):
+        chunk = text[chunk_start:chunk_end]
         prompt = render(
-            "prompts/extract.txt.j2",
-            title=document.title or document.id,
-            page=page,
-            text=text[chunk_start:chunk_end],
+            "prompts/extract.txt.j2", title=document.title or document.id, page=page, text=chunk
         )
         answer = ask_json(
             backend,
             [system, {"role": "user", "content": prompt}],
             ["items"],
             2,
-            extraction_schema(limits),
+            extraction_schema(chunk_limits(limits, chunk)),
+            salvage="items",
         )
+        seen: set[str] = set()
         for item in answer["items"] if isinstance(answer["items"], list) else []:
             attributes = _attributes(item) if isinstance(item, dict) else None
             if attributes is None:
                 continue
             quote = str(item.get("quote", ""))
-            found = locate_quote(text[:chunk_end], quote, chunk_start)
             fact_id = stable_id("extracted", document.id, page, attributes.category, quote)
+            if fact_id in seen:
+                continue  # the same fact again: a model repeating itself
+            seen.add(fact_id)
             fact = Fact(id=fact_id, category=attributes.category, attributes=attributes)
+            if echoes_prompt(str(item.get("text", "")), prompt, chunk):
+                reason = f"echoes the prompt, not the note: {item.get('text')!r}"
+                result.rejected.append(RejectedFact(fact=fact, reason=reason))
+                result.trace("rejected", reason, document)
+                continue
+            found = locate_quote(text[:chunk_end], quote, chunk_start)
             if found is None:
                 reason = f"quote not found in {document.id} page {page}: {quote!r}"
                 result.rejected.append(RejectedFact(fact=fact, reason=reason))

@@ -1,13 +1,15 @@
 """The local language-model backend: a Hugging Face causal LM run in this process.
 
 It answers :class:`pipeline.chat.ChatBackend`'s ``complete`` and scores grounding (AURA) from
-its own attentions. Decoding is greedy with no repetition penalty, since summaries copy numbers and
-names. Given a JSON schema, decoding is constrained by xgrammar (the grammar engine vLLM and
-SGLang use): at every step the tokens that cannot continue a matching answer are masked, so
-strings end when the model ends them and arrays hold as many items as the model writes, within
-the schema's bounds. Answers are still parsed strictly by the caller, with a bounded retry
-(``pipeline.chat.ask_json``): a decoder cut off by ``max_new_tokens`` leaves unfinished JSON. The
-OpenAI-compatible backend does HTTP, so it lives in ``smartapp.core.openai_backend``
+its own attentions. Decoding is greedy with no repetition penalty, since summaries copy numbers
+and names; a loop is stopped instead: when the last ``LOOP_NGRAM`` tokens have been written
+twice before, the model is repeating itself (the same item again and again), decoding ends and
+the answer is marked cut, for the caller to keep what was complete (``pipeline.chat.ask_json``).
+Each call decodes within its own token budget (``max_tokens``, sized by the caller to the task).
+Given a JSON schema, decoding is constrained by xgrammar (the grammar engine vLLM and SGLang
+use): at every step the tokens that cannot continue a matching answer are masked, so strings end
+when the model ends them and arrays hold as many items as the model writes, within the schema's
+bounds. The OpenAI-compatible backend does HTTP, so it lives in ``smartapp.core.openai_backend``
 (ARCHITECTURE.md: all I/O sits in smartapp and launch).
 """
 
@@ -29,6 +31,19 @@ from pipeline.chat import Completion
 
 # Compiled grammars kept per backend (the schemas differ only by their citable ids per draft).
 GRAMMAR_CACHE_SIZE = 64
+# A run this long written a third time is a loop: longer than a JSON item's keys and
+# punctuation, so only repeated content (an item copied again) trips it.
+LOOP_NGRAM = 24
+LOOP_REPEATS = 3
+
+
+def repeats_itself(tokens: list[int], n: int = LOOP_NGRAM, times: int = LOOP_REPEATS) -> bool:
+    """Whether the last ``n`` tokens occur ``times`` times in ``tokens`` (the last included)."""
+    if len(tokens) < n * times:
+        return False
+    tail = tokens[-n:]
+    seen = sum(tokens[start : start + n] == tail for start in range(len(tokens) - n + 1))
+    return seen >= times
 
 
 class TransformersBackend:
@@ -60,13 +75,15 @@ class TransformersBackend:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_directory(cls, path: Path, **options: Any) -> TransformersBackend:
+    def from_directory(
+        cls, path: Path, *, name: str | None = None, **options: Any
+    ) -> TransformersBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
-        return cls(model, tokenizer, name=f"transformers:{path.name}", **options)
+        return cls(model, tokenizer, name=name or f"transformers:{path.name}", **options)
 
     def chat_text(self, messages: list[dict[str, str]]) -> str:
         """The prompt as the model sees it: its chat template, else a plain role-prefixed form."""
@@ -80,15 +97,22 @@ class TransformersBackend:
         return "\n".join(turns) + "\nassistant:"
 
     def complete(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
-        """Greedy text, or, given a JSON schema, JSON that matches it."""
+        """Greedy text, or, given a JSON schema, JSON that matches it, in at most ``max_tokens``
+        (and never more than the backend's ``max_new_tokens``)."""
         prompt = self.tokenizer(self.chat_text(messages), return_tensors="pt")["input_ids"]
+        budget = min(self.max_new_tokens, max_tokens or self.max_new_tokens)
         with self._lock:
             matcher = None if schema is None else xgrammar.GrammarMatcher(self._grammar(schema))
-            tokens = self._generate(prompt, matcher)
+            tokens, ended = self._generate(prompt, matcher, budget)
         text = str(self.tokenizer.decode(tokens, skip_special_tokens=True))
-        return Completion(text, prompt_tokens=prompt.shape[1], completion_tokens=len(tokens))
+        return Completion(
+            text, prompt_tokens=prompt.shape[1], completion_tokens=len(tokens), cut=not ended
+        )
 
     def _grammar(self, schema: dict[str, Any]) -> xgrammar.CompiledGrammar:
         key = json.dumps(schema, sort_keys=True)
@@ -107,15 +131,18 @@ class TransformersBackend:
         return self._grammars[key]
 
     @torch.no_grad()
-    def _generate(self, prompt: torch.Tensor, matcher: xgrammar.GrammarMatcher | None) -> list[int]:
-        """Greedy tokens after ``prompt``: until the grammar is complete (with a matcher) or the
-        end-of-sequence token, at most ``max_new_tokens``."""
+    def _generate(
+        self, prompt: torch.Tensor, matcher: xgrammar.GrammarMatcher | None, budget: int
+    ) -> tuple[list[int], bool]:
+        """Greedy tokens after ``prompt``, and whether the model ended them: until the grammar
+        is complete (with a matcher) or the end-of-sequence token, at most ``budget`` tokens, and
+        not past a loop (``repeats_itself``)."""
         device = next(self.model.parameters()).device
         step_input, cache = prompt.to(device), None
         bitmask = None if matcher is None else xgrammar.allocate_token_bitmask(1, self._vocab_size)
         end = self.tokenizer.eos_token_id
         generated: list[int] = []
-        for _ in range(self.max_new_tokens):
+        for _ in range(budget):
             output = self.model(
                 input_ids=step_input, use_cache=True, **{self._cache_argument: cache}
             )
@@ -127,17 +154,19 @@ class TransformersBackend:
             token = int(logits[0].argmax())
             if matcher is not None:
                 if not matcher.accept_token(token):
-                    break
+                    return generated, False
                 if matcher.is_terminated():
-                    break
+                    return generated, True
             elif token == end:
-                break
+                return generated, True
             generated.append(token)
+            if repeats_itself(generated):
+                return generated, False
             if cache is None:  # a model that keeps no cache is given the whole sequence
                 step_input = torch.cat([step_input, torch.tensor([[token]], device=device)], 1)
             else:
                 step_input = torch.tensor([[token]], device=device)
-        return generated
+        return generated, False
 
     def grounding(
         self,

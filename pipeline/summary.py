@@ -98,6 +98,9 @@ class ModelUsage(_Model):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Completion tokens of answers that could not be used whole (cut by their budget or by the
+    # loop guard, or unparseable) and were salvaged or asked again.
+    wasted_tokens: int = 0
 
 
 def hard_verdict(checks: Sequence[CheckResult]) -> Verdict:

@@ -42,7 +42,12 @@ class Scripted:
         self.draft, self.judge, self.fixes = draft, judge, list(fixes)
         self.prompts: list[list[dict[str, str]]] = []
 
-    def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
         self.prompts.append(messages)
         task = re.search(r"TASK: (\w+)", messages[1]["content"]).group(1)
         if task == "extract":
@@ -185,7 +190,12 @@ def test_json_answers_are_parsed_strictly_with_a_bounded_retry() -> None:
         def __init__(self, answers: list[str]) -> None:
             self.answers = answers
 
-        def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
+        def complete(
+            self,
+            messages: list[dict[str, str]],
+            schema: dict | None = None,
+            max_tokens: int | None = None,
+        ) -> str:
             return self.answers.pop(0)
 
     ok = Flaky(['The answer is {"label": "supported"}', '{"label": "supported", "spans": []}'])

@@ -79,8 +79,11 @@ def grave_violations(page) -> list[str]:
 
 
 def unfold(node) -> None:
-    """Open the section (collapsed unless it holds a flag) that a sentence or citation is in."""
-    node.evaluate("node => { node.closest('details').open = true; }")
+    """Open the section (collapsed unless it holds a flag) that a sentence or citation is in;
+    Needs review is never collapsed."""
+    node.evaluate(
+        "node => { const section = node.closest('details'); if (section) section.open = true; }"
+    )
 
 
 def focused_id(page) -> str | None:

@@ -27,7 +27,12 @@ class Extractor:
         self.items, self.fail = items, fail
         self.prompts: list[list[dict[str, str]]] = []
 
-    def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
         self.prompts.append(messages)
         return "not json at all" if self.fail else json.dumps({"items": self.items})
 

@@ -197,7 +197,12 @@ def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> N
         def __init__(self) -> None:
             self.prompts: list[str] = []
 
-        def complete(self, messages: list[dict[str, str]], schema: dict | None = None) -> str:
+        def complete(
+            self,
+            messages: list[dict[str, str]],
+            schema: dict | None = None,
+            max_tokens: int | None = None,
+        ) -> str:
             self.prompts.append(messages[-1]["content"])
             return '{"items": []}'
 

@@ -113,19 +113,24 @@ def test_metered_counts_one_drafts_calls_and_tokens() -> None:
     class Counting:
         name, version = "counting", "1"
 
-        def complete(self, messages, schema=None):
+        def complete(self, messages, schema=None, max_tokens=None):
             return Completion("{}", prompt_tokens=10, completion_tokens=2)
 
     class Plain:
         name, version = "plain", "1"
 
-        def complete(self, messages, schema=None):
+        def complete(self, messages, schema=None, max_tokens=None):
             return "{}"
 
     metered = Metered(Counting())
     for _ in range(3):
         metered.complete(MESSAGES)
-    assert metered.usage.model_dump() == {"calls": 3, "prompt_tokens": 30, "completion_tokens": 6}
+    assert metered.usage.model_dump() == {
+        "calls": 3,
+        "prompt_tokens": 30,
+        "completion_tokens": 6,
+        "wasted_tokens": 0,
+    }
     plain = Metered(Plain())
     assert plain.complete(MESSAGES).text == "{}" and plain.usage.calls == 1
 

@@ -1,9 +1,12 @@
 """The summarizer a deployment configures, built once per process from the settings.
 
-``evidence-only`` (the default) drafts from the evidence alone; ``openai:URL#MODEL`` asks an
+``evidence-only`` (the default) drafts from the evidence alone; ``smollm2`` runs the packaged
+SmolLM2-135M-Instruct (``smartapp.core.packaged_model``) in the worker: real language to
+exercise the pipeline offline, not clinical quality; ``openai:URL#MODEL`` asks an
 OpenAI-compatible server (vLLM, TGI, llama.cpp server, Ollama, a gateway); ``transformers:DIR``
-runs a local Hugging Face causal LM in the worker. A local causal LM directory named by
-``aura_scorer`` scores grounding (AURA) for a remote model; a local model scores its own.
+runs a local Hugging Face causal LM in the worker (a ``.gguf`` file is converted once). A local
+causal LM directory named by ``aura_scorer`` scores grounding (AURA) for a remote model; a local
+model scores its own.
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ from pathlib import Path
 from pipeline.agentic import GroundingScorer
 from pipeline.chat import ChatBackend
 from smartapp.core.openai_backend import OpenAIBackend
+from smartapp.core.packaged_model import (
+    SMOLLM2,
+    SMOLLM2_NAME,
+    converted_directory,
+    packaged_smollm2,
+)
 from smartapp.core.settings import SUMMARIZER_PATTERN, Settings
 
 EVIDENCE_ONLY = "evidence-only"
@@ -38,12 +47,21 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
     found = SUMMARIZER_SPEC.fullmatch(spec)
     if found is None:
         raise ValueError(
-            f"summarizer {spec!r}: expected evidence-only, openai:URL#MODEL or transformers:DIR"
+            f"summarizer {spec!r}: expected evidence-only, smollm2, openai:URL#MODEL or "
+            "transformers:DIR"
         )
     if spec == EVIDENCE_ONLY:
         return None
+    cache = settings.model_cache_dir or settings.data_dir / "models"
+    if spec == SMOLLM2:
+        directory = converted_directory(packaged_smollm2(), cache)
+        local = TransformersBackend.from_directory(directory, name=SMOLLM2_NAME)
+        return LanguageModel(local, local.grounding)
     if found["dir"]:
-        local = TransformersBackend.from_directory(Path(found["dir"]))
+        path = Path(found["dir"])
+        if path.suffix == ".gguf":
+            path = converted_directory(path, cache)
+        local = TransformersBackend.from_directory(path)
         return LanguageModel(local, local.grounding)
     key = settings.llm_api_key
     remote = OpenAIBackend(

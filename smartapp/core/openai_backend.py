@@ -84,10 +84,12 @@ class OpenAIBackend:
         messages: list[dict[str, str]],
         schema: dict[str, Any] | None,
         response_format: ResponseFormat,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        budgets = [limit for limit in (self.max_tokens, max_tokens) if limit is not None]
+        if budgets:
+            body["max_tokens"] = min(budgets)
         if schema is not None and response_format == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
@@ -98,19 +100,25 @@ class OpenAIBackend:
         return body
 
     def complete(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         if schema is None:
-            return self._answer(self._post(self._body(messages, None, "text")))
+            return self._answer(self._post(self._body(messages, None, "text", max_tokens)))
         if self.response_format is None:
             with self._detecting:  # the first schema call finds the format; the others wait
                 if self.response_format is None:
-                    return self._detect(messages, schema)
-        return self._answer(self._post(self._body(messages, schema, self.response_format)))
+                    return self._detect(messages, schema, max_tokens)
+        body = self._body(messages, schema, self.response_format, max_tokens)
+        return self._answer(self._post(body))
 
-    def _detect(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Completion:
+    def _detect(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int | None
+    ) -> Completion:
         for response_format in RESPONSE_FORMATS:
-            response = self._post(self._body(messages, schema, response_format))
+            response = self._post(self._body(messages, schema, response_format, max_tokens))
             refused = response.status_code in {400, 422} and _FORMAT_REFUSAL.search(response.text)
             if refused and response_format != "text":
                 continue
@@ -124,7 +132,8 @@ class OpenAIBackend:
             raise BackendError(f"{self.name}: HTTP {response.status_code}: {response.text[:200]}")
         try:
             answer = response.json()
-            content = str(answer["choices"][0]["message"]["content"])
+            choice = answer["choices"][0]
+            content = str(choice["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError) as error:
             MODEL_CALLS.labels(self.name, "malformed").inc()
             raise BackendError(f"{self.name}: malformed answer: {response.text[:200]}") from error
@@ -136,4 +145,6 @@ class OpenAIBackend:
             counts[kind] = count if isinstance(count, int) and count >= 0 else None
             if isinstance(count, int) and count >= 0:
                 MODEL_TOKENS.labels(self.name, kind).inc(count)
-        return Completion(content, counts["prompt"], counts["completion"])
+        # "length": the server stopped at max_tokens, so the answer may be cut mid-item.
+        cut = isinstance(choice, dict) and choice.get("finish_reason") == "length"
+        return Completion(content, counts["prompt"], counts["completion"], cut=cut)

@@ -28,9 +28,11 @@ OTHER_PROVENOTE_VARIABLES = frozenset(
     {"PROVENOTE_TORCH_SPEC", "PROVENOTE_SKIP_VLLM", "PROVENOTE_VLLM_PYTHON"}
 )
 
-# evidence-only, openai:URL#MODEL or transformers:DIR (``smartapp.core.language_models``).
+# evidence-only, smollm2, openai:URL#MODEL or transformers:DIR|FILE.gguf
+# (``smartapp.core.language_models``).
 SUMMARIZER_PATTERN = (
-    r"evidence-only|openai:(?P<url>https?://[^#\s]+)#(?P<model>\S+)|transformers:(?P<dir>\S+)"
+    r"evidence-only|smollm2|openai:(?P<url>https?://[^#\s]+)#(?P<model>\S+)"
+    r"|transformers:(?P<dir>\S+)"
 )
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
 SigningAlg = Literal["RS384", "ES384"]
@@ -117,6 +119,8 @@ class Settings(PipelineSettings, BaseSettings):
     signing_key_file: Path | None = None
     signing_alg: SigningAlg = "RS384"
     data_dir: Path = Path("data")
+    # Where GGUF models are converted once for fast loading; default: data_dir/models.
+    model_cache_dir: Path | None = None
     # SQLAlchemy async DSN; default: SQLite in data_dir. E.g. postgresql+asyncpg://user@host/db
     database_url: str | None = None
     job_workers: int = Field(2, ge=1, le=64)
@@ -202,8 +206,9 @@ class Settings(PipelineSettings, BaseSettings):
     record_lookback_days: int = Field(365, ge=1)
     # Tokens are refreshed this long before they expire (at most half their lifetime).
     refresh_margin_s: int = Field(60, ge=0)
-    # Who drafts the hospital course: evidence-only (no model), openai:URL#MODEL (an
-    # OpenAI-compatible server) or transformers:DIR (a local model run in the worker).
+    # Who drafts the hospital course: evidence-only (no model), smollm2 (the packaged
+    # SmolLM2-135M-Instruct, run in the worker), openai:URL#MODEL (an OpenAI-compatible server)
+    # or transformers:DIR (a local model directory, or a .gguf file, run in the worker).
     summarizer: str = Field("evidence-only", pattern=f"^(?:{SUMMARIZER_PATTERN})$")
     # A local causal LM directory that scores grounding (AURA) for an openai: summarizer.
     aura_scorer: Path | None = None

@@ -76,6 +76,18 @@ async def _search(client: FhirClient, search: Search) -> SearchResult:
         return await client.search(wider.resource_type, wider.params)
 
 
+async def _record_start(client: FhirClient, search: Search) -> SearchResult:
+    """The first page of a sorted search for where the record starts; an EHR that refuses the
+    sort (4xx) leaves it unknown, and the draft then says a bare "Not documented"."""
+    try:
+        return await client.search(search.resource_type, search.params, pages=1)
+    except FhirError as refused:
+        if refused.status is None or not 400 <= refused.status < 500:
+            raise
+        logged(f"search {search.resource_type}: where the record starts is unknown", str(refused))
+        return SearchResult()
+
+
 async def _stay_searches(
     client: FhirClient, patient_id: str, stay: dict[str, Any], window: StayWindow
 ) -> tuple[list[SearchResult], dict[str, Any], list[SearchResult]]:
@@ -96,8 +108,7 @@ async def _stay_searches(
         patient = start(client.read("Patient", patient_id))
         dated = [start(_search(client, search)) for search in stay_searches(patient_id, window)]
         dated += [
-            start(client.search(search.resource_type, search.params, pages=1))
-            for search in record_start_searches(patient_id)
+            start(_record_start(client, search)) for search in record_start_searches(patient_id)
         ]
         episode = list(await asyncio.gather(*episode_tasks))
         encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]

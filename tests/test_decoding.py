@@ -1,0 +1,172 @@
+"""Decoding that always ends, and ends usefully (#24): budgets sized to each call, a loop guard
+in our decoder, answers cut short salvaged rather than thrown away, retries that say why with a
+smaller budget, and items that echo the prompt rejected. Scripted models, one rule each."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
+from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
+from pipeline.extraction import chunk_limits, echoes_prompt, extract_from_notes
+from pipeline.llm import LOOP_NGRAM, TransformersBackend, repeats_itself
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+ITEM = {"category": "diagnosis", "text": "pneumonia", "quote": "pneumonia"}
+
+
+class Scripted:
+    """Answers in turn, recording the budget of each call."""
+
+    name, version = "scripted", "test"
+
+    def __init__(self, *answers: Completion) -> None:
+        self.answers = list(answers)
+        self.budgets: list[int | None] = []
+        self.conversations: list[list[dict[str, str]]] = []
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        self.budgets.append(max_tokens)
+        self.conversations.append(messages)
+        return self.answers.pop(0)
+
+
+def cut(text: str, tokens: int = 100) -> Completion:
+    return Completion(text, prompt_tokens=10, completion_tokens=tokens, cut=True)
+
+
+def test_a_calls_budget_is_sized_to_its_schema_and_input() -> None:
+    limits = SchemaLimits()
+    short = answer_budget(extraction_schema(chunk_limits(limits, "Pneumonia. On warfarin.")))
+    long_chunk = " ".join(f"Finding number {n} is stated here." for n in range(60))
+    long = answer_budget(extraction_schema(chunk_limits(limits, long_chunk)))
+    assert short < long < answer_budget(extraction_schema(limits))
+    backend = Scripted(Completion(json.dumps({"items": [ITEM]})))
+    schema = extraction_schema(chunk_limits(limits, "Pneumonia."))
+    ask_json(backend, [{"role": "user", "content": "x"}], ["items"], 2, schema)
+    assert backend.budgets == [answer_budget(schema)]
+
+
+def test_an_answer_cut_short_keeps_its_complete_items_without_asking_again() -> None:
+    partial = '{"items": [' + json.dumps(ITEM) + ", " + json.dumps(ITEM) + ', {"category": "dia'
+    other = {"category": "allergy", "text": "penicillin", "quote": "penicillin"}
+    partial = partial.replace(json.dumps(ITEM), json.dumps(other), 1)
+    backend = Metered(Scripted(cut(partial, tokens=57)))
+    answer = ask_json(
+        backend,
+        [{"role": "user", "content": "x"}],
+        ["items"],
+        2,
+        {"type": "object"},
+        salvage="items",
+    )
+    assert answer == {"items": [other, ITEM]}
+    assert backend.usage.calls == 1 and backend.usage.wasted_tokens == 57
+
+
+def test_duplicate_items_of_a_looping_answer_are_dropped() -> None:
+    looping = '{"items": [' + ", ".join([json.dumps(ITEM)] * 5) + ", " + json.dumps(ITEM)[:20]
+    assert salvage_items(looping, "items") == [ITEM]
+    assert salvage_items('{"other": 1', "items") is None
+
+
+def test_with_nothing_to_salvage_the_retry_says_why_with_half_the_budget() -> None:
+    schema = extraction_schema(SchemaLimits(extraction_items=4, quote_chars=200))
+    backend = Scripted(cut('{"items": [{"categ'), Completion(json.dumps({"items": [ITEM]})))
+    answer = ask_json(
+        backend, [{"role": "user", "content": "x"}], ["items"], 2, schema, salvage="items"
+    )
+    assert answer == {"items": [ITEM]}
+    first, second = backend.budgets
+    assert first == answer_budget(schema) and second == first // 2
+    assert "cut short" in backend.conversations[1][-1]["content"]
+
+
+def test_unusable_answers_end_in_a_model_error_after_the_retries() -> None:
+    backend = Scripted(*(Completion("no json") for _ in range(3)))
+    with pytest.raises(ModelOutputError):
+        ask_json(backend, [{"role": "user", "content": "x"}], ["items"], 2, {"type": "object"})
+    assert len(backend.budgets) == 3
+
+
+def test_a_long_run_written_a_third_time_is_a_loop() -> None:
+    item = list(range(LOOP_NGRAM))
+    assert not repeats_itself(item + item)
+    assert repeats_itself(item * 3)
+    assert not repeats_itself(list(range(LOOP_NGRAM * 3)))
+
+
+class CyclingModel(torch.nn.Module):
+    """A "model" that writes tokens 5, 6, 7, 8 … over and over, never its end token."""
+
+    def __init__(self, cycle: list[int], vocab: int = 50) -> None:
+        super().__init__()
+        self.cycle, self.vocab = cycle, vocab
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.config = SimpleNamespace(_name_or_path="cycling", model_type="cycle", vocab_size=vocab)
+
+    def forward(self, input_ids: torch.Tensor, use_cache: bool, past_key_values: Any) -> Any:
+        logits = torch.zeros(1, input_ids.shape[1], self.vocab)
+        logits[0, -1, self.cycle[input_ids.shape[1] % len(self.cycle)]] = 1.0
+        return SimpleNamespace(logits=logits, past_key_values=None)
+
+
+class Tokens:
+    eos_token_id = 0
+    chat_template = None
+
+    def __call__(self, text: str, return_tensors: str) -> dict[str, torch.Tensor]:
+        return {"input_ids": torch.tensor([[1, 2, 3]])}
+
+    def decode(self, tokens: list[int], skip_special_tokens: bool) -> str:
+        return " ".join(map(str, tokens))
+
+    def __len__(self) -> int:
+        return 50
+
+
+def test_our_decoder_stops_a_loop_long_before_its_budget_and_marks_the_answer_cut() -> None:
+    backend = TransformersBackend(CyclingModel(list(range(5, 5 + 30))), Tokens())
+    answer = backend.complete([{"role": "user", "content": "x"}], max_tokens=2000)
+    assert answer.cut
+    assert answer.completion_tokens is not None
+    assert answer.completion_tokens < 3 * 30 + LOOP_NGRAM + 1  # the third pass, not 2,000
+
+
+def test_a_budget_ends_decoding_and_marks_the_answer_cut() -> None:
+    backend = TransformersBackend(CyclingModel(list(range(5, 45))), Tokens())
+    answer = backend.complete([{"role": "user", "content": "x"}], max_tokens=17)
+    assert answer.cut and answer.completion_tokens == 17
+
+
+NOTE = "# Hospital Course\nAdmitted with community acquired pneumonia.\n"
+
+
+def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept() -> None:
+    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE))))
+    echo = {"category": "diagnosis", "text": "atrial fibrillation", "quote": "pneumonia"}
+    real = {
+        "category": "diagnosis",
+        "text": "community acquired pneumonia",
+        "quote": "community acquired pneumonia",
+    }
+    backend = Scripted(Completion(json.dumps({"items": [echo, real, real]})))
+    extraction = extract_from_notes(state, backend)
+    assert [f.attributes.display for f in extraction.facts] == ["community acquired pneumonia"]
+    (rejected,) = extraction.rejected
+    assert rejected.reason.startswith("echoes the prompt")
+    prompt = backend.conversations[0][-1]["content"]
+    assert "the fact in a few words" not in prompt  # no copyable placeholder
+    assert echoes_prompt("atrial fibrillation", prompt, NOTE)
+    assert not echoes_prompt("atrial fibrillation", prompt, "History of atrial fibrillation.")
