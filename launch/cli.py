@@ -359,13 +359,20 @@ def demo(
     data_dir: Annotated[Path, typer.Option(help="Where the demo app keeps its data.")] = Path(
         "data/demo"
     ),
+    llm: Annotated[
+        str,
+        typer.Option(
+            help="Who writes the hospital course: evidence-only (the default) or a summarizer "
+            "such as smollm2 (the packaged SmolLM2: real language, not clinical quality)."
+        ),
+    ] = "evidence-only",
 ) -> None:
     """Launch Provenote from the sandbox chart and show the draft it writes back."""
     from launch.demo import DemoError, run_demo
     from launch.sandbox.run import SandboxError
 
     try:
-        code = run_demo(data_dir, keep_running)
+        code = run_demo(data_dir, keep_running, llm)
     except (DemoError, SandboxError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None

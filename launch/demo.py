@@ -60,7 +60,7 @@ def follow_progress(browser: httpx.Client, base_url: str, job_id: str) -> dict:
     return last
 
 
-def run_demo(data_dir: Path, keep_running: bool) -> int:
+def run_demo(data_dir: Path, keep_running: bool, summarizer: str = "evidence-only") -> int:
     port = free_port()
     sandbox = Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch")
     # The app's FHIR API trusts the sandbox's authorization server, as a hospital's would its own.
@@ -73,6 +73,9 @@ def run_demo(data_dir: Path, keep_running: bool) -> int:
         api_jwks_url=f"{sandbox.issuer}/jwks",
         api_token_url=sandbox.auth.token_url,
         api_ehr_base=sandbox.fhir_base,
+        summarizer=summarizer,
+        # A model's failure shows as a failed job here, not as a silent evidence-only draft.
+        model_fallback="fail" if summarizer != "evidence-only" else "evidence-only",
     )
     with sandbox:
         settings = sandbox.configure(settings)

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from pipeline.answer_schemas import SchemaLimits, entailment_schema, sentences_schema
 from pipeline.chat import ChatBackend, Metered, Progress, ask_json, no_progress
 from pipeline.checker import check_cited_sentence
+from pipeline.echoes import restates_instructions
 from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.extraction import with_model_extraction
@@ -220,13 +221,16 @@ def _fix(
 
     answers = in_parallel(rewrite, prompts, settings.concurrency)
     return [
-        _drafts(answer, default_citations=sentence.citations)
-        for sentence, answer in zip(flagged, answers, strict=True)
+        _drafts(answer, prompt, default_citations=sentence.citations)
+        for sentence, answer, prompt in zip(flagged, answers, prompts, strict=True)
     ]
 
 
-def _drafts(answer: dict[str, Any], default_citations: list[str] | None = None) -> list[Draft]:
-    """The sentences of a draft or fix answer, re-segmented (a model may write two in one)."""
+def _drafts(
+    answer: dict[str, Any], prompt: str, default_citations: list[str] | None = None
+) -> list[Draft]:
+    """The sentences of a draft or fix answer, re-segmented (a model may write two in one),
+    without meta text that restates the prompt (``pipeline.echoes``): it makes no claim."""
     drafts = []
     for item in answer.get("sentences") or []:
         if not isinstance(item, dict) or not item.get("text"):
@@ -236,7 +240,7 @@ def _drafts(answer: dict[str, Any], default_citations: list[str] | None = None) 
         drafts += [
             Draft(span.text, citations)
             for span in split_sentences(str(item["text"]))
-            if span.kind != "header"
+            if span.kind != "header" and not restates_instructions(span.text, prompt)
         ]
     return drafts
 
@@ -281,7 +285,7 @@ def agentic_summary(
     answer = _ask(
         backend, prompt, ["sentences"], sentences_schema(settings.limits, list(facts)), settings
     )
-    sentences = _drafts(answer)
+    sentences = _drafts(answer, prompt)
     decisions: list[str] = []
     previous: set[str] = set()
     previous_mean: float | None = None

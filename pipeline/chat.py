@@ -11,7 +11,6 @@ answer with nothing to salvage is asked again, saying what went wrong, with half
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,24 +103,82 @@ def answer_text(answer: str | Completion) -> str:
     return answer.text if isinstance(answer, Completion) else answer
 
 
-def salvage_items(answer: str, key: str) -> list[Any] | None:
-    """From an answer cut short, the complete items of the array under ``key`` (duplicates
-    dropped: a decoder in a loop writes the same item again); None when there is no such array."""
-    opened = re.search(rf'"{re.escape(key)}"\s*:\s*\[', answer)
-    if opened is None:
+def close_json(prefix: str) -> str | None:
+    """A JSON text cut short, closed after its last complete value: the unfinished tail (half a
+    string, a key without its value) dropped and the open arrays and objects closed. None when
+    no value was completed."""
+    stack: list[str] = []
+    expect_key: list[bool] = []
+    in_string = escaped = False
+    string_is_key = False
+    safe: tuple[int, list[str]] | None = None
+    for index, char in enumerate(prefix):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if not string_is_key and stack:
+                    safe = (index + 1, list(stack))
+            continue
+        if char == '"':
+            in_string = True
+            string_is_key = bool(stack) and stack[-1] == "{" and expect_key[-1]
+        elif char in "{[":
+            stack.append(char)
+            expect_key.append(char == "{")
+        elif char in "}]" and stack:
+            stack.pop()
+            expect_key.pop()
+            if stack:
+                safe = (index + 1, list(stack))
+        elif char == ":" and stack and stack[-1] == "{":
+            expect_key[-1] = False
+        elif char == "," and stack and stack[-1] == "{":
+            expect_key[-1] = True
+        elif (char.isdigit() or char in "el") and stack and index + 1 < len(prefix):
+            # The last character of a number or literal that is a value (not inside a key).
+            is_value = stack[-1] == "[" or not expect_key[-1]
+            if is_value and prefix[index + 1] in ",}] \n":
+                safe = (index + 1, list(stack))
+    if safe is None:
         return None
-    decoder = json.JSONDecoder(strict=False)
-    position, items = opened.end(), []
-    while True:
-        while position < len(answer) and answer[position] in " \n\r\t,":
-            position += 1
-        try:
-            item, position = decoder.raw_decode(answer, position)
-        except ValueError:
-            break
+    end, open_at = safe
+    return prefix[:end] + "".join("}" if bracket == "{" else "]" for bracket in reversed(open_at))
+
+
+def salvage_items(answer: str, key: str, fields: Sequence[str] = ()) -> list[Any] | None:
+    """From an answer cut short, the items of the array under ``key`` that are whole (every one
+    of ``fields`` present; a list field keeps its items once each): duplicates dropped, since a
+    decoder in a loop writes the same item again. None when there is no such array."""
+    closed = close_json(answer)
+    try:
+        parsed = json.loads(closed, strict=False) if closed is not None else None
+    except ValueError:
+        parsed = None
+    found = parsed.get(key) if isinstance(parsed, dict) else None
+    if not isinstance(found, list):
+        return None
+    items: list[Any] = []
+    for item in found:
+        if isinstance(item, dict):
+            if any(field not in item for field in fields):
+                continue
+            item = {
+                name: list(dict.fromkeys(value)) if isinstance(value, list) else value
+                for name, value in item.items()
+            }
         if item not in items:
             items.append(item)
     return items
+
+
+def _item_fields(schema: dict[str, Any] | None, key: str) -> list[str]:
+    """The fields an item of the array ``key`` must have, as the schema requires them."""
+    array = (schema or {}).get("properties", {}).get(key, {})
+    return list(array.get("items", {}).get("required", []))
 
 
 def ask_json(
@@ -152,7 +209,8 @@ def ask_json(
         except ValueError as error:
             if isinstance(backend, Metered):
                 backend.wasted(completion)
-            kept = salvage_items(completion.text, salvage) if salvage is not None else None
+            whole = _item_fields(schema, salvage) if salvage is not None else []
+            kept = salvage_items(completion.text, salvage, whole) if salvage is not None else None
             if kept and salvage is not None and list(required) == [salvage]:
                 return {salvage: kept}
             problem = "the answer was cut short" if completion.cut else str(error)

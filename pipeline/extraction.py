@@ -22,6 +22,7 @@ from pipeline.agent import run_agent_loop
 from pipeline.answer_schemas import SchemaLimits, extraction_schema
 from pipeline.chat import ChatBackend, Progress, ask_json, no_progress
 from pipeline.documents import quote_refs
+from pipeline.echoes import echoes_prompt
 from pipeline.errors import ModelError
 from pipeline.evidence import (
     AllergyAttributes,
@@ -124,22 +125,6 @@ def chunk_limits(limits: SchemaLimits, chunk: str) -> SchemaLimits:
             "item_chars": max(4, min(limits.item_chars, len(chunk))),
             "extraction_items": min(limits.extraction_items, 2 * sentences + 2),
         }
-    )
-
-
-def _instructions(prompt: str) -> str:
-    """The prompt without its data block: the words an item must not copy."""
-    return re.sub(r"<data>.*?</data>", " ", prompt, flags=re.DOTALL)
-
-
-def echoes_prompt(item_text: str, prompt: str, chunk: str) -> bool:
-    """An item whose text is the prompt's own words (its example, an instruction) and not the
-    note's: a small model copying its instructions, never a fact."""
-    said = " ".join(item_text.lower().split())
-    if len(said) < 4:
-        return False
-    return said in " ".join(_instructions(prompt).lower().split()) and said not in " ".join(
-        chunk.lower().split()
     )
 
 

@@ -13,7 +13,8 @@ import torch
 
 from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
 from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
-from pipeline.extraction import chunk_limits, echoes_prompt, extract_from_notes
+from pipeline.echoes import echoes_prompt, restates_instructions
+from pipeline.extraction import chunk_limits, extract_from_notes
 from pipeline.llm import LOOP_NGRAM, TransformersBackend, repeats_itself
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -170,3 +171,10 @@ def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept()
     assert "the fact in a few words" not in prompt  # no copyable placeholder
     assert echoes_prompt("atrial fibrillation", prompt, NOTE)
     assert not echoes_prompt("atrial fibrillation", prompt, "History of atrial fibrillation.")
+
+
+def test_a_sentence_that_restates_the_instructions_is_meta_text() -> None:
+    prompt = "Write the hospital course of this stay as prose.<data>Sepsis, treated.</data>"
+    assert restates_instructions("The hospital course of this stay as prose is as follows", prompt)
+    assert restates_instructions("Here is the summary:", prompt)
+    assert not restates_instructions("Sepsis was treated with ceftriaxone.", prompt)
