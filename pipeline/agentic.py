@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from pipeline.answer_schemas import SchemaLimits, entailment_schema, sentences_schema
 from pipeline.chat import ChatBackend, Metered, Progress, ask_json, no_progress
 from pipeline.checker import check_cited_sentence
+from pipeline.claims import claim_problem
 from pipeline.echoes import restates_instructions
 from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
@@ -230,7 +231,8 @@ def _drafts(
     answer: dict[str, Any], prompt: str, default_citations: list[str] | None = None
 ) -> list[Draft]:
     """The sentences of a draft or fix answer, re-segmented (a model may write two in one),
-    without meta text that restates the prompt (``pipeline.echoes``): it makes no claim."""
+    without meta text that restates the prompt (``pipeline.echoes``) or makes no clinical
+    claim (``pipeline.claims``): neither ever reaches the draft."""
     drafts = []
     for item in answer.get("sentences") or []:
         if not isinstance(item, dict) or not item.get("text"):
@@ -240,7 +242,9 @@ def _drafts(
         drafts += [
             Draft(span.text, citations)
             for span in split_sentences(str(item["text"]))
-            if span.kind != "header" and not restates_instructions(span.text, prompt)
+            if span.kind != "header"
+            and not restates_instructions(span.text, prompt)
+            and claim_problem(span.text) is None
         ]
     return drafts
 

@@ -41,6 +41,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.certainty import check_certainty, check_disease_class
+from pipeline.claims import check_claim
 from pipeline.evidence import EvidenceState, Fact
 from pipeline.medications import normalise_quantity
 from pipeline.record_conflicts import check_record
@@ -584,7 +585,7 @@ def check_cited_sentence(
     if against_record:
         checks.append(check_record(text, state))
     if free_text:
-        checks.append(check_terms(text, cited))
+        checks += [check_terms(text, cited), check_claim(text)]
     return checks
 
 
@@ -600,6 +601,7 @@ def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list
         check_demographics(text, whole),
         check_certainty(text, whole.joined),
         check_disease_class(text, whole.joined),
+        check_claim(text),
         check_terms(text, retrieved),
     ]
 

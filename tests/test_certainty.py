@@ -75,3 +75,17 @@ def test_disease_class_fails_only_against_the_other_class() -> None:
     assert not check_disease_class("A benign cyst.", "Carcinoma of the breast.").passed
     assert check_disease_class("Metastatic disease.", "Metastatic carcinoma.").passed
     assert check_disease_class("Metastatic disease.", "A lesion.").passed  # terms' job, soft
+
+
+def test_a_sentence_without_a_clinical_claim_is_unsupported_and_never_drafted() -> None:
+    from pipeline.claims import claim_problem
+
+    whole = Evidence.of_text(SOURCE)
+    for empty in (
+        "The doctor-patient conversation is summarized as follows",
+        "Doctor: Are you having any headaches?",
+        "I'm",
+    ):
+        assert claim_problem(empty) is not None, empty
+        assert hard_verdict(check_free_sentence(empty, whole, whole)) == "unsupported", empty
+    assert claim_problem("Headaches began 10 days ago.") is None

@@ -178,3 +178,20 @@ def test_a_sentence_that_restates_the_instructions_is_meta_text() -> None:
     assert restates_instructions("The hospital course of this stay as prose is as follows", prompt)
     assert restates_instructions("Here is the summary:", prompt)
     assert not restates_instructions("Sepsis was treated with ceftriaxone.", prompt)
+
+
+def test_a_cut_answer_closes_after_its_last_complete_value() -> None:
+    from pipeline.chat import close_json
+
+    looping = '{"sentences": [{"text": "Admitted with sepsis.", "citations": ["a", "b", "b", "b'
+    assert close_json(looping) == (
+        '{"sentences": [{"text": "Admitted with sepsis.", "citations": ["a", "b", "b"]}]}'
+    )
+    assert salvage_items(looping, "sentences", ["text", "citations"]) == [
+        {"text": "Admitted with sepsis.", "citations": ["a", "b"]}
+    ]
+    assert close_json('{"a": [1, 2, 3') == '{"a": [1, 2]}'
+    assert close_json('{"sente') is None
+    # An item cut before a field the schema requires is not kept.
+    half = '{"items": [{"category": "diagnosis", "text": "sepsis", "quo'
+    assert salvage_items(half, "items", ["category", "text", "quote"]) == []

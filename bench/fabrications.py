@@ -1,0 +1,98 @@
+"""The checker against real fabrications: SmolLM2's own summaries of MTS-Dialog dialogues, each
+sentence labelled by a careful reader against its dialogue.
+
+``--generate`` writes the set: SmolLM2-135M-Instruct's plain summary (greedy, no loop, no
+checker) of the first dialogues of the MTS-Dialog *training* split, split into sentences, into
+``bench/data/smollm2_fabrications.jsonl`` with an empty label. Each sentence is then labelled by
+hand, with the reason: ``fabricated`` (a clinical claim the dialogue does not support),
+``supported`` (a clinical claim it supports) or ``no_claim`` (meta text, an echo of the
+instruction, nothing about the patient). The checker's rules were not tuned on this set.
+
+Without ``--generate``, the checker (``pipeline.verify.verify_text``, as ``provenote verify``)
+judges every labelled sentence against its dialogue, and the table gives, per label, the share
+judged unsupported (hard), the share flagged at all (hard or soft), and the share passed
+unflagged. Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
+sentences flagged at all, no sentence without a claim passed unflagged.
+
+Run: ``python -m bench.fabrications [--generate N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from pipeline.sentences import split_sentences
+from pipeline.verify import verify_text
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINING = ROOT.parent / "shared" / "data" / "mts-dialog" / "MTS-Dialog-TrainingSet.csv"
+LABELLED = ROOT / "bench" / "data" / "smollm2_fabrications.jsonl"
+PROMPT = "Summarize this doctor-patient conversation for the medical record, in a few sentences."
+
+
+def generate(count: int) -> None:
+    from smartapp.core.language_models import language_model
+    from smartapp.core.settings import Settings
+
+    with TRAINING.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))[:count]
+    with tempfile.TemporaryDirectory() as cache:
+        model = language_model(Settings(data_dir=Path(cache)), "smollm2")
+        assert model is not None
+        LABELLED.parent.mkdir(parents=True, exist_ok=True)
+        with LABELLED.open("w", encoding="utf-8") as out:
+            for row in rows:
+                messages = [{"role": "user", "content": f"{PROMPT}\n\n{row['dialogue']}"}]
+                summary = model.backend.complete(messages, max_tokens=200).text
+                for sentence in split_sentences(summary):
+                    record = {
+                        "dialogue_id": row["ID"],
+                        "sentence": sentence.text,
+                        "label": "",
+                        "reason": "",
+                    }
+                    out.write(json.dumps(record) + "\n")
+
+
+def measure() -> None:
+    with TRAINING.open(newline="", encoding="utf-8") as handle:
+        dialogues = {row["ID"]: row["dialogue"] for row in csv.DictReader(handle)}
+    records = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for record in records:
+        report = verify_text(dialogues[record["dialogue_id"]], record["sentence"])
+        verdicts = [sentence.verdict for sentence in report.sentences]
+        flags = [not all(c.passed for c in sentence.checks) for sentence in report.sentences]
+        label = record["label"]
+        counts[label]["sentences"] += 1
+        counts[label]["hard"] += "unsupported" in verdicts
+        counts[label]["flagged"] += any(flags)
+    print(f"SmolLM2 summaries of MTS-Dialog training dialogues, {len(records)} sentences")
+    print("| label | sentences | unsupported (hard) | flagged at all | passed unflagged |")
+    print("|---|---|---|---|---|")
+    for label in ("fabricated", "supported", "no_claim"):
+        found = counts[label]
+        total = max(found["sentences"], 1)
+        print(
+            f"| {label} | {found['sentences']} | {found['hard'] / total:.0%} "
+            f"| {found['flagged'] / total:.0%} | {1 - found['flagged'] / total:.0%} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--generate", type=int, default=0, metavar="N")
+    options = parser.parse_args()
+    if options.generate:
+        generate(options.generate)
+    else:
+        measure()
+
+
+if __name__ == "__main__":
+    main()

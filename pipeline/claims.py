@@ -1,0 +1,46 @@
+"""Whether a sentence states anything about the patient: a question, a fragment, or text about
+the conversation or the summary itself ("The doctor-patient conversation is summarized as
+follows") makes no clinical claim. Such a sentence never reaches a draft; to the checker it is
+unsupported (hard), since a summary line that says nothing is noise a physician must still read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.summary import CheckResult
+from pipeline.words import FUNCTION_WORDS
+
+_SPEAKER = re.compile(r"^\s*[A-Za-z_]+\s*:\s*")
+_META = re.compile(
+    r"\b(?:conversation|dialogue|summar(?:y|ize[ds]?|ised|ized)|transcript|as follows"
+    r"|this (?:note|record|text)|doctor-patient relationship)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
+# Fewer content words than this (after the speaker's label) is a fragment ("I'm", "Wow amazing").
+MIN_CONTENT_WORDS = 1
+
+
+def claim_problem(sentence: str) -> str | None:
+    """Why ``sentence`` states nothing about the patient, or None when it may."""
+    said = _SPEAKER.sub("", sentence).strip()
+    if said.endswith("?"):
+        return "a question"
+    if _META.search(said):
+        return "about the conversation or the summary, not the patient"
+    words = [w for w in _WORD.findall(said) if w.lower() not in FUNCTION_WORDS]
+    if len(words) < MIN_CONTENT_WORDS or (len(_WORD.findall(said)) < 2 and not said.isdigit()):
+        return "a fragment"
+    return None
+
+
+def check_claim(sentence: str) -> CheckResult:
+    """Hard: the sentence makes no clinical claim."""
+    problem = claim_problem(sentence)
+    return CheckResult(
+        check="claim",
+        passed=problem is None,
+        spans=[sentence.strip()] if problem else [],
+        detail=f"no clinical claim: {problem}" if problem else "",
+    )
