@@ -4,7 +4,6 @@ benchmarks of the code paths that need a model: no download, ever."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,21 +91,6 @@ def json_tokenizer(extra_text: str = "", vocab_size: int = 600) -> PreTrainedTok
     )
     built.chat_template = CHAT_TEMPLATE
     return built
-
-
-def save_tiny_llama(directory: Path, extra_text: str = "", seed: int = 0) -> Path:
-    """A tiny random Llama and its byte-level tokenizer saved as a model directory (what
-    ``transformers:DIR`` and a model server such as vLLM load), with room for long prompts."""
-    tokenizer = json_tokenizer(extra_text)
-    # Heads of 64 dimensions: vLLM's CPU attention kernels take no smaller ones.
-    model = tiny_llama(len(tokenizer), seed, max_positions=65536, hidden_size=128, heads=2)
-    model.config.bos_token_id = tokenizer.bos_token_id
-    model.config.eos_token_id = tokenizer.eos_token_id
-    model.config.pad_token_id = tokenizer.pad_token_id
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
 
 
 class ScriptedModel(torch.nn.Module):

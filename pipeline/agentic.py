@@ -69,6 +69,7 @@ class LoopSettings(BaseModel):
     concurrency: int = Field(4, ge=1, le=64)
     limits: SchemaLimits = Field(default_factory=SchemaLimits)
     renewal_window_days: int = Field(RENEWAL_WINDOW.days, ge=1)
+    extraction_budget_s: float | None = Field(None, gt=0)
 
     @classmethod
     def from_settings(cls, settings: PipelineSettings) -> LoopSettings:
@@ -80,6 +81,7 @@ class LoopSettings(BaseModel):
             concurrency=settings.model_concurrency,
             limits=settings.answer_limits,
             renewal_window_days=settings.medication_renewal_window_days,
+            extraction_budget_s=settings.extraction_budget_s,
         )
 
 
@@ -406,6 +408,7 @@ def draft_with_model(
         progress=progress,
         strict=True,
         renewal_window=timedelta(days=settings.renewal_window_days),
+        budget_s=settings.extraction_budget_s,
     )
     summary = agentic_summary(
         extended,

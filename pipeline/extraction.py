@@ -14,13 +14,15 @@ and checks them with the rest, so a note that disagrees with an order surfaces a
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from pipeline.agent import run_agent_loop
 from pipeline.answer_schemas import SchemaLimits, extraction_schema
-from pipeline.chat import ChatBackend, Progress, ask_json, no_progress
+from pipeline.chat import ChatBackend, ModelOutputError, Progress, ask_json, no_progress
 from pipeline.documents import quote_refs
 from pipeline.echoes import echoes_prompt
 from pipeline.errors import ModelError
@@ -184,27 +186,42 @@ def extract_from_notes(
     limits: SchemaLimits | None = None,
     progress: Progress = no_progress,
     strict: bool = False,
+    budget_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Extraction:
     """Facts the model finds in the state's readable note pages, each quoted at its offsets.
 
-    ``strict``: a model failure is raised, not recorded on the document."""
+    ``strict``: a model failure is raised, not recorded on the document. ``budget_s``: past it,
+    extraction stops and keeps what it has; each page it did not read is recorded on its
+    document ("not read by the model"), so the draft says so."""
     result = Extraction()
     readable = [
         d for d in state.documents if any(page.has_text for page in d.pages) and not d.other_patient
     ]
+    started = clock()
     for number, document in enumerate(readable, start=1):
         progress(f"extracting note {number} of {len(readable)}")
         for page in document.pages:
             if not page.has_text:
+                continue
+            if budget_s is not None and clock() - started > budget_s:
+                message = (
+                    f"page {page.number} not read by the model: extraction's time budget "
+                    f"({budget_s:g} s) ran out"
+                )
+                result.errors.setdefault(document.id, []).append(message)
+                result.trace("not_read", message, document)
                 continue
             try:
                 _extract_page(
                     document, page.number, page.text, backend, result, limits or SchemaLimits()
                 )
             except ModelError as error:
-                if strict:
+                # An unreachable model fails a strict draft whole; an answer that stays unusable
+                # after its retries costs only that page, which the draft names as not read.
+                if strict and not isinstance(error, ModelOutputError):
                     raise
-                message = f"model extraction failed on page {page.number}: {error}"
+                message = f"page {page.number} not read by the model: {error}"
                 result.errors.setdefault(document.id, []).append(message)
                 result.trace("error", message, document)
     return result
@@ -239,9 +256,12 @@ def with_model_extraction(
     progress: Progress = no_progress,
     strict: bool = False,
     renewal_window: timedelta = RENEWAL_WINDOW,
+    budget_s: float | None = None,
 ) -> EvidenceState:
     """The state with the model's quoted extractions, reconciled, checked and validated again."""
-    found = extract_from_notes(state, backend, limits=limits, progress=progress, strict=strict)
+    found = extract_from_notes(
+        state, backend, limits=limits, progress=progress, strict=strict, budget_s=budget_s
+    )
     extended = with_extraction(state, found)
     return run_agent_loop(
         extended, extended.step_count + max_agent_steps, renewal_window=renewal_window

@@ -49,6 +49,9 @@ class PipelineSettings(BaseModel):
     max_iterations: int = Field(3, ge=1, le=10)
     # Model calls for independent sentences (entailment, fixes) in flight at once.
     model_concurrency: int = Field(4, ge=1, le=64)
+    # The model's extraction stops after this many seconds, keeps what it has, and the draft
+    # names the notes it did not read (None: no limit).
+    extraction_budget_s: float | None = Field(600.0, gt=0)
     # Bounds in the model's answer schemas. The defaults are for real models; tests of tiny random
     # models set small ones (a random model writes until a bound stops it).
     answer_limits: SchemaLimits = Field(default_factory=SchemaLimits)

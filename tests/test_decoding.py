@@ -195,3 +195,32 @@ def test_a_cut_answer_closes_after_its_last_complete_value() -> None:
     # An item cut before a field the schema requires is not kept.
     half = '{"items": [{"category": "diagnosis", "text": "sepsis", "quo'
     assert salvage_items(half, "items", ["category", "text", "quote"]) == []
+
+
+def test_extraction_past_its_time_budget_keeps_what_it_has_and_names_the_pages_not_read() -> None:
+    notes = [
+        fx.document_reference(f"d{n}", fx.attachment(f"{NOTE}Day {n} of the stay.\n"))
+        for n in (1, 2, 3)
+    ]
+    state = evidence_from_fhir(fx.stay(*notes))
+    real = {
+        "category": "diagnosis",
+        "text": "community acquired pneumonia",
+        "quote": "community acquired pneumonia",
+    }
+    backend = Scripted(*(Completion(json.dumps({"items": [real]})) for _ in range(3)))
+    ticks = iter([0.0, 10.0, 70.0, 130.0, 190.0])
+    extraction = extract_from_notes(state, backend, budget_s=100, clock=lambda: next(ticks))
+    assert len(backend.budgets) == 2  # the third note was not sent to the model
+    assert len(extraction.facts) == 2
+    (unread,) = [errors for errors in extraction.errors.values()]
+    assert unread == ["page 1 not read by the model: extraction's time budget (100 s) ran out"]
+
+
+def test_an_answer_that_stays_unusable_costs_its_page_not_the_draft() -> None:
+    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE))))
+    backend = Scripted(*(Completion("not json") for _ in range(3)))
+    extraction = extract_from_notes(state, backend, strict=True)
+    assert extraction.facts == []
+    ((message,),) = extraction.errors.values()
+    assert message.startswith("page 1 not read by the model") and "no usable JSON" in message

@@ -126,13 +126,11 @@ def test_a_model_failure_is_an_error_never_not_documented() -> None:
     extraction = extract_from_notes(state, Extractor(None, fail=True))
     assert extraction.facts == []
     (message,) = extraction.errors["" + state.documents[0].id]
-    assert "model extraction failed on page 1" in message and "no usable JSON" in message
+    assert "page 1 not read by the model" in message and "no usable JSON" in message
     merged = with_extraction(state, extraction)
     assert message in merged.documents[0].errors
     flagged = run_agent_loop(merged, 12).flags_for_review
-    assert any(
-        f.code == "document_error" and "model extraction failed" in f.reason for f in flagged
-    )
+    assert any(f.code == "document_error" and "not read by the model" in f.reason for f in flagged)
 
 
 def test_note_text_stays_data_in_the_extraction_prompt() -> None:

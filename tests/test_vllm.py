@@ -1,5 +1,6 @@
-"""The launched-app path against a real OpenAI-compatible server: vLLM's CPU build serving a tiny
-random Llama (with a tokenizer built here), its structured-output decoding on.
+"""The launched-app path against a real OpenAI-compatible server: vLLM's CPU build serving the real
+SmolLM2-135M-Instruct (the packaged GGUF, converted once into safetensors, which vLLM loads as
+any Llama), its structured-output decoding on.
 
 vLLM is not a dependency of Provenote: it needs its own environment, which ``launch/vllm_env.sh``
 builds and ``launch/test.sh`` passes here as ``PROVENOTE_VLLM_PYTHON``; without it (a bare
@@ -18,7 +19,7 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox, free_port
-from launch.tiny_models import TINY_ANSWER_LIMITS, save_tiny_llama
+from smartapp.core.packaged_model import converted_directory, packaged_smollm2
 from tests.smart_support import launch_job, running_app, wait_for
 
 VLLM_PYTHON = os.environ.get("PROVENOTE_VLLM_PYTHON")
@@ -35,7 +36,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    model = save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+    model = converted_directory(packaged_smollm2(), tmp_path_factory.mktemp("models"))
     port = free_port()
     log = (tmp_path_factory.mktemp("vllm") / "server.log").open("w")
     server = subprocess.Popen(
@@ -46,14 +47,14 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "--model",
             str(model),
             "--served-model-name",
-            "tiny-llama",
+            "smollm2",
             "--dtype",
             "float32",
             "--max-model-len",
-            "65536",
+            "8192",
             "--port",
             str(port),
-            # JSON without free whitespace: a random model would otherwise fill its budget with it.
+            # JSON without free whitespace: a small model would otherwise fill its budget with it.
             "--structured-outputs-config",
             '{"backend": "xgrammar", "disable_any_whitespace": true}',
         ],
@@ -78,7 +79,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def test_the_launched_app_drafts_with_a_real_vllm_server(
+def test_the_launched_app_drafts_with_a_real_model_on_a_real_vllm_server(
     vllm_server: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     with (
@@ -86,8 +87,7 @@ def test_the_launched_app_drafts_with_a_real_vllm_server(
             sandbox,
             tmp_path,
             client_id="app-vllm",
-            summarizer=f"openai:{vllm_server}#tiny-llama",
-            answer_limits=TINY_ANSWER_LIMITS,
+            summarizer=f"openai:{vllm_server}#smollm2",
             max_iterations=2,
             model_max_tokens=1024,
             model_timeout_s=300,
@@ -100,20 +100,41 @@ def test_the_launched_app_drafts_with_a_real_vllm_server(
         backend = app.state.jobs.language_model.backend
         assert backend.response_format == "json_schema"  # vLLM enforces the schema itself
         stored = app.call(app.state.drafts.load(job["draft"]))
-        summary = stored.summary
-        assert summary["backend"] == "openai:tiny-llama"
-        assert summary["model_usage"]["calls"] >= 3  # extraction, draft, entailment at least
-        assert summary["model_usage"]["completion_tokens"] > 0
+        summary, state = stored.summary, stored.evidence
+        assert summary["backend"] == "openai:smollm2"  # the draft names the model
+        usage = summary["model_usage"]
+        assert usage["calls"] >= 2 and usage["completion_tokens"] > 0
         assert summary["stop_reason"] in {
             "no_flags",
             "grounding_converged",
             "no_new_flags",
             "budget",
         }
+        # Extraction: what was kept quotes its note exactly; what was not has its reason.
+        pages = {
+            (document["id"], page["number"]): page["text"]
+            for document in state["documents"]
+            for page in document["pages"]
+        }
+        extracted = [
+            fact
+            for facts in state["facts"].values()
+            for fact in facts
+            if fact["id"].startswith("extracted")
+        ]
+        for fact in extracted:
+            for ref in fact["sources"]:
+                if ref.get("quote") is not None:
+                    page = pages[(ref["document"], ref["page"])]
+                    assert page[ref["start"] : ref["end"]] == ref["quote"]
+        for rejected in state["rejected_facts"]:
+            assert rejected["reason"].startswith(("quote not found", "echoes the prompt"))
+        # The model's course cites only facts of the evidence, and says something about them.
+        known = {fact["id"] for facts in state["facts"].values() for fact in facts}
         course = next(s for s in summary["sections"] if s["key"] == "hospital_course")
         for sentence in course["sentences"]:
             assert sentence["entailment"] in {"supported", "unsupported"}
-            assert len(sentence["text"]) <= TINY_ANSWER_LIMITS.sentence_chars
+            assert set(sentence["citations"]) <= known
         draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
         assert draft["write_back"]["status"] == "done"
         page = browser.get(f"{app.base_url}/drafts/{job['draft']}")
