@@ -434,24 +434,16 @@ def _last_moment(taken: datetime | None, stay: Fact | None) -> str:
     return "discharge"
 
 
-def _vital_signs(facts: list[Fact], render: Any, stay: Fact | None) -> list[Sentence]:
-    """The first and the last set of vital signs of the episode."""
+def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
+    """The first set of vital signs of the episode (the last is the condition at discharge's;
+    a stay with one set shows it there only, each fact cited once)."""
     timed = _by_time([f for f in facts if _effective(f) is not None], _effective)
-    if not timed:
+    if not timed or _effective(timed[0]) == _effective(timed[-1]):
         return []
-    sentences = []
-    last_moment = _last_moment(_effective(timed[-1]), stay)
-    for moment, when in (("admission", timed[0]), (last_moment, timed[-1])):
-        taken = _effective(when)
-        same = [f for f in timed if _effective(f) == taken]
-        sentences.append(
-            _sentence(
-                "results",
-                render.vital_signs(moment, taken, [f.attributes for f in same]),
-                [f.id for f in same],
-            )
-        )
-    return sentences[:1] if _effective(timed[0]) == _effective(timed[-1]) else sentences
+    taken = _effective(timed[0])
+    same = [f for f in timed if _effective(f) == taken]
+    text = render.vital_signs("admission", taken, [f.attributes for f in same])
+    return [_sentence("results", text, [f.id for f in same])]
 
 
 def _results(
@@ -506,7 +498,7 @@ def _results(
             state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started
         )
     ]
-    return sentences + imaging + _vital_signs(vitals, render, stay)
+    return sentences + imaging + _vital_signs(vitals, render)
 
 
 def _simple(

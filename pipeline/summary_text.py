@@ -2,8 +2,8 @@
 
 Each fact is cited once, by its first source: a note's quote and the DiagnosticReport that
 carries the same note, or a result and its panel, are one fact (the FHIR Provenance keeps every
-source). A line's numbers are written as runs ("3–9"), so a list of nine orders reads as one
-citation, not nine.
+source). Several results of one panel on one line are cited by the panel, once. A line's
+numbers are written as runs ("3–9"), so a list of nine orders reads as one citation, not nine.
 
 The Sources list is a reference, kept short: one line per kind of resource cited whole ("Condition
 [4–6]: id, id, id") and one per note page quoted ("DocumentReference/id page 1 [7–9]: 33–47, …",
@@ -14,11 +14,12 @@ run is its n-th entry.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from pipeline.evidence import EvidenceState, SourceRef
 from pipeline.rendering import render
-from pipeline.summary import Summary
+from pipeline.summary import Sentence, Summary
 
 DRAFT_HEADING = "Discharge summary: AI DRAFT, needs physician review"
 
@@ -90,15 +91,27 @@ def runs(numbers: list[int]) -> list[str]:
     return written
 
 
+def line_sources(sentence: Sentence, state: EvidenceState) -> list[SourceKey]:
+    """What one line cites: each fact by its first source, except that results of one panel
+    named on the same line are cited by the panel (the DiagnosticReport), once."""
+    facts = [state.fact(fact_id) for fact_id in sentence.citations]
+    panels = Counter(
+        ref.resource
+        for fact in facts
+        for ref in fact.sources[1:]
+        if ref.quote is None and ref.resource.startswith("DiagnosticReport/")
+    )
+    keys = []
+    for fact in facts:
+        shared = [ref for ref in fact.sources[1:] if ref.quote is None and panels[ref.resource] > 1]
+        cited = shared[0] if shared else next(iter(fact.sources), None)
+        if cited is not None:
+            keys.append(source_key(cited))
+    return keys
+
+
 def render_markdown(summary: Summary, state: EvidenceState, heading: str = DRAFT_HEADING) -> str:
-    firsts = {
-        sentence.id: [
-            source_key(first)
-            for fact_id in sentence.citations
-            if (first := next(iter(state.fact(fact_id).sources), None)) is not None
-        ]
-        for sentence in summary.sentences()
-    }
+    firsts = {sentence.id: line_sources(sentence, state) for sentence in summary.sentences()}
     numbered, sources = number_sources([key for keys in firsts.values() for key in keys])
     numbers = {
         sentence_id: runs(sorted({numbered[key] for key in keys}))

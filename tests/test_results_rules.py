@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -93,16 +94,31 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
         observation["category"] = [{"coding": [{"code": "vital-signs"}]}]
         return observation
 
-    lines = results_of(
-        vital("hr1", "Heart rate", 118, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
-        vital("t1", "Body temperature", 38.4, "Cel", "8310-5", "2024-03-01T10:30:00+00:00"),
-        vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-05T09:00:00+00:00"),
+    state = evidence_from_fhir(
+        fx.stay(
+            vital("hr1", "Heart rate", 118, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
+            vital("t1", "Body temperature", 38.4, "Cel", "8310-5", "2024-03-01T10:30:00+00:00"),
+            vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-05T09:00:00+00:00"),
+        )
     )
-    assert lines == [
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    assert [s.text for s in summary.section("results").sentences] == [
         "Vital signs at admission (2024-03-01): Heart rate 118 /min (high); "
         "Body temperature 38.4 Cel (high).",
-        "Vital signs at discharge (2024-03-05): Heart rate 76 /min.",
     ]
+    # The last set is the condition at discharge, said there only.
+    assert [s.text for s in summary.section("condition_at_discharge").sentences] == [
+        "Vital signs at discharge (2024-03-05): Heart rate 76 /min."
+    ]
+
+
+def test_a_stay_with_one_set_of_vital_signs_shows_it_once() -> None:
+    state = evidence_from_fhir(
+        fx.stay(vital("hr", "Heart rate", 80, "/min", "8867-4", "2024-03-05T09:00:00+00:00"))
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    cited = [c for s in summary.sentences() for c in s.citations if "vital" in s.text.lower()]
+    assert len(cited) == len(set(cited)) == 1
 
 
 def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
@@ -119,13 +135,18 @@ def review_lines(*resources: dict) -> list[str]:
 
 def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_discharge() -> None:
     # The stay ends 2024-03-05 12:00; the last vital signs were taken four days before.
-    lines = results_of(
-        vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
-        vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-01T18:00:00+00:00"),
+    state = evidence_from_fhir(
+        fx.stay(
+            vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
+            vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-01T18:00:00+00:00"),
+        )
     )
-    assert lines == [
+    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    assert [s.text for s in summary.section("results").sentences] == [
         "Vital signs at admission (2024-03-01): Heart rate 88 /min.",
-        "Latest vital signs (2024-03-01, more than a day before discharge): Heart rate 76 /min.",
+    ]
+    assert [s.text for s in summary.section("condition_at_discharge").sentences] == [
+        "Latest vital signs (2024-03-01, more than a day before discharge): Heart rate 76 /min."
     ]
 
 
@@ -246,7 +267,11 @@ def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
     state = evidence_from_fhir(json.loads(path.read_bytes()))
     summary = summarize_evidence(state)
-    sentences = summary.section("results").sentences
+    # The last vital signs are the condition at discharge's (each fact is cited once).
+    sentences = [
+        *summary.section("results").sentences,
+        *summary.section("condition_at_discharge").sentences,
+    ]
     normal_line = [s for s in sentences if s.text.startswith("Other results within")]
     for fact in state.facts["lab_result"]:
         result = fact.attributes
@@ -266,3 +291,23 @@ def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
     assert all(s.verdict == "supported" for s in sentences), [
         (s.text, s.review_reasons()) for s in sentences if s.verdict != "supported"
     ]
+
+
+def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
+    from pipeline.summary_text import render_markdown
+
+    when = "2024-03-02T08:00:00+00:00"
+    state = evidence_from_fhir(
+        fx.stay(
+            lab("na", "Sodium", 140, "mmol/L", "2951-2", when),
+            lab("k", "Potassium", 4.2, "mmol/L", "2823-3", when),
+            lab("cl", "Chloride", 102, "mmol/L", "2075-0", when),
+            fx.diagnostic_report("bmp", "final", ["na", "k", "cl"]),
+        )
+    )
+    markdown = render_markdown(summarize_evidence(state, salience=lambda text: ([], [])), state)
+    (line,) = [ln for ln in markdown.splitlines() if "Other results within" in ln]
+    cited = re.search(r"\[(\d+)\]$", line)
+    assert cited is not None  # one number for the three results
+    assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
+    assert "Observation [" not in markdown  # each result is in the panel's citation
