@@ -33,7 +33,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from pipeline.answer_schemas import SchemaLimits, entailment_schema, sentences_schema
-from pipeline.chat import ChatBackend, Metered, Progress, ask_json, no_progress
+from pipeline.chat import (
+    ChatBackend,
+    Metered,
+    ModelOutputError,
+    Progress,
+    ask_json,
+    no_progress,
+)
 from pipeline.checker import check_cited_sentence
 from pipeline.claims import claim_problem
 from pipeline.echoes import restates_instructions
@@ -173,7 +180,11 @@ def _detect(
     schema = entailment_schema(settings.limits)
 
     def judge(prompt: str) -> dict[str, Any]:
-        return _ask(backend, prompt, ["label"], schema, settings)
+        try:
+            return _ask(backend, prompt, ["label"], schema, settings)
+        except ModelOutputError:
+            # No usable verdict: the sentence is not judged supported, so it stays flagged.
+            return {"label": "unsupported", "spans": ["the model gave no usable verdict"]}
 
     for sentence, verdict in zip(
         sentences, in_parallel(judge, prompts, settings.concurrency), strict=True
@@ -219,12 +230,17 @@ def _fix(
     ]
     schema = sentences_schema(settings.limits, list(facts), for_fix=True)
 
-    def rewrite(prompt: str) -> dict[str, Any]:
-        return _ask(backend, prompt, ["sentences"], schema, settings)
+    def rewrite(prompt: str) -> dict[str, Any] | None:
+        try:
+            return _ask(backend, prompt, ["sentences"], schema, settings)
+        except ModelOutputError:
+            return None  # no usable fix: the sentence stays as it was, flagged
 
     answers = in_parallel(rewrite, prompts, settings.concurrency)
     return [
-        _drafts(answer, prompt, default_citations=sentence.citations)
+        [sentence]
+        if answer is None
+        else _drafts(answer, prompt, default_citations=sentence.citations)
         for sentence, answer, prompt in zip(flagged, answers, prompts, strict=True)
     ]
 

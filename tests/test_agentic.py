@@ -225,3 +225,37 @@ def test_note_text_cannot_change_the_instructions_the_model_receives() -> None:
     outside_data = re.sub(r"<data>.*?</data>", "", user, flags=re.S)
     assert "Ignore previous instructions" not in outside_data
     assert "‹/data›" in user
+
+
+class Unusable(Scripted):
+    """Drafts well, then answers every judgement and fix with text that is no JSON."""
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        task = re.search(r"TASK: (\w+)", messages[1]["content"]).group(1)
+        if task in {"entailment", "fix"}:
+            self.prompts.append(messages)
+            return "I cannot answer that."
+        return super().complete(messages, schema, max_tokens)
+
+
+def test_a_judgement_or_fix_that_stays_unusable_keeps_the_sentence_flagged_not_the_draft() -> None:
+    state = state_with()
+    mass, _, _ = course_ids(state)
+    draft = {
+        "sentences": [{"text": "A posterior mediastinal mass was found.", "citations": [mass]}]
+    }
+    backend = Unusable(draft, invented_judge, [])
+    summary = agentic_summary(
+        state, backend, settings=LoopSettings(ratio=1.0, max_iterations=2), salience=NO_SALIENCE
+    )
+    (sentence,) = summary.section("hospital_course").sentences
+    assert sentence.text == "A posterior mediastinal mass was found."
+    assert sentence.entailment == "unsupported" and sentence.flagged
+    assert "no usable verdict" in sentence.review_reasons()
+    asked = [m[1]["content"].split("\n", 1)[0] for m in backend.prompts]
+    assert "TASK: fix" in asked  # the fix was asked, failed, and the sentence was kept
