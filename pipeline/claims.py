@@ -18,8 +18,12 @@ _META = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+")
-# Fewer content words than this (after the speaker's label) is a fragment ("I'm", "Wow amazing").
-MIN_CONTENT_WORDS = 1
+_CONTRACTION = re.compile(r"'(?:m|s|re|ve|ll|d)$|n't$", re.IGNORECASE)
+
+
+def _content(word: str) -> bool:
+    """A word that says something: not a function word, even contracted ("I'm", "don't")."""
+    return _CONTRACTION.sub("", word).lower() not in FUNCTION_WORDS
 
 
 def claim_problem(sentence: str) -> str | None:
@@ -29,9 +33,8 @@ def claim_problem(sentence: str) -> str | None:
         return "a question"
     if _META.search(said):
         return "about the conversation or the summary, not the patient"
-    words = [w for w in _WORD.findall(said) if w.lower() not in FUNCTION_WORDS]
-    if len(words) < MIN_CONTENT_WORDS or (len(_WORD.findall(said)) < 2 and not said.isdigit()):
-        return "a fragment"
+    if not any(_content(word) for word in _WORD.findall(said)):
+        return "a fragment"  # "I'm", "No.", "Patient": nothing but function words
     return None
 
 

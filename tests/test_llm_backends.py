@@ -332,10 +332,13 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
         salience=lambda text: ([], []),
     )
     assert any(e.agent == "extract" for e in state.trace)
-    assert summary.model_usage is not None and summary.model_usage.calls >= 3
+    course = summary.section("hospital_course").sentences
+    # Extraction and the draft at least; each sentence a random model writes that survives
+    # (many are fragments, dropped before any check) is judged too.
+    assert summary.model_usage is not None
+    assert summary.model_usage.calls >= 2 + (1 if course else 0)
     assert summary.stop_reason in {"no_flags", "grounding_converged", "no_new_flags", "budget"}
     assert 1 <= summary.iterations <= 2 and summary.decisions
-    course = summary.section("hospital_course").sentences
     known = {fact.id for fact in state.all_facts()}
     for sentence in course:
         assert sentence.entailment in {"supported", "unsupported"}
