@@ -6,12 +6,14 @@ from bench import (
     checker_quality,
     drafts,
     evidence,
+    fabrications,
     fetch,
     focus_quality,
     focus_speed,
     identity,
     launch_to_draft,
     model_concurrency,
+    model_quality,
     review_api,
     review_ui,
     scale_out,
@@ -31,5 +33,7 @@ if __name__ == "__main__":
     focus_quality.main()
     focus_speed.main()
     checker_quality.main()
+    fabrications.main()
+    model_quality.main()
     identity.main()
     model_concurrency.main()
