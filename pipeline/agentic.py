@@ -32,7 +32,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from pipeline.answer_schemas import SchemaLimits, entailment_schema, sentences_schema
+from pipeline.answer_schemas import (
+    SchemaLimits,
+    answer_budget,
+    entailment_schema,
+    sentences_schema,
+)
 from pipeline.chat import (
     ChatBackend,
     Metered,
@@ -267,6 +272,45 @@ def _drafts(
     return drafts
 
 
+# What the course is told from, most relevant first: facts past the model's context window are
+# left out from the end of this order (the course's own sentences, diagnoses and procedures
+# stay; social history goes first).
+COURSE_RELEVANCE: tuple[SectionKey, ...] = (
+    "hospital_course",
+    "diagnoses",
+    "procedures",
+    "results",
+    "medications",
+    "stay",
+    "condition_at_discharge",
+    "follow_up",
+    "active_problems",
+    "allergies",
+    "pending_results",
+    "social_history",
+)
+
+
+def fitted_facts(
+    backend: ChatBackend,
+    facts: list[dict[str, str]],
+    notes: list[dict[str, str]],
+    answer_tokens: int,
+) -> list[dict[str, str]]:
+    """The facts, most relevant first, that fit the draft prompt in the model's context window
+    with room for its answer (a quarter of the window at least). A backend that does not say
+    its window (``context_tokens``) or cannot count (``count_tokens``) gets them all."""
+    window = getattr(backend, "context_tokens", None)
+    count = getattr(backend, "count_tokens", None)
+    if not isinstance(window, int) or count is None:
+        return facts
+    room = window - min(answer_tokens, window // 4)
+    kept = list(facts)
+    while kept and count(render("prompts/draft.txt.j2", facts=kept, notes=notes)) > room:
+        kept = kept[: len(kept) - max(1, len(kept) // 10)]
+    return kept
+
+
 def agentic_summary(
     state: EvidenceState,
     backend: ChatBackend,
@@ -284,10 +328,13 @@ def agentic_summary(
     """
     settings = settings or LoopSettings()
     base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
+    by_relevance = sorted(
+        (section for section in base.sections if section.key in COURSE_RELEVANCE),
+        key=lambda section: COURSE_RELEVANCE.index(section.key),
+    )
     facts = {
         fact_id: sentence.text
-        for section in base.sections
-        if section.key not in {"needs_review"}
+        for section in by_relevance
         for sentence in section.sentences
         for fact_id in sentence.citations
     }
@@ -300,6 +347,11 @@ def agentic_summary(
     notes = [sentence.text for sentence in course]
     fact_items = [{"id": fact_id, "text": text} for fact_id, text in facts.items()]
     note_items = [{"id": sentence.citations[0], "text": sentence.text} for sentence in course]
+    schema = sentences_schema(settings.limits, list(facts))
+    fact_items = fitted_facts(backend, fact_items, note_items, answer_budget(schema))
+    facts = {item["id"]: facts[item["id"]] for item in fact_items} | {
+        item["id"]: item["text"] for item in note_items
+    }
     prompt = render("prompts/draft.txt.j2", facts=fact_items, notes=note_items)
     source_start = prompt.index("<data>")
     source_spans = [(source_start, len(prompt))]

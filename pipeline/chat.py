@@ -65,6 +65,11 @@ class Metered:
     def __init__(self, backend: ChatBackend) -> None:
         self.backend = backend
         self.name, self.version = backend.name, backend.version
+        # The window and the counter of a backend that has them, for fitting prompts.
+        self.context_tokens: int | None = getattr(backend, "context_tokens", None)
+        counter = getattr(backend, "count_tokens", None)
+        if counter is not None:
+            self.count_tokens = counter
         self._usage = ModelUsage()
         self._lock = threading.Lock()
 

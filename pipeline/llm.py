@@ -67,6 +67,8 @@ class TransformersBackend:
         self._cache_argument = (
             "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         )
+        # The prompt and its answer must fit here (``pipeline.agentic.fitted_facts``).
+        self.context_tokens: int | None = getattr(model.config, "max_position_embeddings", None)
         self._compiler: xgrammar.GrammarCompiler | None = None
         self._vocab_size = getattr(model.config, "vocab_size", None) or len(tokenizer)
         self._grammars: dict[str, xgrammar.CompiledGrammar] = {}
@@ -95,6 +97,10 @@ class TransformersBackend:
             )
         turns = [f"{message['role']}: {message['content']}" for message in messages]
         return "\n".join(turns) + "\nassistant:"
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens ``text`` takes as a user turn, chat template included."""
+        return len(self.tokenizer(self.chat_text([{"role": "user", "content": text}]))["input_ids"])
 
     def complete(
         self,

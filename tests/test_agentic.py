@@ -13,6 +13,7 @@ from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from pipeline.agentic import LoopSettings, agentic_summary
 from pipeline.chat import ModelOutputError, ask_json
 from pipeline.evidence import EvidenceState
+from pipeline.rendering import render
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -259,3 +260,26 @@ def test_a_judgement_or_fix_that_stays_unusable_keeps_the_sentence_flagged_not_t
     assert "no usable verdict" in sentence.review_reasons()
     asked = [m[1]["content"].split("\n", 1)[0] for m in backend.prompts]
     assert "TASK: fix" in asked  # the fix was asked, failed, and the sentence was kept
+
+
+def test_the_draft_prompt_fits_the_models_window_keeping_the_most_relevant_facts() -> None:
+    from pipeline.agentic import fitted_facts
+
+    facts = [{"id": f"f{n}", "text": f"fact number {n} " * 20} for n in range(40)]
+    notes = [{"id": "n1", "text": "Admitted with pneumonia."}]
+
+    class Windowed:
+        name, version = "windowed", "test"
+        context_tokens = 2000
+
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    kept = fitted_facts(Windowed(), facts, notes, answer_tokens=300)
+    prompt = render("prompts/draft.txt.j2", facts=kept, notes=notes)
+    assert len(prompt.split()) <= 2000 - 300
+    assert 0 < len(kept) < len(facts)
+    assert kept == facts[: len(kept)]  # the least relevant (last) are left out first
+    assert "Admitted with pneumonia." in prompt  # the course's own sentences stay
+    # A backend that does not say its window gets every fact.
+    assert fitted_facts(Scripted({}, invented_judge, []), facts, notes, 300) == facts

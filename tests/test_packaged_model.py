@@ -75,3 +75,6 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache_and_answers_json(
     parsed = json.loads(answer.text)
     assert set(parsed) == {"symptom"} and parsed["symptom"].strip()
     assert answer.completion_tokens > 0
+    # Its window (8,192 tokens) is what the draft's prompt is fitted to.
+    assert again.backend.context_tokens == 8192
+    assert 0 < again.backend.count_tokens("Admitted with pneumonia.") < 40
