@@ -32,7 +32,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from bench.drafts import bundles
+from bench.synthea import bundles
 from fhir_mapping.demographics import NOT_A_REASON
 from pipeline.evidence import (
     AllergyAttributes,

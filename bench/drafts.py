@@ -14,24 +14,14 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
+from bench import draft_errors
+from bench.synthea import bundles
 from fhir_mapping.resources import index_resources
 from pipeline.evidence import LabResultAttributes
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.results import ABNORMAL
 from smartapp.jobs.evidence import evidence_from_fhir
-
-ROOT = Path(__file__).resolve().parents[1]
-SYNTHEA = ROOT.parent / "shared" / "data" / "synthea" / "california"
-
-
-def bundles() -> list[Path]:
-    return sorted(
-        path
-        for path in SYNTHEA.glob("*.json")
-        if not path.name.startswith(("hospitalInformation", "practitionerInformation", "metadata"))
-    )
 
 
 def main() -> None:
@@ -66,8 +56,6 @@ def main() -> None:
             f"| {sum(s.flagged for s in sentences)} | {len(empty)} ({', '.join(empty)}) "
             f"| {abnormal} | {spent / floor:.1f}x |"
         )
-    from bench import draft_errors  # it reads the same bundles, through this module
-
     draft_errors.main()
 
 

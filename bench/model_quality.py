@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.drafts import bundles
+from bench.synthea import bundles
 from pipeline.agentic import LoopSettings, draft_with_model
 from pipeline.evidence import EncounterAttributes, EvidenceState
 from pipeline.evidence_summary import summarize_evidence

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
 from fhir_mapping.mapped import Mapped, ref
@@ -159,6 +162,13 @@ def map_allergies(scope: Scope) -> Mapped:
     return mapped
 
 
+def performed(procedure: Any) -> tuple[datetime | None, datetime | None]:
+    """When a Procedure was performed: (start, end), from its time or its period."""
+    period = procedure.performedPeriod
+    start = as_datetime(procedure.performedDateTime or (period.start if period else None))
+    return start, as_datetime(period.end) if period else None
+
+
 def map_procedures(scope: Scope) -> Mapped:
     """Procedures performed in the stay: by encounter reference, else by performed time."""
     mapped = Mapped()
@@ -166,9 +176,7 @@ def map_procedures(scope: Scope) -> Mapped:
         procedure = item.model
         if not scope.is_patient(procedure.subject):
             continue
-        period = procedure.performedPeriod
-        start = as_datetime(procedure.performedDateTime or (period.start if period else None))
-        end = as_datetime(period.end) if period else None
+        start, end = performed(procedure)
         if not scope.in_stay(procedure.encounter, start) or scope.after_discharge(end):
             when = start.isoformat() if start else "no time documented"
             mapped.exclude(item, "out_of_scope", f"not performed in the stay ({when})")

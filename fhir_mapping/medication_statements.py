@@ -15,11 +15,10 @@ from typing import Any
 
 from fhir_mapping.codes import RXNORM, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped
-from fhir_mapping.medications import medication_concept, timing_text
+from fhir_mapping.medications import dosage_attributes, medication_concept, medication_fact
 from fhir_mapping.pull_plan import CURRENT_STATEMENT
 from fhir_mapping.scope import Scope
-from pipeline.evidence import Fact, MedicationAttributes, stable_id
-from pipeline.medications import route_of_form, strength_of
+from pipeline.evidence import MedicationAttributes
 
 CURRENT = frozenset(CURRENT_STATEMENT.split(","))
 
@@ -56,28 +55,15 @@ def map_medication_statements(scope: Scope) -> Mapped:
         concept, sources = medication
         name = concept_text(concept) or "medication not named"
         dosage = statement.dosage[0] if statement.dosage else None
-        ordered_route = concept_text(dosage.route) if dosage else None
-        route = ordered_route or route_of_form(name)
         attributes = MedicationAttributes(
             name=name,
             code=first_coding(concept, RXNORM) or first_coding(concept),
-            strength=strength_of(name),
-            frequency=timing_text(dosage.timing) if dosage else None,
-            route=route,
-            route_source=("order" if ordered_route else "dose form") if route else None,
-            dosage_text=dosage.text if dosage else None,
+            **dosage_attributes(dosage, name),
             status=statement.status,
             authored_on=asserted or began,
             phase="admission",
             phase_rule=f"medication statement, {statement.status} at admission",
             recorded_as="statement",
         )
-        mapped.facts.append(
-            Fact(
-                id=stable_id("medication", item.key),
-                category="medication",
-                attributes=attributes,
-                sources=sources,
-            )
-        )
+        mapped.facts.append(medication_fact(item, attributes, sources))
     return mapped

@@ -264,24 +264,11 @@ def map_medications(scope: Scope) -> Mapped:
         concept, sources = medication
         name = concept_text(concept) or "medication not named"
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None
-        as_needed = None
-        if dosage is not None:
-            as_needed = bool(dosage.asNeededBoolean or dosage.asNeededCodeableConcept)
-        ordered_route = concept_text(dosage.route) if dosage else None
-        route = ordered_route or route_of_form(name)
         rxnorm = first_coding(concept, RXNORM)
         attributes = MedicationAttributes(
             name=name,
             code=rxnorm or first_coding(concept),
-            strength=strength_of(name),
-            dose=_dose(dosage, name) if dosage else None,
-            frequency=timing_text(dosage.timing) if dosage else None,
-            route=route,
-            route_source=("order" if ordered_route else "dose form") if route else None,
-            as_needed=as_needed,
-            as_needed_for=concept_text(dosage.asNeededCodeableConcept) if dosage else None,
-            duration=_duration(dosage) if dosage else None,
-            dosage_text=dosage.text if dosage else None,
+            **dosage_attributes(dosage, name),
             status=request.status,
             intent=request.intent,
             request_category=", ".join(sorted(code for code in categories if code)) or None,
@@ -296,12 +283,38 @@ def map_medications(scope: Scope) -> Mapped:
                 else None
             ),
         )
-        mapped.facts.append(
-            Fact(
-                id=stable_id("medication", item.key),
-                category="medication",
-                attributes=attributes,
-                sources=sources,
-            )
-        )
+        mapped.facts.append(medication_fact(item, attributes, sources))
     return mapped
+
+
+def dosage_attributes(dosage: Any, name: str) -> dict[str, Any]:
+    """What a Dosage (an order's instruction, a statement's) and the drug's name say of how it
+    is taken: strength, dose, frequency, route (the dose form's when no route is given), as
+    needed, duration, the instruction's text."""
+    ordered_route = concept_text(dosage.route) if dosage else None
+    route = ordered_route or route_of_form(name)
+    return {
+        "strength": strength_of(name),
+        "dose": _dose(dosage, name) if dosage else None,
+        "frequency": timing_text(dosage.timing) if dosage else None,
+        "route": route,
+        "route_source": ("order" if ordered_route else "dose form") if route else None,
+        "as_needed": bool(dosage.asNeededBoolean or dosage.asNeededCodeableConcept)
+        if dosage
+        else None,
+        "as_needed_for": concept_text(dosage.asNeededCodeableConcept) if dosage else None,
+        "duration": _duration(dosage) if dosage else None,
+        "dosage_text": dosage.text if dosage else None,
+    }
+
+
+def medication_fact(
+    item: ParsedResource, attributes: MedicationAttributes, sources: list[SourceRef]
+) -> Fact:
+    """The medication fact of one order or statement."""
+    return Fact(
+        id=stable_id("medication", item.key),
+        category="medication",
+        attributes=attributes,
+        sources=sources,
+    )

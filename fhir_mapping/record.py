@@ -6,18 +6,16 @@ What follows (reading the documents, the agent loop) is the pipeline's: ``pipeli
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from fhir_mapping.care import map_care
-from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures
-from fhir_mapping.codes import as_datetime
+from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures, performed
 from fhir_mapping.demographics import encounter_fact, patient_fact
 from fhir_mapping.documents import collect_documents
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.medication_statements import map_medication_statements
 from fhir_mapping.medications import map_medications
 from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
-from fhir_mapping.results import map_results, observation_effective
+from fhir_mapping.results import map_results, observation_categories, observation_effective
 from fhir_mapping.scope import Scope, choose_scope
 from pipeline.evidence import aware
 from pipeline.mapped import EPISODE_WINDOW_H, MappedRecord
@@ -44,22 +42,13 @@ def _scope(index: ResourceIndex, encounter_id: str | None, window_h: float) -> S
         raise
 
 
-def _is_laboratory(observation: Any) -> bool:
-    return any(
-        coding.code == "laboratory"
-        for concept in observation.category or []
-        for coding in concept.coding or []
-    )
-
-
 def record_begins(scope: Scope) -> dict[str, datetime]:
     """The earliest procedure and laboratory result of the patient in what was read (whatever
     the stay): where the available record starts for each."""
     dated: dict[str, list[datetime]] = {"procedure": [], "lab_result": []}
     for item in scope.index.of_type("Procedure"):
         procedure = item.model
-        period = procedure.performedPeriod
-        when = as_datetime(procedure.performedDateTime or (period.start if period else None))
+        when, _ = performed(procedure)
         if when is not None and scope.is_patient(procedure.subject):
             dated["procedure"].append(aware(when))
     for item in scope.index.of_type("Observation"):
@@ -68,7 +57,7 @@ def record_begins(scope: Scope) -> dict[str, datetime]:
         if (
             when is not None
             and scope.is_patient(observation.subject)
-            and _is_laboratory(observation)
+            and "laboratory" in observation_categories(observation)
         ):
             dated["lab_result"].append(aware(when))
     return {kind: min(moments) for kind, moments in dated.items() if moments}

@@ -66,7 +66,7 @@ def _reference_range(holder: Any) -> tuple[Decimal | None, Decimal | None, str |
     return low, high, first.text
 
 
-def _categories(observation: Any) -> set[str]:
+def observation_categories(observation: Any) -> set[str]:
     return {
         coding.code
         for concept in observation.category or []
@@ -86,7 +86,7 @@ def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> 
     interpretation = next(
         (text for text in map(concept_text, observation.interpretation or []) if text), None
     )
-    category = ", ".join(sorted(_categories(observation))) or None
+    category = ", ".join(sorted(observation_categories(observation))) or None
     holders: list[tuple[str, Any, Any]] = [("", observation, observation.code)]
     holders += [
         (f"component[{position}].", component, component.code)
@@ -223,8 +223,8 @@ def map_results(scope: Scope) -> Mapped:
             continue
         if observation.status in _VOID:
             mapped.exclude(item, "status", f"status is {observation.status}")
-        elif not _categories(observation) & _STANDALONE_CATEGORIES:
-            kinds = ", ".join(sorted(_categories(observation))) or "no category"
+        elif not observation_categories(observation) & _STANDALONE_CATEGORIES:
+            kinds = ", ".join(sorted(observation_categories(observation))) or "no category"
             mapped.exclude(item, "out_of_scope", f"observation category {kinds} not summarised")
         else:
             mapped.facts.extend(observation_facts(item, None))

@@ -306,7 +306,10 @@ def fitted_facts(
         return facts
     room = window - min(answer_tokens, window // 4)
     kept = list(facts)
-    while kept and count(render("prompts/draft.txt.j2", facts=kept, notes=notes)) > room:
+    while kept:
+        tokens = count(render("prompts/draft.txt.j2", facts=kept, notes=notes))
+        if tokens is None or tokens <= room:
+            break
         kept = kept[: len(kept) - max(1, len(kept) // 10)]
     return kept
 
@@ -347,18 +350,18 @@ def agentic_summary(
     notes = [sentence.text for sentence in course]
     fact_items = [{"id": fact_id, "text": text} for fact_id, text in facts.items()]
     note_items = [{"id": sentence.citations[0], "text": sentence.text} for sentence in course]
-    schema = sentences_schema(settings.limits, list(facts))
-    fact_items = fitted_facts(backend, fact_items, note_items, answer_budget(schema))
+    answer_tokens = answer_budget(sentences_schema(settings.limits, list(facts)))
+    fact_items = fitted_facts(backend, fact_items, note_items, answer_tokens)
+    # The model may cite what it was given: the facts that fit, and the course's sentences.
     facts = {item["id"]: facts[item["id"]] for item in fact_items} | {
         item["id"]: item["text"] for item in note_items
     }
+    schema = sentences_schema(settings.limits, list(facts))
     prompt = render("prompts/draft.txt.j2", facts=fact_items, notes=note_items)
     source_start = prompt.index("<data>")
     source_spans = [(source_start, len(prompt))]
     progress("drafting the hospital course")
-    answer = _ask(
-        backend, prompt, ["sentences"], sentences_schema(settings.limits, list(facts)), settings
-    )
+    answer = _ask(backend, prompt, ["sentences"], schema, settings)
     sentences = _drafts(answer, prompt)
     decisions: list[str] = []
     previous: set[str] = set()

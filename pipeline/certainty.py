@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from pipeline.summary import CheckResult
-from pipeline.words import FUNCTION_WORDS, stem
+from pipeline.summary import CheckResult, check_result
+from pipeline.words import WORD, content_word, stem
 
 # Cues whose scope runs forward, to the end of the clause: "possible pneumonia", "rule out
 # sepsis", "question neurogenic tumor", "concerning for malignancy".
@@ -39,7 +39,6 @@ _BACKWARD_CUE = re.compile(
 _CLAUSE_END = re.compile(r"[.;:!?()\n]|\b(?:but|however|and pathology|although|though)\b", re.I)
 _SCOPE_WORDS = 8
 _BACKWARD_WORDS = 3
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 # Disease classes that are different diseases, not wordings of one: a summary naming one where
 # its evidence names only the other states a different diagnosis.
@@ -64,18 +63,14 @@ DISEASE_CLASSES: dict[str, frozenset[str]] = {
 }
 
 
-def _content(word: str) -> bool:
-    return len(word) >= 4 and word.lower() not in FUNCTION_WORDS
-
-
 def _clause_words(text: str, start: int, forward: bool, limit: int) -> list[str]:
     """Up to ``limit`` words from ``start`` in one direction, not past the clause's end."""
     if forward:
         end = _CLAUSE_END.search(text, start)
-        words = _WORD.findall(text[start : end.start() if end else len(text)])
+        words = WORD.findall(text[start : end.start() if end else len(text)])
         return words[:limit]
     begin = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
-    return _WORD.findall(text[begin:start])[-limit:]
+    return WORD.findall(text[begin:start])[-limit:]
 
 
 def hedged_stems(text: str) -> set[str]:
@@ -83,27 +78,27 @@ def hedged_stems(text: str) -> set[str]:
     hedged: set[str] = set()
     for cue in _FORWARD_CUE.finditer(text):
         words = _clause_words(text, cue.end(), forward=True, limit=_SCOPE_WORDS)
-        hedged |= {stem(word) for word in words if _content(word)}
+        hedged |= {stem(word) for word in words if content_word(word)}
     for cue in _BACKWARD_CUE.finditer(text):
         words = _clause_words(text, cue.start(), forward=False, limit=_BACKWARD_WORDS)
-        hedged |= {stem(word) for word in words if _content(word)}
+        hedged |= {stem(word) for word in words if content_word(word)}
     return hedged
 
 
 def _stated(text: str) -> list[tuple[str, str]]:
     """(stem, word) of each content word of ``text``."""
-    return [(stem(word), word) for word in _WORD.findall(text) if _content(word)]
+    return [(stem(word), word) for word in WORD.findall(text) if content_word(word)]
 
 
 def check_certainty(text: str, evidence_text: str) -> CheckResult:
     """Hard: a finding asserted as certain that the evidence states only as possible."""
-    hedged_in_evidence = hedged_stems(evidence_text)
-    asserted_in_evidence = {
-        stem
-        for sentence in re.split(r"(?<=[.;!?])\s+|\n", evidence_text)
-        for stem, _ in _stated(sentence)
-        if stem not in hedged_stems(sentence)
-    }
+    # Hedges never reach past a sentence (its end closes their clause): read each one once.
+    hedged_in_evidence: set[str] = set()
+    asserted_in_evidence: set[str] = set()
+    for sentence in re.split(r"(?<=[.;!?])\s+|\n", evidence_text):
+        hedged = hedged_stems(sentence)
+        hedged_in_evidence |= hedged
+        asserted_in_evidence |= {said for said, _ in _stated(sentence) if said not in hedged}
     hedged_in_text = hedged_stems(text)
     failing = [
         word
@@ -112,17 +107,11 @@ def check_certainty(text: str, evidence_text: str) -> CheckResult:
         and stem not in asserted_in_evidence
         and stem not in hedged_in_text
     ]
-    unique = list(dict.fromkeys(failing))
-    return CheckResult(
-        check="certainty",
-        passed=not unique,
-        spans=unique,
-        detail="stated as certain where the evidence only raises it" if unique else "",
-    )
+    return check_result("certainty", failing, "stated as certain where the evidence only raises it")
 
 
 def _classes(text: str) -> dict[str, list[str]]:
-    words = [word.lower() for word in _WORD.findall(text)]
+    words = [word.lower() for word in WORD.findall(text)]
     return {
         name: [word for word in words if word in members]
         for name, members in DISEASE_CLASSES.items()
@@ -140,10 +129,4 @@ def check_disease_class(text: str, evidence_text: str) -> CheckResult:
         if words and not known[name] and any(known[other] for other in known if other != name)
         for word in words
     ]
-    unique = list(dict.fromkeys(failing))
-    return CheckResult(
-        check="disease_class",
-        passed=not unique,
-        spans=unique,
-        detail="a different disease class from the evidence's" if unique else "",
-    )
+    return check_result("disease_class", failing, "a different disease class from the evidence's")

@@ -65,11 +65,8 @@ class Metered:
     def __init__(self, backend: ChatBackend) -> None:
         self.backend = backend
         self.name, self.version = backend.name, backend.version
-        # The window and the counter of a backend that has them, for fitting prompts.
+        # The backend's window, where it says it, for fitting prompts.
         self.context_tokens: int | None = getattr(backend, "context_tokens", None)
-        counter = getattr(backend, "count_tokens", None)
-        if counter is not None:
-            self.count_tokens = counter
         self._usage = ModelUsage()
         self._lock = threading.Lock()
 
@@ -96,6 +93,11 @@ class Metered:
                 }
             )
         return completion
+
+    def count_tokens(self, text: str) -> int | None:
+        """The tokens ``text`` takes for the backend, where it can count them."""
+        counter = getattr(self.backend, "count_tokens", None)
+        return None if counter is None else int(counter(text))
 
     def wasted(self, completion: Completion) -> None:
         """Count an answer that could not be used whole."""

@@ -45,8 +45,8 @@ from pipeline.claims import check_claim
 from pipeline.evidence import EvidenceState, Fact
 from pipeline.medications import normalise_quantity
 from pipeline.record_conflicts import check_record
-from pipeline.summary import CheckResult, Sentence, Verdict, hard_verdict
-from pipeline.words import FUNCTION_WORDS, stem
+from pipeline.summary import CheckResult, Sentence, Verdict, check_result, hard_verdict
+from pipeline.words import FUNCTION_WORDS, WORD, content_word, stem
 
 _MONTHS = {name.lower(): index for index, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): index for index, name in enumerate(calendar.month_abbr) if name}
@@ -141,7 +141,6 @@ _NO_ANSWER = re.compile(
     r"^(?:no|nope|nah|not really|never|negative|none|i don't|i do not|i haven't)\b", re.I
 )
 _YES_ANSWER = re.compile(r"^(?:yes|yeah|yep|yup|i do|i have|sometimes|a little|correct)\b", re.I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _DRUG_SUFFIXES = re.compile(
     r"\b[a-z]+(?:pril|olol|sartan|statin|dipine|azole|prazole|oxacin|cycline|mycin|cillin|"
     r"cef[a-z]+|parin|gliptin|gliflozin|lukast|tidine|afil|triptan|barbital|zepam|zolam|"
@@ -335,11 +334,11 @@ def _clause_polarities(clause: str) -> list[tuple[str, bool, str]]:
         scope_end = end.start() if end else len(clause)
         # A list ("denies fever, chills, sweats, …") is denied to its end; prose to the window.
         if "," not in clause[cue.end() : scope_end]:
-            window = list(_WORD.finditer(clause, cue.end()))[:_SCOPE_WORDS]
+            window = list(WORD.finditer(clause, cue.end()))[:_SCOPE_WORDS]
             if window:
                 scope_end = min(scope_end, window[-1].end())
     out = []
-    for match in _WORD.finditer(clause):
+    for match in WORD.finditer(clause):
         word = match.group(0)
         if word.lower() in FUNCTION_WORDS or len(word) < 3 or _NEGATION_CUE.fullmatch(word):
             continue
@@ -419,7 +418,7 @@ class Evidence:
 
     @property
     def stems(self) -> set[str]:
-        return {stem(word) for word in _WORD.findall(self.joined)}
+        return {stem(word) for word in WORD.findall(self.joined)}
 
     @classmethod
     def of_text(cls, *texts: str) -> Evidence:
@@ -451,11 +450,6 @@ def _walk(value: object, evidence: Evidence) -> None:
         evidence.add_value(value)
 
 
-def _check(name: str, failing: Sequence[str], detail: str) -> CheckResult:
-    unique = list(dict.fromkeys(failing))
-    return CheckResult(check=name, passed=not unique, spans=unique, detail=detail if unique else "")
-
-
 def _number_supported(mention: NumberMention, evidence: Evidence) -> bool:
     """The value with what it counts: "10 days" does not support "10-year-old", nor "10 mg"
     "10 units"; a bare value in the evidence supports any count of it."""
@@ -467,7 +461,7 @@ def _number_supported(mention: NumberMention, evidence: Evidence) -> bool:
 
 def check_numbers(text: str, evidence: Evidence) -> CheckResult:
     failing = [m.text for m in find_numbers(text) if not _number_supported(m, evidence)]
-    return _check(
+    return check_result(
         "numbers", failing, "numbers not found in the evidence, or counting another thing"
     )
 
@@ -476,21 +470,21 @@ def check_dates(text: str, evidence: Evidence) -> CheckResult:
     failing = [
         text[start:end] for start, end, found in find_dates(text) if found not in evidence.dates
     ]
-    return _check("dates", failing, "dates not found in the evidence")
+    return check_result("dates", failing, "dates not found in the evidence")
 
 
 def drug_mentions(text: str) -> list[str]:
     lexicon = drug_lexicon()
-    words = [word for word in _WORD.findall(text) if word.lower() in lexicon]
+    words = [word for word in WORD.findall(text) if word.lower() in lexicon]
     words += [match.group(0) for match in _DRUG_SUFFIXES.finditer(text)]
     words += [match.group("what") for match in _ALLERGEN.finditer(text)]
     return list(dict.fromkeys(words))
 
 
 def check_drugs(text: str, evidence: Evidence) -> CheckResult:
-    known = {word.lower() for word in _WORD.findall(evidence.joined)}
+    known = {word.lower() for word in WORD.findall(evidence.joined)}
     failing = [word for word in drug_mentions(text) if word.lower() not in known]
-    return _check("drugs", failing, "drugs or allergens not in the evidence")
+    return check_result("drugs", failing, "drugs or allergens not in the evidence")
 
 
 def check_demographics(text: str, evidence: Evidence) -> CheckResult:
@@ -502,13 +496,13 @@ def check_demographics(text: str, evidence: Evidence) -> CheckResult:
     # The evidence tells sex by words, and by pronouns and forms of address too ("she", "Mr.").
     clues = _SEX_WORDS | _SEX_CLUES
     evidence_sexes = {
-        clues[word.lower()] for word in _WORD.findall(evidence.joined) if word.lower() in clues
+        clues[word.lower()] for word in WORD.findall(evidence.joined) if word.lower() in clues
     }
-    for word in _WORD.findall(text):
+    for word in WORD.findall(text):
         sex = _SEX_WORDS.get(word.lower())
         if sex is not None and sex not in evidence_sexes:
             failing.append(word)
-    return _check("demographics", failing, "age or sex not stated in the evidence")
+    return check_result("demographics", failing, "age or sex not stated in the evidence")
 
 
 def _polarity_mismatches(text: str, evidence: Evidence, negated_in_text: bool) -> list[str]:
@@ -525,12 +519,12 @@ def _polarity_mismatches(text: str, evidence: Evidence, negated_in_text: bool) -
 
 def check_negation(text: str, evidence: Evidence) -> CheckResult:
     failing = _polarity_mismatches(text, evidence, negated_in_text=False)
-    return _check("negation", failing, "asserted where the evidence denies it")
+    return check_result("negation", failing, "asserted where the evidence denies it")
 
 
 def check_denials(text: str, evidence: Evidence) -> CheckResult:
     failing = _polarity_mismatches(text, evidence, negated_in_text=True)
-    return _check("denials", failing, "denied where the evidence states it")
+    return check_result("denials", failing, "denied where the evidence states it")
 
 
 def check_terms(text: str, evidence: Evidence) -> CheckResult:
@@ -538,15 +532,15 @@ def check_terms(text: str, evidence: Evidence) -> CheckResult:
     stems = evidence.stems
     failing: list[str] = []
     run: list[str] = []
-    for word in _WORD.findall(text):
-        if word.lower() not in FUNCTION_WORDS and len(word) >= 4 and stem(word) not in stems:
+    for word in WORD.findall(text):
+        if content_word(word) and stem(word) not in stems:
             run.append(word)
         elif run:
             failing.append(" ".join(run))
             run = []
     if run:
         failing.append(" ".join(run))
-    return _check("terms", failing, "words the evidence does not contain")
+    return check_result("terms", failing, "words the evidence does not contain")
 
 
 def check_citations(citations: Sequence[str], state: EvidenceState) -> CheckResult:
@@ -554,7 +548,7 @@ def check_citations(citations: Sequence[str], state: EvidenceState) -> CheckResu
     missing = [citation for citation in citations if citation not in known]
     if not citations:
         return CheckResult(check="citations", passed=False, detail="the sentence cites nothing")
-    return _check("citations", missing, "citations that do not resolve")
+    return check_result("citations", missing, "citations that do not resolve")
 
 
 def check_cited_sentence(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.summary import CheckResult
+from pipeline.summary import CheckResult, check_result
 from pipeline.words import FUNCTION_WORDS
 
 _SPEAKER = re.compile(r"^\s*[A-Za-z_]+\s*:\s*")
@@ -41,9 +41,5 @@ def claim_problem(sentence: str) -> str | None:
 def check_claim(sentence: str) -> CheckResult:
     """Hard: the sentence makes no clinical claim."""
     problem = claim_problem(sentence)
-    return CheckResult(
-        check="claim",
-        passed=problem is None,
-        spans=[sentence.strip()] if problem else [],
-        detail=f"no clinical claim: {problem}" if problem else "",
-    )
+    failing = [sentence.strip()] if problem else []
+    return check_result("claim", failing, f"no clinical claim: {problem}")

@@ -43,7 +43,7 @@ _GENERIC = frozenset(
 RESOLVED_STATUSES = frozenset({"resolved", "inactive", "remission"})
 
 
-def content_words(term: str) -> set[str]:
+def topic_stems(term: str) -> set[str]:
     """The words of a clinical term that say what it is about, cut to a stem of six letters
     ("appendectomy" and "appendicitis" stay apart; "grafting" and "graft" meet)."""
     words = re.findall(r"[a-z]+", plain_term(term).lower())
@@ -55,13 +55,13 @@ def _status_post(diagnosis: DiagnosisAttributes, procedures: list[Fact]) -> Fact
     said = HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()
     if said == plain_term(diagnosis.display):
         return None
-    wanted = content_words(said)
+    wanted = topic_stems(said)
     for fact in procedures:
         procedure = fact.attributes
         if (
             isinstance(procedure, ProcedureAttributes)
             and wanted
-            and (wanted <= content_words(procedure.name))
+            and (wanted <= topic_stems(procedure.name))
         ):
             return fact
     return None
@@ -131,7 +131,7 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
         if not isinstance(diagnosis, DiagnosisAttributes) or diagnosis.listing != "stale":
             continue
         abated = diagnosis.abatement is not None or (diagnosis.clinical_status in RESOLVED_STATUSES)
-        related = not about or bool(content_words(diagnosis.display) & about)
+        related = not about or bool(topic_stems(diagnosis.display) & about)
         if not abated and related and diagnosis.onset is not None:
             flags.append(
                 ReviewFlag(
@@ -157,4 +157,4 @@ def _what_the_stay_is_about(state: EvidenceState, diagnoses: list[Fact]) -> set[
         if isinstance(f.attributes, DiagnosisAttributes)
         and f.attributes.listing in {"principal", "episode"}
     ]
-    return {word for term in terms for word in content_words(term)}
+    return {word for term in terms for word in topic_stems(term)}

@@ -19,6 +19,7 @@ import inspect
 import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,21 @@ LOOP_NGRAM = 24
 LOOP_REPEATS = 3
 
 
-def repeats_itself(tokens: list[int], n: int = LOOP_NGRAM, times: int = LOOP_REPEATS) -> bool:
-    """Whether the last ``n`` tokens occur ``times`` times in ``tokens`` (the last included)."""
-    if len(tokens) < n * times:
-        return False
-    tail = tokens[-n:]
-    seen = sum(tokens[start : start + n] == tail for start in range(len(tokens) - n + 1))
-    return seen >= times
+class LoopGuard:
+    """Counts each run of ``n`` tokens as it is written, one step at a time (constant work per
+    token, however long the answer): a run written ``times`` times is a loop."""
+
+    def __init__(self, n: int = LOOP_NGRAM, times: int = LOOP_REPEATS) -> None:
+        self.n, self.times = n, times
+        self.seen: Counter[tuple[int, ...]] = Counter()
+
+    def looping(self, tokens: list[int]) -> bool:
+        """Whether the run ending with the token just written completes a loop."""
+        if len(tokens) < self.n:
+            return False
+        run = tuple(tokens[-self.n :])
+        self.seen[run] += 1
+        return self.seen[run] >= self.times
 
 
 class TransformersBackend:
@@ -142,12 +151,13 @@ class TransformersBackend:
     ) -> tuple[list[int], bool]:
         """Greedy tokens after ``prompt``, and whether the model ended them: until the grammar
         is complete (with a matcher) or the end-of-sequence token, at most ``budget`` tokens, and
-        not past a loop (``repeats_itself``)."""
+        not past a loop (``LoopGuard``)."""
         device = next(self.model.parameters()).device
         step_input, cache = prompt.to(device), None
         bitmask = None if matcher is None else xgrammar.allocate_token_bitmask(1, self._vocab_size)
         end = self.tokenizer.eos_token_id
         generated: list[int] = []
+        guard = LoopGuard()
         for _ in range(budget):
             output = self.model(
                 input_ids=step_input, use_cache=True, **{self._cache_argument: cache}
@@ -166,7 +176,7 @@ class TransformersBackend:
             elif token == end:
                 return generated, True
             generated.append(token)
-            if repeats_itself(generated):
+            if guard.looping(generated):
                 return generated, False
             if cache is None:  # a model that keeps no cache is given the whole sequence
                 step_input = torch.cat([step_input, torch.tensor([[token]], device=device)], 1)

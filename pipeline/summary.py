@@ -92,6 +92,14 @@ class CheckResult(_Model):
     )
 
 
+def check_result(check: str, failing: Sequence[str], detail: str) -> CheckResult:
+    """A check's result from its failing spans (each once): passed when there are none."""
+    unique = list(dict.fromkeys(failing))
+    return CheckResult(
+        check=check, passed=not unique, spans=unique, detail=detail if unique else ""
+    )
+
+
 class ModelUsage(_Model):
     """What drafting asked of the language model: calls, and tokens where the server told."""
 

@@ -68,7 +68,7 @@ def number_sources(cited: list[SourceKey]) -> tuple[dict[SourceKey, int], list[S
         listed.append(
             SourceLine(
                 label=label,
-                numbers=str(first) if first == last else f"{first}–{last}",
+                numbers=", ".join(runs(list(range(first, last + 1)))),
                 entries=[_entry(key) for key in keys],
             )
         )

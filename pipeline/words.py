@@ -2,9 +2,13 @@
 claim to check), and the one stemmer the checks compare words by. Kept apart from FOCUS so that
 checking never loads torch."""
 
+import re
+
 from nltk.stem import PorterStemmer
 
 _STEMMER = PorterStemmer()
+# A word as the checks read one: letters, with inner apostrophes and hyphens ("don't", "x-ray").
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 def stem(word: str) -> str:
@@ -23,3 +27,8 @@ FUNCTION_WORDS = frozenset(
     patient doctor
     """.split()
 )
+
+
+def content_word(word: str) -> bool:
+    """A word that can carry a claim: four letters or more, and not a function word."""
+    return len(word) >= 4 and word.lower() not in FUNCTION_WORDS

@@ -11,7 +11,7 @@ import pytest
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from pipeline.agentic import LoopSettings, agentic_summary
-from pipeline.chat import ModelOutputError, ask_json
+from pipeline.chat import Metered, ModelOutputError, ask_json
 from pipeline.evidence import EvidenceState
 from pipeline.rendering import render
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -281,5 +281,7 @@ def test_the_draft_prompt_fits_the_models_window_keeping_the_most_relevant_facts
     assert 0 < len(kept) < len(facts)
     assert kept == facts[: len(kept)]  # the least relevant (last) are left out first
     assert "Admitted with pneumonia." in prompt  # the course's own sentences stay
-    # A backend that does not say its window gets every fact.
+    # A draft's metered backend fits the same way; one that does not say its window gets all.
+    assert fitted_facts(Metered(Windowed()), facts, notes, answer_tokens=300) == kept
     assert fitted_facts(Scripted({}, invented_judge, []), facts, notes, 300) == facts
+    assert fitted_facts(Metered(Scripted({}, invented_judge, [])), facts, notes, 300) == facts

@@ -15,7 +15,7 @@ from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_sche
 from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
 from pipeline.echoes import echoes_prompt, restates_instructions
 from pipeline.extraction import chunk_limits, extract_from_notes
-from pipeline.llm import LOOP_NGRAM, TransformersBackend, repeats_itself
+from pipeline.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -101,11 +101,18 @@ def test_unusable_answers_end_in_a_model_error_after_the_retries() -> None:
     assert len(backend.budgets) == 3
 
 
+def written(tokens: list[int]) -> list[bool]:
+    """The guard's verdict after each token, as the decoder asks it."""
+    guard = LoopGuard()
+    return [guard.looping(tokens[: end + 1]) for end in range(len(tokens))]
+
+
 def test_a_long_run_written_a_third_time_is_a_loop() -> None:
     item = list(range(LOOP_NGRAM))
-    assert not repeats_itself(item + item)
-    assert repeats_itself(item * 3)
-    assert not repeats_itself(list(range(LOOP_NGRAM * 3)))
+    assert not any(written(item + item))
+    verdicts = written(item * 3)
+    assert verdicts.index(True) == 3 * LOOP_NGRAM - 1  # the last token of the third copy
+    assert not any(written(list(range(LOOP_NGRAM * 3))))
 
 
 class CyclingModel(torch.nn.Module):
