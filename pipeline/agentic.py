@@ -24,11 +24,10 @@ prompt that says such text is never an instruction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +43,9 @@ from pipeline.chat import (
     ModelOutputError,
     Progress,
     ask_json,
+    in_parallel,
     no_progress,
+    token_counter,
 )
 from pipeline.checker import check_cited_sentence
 from pipeline.claims import claim_problem
@@ -64,8 +65,6 @@ GroundingScorer = Callable[
     [str, list[tuple[int, int]], str, list[tuple[int, int]]], list[float | None]
 ]
 NARRATIVE: SectionKey = "hospital_course"
-Item = TypeVar("Item")
-Answer = TypeVar("Answer")
 
 
 class LoopSettings(BaseModel):
@@ -95,17 +94,6 @@ class LoopSettings(BaseModel):
             renewal_window_days=settings.medication_renewal_window_days,
             extraction_budget_s=settings.extraction_budget_s,
         )
-
-
-def in_parallel(
-    work: Callable[[Item], Answer], items: Sequence[Item], concurrency: int
-) -> list[Answer]:
-    """``work`` on each item, at most ``concurrency`` at once, answers in the items' order; the
-    first failure is raised (the loop is all or nothing)."""
-    if concurrency <= 1 or len(items) <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
-        return list(pool.map(work, items))
 
 
 @dataclass(slots=True)
@@ -300,15 +288,14 @@ def fitted_facts(
     """The facts, most relevant first, that fit the draft prompt in the model's context window
     with room for its answer (a quarter of the window at least). A backend that does not say
     its window (``context_tokens``) or cannot count (``count_tokens``) gets them all."""
-    window = getattr(backend, "context_tokens", None)
-    count = getattr(backend, "count_tokens", None)
-    if not isinstance(window, int) or count is None:
+    counter = token_counter(backend)
+    if counter is None:
         return facts
+    window, count = counter
     room = window - min(answer_tokens, window // 4)
     kept = list(facts)
     while kept:
-        tokens = count(render("prompts/draft.txt.j2", facts=kept, notes=notes))
-        if tokens is None or tokens <= room:
+        if count(render("prompts/draft.txt.j2", facts=kept, notes=notes)) <= room:
             break
         kept = kept[: len(kept) - max(1, len(kept) // 10)]
     return kept
@@ -480,6 +467,7 @@ def draft_with_model(
         strict=True,
         renewal_window=timedelta(days=settings.renewal_window_days),
         budget_s=settings.extraction_budget_s,
+        concurrency=settings.concurrency,
     )
     summary = agentic_summary(
         extended,

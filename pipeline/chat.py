@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pipeline.answer_schemas import answer_budget
 from pipeline.errors import ModelError
 from pipeline.summary import ModelUsage
 
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
 # Told what the model is doing now ("drafting", "pass 2: detecting 7 sentences"), for progress.
 Progress = Callable[[str], None]
 
@@ -104,6 +107,27 @@ class Metered:
         with self._lock:
             spent = self._usage.wasted_tokens + (completion.completion_tokens or 0)
             self._usage = self._usage.model_copy(update={"wasted_tokens": spent})
+
+
+def token_counter(backend: ChatBackend) -> tuple[int, Callable[[str], int]] | None:
+    """The backend's context window and its token counter, where it says both (a local model
+    does; a server, unless configured, does not)."""
+    window = getattr(backend, "context_tokens", None)
+    count = getattr(backend, "count_tokens", None)
+    if not isinstance(window, int) or count is None or count("") is None:
+        return None
+    return window, lambda text: int(count(text))
+
+
+def in_parallel(
+    work: Callable[[Item], Answer], items: Sequence[Item], concurrency: int
+) -> list[Answer]:
+    """``work`` on each item, at most ``concurrency`` at once, answers in the items' order; the
+    first failure is raised (a draft is all or nothing)."""
+    if concurrency <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
+        return list(pool.map(work, items))
 
 
 def answer_text(answer: str | Completion) -> str:

@@ -18,11 +18,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from itertools import pairwise
 from typing import Any
 
 from pipeline.agent import run_agent_loop
-from pipeline.answer_schemas import SchemaLimits, extraction_schema
-from pipeline.chat import ChatBackend, ModelOutputError, Progress, ask_json, no_progress
+from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
+from pipeline.chat import (
+    ChatBackend,
+    ModelOutputError,
+    Progress,
+    ask_json,
+    in_parallel,
+    no_progress,
+    token_counter,
+)
 from pipeline.documents import quote_refs
 from pipeline.echoes import echoes_prompt
 from pipeline.errors import ModelError
@@ -46,6 +55,10 @@ from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.sentences import split_sentences
 
+# A note page is read in chunks of about this size: in a model's tokens where the backend counts
+# them (a chunk small enough for a small model to list its facts), else in characters.
+CHUNK_TOKENS = 1000
+MIN_CHUNK_TOKENS = 64
 CHUNK_CHARS = 4000
 
 
@@ -76,17 +89,55 @@ def locate_quote(text: str, quote: str, start: int = 0) -> tuple[int, int] | Non
     return (found.start(), found.end()) if found else None
 
 
-def chunks(text: str, limit: int = CHUNK_CHARS) -> list[tuple[int, int]]:
-    """Spans of ``text`` of at most about ``limit`` characters, cut between sentences."""
+def chunks(
+    text: str, limit: int = CHUNK_CHARS, size: Callable[[str], int] = len
+) -> list[tuple[int, int]]:
+    """Spans of ``text`` of at most about ``limit`` (measured by ``size``: characters, or a
+    model's tokens), cut between sentences; a sentence longer than the limit alone is cut between
+    words."""
     spans: list[tuple[int, int]] = []
-    start = 0
+    start = end = 0
+    held = 0
     for sentence in split_sentences(text):
-        if sentence.end - start > limit and sentence.start > start:
-            spans.append((start, sentence.start))
-            start = sentence.start
-    if start < len(text):
+        length = size(text[end : sentence.end])
+        if held and held + length > limit:
+            spans.append((start, end))
+            start, held = end, 0
+        held += length
+        end = sentence.end
+        if held > limit:
+            spans += _cut_between_words(text, start, end, -(-held // limit))
+            start, held = end, 0
+    if spans and not text[start:].strip():
+        spans[-1] = (spans[-1][0], len(text))  # trailing whitespace is no chunk of its own
+    elif start < len(text):
         spans.append((start, len(text)))
     return spans
+
+
+def _cut_between_words(text: str, start: int, end: int, parts: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` in ``parts`` spans of about equal length, cut at whitespace."""
+    cuts = [start]
+    for part in range(1, parts):
+        target = start + (end - start) * part // parts
+        space = text.rfind(" ", cuts[-1] + 1, target)
+        cuts.append(space + 1 if space >= 0 else target)
+    cuts.append(end)
+    return [(begin, stop) for begin, stop in pairwise(cuts) if stop > begin]
+
+
+def chunk_measure(backend: ChatBackend, limits: SchemaLimits) -> tuple[int, Callable[[str], int]]:
+    """How to size note chunks for this backend: in its own tokens where it counts them, at most
+    ``CHUNK_TOKENS`` and no more than its window holds beside the prompt and the longest answer
+    a chunk may get; in characters otherwise."""
+    counter = token_counter(backend)
+    if counter is None:
+        return CHUNK_CHARS, len
+    window, count = counter
+    prompt = render("prompts/extract.txt.j2", title="", page=1, text="")
+    overhead = count(render("prompts/system.txt.j2")) + count(prompt)
+    answer = min(answer_budget(extraction_schema(limits)), window // 4)
+    return max(MIN_CHUNK_TOKENS, min(CHUNK_TOKENS, window - overhead - answer)), count
 
 
 def _attributes(item: dict[str, Any]) -> Any:
@@ -130,53 +181,63 @@ def chunk_limits(limits: SchemaLimits, chunk: str) -> SchemaLimits:
     )
 
 
-def _extract_page(
-    document: SourceDocument,
-    page: int,
-    text: str,
-    backend: ChatBackend,
-    result: Extraction,
-    limits: SchemaLimits,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One call's worth of a note: a span of a page, and where it stands in the page."""
+
+    document: SourceDocument
+    number: int  # the note's place among those read, from 1
+    page: int
+    text: str  # the whole page, so that a quote is located at its page offsets
+    start: int
+    end: int
+    part: int
+    parts: int
+
+
+def _extract_chunk(chunk: _Chunk, backend: ChatBackend, limits: SchemaLimits) -> Extraction:
+    """The facts one chunk states, each located at its quote; echoes and lost quotes rejected."""
+    result = Extraction()
+    document, text = chunk.document, chunk.text
+    piece = text[chunk.start : chunk.end]
     system = {"role": "system", "content": render("prompts/system.txt.j2")}
-    for chunk_start, chunk_end in chunks(text):
-        chunk = text[chunk_start:chunk_end]
-        prompt = render(
-            "prompts/extract.txt.j2", title=document.title or document.id, page=page, text=chunk
-        )
-        answer = ask_json(
-            backend,
-            [system, {"role": "user", "content": prompt}],
-            ["items"],
-            2,
-            extraction_schema(chunk_limits(limits, chunk)),
-            salvage="items",
-        )
-        seen: set[str] = set()
-        for item in answer["items"] if isinstance(answer["items"], list) else []:
-            attributes = _attributes(item) if isinstance(item, dict) else None
-            if attributes is None:
-                continue
-            quote = str(item.get("quote", ""))
-            fact_id = stable_id("extracted", document.id, page, attributes.category, quote)
-            if fact_id in seen:
-                continue  # the same fact again: a model repeating itself
-            seen.add(fact_id)
-            fact = Fact(id=fact_id, category=attributes.category, attributes=attributes)
-            if echoes_prompt(str(item.get("text", "")), prompt, chunk):
-                reason = f"echoes the prompt, not the note: {item.get('text')!r}"
-                result.rejected.append(RejectedFact(fact=fact, reason=reason))
-                result.trace("rejected", reason, document)
-                continue
-            found = locate_quote(text[:chunk_end], quote, chunk_start)
-            if found is None:
-                reason = f"quote not found in {document.id} page {page}: {quote!r}"
-                result.rejected.append(RejectedFact(fact=fact, reason=reason))
-                result.trace("rejected", reason, document)
-                continue
-            start, end = found
-            sources = quote_refs(document, page, start, end, text[start:end])
-            result.facts.append(fact.model_copy(update={"sources": sources}))
+    prompt = render(
+        "prompts/extract.txt.j2", title=document.title or document.id, page=chunk.page, text=piece
+    )
+    answer = ask_json(
+        backend,
+        [system, {"role": "user", "content": prompt}],
+        ["items"],
+        2,
+        extraction_schema(chunk_limits(limits, piece)),
+        salvage="items",
+    )
+    seen: set[str] = set()
+    for item in answer["items"] if isinstance(answer["items"], list) else []:
+        attributes = _attributes(item) if isinstance(item, dict) else None
+        if attributes is None:
+            continue
+        quote = str(item.get("quote", ""))
+        fact_id = stable_id("extracted", document.id, chunk.page, attributes.category, quote)
+        if fact_id in seen:
+            continue  # the same fact again: a model repeating itself
+        seen.add(fact_id)
+        fact = Fact(id=fact_id, category=attributes.category, attributes=attributes)
+        if echoes_prompt(str(item.get("text", "")), prompt, piece):
+            reason = f"echoes the prompt, not the note: {item.get('text')!r}"
+            result.rejected.append(RejectedFact(fact=fact, reason=reason))
+            result.trace("rejected", reason, document)
+            continue
+        found = locate_quote(text[: chunk.end], quote, chunk.start)
+        if found is None:
+            reason = f"quote not found in {document.id} page {chunk.page}: {quote!r}"
+            result.rejected.append(RejectedFact(fact=fact, reason=reason))
+            result.trace("rejected", reason, document)
+            continue
+        start, end = found
+        sources = quote_refs(document, chunk.page, start, end, text[start:end])
+        result.facts.append(fact.model_copy(update={"sources": sources}))
+    return result
 
 
 def extract_from_notes(
@@ -187,43 +248,66 @@ def extract_from_notes(
     progress: Progress = no_progress,
     strict: bool = False,
     budget_s: float | None = None,
+    concurrency: int = 1,
     clock: Callable[[], float] = time.monotonic,
 ) -> Extraction:
-    """Facts the model finds in the state's readable note pages, each quoted at its offsets.
+    """Facts the model finds in the state's readable note pages (the stay's notes only), each
+    quoted at its offsets.
 
-    ``strict``: a model failure is raised, not recorded on the document. ``budget_s``: past it,
-    extraction stops and keeps what it has; each page it did not read is recorded on its
-    document ("not read by the model"), so the draft says so."""
-    result = Extraction()
+    The pages are read in chunks sized for the model (:func:`chunk_measure`), up to
+    ``concurrency`` chunks at once; the facts come back in the notes' order whatever finishes
+    first. ``strict``: an unreachable model is raised, not recorded on the document.
+    ``budget_s``: past it, no further chunk is sent and what was read is kept; each part not read
+    is recorded on its document ("not read by the model"), so the draft says so."""
+    limits = limits or SchemaLimits()
     readable = [
         d for d in state.documents if any(page.has_text for page in d.pages) and not d.other_patient
     ]
-    started = clock()
+    limit, size = chunk_measure(backend, limits)
+    work: list[_Chunk] = []
     for number, document in enumerate(readable, start=1):
-        progress(f"extracting note {number} of {len(readable)}")
         for page in document.pages:
-            if not page.has_text:
-                continue
-            if budget_s is not None and clock() - started > budget_s:
-                message = (
-                    f"page {page.number} not read by the model: extraction's time budget "
-                    f"({budget_s:g} s) ran out"
-                )
-                result.errors.setdefault(document.id, []).append(message)
-                result.trace("not_read", message, document)
-                continue
-            try:
-                _extract_page(
-                    document, page.number, page.text, backend, result, limits or SchemaLimits()
-                )
-            except ModelError as error:
-                # An unreachable model fails a strict draft whole; an answer that stays unusable
-                # after its retries costs only that page, which the draft names as not read.
-                if strict and not isinstance(error, ModelOutputError):
-                    raise
-                message = f"page {page.number} not read by the model: {error}"
-                result.errors.setdefault(document.id, []).append(message)
-                result.trace("error", message, document)
+            if page.has_text:
+                spans = chunks(page.text, limit, size)
+                work += [
+                    _Chunk(document, number, page.number, page.text, start, end, part, len(spans))
+                    for part, (start, end) in enumerate(spans, start=1)
+                ]
+    started = clock()
+
+    def read(chunk: _Chunk) -> Extraction:
+        where = f"page {chunk.page}" + (
+            f" (part {chunk.part} of {chunk.parts})" if chunk.parts > 1 else ""
+        )
+        if budget_s is not None and clock() - started > budget_s:
+            return _not_read(
+                chunk.document,
+                "not_read",
+                f"{where} not read by the model: extraction's time budget ({budget_s:g} s) ran out",
+            )
+        progress(f"extracting note {chunk.number} of {len(readable)}, {where}")
+        try:
+            return _extract_chunk(chunk, backend, limits)
+        except ModelError as error:
+            # An unreachable model fails a strict draft whole; an answer that stays unusable
+            # after its retries costs only its part of the page, which the draft names.
+            if strict and not isinstance(error, ModelOutputError):
+                raise
+            return _not_read(chunk.document, "error", f"{where} not read by the model: {error}")
+
+    result = Extraction()
+    for part in in_parallel(read, work, concurrency):
+        result.facts += part.facts
+        result.rejected += part.rejected
+        result.events += part.events
+        for document_id, messages in part.errors.items():
+            result.errors.setdefault(document_id, []).extend(messages)
+    return result
+
+
+def _not_read(document: SourceDocument, action: str, message: str) -> Extraction:
+    result = Extraction(errors={document.id: [message]})
+    result.trace(action, message, document)
     return result
 
 
@@ -257,10 +341,17 @@ def with_model_extraction(
     strict: bool = False,
     renewal_window: timedelta = RENEWAL_WINDOW,
     budget_s: float | None = None,
+    concurrency: int = 1,
 ) -> EvidenceState:
     """The state with the model's quoted extractions, reconciled, checked and validated again."""
     found = extract_from_notes(
-        state, backend, limits=limits, progress=progress, strict=strict, budget_s=budget_s
+        state,
+        backend,
+        limits=limits,
+        progress=progress,
+        strict=strict,
+        budget_s=budget_s,
+        concurrency=concurrency,
     )
     extended = with_extraction(state, found)
     return run_agent_loop(

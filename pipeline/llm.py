@@ -118,9 +118,11 @@ class TransformersBackend:
         max_tokens: int | None = None,
     ) -> Completion:
         """Greedy text, or, given a JSON schema, JSON that matches it, in at most ``max_tokens``
-        (and never more than the backend's ``max_new_tokens``)."""
+        (and never more than the backend's ``max_new_tokens``, nor past its context window)."""
         prompt = self.tokenizer(self.chat_text(messages), return_tensors="pt")["input_ids"]
         budget = min(self.max_new_tokens, max_tokens or self.max_new_tokens)
+        if self.context_tokens is not None:
+            budget = max(1, min(budget, self.context_tokens - prompt.shape[1]))
         with self._lock:
             matcher = None if schema is None else xgrammar.GrammarMatcher(self._grammar(schema))
             tokens, ended = self._generate(prompt, matcher, budget)

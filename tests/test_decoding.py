@@ -5,6 +5,9 @@ smaller budget, and items that echo the prompt rejected. Scripted models, one ru
 from __future__ import annotations
 
 import json
+import threading
+import time
+from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,7 +17,15 @@ import torch
 from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
 from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
 from pipeline.echoes import echoes_prompt, restates_instructions
-from pipeline.extraction import chunk_limits, extract_from_notes
+from pipeline.extraction import (
+    CHUNK_CHARS,
+    CHUNK_TOKENS,
+    MIN_CHUNK_TOKENS,
+    chunk_limits,
+    chunk_measure,
+    chunks,
+    extract_from_notes,
+)
 from pipeline.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -231,3 +242,115 @@ def test_an_answer_that_stays_unusable_costs_its_page_not_the_draft() -> None:
     assert extraction.facts == []
     ((message,),) = extraction.errors.values()
     assert message.startswith("page 1 not read by the model") and "no usable JSON" in message
+
+
+class Counting(Scripted):
+    """A local model that states its window and counts a token per word, answering the fact of
+    the chunk it is sent: "Day N." quoted from it."""
+
+    context_tokens = 1200
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        self.conversations.append(messages)
+        self.budgets.append(max_tokens)
+        chunk = messages[-1]["content"].split("<data>")[-1].split("</data>")[0]
+        days = [word for word in chunk.split() if word.startswith("D") and word[1:-1].isdigit()]
+        items = [{"category": "follow_up", "text": day, "quote": day} for day in days[:1]]
+        return Completion(json.dumps({"items": items}))
+
+
+def long_page(sentences: int) -> str:
+    return " ".join(f"D{n}. Walked the hall twice with physical therapy." for n in range(sentences))
+
+
+def test_note_chunks_are_sized_in_the_models_own_tokens_to_fit_its_window() -> None:
+    backend = Counting()
+    limit, size = chunk_measure(backend, SchemaLimits(extraction_items=4))
+    # The window holds the prompt, the longest answer and the chunk: less than the 1,000 default.
+    assert MIN_CHUNK_TOKENS < limit < CHUNK_TOKENS and size("a b c") == 3
+    page = long_page(300)  # 2,700 words: far beyond the window whole
+    spans = chunks(page, limit, size)
+    assert spans[0][0] == 0 and spans[-1][1] == len(page)
+    assert all(a[1] == b[0] for a, b in pairwise(spans))
+    assert all(size(page[start:end]) <= limit for start, end in spans)
+    # A backend that cannot count is read in characters, as before.
+    assert chunk_measure(Scripted(), SchemaLimits()) == (CHUNK_CHARS, len)
+
+
+def test_a_sentence_longer_than_a_chunk_is_cut_between_words() -> None:
+    run_on = "word " * 300
+    spans = chunks(run_on, 100)
+    assert len(spans) == 15 and "".join(run_on[a:b] for a, b in spans) == run_on
+    assert all(run_on[a:b].startswith("word") for a, b in spans)
+
+
+def test_a_long_page_is_read_chunk_by_chunk_and_every_chunk_fits_the_window() -> None:
+    note = fx.document_reference("d1", fx.attachment(long_page(300)))
+    state = evidence_from_fhir(fx.stay(note))
+    backend = Counting()
+    extraction = extract_from_notes(state, backend)
+    assert len(backend.conversations) > 2
+    limit, _ = chunk_measure(backend, SchemaLimits())
+    for conversation in backend.conversations:
+        chunk = conversation[-1]["content"].split("<data>")[-1].split("</data>")[0]
+        assert backend.count_tokens(chunk) <= limit + 4  # the title beside the chunk
+        prompt = sum(backend.count_tokens(message["content"]) for message in conversation)
+        assert prompt < backend.context_tokens
+    # One fact per chunk, quoted where it stands on the page.
+    assert len(extraction.facts) == len(backend.conversations)
+    assert not extraction.rejected
+
+
+class Concurrent(Scripted):
+    """Answers each note with its own fact, slower for earlier notes, counting calls in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.in_flight = self.most = 0
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        chunk = messages[-1]["content"]
+        day = next(word.strip(".") for word in chunk.split() if word.startswith("Day-"))
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        time.sleep(0.3 / int(day.split("-")[1]))
+        with self.lock:
+            self.in_flight -= 1
+        return Completion(
+            json.dumps({"items": [{"category": "follow_up", "text": day, "quote": day}]})
+        )
+
+
+def test_notes_are_read_concurrently_and_their_facts_kept_in_the_notes_order() -> None:
+    notes = [
+        fx.document_reference(f"d{n}", fx.attachment(f"Seen on Day-{n}. Improving.\n"))
+        for n in (1, 2, 3, 4)
+    ]
+    state = evidence_from_fhir(fx.stay(*notes))
+    steps: list[str] = []
+    sequential = extract_from_notes(state, Concurrent())
+    backend = Concurrent()
+    concurrent = extract_from_notes(state, backend, concurrency=4, progress=steps.append)
+    assert backend.most > 1
+    texts = [fact.attributes.text for fact in concurrent.facts]
+    assert texts == [fact.attributes.text for fact in sequential.facts]
+    assert sorted(texts) == ["Day-1", "Day-2", "Day-3", "Day-4"]
+    assert sorted(steps) == [f"extracting note {n} of 4, page 1" for n in (1, 2, 3, 4)]
