@@ -10,8 +10,10 @@ instruction, nothing about the patient). The checker's rules were not tuned on t
 
 Without ``--generate``, the checker (``pipeline.verify.verify_text``, as ``provenote verify``)
 judges every labelled sentence against its dialogue, and the table gives, per label, the share
-judged unsupported (hard), the share flagged at all (hard or soft), and the share passed
-unflagged. Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
+judged unsupported (hard), the share flagged at all (hard or soft), the share passed
+unflagged, and the share the agentic loop would let into a draft at all
+(``pipeline.agentic.kept_in_draft``: no meta text, no sentence without a claim).
+Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
 sentences flagged at all, no sentence without a claim passed unflagged.
 
 Run: ``python -m bench.fabrications [--generate N]``.
@@ -26,26 +28,46 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from pipeline.agentic import kept_in_draft
 from pipeline.sentences import split_sentences
 from pipeline.verify import verify_text
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINING = ROOT.parent / "shared" / "data" / "mts-dialog" / "MTS-Dialog-TrainingSet.csv"
-LABELLED = ROOT / "bench" / "data" / "smollm2_fabrications.jsonl"
+MTS_DIALOG = ROOT.parent / "shared" / "data" / "mts-dialog"
+# The rules were tuned on the training set's labels; the validation set's are held out, read
+# only to measure.
+SPLITS = {
+    "training": (
+        MTS_DIALOG / "MTS-Dialog-TrainingSet.csv",
+        ROOT / "bench" / "data" / "smollm2_fabrications.jsonl",
+    ),
+    "validation": (
+        MTS_DIALOG / "MTS-Dialog-ValidationSet.csv",
+        ROOT / "bench" / "data" / "smollm2_fabrications_validation.jsonl",
+    ),
+}
+TRAINING, LABELLED = SPLITS["training"]
 PROMPT = "Summarize this doctor-patient conversation for the medical record, in a few sentences."
 
 
-def generate(count: int) -> None:
+def source_prompt(dialogue: str) -> str:
+    """The prompt the summary was written from, the dialogue marked as data (as the pipeline's
+    prompts mark their sources), so that copying the dialogue is not restating the prompt."""
+    return f"{PROMPT}\n\n<data>{dialogue}</data>"
+
+
+def generate(count: int, split: str) -> None:
     from smartapp.core.language_models import language_model
     from smartapp.core.settings import Settings
 
-    with TRAINING.open(newline="", encoding="utf-8") as handle:
+    source, labelled = SPLITS[split]
+    with source.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))[:count]
     with tempfile.TemporaryDirectory() as cache:
         model = language_model(Settings(data_dir=Path(cache)), "smollm2")
         assert model is not None
-        LABELLED.parent.mkdir(parents=True, exist_ok=True)
-        with LABELLED.open("w", encoding="utf-8") as out:
+        labelled.parent.mkdir(parents=True, exist_ok=True)
+        with labelled.open("w", encoding="utf-8") as out:
             for row in rows:
                 messages = [{"role": "user", "content": f"{PROMPT}\n\n{row['dialogue']}"}]
                 summary = model.backend.complete(messages, max_tokens=200).text
@@ -59,10 +81,11 @@ def generate(count: int) -> None:
                     out.write(json.dumps(record) + "\n")
 
 
-def measure() -> None:
-    with TRAINING.open(newline="", encoding="utf-8") as handle:
+def measure(split: str) -> None:
+    source, labelled = SPLITS[split]
+    with source.open(newline="", encoding="utf-8") as handle:
         dialogues = {row["ID"]: row["dialogue"] for row in csv.DictReader(handle)}
-    records = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in labelled.read_text().splitlines() if line.strip()]
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for record in records:
         report = verify_text(dialogues[record["dialogue_id"]], record["sentence"])
@@ -72,26 +95,35 @@ def measure() -> None:
         counts[label]["sentences"] += 1
         counts[label]["hard"] += "unsupported" in verdicts
         counts[label]["flagged"] += any(flags)
-    print(f"SmolLM2 summaries of MTS-Dialog training dialogues, {len(records)} sentences")
-    print("| label | sentences | unsupported (hard) | flagged at all | passed unflagged |")
-    print("|---|---|---|---|---|")
+        prompt = source_prompt(dialogues[record["dialogue_id"]])
+        counts[label]["drafted"] += kept_in_draft(record["sentence"], prompt)
+    print(f"SmolLM2 summaries of MTS-Dialog {split} dialogues, {len(records)} sentences")
+    print(
+        "| label | sentences | unsupported (hard) | flagged at all | passed unflagged "
+        "| would reach a model's draft |"
+    )
+    print("|---|---|---|---|---|---|")
     for label in ("fabricated", "supported", "no_claim"):
         found = counts[label]
         total = max(found["sentences"], 1)
         print(
             f"| {label} | {found['sentences']} | {found['hard'] / total:.0%} "
-            f"| {found['flagged'] / total:.0%} | {1 - found['flagged'] / total:.0%} |"
+            f"| {found['flagged'] / total:.0%} | {1 - found['flagged'] / total:.0%} "
+            f"| {found['drafted'] / total:.0%} |"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generate", type=int, default=0, metavar="N")
+    parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     options = parser.parse_args()
-    if options.generate:
-        generate(options.generate)
-    else:
-        measure()
+    splits = list(SPLITS) if options.split == "both" else [options.split]
+    for split in splits:
+        if options.generate:
+            generate(options.generate, split)
+        else:
+            measure(split)
 
 
 if __name__ == "__main__":

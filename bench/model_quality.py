@@ -119,7 +119,7 @@ def run_one(name: str, data: dict[str, Any], model: Any, settings: Settings) -> 
     drafted, summary = draft_with_model(
         state,
         model.backend,
-        settings=LoopSettings.from_settings(settings),
+        settings=LoopSettings.from_settings(settings, model.tau),
         grounding=model.grounding,
     )
     spent = time.perf_counter() - started

@@ -58,7 +58,7 @@ from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
-from pipeline.settings import PipelineSettings
+from pipeline.settings import DEFAULT_AURA_TAU, PipelineSettings
 from pipeline.summary import NOT_DOCUMENTED, SectionKey, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[
@@ -71,7 +71,7 @@ class LoopSettings(BaseModel):
     """τ, ε, T_max and r, concurrent model calls and the answer schemas' limits;
     ``from_settings`` takes them from the deployment's settings."""
 
-    tau: float = Field(0.35, ge=0, le=1)
+    tau: float = Field(DEFAULT_AURA_TAU, ge=0, le=1)
     epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
     ratio: float = Field(0.5, gt=0, le=1)
@@ -81,11 +81,19 @@ class LoopSettings(BaseModel):
     limits: SchemaLimits = Field(default_factory=SchemaLimits)
     renewal_window_days: int = Field(RENEWAL_WINDOW.days, ge=1)
     extraction_budget_s: float | None = Field(None, gt=0)
+    # The deployment's drafting settings (its clinical tables among them), for the parts of the
+    # summary told from the evidence.
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
 
     @classmethod
-    def from_settings(cls, settings: PipelineSettings) -> LoopSettings:
+    def from_settings(
+        cls, settings: PipelineSettings, model_tau: float | None = None
+    ) -> LoopSettings:
+        """The deployment's settings; τ, unless the deployment sets it, is the drafting model's
+        own calibrated one (``model_tau``), else AgenticSum's."""
+        tau = settings.aura_tau if settings.aura_tau is not None else model_tau
         return cls(
-            tau=settings.aura_tau,
+            tau=DEFAULT_AURA_TAU if tau is None else tau,
             epsilon=settings.aura_epsilon,
             max_iterations=settings.max_iterations,
             ratio=settings.focus_ratio,
@@ -93,6 +101,7 @@ class LoopSettings(BaseModel):
             limits=settings.answer_limits,
             renewal_window_days=settings.medication_renewal_window_days,
             extraction_budget_s=settings.extraction_budget_s,
+            pipeline=settings,
         )
 
 
@@ -253,11 +262,15 @@ def _drafts(
         drafts += [
             Draft(span.text, citations)
             for span in split_sentences(str(item["text"]))
-            if span.kind != "header"
-            and not restates_instructions(span.text, prompt)
-            and claim_problem(span.text) is None
+            if span.kind != "header" and kept_in_draft(span.text, prompt)
         ]
     return drafts
+
+
+def kept_in_draft(sentence: str, prompt: str) -> bool:
+    """Whether a sentence the model wrote may reach the draft: not meta text restating the
+    prompt, and a clinical claim (not a question, a fragment or text about the summary)."""
+    return not restates_instructions(sentence, prompt) and claim_problem(sentence) is None
 
 
 # What the course is told from, most relevant first: facts past the model's context window are
@@ -317,7 +330,9 @@ def agentic_summary(
     (:func:`draft_with_model` does both).
     """
     settings = settings or LoopSettings()
-    base = summarize_evidence(state, ratio=settings.ratio, salience=salience)
+    base = summarize_evidence(
+        state, ratio=settings.ratio, salience=salience, settings=settings.pipeline
+    )
     by_relevance = sorted(
         (section for section in base.sections if section.key in COURSE_RELEVANCE),
         key=lambda section: COURSE_RELEVANCE.index(section.key),

@@ -13,6 +13,9 @@ from pipeline.answer_schemas import SchemaLimits
 from pipeline.mapped import EPISODE_WINDOW_H
 from pipeline.reconcile import RENEWAL_WINDOW
 
+# AgenticSum's threshold, for a model nobody has calibrated.
+DEFAULT_AURA_TAU = 0.35
+
 
 class PipelineSettings(BaseModel):
     max_attachment_bytes: int = Field(20 * 1024 * 1024, gt=0)
@@ -43,8 +46,10 @@ class PipelineSettings(BaseModel):
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)
     # The agentic loop: AURA below tau flags a sentence; a mean AURA change below epsilon stops;
-    # at most max_iterations passes.
-    aura_tau: float = Field(0.35, ge=0, le=1)
+    # at most max_iterations passes. AURA is read from the drafting model's attention, so tau
+    # belongs to the model: None takes the model's calibrated tau where it has one
+    # (bench/aura_calibration.py), else DEFAULT_AURA_TAU.
+    aura_tau: float | None = Field(None, ge=0, le=1)
     aura_epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
     # Model calls for independent sentences (entailment, fixes) in flight at once.

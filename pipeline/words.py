@@ -29,6 +29,13 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+# An abbreviation in capitals is a dense clinical term ("HIV", "MI", "CHF"), however short.
+_ABBREVIATION = re.compile(r"[A-Z]{2,}s?")
+
+
 def content_word(word: str) -> bool:
-    """A word that can carry a claim: four letters or more, and not a function word."""
+    """A word that can carry a claim: four letters or more, or an abbreviation in capitals, and
+    not a function word."""
+    if _ABBREVIATION.fullmatch(word):
+        return word.lower() not in FUNCTION_WORDS
     return len(word) >= 4 and word.lower() not in FUNCTION_WORDS

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +286,37 @@ def test_the_draft_prompt_fits_the_models_window_keeping_the_most_relevant_facts
     assert fitted_facts(Metered(Windowed()), facts, notes, answer_tokens=300) == kept
     assert fitted_facts(Scripted({}, invented_judge, []), facts, notes, 300) == facts
     assert fitted_facts(Metered(Scripted({}, invented_judge, [])), facts, notes, 300) == facts
+
+
+def test_aura_tau_is_the_drafting_models_own_unless_the_deployment_sets_one() -> None:
+    from pipeline.settings import DEFAULT_AURA_TAU, PipelineSettings
+
+    assert LoopSettings.from_settings(PipelineSettings(), 0.09).tau == 0.09
+    assert LoopSettings.from_settings(PipelineSettings(), None).tau == DEFAULT_AURA_TAU
+    assert LoopSettings.from_settings(PipelineSettings(aura_tau=0.2), 0.09).tau == 0.2
+
+
+def test_a_model_drafted_summary_uses_the_deployments_clinical_tables(tmp_path: Path) -> None:
+    """The deployment's tables_dir holds for a model's draft as for the evidence-only one."""
+    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.settings import PipelineSettings
+
+    (tmp_path / "routine_procedures.json").write_text(
+        json.dumps({"source": "local", "date": "2026-12-03", "keywords": ["swallow screen"]})
+    )
+    deployment = PipelineSettings(tables_dir=tmp_path)
+    state = evidence_from_fhir(fx.stay(fx.procedure("p1", "Bedside swallow screen")))
+    shipped = summarize_evidence(state)
+    assert "swallow" in " ".join(s.text for s in shipped.section("procedures").sentences)
+    evidence_only = summarize_evidence(state, settings=deployment)
+    draft = {"sentences": [{"text": "Admitted for observation.", "citations": []}]}
+    judge = {"verdict": "supported", "unsupported_spans": []}
+    modelled = agentic_summary(
+        state,
+        Scripted(draft, lambda sentence: judge, [draft] * 3),
+        settings=LoopSettings.from_settings(deployment),
+        salience=NO_SALIENCE,
+    )
+    for summary in (evidence_only, modelled):
+        procedures = " ".join(s.text for s in summary.section("procedures").sentences)
+        assert "swallow" not in procedures  # routine care, by the deployment's table

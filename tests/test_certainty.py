@@ -4,6 +4,8 @@ AgenticSum's own (its Appendix E), as quoted in the issue, which used to pass as
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.certainty import check_certainty, check_disease_class, hedged_stems
 from pipeline.checker import Evidence, check_free_sentence, check_numbers
 from pipeline.summary import hard_verdict
@@ -89,3 +91,51 @@ def test_a_sentence_without_a_clinical_claim_is_unsupported_and_never_drafted() 
         assert claim_problem(empty) is not None, empty
         assert hard_verdict(check_free_sentence(empty, whole, whole)) == "unsupported", empty
     assert claim_problem("Headaches began 10 days ago.") is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ('Doctor: "Are you taking Fluticasone inhaler?"', "a question"),
+        ("Patient: How old are you now", "a question"),
+        ("Doctor: I'm sorry for any misunderstanding, but I'm Dr. Alex Thompson.", "a courtesy"),
+        ("Doctor: Wow amazing.", "a courtesy"),
+        ("Doctor: Tell me what happened.", "a request"),
+        ("Patient: I didn't know.", "says only that it is not known"),
+        (
+            "The doctor acknowledges the patient's injury and provides a kind explanation.",
+            "about the conversation or the summary, not the patient",
+        ),
+    ],
+)
+def test_courtesies_requests_and_reports_of_the_conversation_make_no_claim(
+    sentence: str, why: str
+) -> None:
+    from pipeline.claims import claim_problem
+
+    assert claim_problem(sentence) == why
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The doctor explains that the patient has a family history of heart disease.",
+        "The physician discussed the risks of surgery with the patient, who consented.",
+        "The patient was asked about smoking and quit ten years ago.",
+        "When she arrived she was hypoxic.",
+        "Patient denies fever.",
+        "Patient: No, I quit before I had my daughter.",
+    ],
+)
+def test_a_sentence_that_reports_a_finding_is_a_claim_however_it_opens(sentence: str) -> None:
+    from pipeline.claims import claim_problem
+
+    assert claim_problem(sentence) is None
+
+
+def test_an_abbreviation_the_source_never_uses_is_a_word_the_evidence_lacks() -> None:
+    from pipeline.checker import check_terms
+
+    dialogue = Evidence.of_text("Patient: I have diabetes and high blood pressure.")
+    assert check_terms("Patient: I have HIV.", dialogue).spans == ["HIV"]
+    assert check_terms("Patient: I have diabetes.", dialogue).passed

@@ -12,7 +12,11 @@ import pytest
 
 from smartapp.core import packaged_model
 from smartapp.core.language_models import language_model
-from smartapp.core.packaged_model import ModelNotInstalledError, converted_directory
+from smartapp.core.packaged_model import (
+    SMOLLM2_TAU,
+    ModelNotInstalledError,
+    converted_directory,
+)
 from smartapp.core.settings import Settings
 
 
@@ -54,6 +58,7 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache_and_answers_json(
     settings = Settings(data_dir=tmp_path)
     first = language_model(settings, "smollm2")
     assert first is not None and first.backend.name == "SmolLM2-135M-Instruct"
+    assert first.tau == SMOLLM2_TAU  # AURA's threshold calibrated for this model
     (converted,) = (tmp_path / "models").iterdir()
     assert (converted / "model.safetensors").is_file()
     assert (converted / "chat_template.jinja").is_file() or "chat_template" in json.loads(

@@ -21,6 +21,7 @@ from smartapp.core.openai_backend import OpenAIBackend
 from smartapp.core.packaged_model import (
     SMOLLM2,
     SMOLLM2_NAME,
+    SMOLLM2_TAU,
     converted_directory,
     packaged_smollm2,
 )
@@ -36,6 +37,8 @@ class LanguageModel:
 
     backend: ChatBackend
     grounding: GroundingScorer | None
+    # AURA's threshold calibrated for this model (bench/aura_calibration.py), where known.
+    tau: float | None = None
 
 
 def language_model(settings: Settings, spec: str | None = None) -> LanguageModel | None:
@@ -56,7 +59,7 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
     if spec == SMOLLM2:
         directory = converted_directory(packaged_smollm2(), cache)
         local = TransformersBackend.from_directory(directory, name=SMOLLM2_NAME)
-        return LanguageModel(local, local.grounding)
+        return LanguageModel(local, local.grounding, SMOLLM2_TAU)
     if found["dir"]:
         path = Path(found["dir"])
         if path.suffix == ".gguf":

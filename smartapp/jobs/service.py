@@ -464,7 +464,7 @@ class JobService:
                     draft_with_model,
                     state,
                     model.backend,
-                    settings=LoopSettings.from_settings(self.pipeline_settings),
+                    settings=LoopSettings.from_settings(self.pipeline_settings, model.tau),
                     max_agent_steps=self.pipeline_settings.max_agent_steps,
                     grounding=model.grounding,
                     progress=progress,
