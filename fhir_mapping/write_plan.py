@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM, TARGET_ELEMENT
@@ -29,13 +30,24 @@ from fhir_mapping.references import rewrite_references
 from fhir_mapping.signoff import verifier_provenance
 from fhir_mapping.smart_scopes import granted
 
-Strategy = Literal["composition", "document-reference", "final-only", "none"]
-STRATEGIES: tuple[Strategy, ...] = ("composition", "document-reference", "final-only", "none")
+
+class Strategy(StrEnum):
+    """How a draft is written to an EHR. An enum, so that a configured name that is none of these
+    (a typo in ``PROVENOTE_WRITEBACK_STRATEGIES``) is refused at start-up, never read as "ask the
+    CapabilityStatement"."""
+
+    COMPOSITION = "composition"
+    DOCUMENT_REFERENCE = "document-reference"
+    FINAL_ONLY = "final-only"
+    NONE = "none"
 
 
 def as_strategy(value: str | None) -> Strategy | None:
-    """A stored or configured strategy name as a Strategy; None when it names none."""
-    return next((strategy for strategy in STRATEGIES if strategy == value), None)
+    """A stored strategy name as a Strategy; None when it names none."""
+    try:
+        return Strategy(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 ACCEPTED_STATUS = "https://provenote.dev/fhir/StructureDefinition/document-status-accepted"
@@ -92,11 +104,13 @@ def choose_strategy(capability: Capability, scope: str, forced: Strategy | None 
     if forced:
         return forced
     if capability.allows("Composition", scope):
-        return "composition"
+        return Strategy.COMPOSITION
     if capability.allows("DocumentReference", scope):
         statuses = capability.document_statuses
-        return "final-only" if statuses and "preliminary" not in statuses else "document-reference"
-    return "none"
+        if statuses and "preliminary" not in statuses:
+            return Strategy.FINAL_ONLY
+        return Strategy.DOCUMENT_REFERENCE
+    return Strategy.NONE
 
 
 NoWriteReason = Literal["configured", "not-accepted", "not-permitted"]
@@ -300,5 +314,5 @@ def write_plan(
         return WritePlan(strategy, steps)
     fallback = _document_plan(resources, note, key, with_provenance, None, at)
     return WritePlan(
-        strategy, steps, COMPOSITION_REFUSED, WritePlan("document-reference", fallback)
+        strategy, steps, COMPOSITION_REFUSED, WritePlan(Strategy.DOCUMENT_REFERENCE, fallback)
     )

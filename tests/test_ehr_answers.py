@@ -210,6 +210,11 @@ def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
             "for example PROVENOTE_ALLOWED_ISSUERS='[\"https://ehr.example.org/fhir\"]'",
         ),
         ({"PROVENOTE_JOB_QUEUE": "procrastinate"}, "needs a PostgreSQL database_url"),
+        (
+            {"PROVENOTE_WRITEBACK_STRATEGIES": '{"https://ehr.example.org/fhir": "compositon"}'},
+            "PROVENOTE_WRITEBACK_STRATEGIES: Input should be 'composition', "
+            "'document-reference', 'final-only' or 'none'",
+        ),
     ],
 )
 def test_a_server_refuses_to_start_on_settings_that_cannot_work(

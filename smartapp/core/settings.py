@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from fhir_mapping.write_plan import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
 
@@ -142,7 +143,7 @@ class Settings(PipelineSettings, BaseSettings):
     job_lease_s: float = Field(120.0, gt=0)
     # Per EHR (FHIR base URL): force a write-back strategy instead of reading it from the
     # CapabilityStatement: composition | document-reference | final-only | none.
-    writeback_strategies: dict[str, str] = Field(default_factory=dict)
+    writeback_strategies: dict[str, Strategy] = Field(default_factory=dict)
     # Who may launch the app. Default deny: an issuer neither listed here nor registered below
     # is refused before anything is fetched from it.
     allowed_issuers: list[str] = Field(default_factory=list)

@@ -15,6 +15,7 @@ from fhir_mapping.draft_resources import draft_resources
 from fhir_mapping.write_plan import (
     Capability,
     DraftNote,
+    Strategy,
     WrittenCopy,
     as_strategy,
     choose_strategy,
@@ -69,7 +70,7 @@ class Write:
     strategy, and whether the launch behind the write may write to the chart at all."""
 
     installation: str
-    forced: str | None = None
+    forced: Strategy | None = None
     permitted: bool = True
 
 
@@ -122,7 +123,7 @@ async def sign_outcome(
             True,
         )
     capability = await capability_of(client)
-    forced = as_strategy(write.forced)
+    forced = write.forced
     strategy = choose_strategy(capability, scope, forced)
     if strategy == "none":
         reason = why_nothing_is_written(capability, scope, forced)
@@ -148,13 +149,11 @@ async def _write(
         scope,
         key=key,
         at=datetime.now(UTC),
-        forced=as_strategy(write.forced),
+        forced=write.forced,
         written_before=_copy(before),
     )
     if plan.strategy == "none":
-        status = NOTHING_WRITTEN[
-            why_nothing_is_written(capability, scope, as_strategy(write.forced))
-        ]
+        status = NOTHING_WRITTEN[why_nothing_is_written(capability, scope, write.forced)]
     elif not plan.steps:
         status = WriteBackStatus.DEFERRED
     else:
@@ -174,11 +173,13 @@ async def write_back(
     if not write.permitted:
         refused = WriteBackStatus.USER_MAY_NOT_WRITE
         return await record_write_back(
-            database, draft.id, key, client.base, refused, Written("none")
+            database, draft.id, key, client.base, refused, Written(Strategy.NONE)
         )
     if await signed_version(database, draft) is not None:
         held = WriteBackStatus.HELD_SIGNED
-        return await record_write_back(database, draft.id, key, client.base, held, Written("none"))
+        return await record_write_back(
+            database, draft.id, key, client.base, held, Written(Strategy.NONE)
+        )
     return await _write(database, client, draft, scope, write, await _replaced(database, draft))
 
 

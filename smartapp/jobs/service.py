@@ -24,6 +24,7 @@ from sqlalchemy import CursorResult, Result, func, select, update
 
 from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
 from fhir_mapping.resources import type_counts
+from fhir_mapping.write_plan import Strategy
 from pipeline.agentic import LoopSettings, draft_with_model
 from pipeline.errors import InputError, ModelError, ProvenoteError
 from pipeline.evidence import EvidenceState
@@ -85,7 +86,7 @@ class JobService:
         queue: JobQueue | None = None,
         progress: ProgressBus | None = None,
         lease_s: float = 120.0,
-        forced_strategies: dict[str, str] | None = None,
+        forced_strategies: dict[str, Strategy] | None = None,
         stage_hook: StageHook | None = None,
         installation: str = "",
         inpatient_classes: list[str] | None = None,
