@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.synthea import bundles
 from pipeline.agentic import LoopSettings, draft_with_model
+from pipeline.errors import ModelError
 from pipeline.evidence import EncounterAttributes, EvidenceState
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.summary import SOFT_CHECKS, Summary
@@ -116,12 +117,21 @@ def run_one(name: str, data: dict[str, Any], model: Any, settings: Settings) -> 
     summarize_evidence(state)
     floor = time.perf_counter() - started
     started = time.perf_counter()
-    drafted, summary = draft_with_model(
-        state,
-        model.backend,
-        settings=LoopSettings.from_settings(settings, model.tau),
-        grounding=model.grounding,
-    )
+    try:
+        drafted, summary = draft_with_model(
+            state,
+            model.backend,
+            settings=LoopSettings.from_settings(settings, model.tau),
+            grounding=model.grounding,
+        )
+    except ModelError as failure:
+        # As the app does: the draft is the evidence-only one, and the model's failure is said.
+        drafted, summary = (
+            state,
+            summarize_evidence(state).model_copy(
+                update={"stop_reason": f"model failed, evidence-only draft ({failure})"}
+            ),
+        )
     spent = time.perf_counter() - started
     course = summary.section("hospital_course").sentences
     model_course = [s for s in course if s.entailment is not None or s.grounding is not None]
@@ -187,7 +197,10 @@ def main() -> None:
         kept = sum(row["extracted"][0] for row in rows)
         offered = sum(row["extracted"][1] for row in rows)
         print(
-            f"all {len(rows)} finished; median {statistics.median(seconds):.0f} s, "
+            f"{len(rows)} finished, "
+            f"{sum(str(r['stop']).startswith('model failed') for r in rows)} of them with the "
+            f"model failed and the evidence-only draft kept; "
+            f"median {statistics.median(seconds):.0f} s, "
             f"longest {max(seconds):.0f} s per stay; quotes verified {kept} of {offered}; "
             f"wasted tokens {sum(r['wasted'] for r in rows)} of "
             f"{sum(r['completion'] for r in rows)}; unsupported sentences unflagged: "

@@ -223,11 +223,16 @@ def ask_json(
 ) -> dict[str, Any]:
     """The model's JSON answer, parsed strictly, within the budget ``schema`` allows. An answer
     cut short is salvaged when ``salvage`` names its array of items; otherwise say what was wrong
-    and ask again (bounded), each time with half the budget."""
+    and ask again (bounded), each time with half the budget. A second answer cut short ends the
+    call: a greedy decoder cut once (by its budget or its loop guard) is cut the same way again,
+    so asking a third time only wastes another answer."""
     conversation = list(messages)
     problem = ""
+    cut_before = False
     budget = answer_budget(schema) if schema is not None else None
-    for _ in range(retries + 1):
+    answers = 0
+    while answers <= retries:
+        answers += 1
         answer = backend.complete(conversation, schema, budget)
         completion = answer if isinstance(answer, Completion) else Completion(answer)
         try:
@@ -245,6 +250,9 @@ def ask_json(
             if kept and salvage is not None and list(required) == [salvage]:
                 return {salvage: kept}
             problem = "the answer was cut short" if completion.cut else str(error)
+            if completion.cut and cut_before:
+                break
+            cut_before = cut_before or completion.cut
             budget = max(budget // 2, 64) if budget is not None else None
             conversation += [
                 {"role": "assistant", "content": completion.text},
@@ -253,6 +261,4 @@ def ask_json(
                     "content": f"That was not valid: {problem}. Answer with the JSON object only.",
                 },
             ]
-    raise ModelOutputError(
-        f"{backend.name}: no usable JSON after {retries + 1} answers ({problem})"
-    )
+    raise ModelOutputError(f"{backend.name}: no usable JSON after {answers} answers ({problem})")

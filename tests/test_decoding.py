@@ -354,3 +354,10 @@ def test_notes_are_read_concurrently_and_their_facts_kept_in_the_notes_order() -
     assert texts == [fact.attributes.text for fact in sequential.facts]
     assert sorted(texts) == ["Day-1", "Day-2", "Day-3", "Day-4"]
     assert sorted(steps) == [f"extracting note {n} of 4, page 1" for n in (1, 2, 3, 4)]
+
+
+def test_a_second_answer_cut_short_ends_the_call_instead_of_a_third() -> None:
+    backend = Metered(Scripted(cut('{"sentences": [{"text": "Adm'), cut('{"sentences": [{"te')))
+    with pytest.raises(ModelOutputError, match=r"after 2 answers \(the answer was cut short\)"):
+        ask_json(backend, [{"role": "user", "content": "x"}], ["sentences"], 2, salvage="sentences")
+    assert backend.usage.calls == 2 and backend.usage.wasted_tokens == 200
