@@ -250,9 +250,6 @@ class Counting(Scripted):
 
     context_tokens = 1200
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 

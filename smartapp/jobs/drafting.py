@@ -1,0 +1,84 @@
+"""The summarizing stage: which drafter writes a job's summary, and what happens when the model
+cannot be used.
+
+With a model configured, extraction and the agentic loop run together in a thread (never half
+of a model's work is kept); when the model fails, the job either drafts from the evidence alone
+(the draft says so: ``model_unavailable``) or fails, as the deployment chose. Without a model,
+the evidence-only summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from fhir_mapping.composition import MODEL_UNAVAILABLE
+from pipeline.agentic import LoopSettings, draft_with_model
+from pipeline.errors import ModelError, ProvenoteError
+from pipeline.evidence import EvidenceState
+from pipeline.evidence_summary import summarize_evidence
+from pipeline.settings import PipelineSettings
+from pipeline.summary import Summary
+from smartapp.core.errors import log, new_error_id
+from smartapp.core.language_models import LanguageModel
+
+# Told what the drafter is doing now, for the job's progress.
+Report = Callable[[str], Coroutine[Any, Any, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Drafting:
+    """The deployment's drafting: its pipeline settings, its model (None: evidence-only),
+    loaded once per process, and what a job does when that model cannot be used."""
+
+    settings: PipelineSettings
+    language_model: LanguageModel | None = None
+    model_fallback: str = "evidence-only"
+
+    async def summarize(
+        self, job_id: str, state: EvidenceState, report: Report
+    ) -> tuple[Summary, EvidenceState, str | None]:
+        """The summary and the state it cites, with the model when one is configured; when the
+        model cannot be used, the evidence-only summary and why (or the job fails, if so set)."""
+        model = self.language_model
+        unavailable = None
+        if model is not None:
+            loop = asyncio.get_running_loop()
+
+            def progress(step: str) -> None:
+                asyncio.run_coroutine_threadsafe(report(step), loop).result()
+
+            try:
+                extended, summary = await asyncio.to_thread(
+                    draft_with_model,
+                    state,
+                    model.backend,
+                    settings=LoopSettings.from_settings(self.settings, model.tau),
+                    max_agent_steps=self.settings.max_agent_steps,
+                    grounding=model.grounding,
+                    progress=progress,
+                )
+                return summary, extended, None
+            except ModelError as failure:
+                error_id = new_error_id()
+                # The server's words may quote the prompt (patient data): they go to the log only.
+                log.warning(
+                    "job %s: model %s failed (error %s): %s",
+                    job_id,
+                    model.backend.name,
+                    error_id,
+                    failure,
+                )
+                if self.model_fallback == "fail":
+                    raise ProvenoteError(
+                        f"the language model {model.backend.name} could not be used "
+                        f"(error {error_id}); no draft was made"
+                    ) from failure
+                unavailable = f"{model.backend.name}: {type(failure).__name__} (error {error_id})"
+                await report(f"{MODEL_UNAVAILABLE}: drafting from the evidence")
+        summary = await asyncio.to_thread(
+            summarize_evidence, state, ratio=self.settings.focus_ratio, settings=self.settings
+        )
+        return summary.model_copy(update={"model_unavailable": unavailable}), state, unavailable

@@ -1,0 +1,214 @@
+"""The jobs table: creating, finding, claiming and leasing jobs, and moving their state.
+
+All of a job's SQL sits here, so that the service only orders the stages. A running job holds a
+lease (``lease_until``): whoever runs it renews it, and a job whose lease ran out (its process
+died) is queued again by the first process that claims work, unless that process is running it
+itself (a long synchronous step can hold its event loop past a short lease).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Result, func, select, update
+
+from smartapp.core.db import Database, JobRow
+from smartapp.core.statuses import ACTIVE_JOB_STATES, JOB_MOVES, JobStage, JobState, moved
+
+
+def job_view(job: JobRow) -> dict[str, Any]:
+    """What ``GET /jobs/{id}`` and the progress events say about a job."""
+    return {
+        "id": job.id,
+        "patient": job.patient,
+        "encounter": job.encounter,
+        "state": job.state,
+        "stage": job.stage,
+        "progress": round(job.progress, 3),
+        "detail": job.detail,
+        "error": job.error,
+        "attempts": job.attempts,
+    }
+
+
+def _changed_rows(result: Result[Any]) -> int:
+    """Rows an UPDATE changed (an UPDATE's result is a cursor result, typed more loosely)."""
+    return cast(CursorResult[Any], result).rowcount
+
+
+class JobRepository:
+    """The jobs of one database, as seen by one worker process (``worker_name``)."""
+
+    def __init__(self, database: Database, lease: timedelta, worker_name: str) -> None:
+        self.database = database
+        self.lease = lease
+        self.worker_name = worker_name
+
+    async def find_or_create(
+        self,
+        iss: str,
+        patient: str,
+        encounter: str | None,
+        *,
+        session_id: str,
+        origin: str,
+        api_client: str | None,
+        may_write: bool,
+    ) -> tuple[JobRow, bool]:
+        """The job queued or running for this stay, else a new one; and whether it is new.
+
+        Joining a running job, a launch that may write lends the job its session; one that may
+        not (a patient's) leaves the job as it is, so it never gains a right to write."""
+        async with self.database.sessions() as session, session.begin():
+            existing = (
+                (
+                    await session.execute(
+                        select(JobRow).where(
+                            JobRow.patient == patient,
+                            JobRow.encounter == encounter,
+                            JobRow.iss == iss,
+                            JobRow.state.in_(ACTIVE_JOB_STATES),
+                        )
+                    )
+                )
+                .scalars()
+                .first()
+            )
+            if existing is not None:
+                if origin == "launch" and may_write:
+                    existing.session_id, existing.may_write = session_id, True
+                if api_client is not None and existing.api_client is None:
+                    existing.api_client = api_client
+                return existing, False
+            job = JobRow(
+                id=str(uuid.uuid4()),
+                session_id=session_id,
+                iss=iss,
+                patient=patient,
+                encounter=encounter,
+                state=JobState.QUEUED,
+                stage=JobStage.QUEUED,
+                progress=0.0,
+                detail="waiting for a worker",
+                attempts=0,
+                origin=origin,
+                api_client=api_client,
+                may_write=may_write,
+            )
+            session.add(job)
+        return job, True
+
+    async def latest_for(self, iss: str, patient: str, encounter: str | None) -> JobRow | None:
+        """The newest job for a patient's stay on an EHR (a launch may share it)."""
+        async with self.database.sessions() as session:
+            found = await session.execute(
+                select(JobRow)
+                .where(JobRow.iss == iss, JobRow.patient == patient, JobRow.encounter == encounter)
+                .order_by(JobRow.created_at.desc())
+                .limit(1)
+            )
+            return found.scalar_one_or_none()
+
+    async def running_for_client(self, api_client: str) -> int:
+        """Jobs an API client has queued or running."""
+        async with self.database.sessions() as session:
+            count = await session.scalar(
+                select(func.count())
+                .select_from(JobRow)
+                .where(JobRow.api_client == api_client, JobRow.state.in_(ACTIVE_JOB_STATES))
+            )
+        return count or 0
+
+    async def reopen_failed(self, job_id: str) -> tuple[JobRow | None, bool]:
+        """The job, queued again if it had failed; and whether it was."""
+        async with self.database.sessions() as session, session.begin():
+            job = await session.get(JobRow, job_id)
+            if job is None or job.state != JobState.FAILED:
+                return job, False
+            job.state, job.error = moved(JOB_MOVES, job.state, JobState.QUEUED), None
+        return job, True
+
+    async def get(self, job_id: str) -> JobRow | None:
+        async with self.database.sessions() as session:
+            return await session.get(JobRow, job_id)
+
+    async def requeue_expired(self, running_here: set[str]) -> None:
+        """Queue again the running jobs whose lease ran out, except those run here."""
+        now = datetime.now(UTC)
+        async with self.database.sessions() as session, session.begin():
+            await session.execute(
+                update(JobRow)
+                .where(
+                    JobRow.state == JobState.RUNNING,
+                    JobRow.lease_until < now,
+                    JobRow.id.not_in(running_here),
+                )
+                .values(state=JobState.QUEUED, detail="resumed after an interrupted run")
+            )
+
+    def _running_values(self) -> dict[str, Any]:
+        return {
+            "state": JobState.RUNNING,
+            "attempts": JobRow.attempts + 1,
+            "lease_until": datetime.now(UTC) + self.lease,
+            "worker": self.worker_name,
+        }
+
+    async def claim_next(self) -> JobRow | None:
+        """The oldest queued job, now running here under a lease; None when none is queued or
+        another worker claimed it first."""
+        async with self.database.sessions() as session, session.begin():
+            candidate = (
+                await session.execute(
+                    select(JobRow.id)
+                    .where(JobRow.state == JobState.QUEUED)
+                    .order_by(JobRow.created_at)
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
+            if candidate is None:
+                return None
+            claimed = await session.execute(
+                update(JobRow)
+                .where(JobRow.id == candidate, JobRow.state == JobState.QUEUED)
+                .values(**self._running_values())
+            )
+            if _changed_rows(claimed) != 1:
+                return None
+        return await self.get(candidate)
+
+    async def take_over(self, job_id: str) -> JobRow | None:
+        """The job, now running here under a lease, whether it was queued or running elsewhere
+        (a queue delivered it to this worker); None when it has ended."""
+        async with self.database.sessions() as session, session.begin():
+            claimed = await session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.state.in_(ACTIVE_JOB_STATES))
+                .values(**self._running_values())
+            )
+        if _changed_rows(claimed) != 1:
+            return None
+        return await self.get(job_id)
+
+    async def update(self, job_id: str, **values: Any) -> JobRow:
+        """Set ``values`` on the job (a state only by an allowed move), renewing its lease
+        unless ``lease_until`` is given."""
+        values.setdefault("lease_until", datetime.now(UTC) + self.lease)
+        async with self.database.sessions() as session, session.begin():
+            job = await session.get(JobRow, job_id)
+            assert job is not None
+            if "state" in values:
+                values["state"] = moved(JOB_MOVES, job.state, JobState(values["state"]))
+            for name, value in values.items():
+                setattr(job, name, value)
+        return job
+
+    async def renew_lease(self, job_id: str) -> None:
+        async with self.database.sessions() as session, session.begin():
+            await session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.state == JobState.RUNNING)
+                .values(lease_until=datetime.now(UTC) + self.lease)
+            )
