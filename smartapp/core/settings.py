@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
@@ -167,7 +168,7 @@ class Settings(PipelineSettings, BaseSettings):
     # fhirUser resource types that may review and sign drafts (and whose launches write back).
     reviewer_roles: list[str] = Field(default_factory=lambda: ["Practitioner"])
     # Encounter classes (v3 ActCode) a discharge summary is drafted for.
-    inpatient_classes: list[str] = Field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
+    inpatient_classes: list[str] = Field(default_factory=lambda: sorted(INPATIENT_CLASSES))
     # A draft left ``signing`` longer than this (its process died) is reconciled with the EHR.
     signing_timeout_s: float = Field(300.0, gt=0)
     # This installation's id, part of every written note's idempotency identifier; default:

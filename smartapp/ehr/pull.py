@@ -27,6 +27,7 @@ from fhir_mapping.pull_plan import (
     whole_record_searches,
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
+from fhir_mapping.scope import INPATIENT_CLASSES
 from pipeline.mapped import EPISODE_WINDOW_H
 from smartapp.core.errors import logged
 from smartapp.ehr.fhir_client import (
@@ -44,7 +45,7 @@ class PullBounds:
 
     window_h: float = EPISODE_WINDOW_H
     lookback_days: int = 365
-    inpatient_classes: list[str] = field(default_factory=lambda: ["IMP", "ACUTE", "NONAC"])
+    inpatient_classes: list[str] = field(default_factory=lambda: sorted(INPATIENT_CLASSES))
     # Pull everything the patient has (for an EHR whose searches cannot be bounded by date).
     whole_record: bool = False
 
