@@ -17,7 +17,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from pipeline.answer_schemas import SchemaLimits
+from pipeline.settings import SchemaLimits
 
 # A random model writes until a bound stops it: small answer bounds keep tiny models' answers
 # short (a test setting; the production bounds are SchemaLimits' defaults).

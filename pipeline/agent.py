@@ -12,7 +12,8 @@ from datetime import timedelta
 
 from pipeline.conflicts import detect_conflicts
 from pipeline.evidence import EvidenceState, ReviewFlag, TraceEvent, stable_id
-from pipeline.reconcile import RENEWAL_WINDOW, reconcile
+from pipeline.reconcile import reconcile
+from pipeline.settings import RENEWAL_WINDOW
 from pipeline.validate import validate
 
 Agent = Callable[[EvidenceState], tuple[EvidenceState, str, bool]]

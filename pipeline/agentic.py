@@ -31,12 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from pipeline.answer_schemas import (
-    SchemaLimits,
-    answer_budget,
-    entailment_schema,
-    sentences_schema,
-)
+from pipeline.answer_schemas import answer_budget, entailment_schema, sentences_schema
 from pipeline.chat import (
     ChatBackend,
     Metered,
@@ -54,11 +49,10 @@ from pipeline.evidence import EvidenceState, stable_id
 from pipeline.evidence_summary import summarize_evidence
 from pipeline.extraction import with_model_extraction
 from pipeline.focus import TokenSalience
-from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.retrieval import nearest
 from pipeline.sentences import split_sentences
-from pipeline.settings import DEFAULT_AURA_TAU, PipelineSettings
+from pipeline.settings import DEFAULT_AURA_TAU, RENEWAL_WINDOW, PipelineSettings, SchemaLimits
 from pipeline.summary import NOT_DOCUMENTED, SectionKey, Sentence, SentenceFlag, Summary
 
 GroundingScorer = Callable[

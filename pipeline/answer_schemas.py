@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pipeline.settings import SchemaLimits
 
 EXTRACTION_CATEGORIES = [
     "diagnosis",
@@ -23,26 +23,6 @@ EXTRACTION_CATEGORIES = [
     "pending_result",
     "follow_up",
 ]
-
-
-class SchemaLimits(BaseModel):
-    """Upper bounds in the answer schemas (characters, items)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    # A long, complicated stay runs to a few dozen sentences; 120 is a runaway.
-    course_sentences: int = Field(120, ge=1)
-    # A clinical sentence rarely passes 300 characters; 1,000 allows a long list of drugs.
-    sentence_chars: int = Field(1000, ge=8)
-    citations_per_sentence: int = Field(12, ge=1)
-    # A fixed sentence may become a few (a split list), or none (deleted).
-    sentences_per_fix: int = Field(6, ge=1)
-    entailment_spans: int = Field(12, ge=1)
-    span_chars: int = Field(300, ge=4)
-    # Per page chunk of at most ~4,000 characters (``pipeline.extraction.CHUNK_CHARS``).
-    extraction_items: int = Field(150, ge=1)
-    item_chars: int = Field(300, ge=4)
-    quote_chars: int = Field(1500, ge=8)
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

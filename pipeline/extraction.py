@@ -22,7 +22,7 @@ from itertools import pairwise
 from typing import Any
 
 from pipeline.agent import run_agent_loop
-from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
+from pipeline.answer_schemas import answer_budget, extraction_schema
 from pipeline.chat import (
     ChatBackend,
     ModelOutputError,
@@ -51,9 +51,9 @@ from pipeline.evidence import (
     stable_id,
 )
 from pipeline.medications import strength_of
-from pipeline.reconcile import RENEWAL_WINDOW
 from pipeline.rendering import render
 from pipeline.sentences import split_sentences
+from pipeline.settings import RENEWAL_WINDOW, SchemaLimits
 
 # A note page is read in chunks of about this size: in a model's tokens where the backend counts
 # them (a chunk small enough for a small model to list its facts), else in characters.

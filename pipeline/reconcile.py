@@ -44,9 +44,9 @@ from pipeline.medications import (
     normalise_route,
 )
 from pipeline.note_medications import NotedDrug, noted_drugs
+from pipeline.settings import RENEWAL_WINDOW
 
 ACTIVE_STATUSES = frozenset({"active", "on-hold"})
-RENEWAL_WINDOW = timedelta(days=365)
 
 
 @dataclass(frozen=True, slots=True)

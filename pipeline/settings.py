@@ -5,16 +5,37 @@ The pipeline reads no environment. The one settings object that does is
 fields too, so the app, the worker and the CLI pass that object down as they are.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.answer_schemas import SchemaLimits
 from pipeline.mapped import EPISODE_WINDOW_H
-from pipeline.reconcile import RENEWAL_WINDOW
 
 # AgenticSum's threshold, for a model nobody has calibrated.
 DEFAULT_AURA_TAU = 0.35
+# An "active" order written longer ago than this before admission is confirmed, not continued.
+RENEWAL_WINDOW = timedelta(days=365)
+
+
+class SchemaLimits(BaseModel):
+    """Upper bounds in the model's answer schemas (characters, items)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # A long, complicated stay runs to a few dozen sentences; 120 is a runaway.
+    course_sentences: int = Field(120, ge=1)
+    # A clinical sentence rarely passes 300 characters; 1,000 allows a long list of drugs.
+    sentence_chars: int = Field(1000, ge=8)
+    citations_per_sentence: int = Field(12, ge=1)
+    # A fixed sentence may become a few (a split list), or none (deleted).
+    sentences_per_fix: int = Field(6, ge=1)
+    entailment_spans: int = Field(12, ge=1)
+    span_chars: int = Field(300, ge=4)
+    # Per page chunk of at most ~4,000 characters (``pipeline.extraction.CHUNK_CHARS``).
+    extraction_items: int = Field(150, ge=1)
+    item_chars: int = Field(300, ge=4)
+    quote_chars: int = Field(1500, ge=8)
 
 
 class PipelineSettings(BaseModel):

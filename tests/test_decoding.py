@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from pipeline.answer_schemas import SchemaLimits, answer_budget, extraction_schema
+from pipeline.answer_schemas import answer_budget, extraction_schema
 from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
 from pipeline.echoes import echoes_prompt, restates_instructions
 from pipeline.extraction import (
@@ -27,6 +27,7 @@ from pipeline.extraction import (
     extract_from_notes,
 )
 from pipeline.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
+from pipeline.settings import SchemaLimits
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 

@@ -18,14 +18,10 @@ from launch.tiny_models import (
     tiny_llama,
     word_tokenizer,
 )
-from pipeline.answer_schemas import (
-    SchemaLimits,
-    entailment_schema,
-    extraction_schema,
-    sentences_schema,
-)
+from pipeline.answer_schemas import entailment_schema, extraction_schema, sentences_schema
 from pipeline.chat import Completion, Metered
 from pipeline.llm import TransformersBackend
+from pipeline.settings import SchemaLimits
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
 
 MESSAGES = [
