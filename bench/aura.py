@@ -71,10 +71,10 @@ class Counting:
 
 def calls_table() -> None:
     from launch.tiny_models import tiny_llama, word_tokenizer
-    from pipeline.agentic import LoopSettings, agentic_summary
-    from pipeline.chat import ask_json
-    from pipeline.extraction import with_model_extraction
-    from pipeline.llm import TransformersBackend
+    from pipeline.backends.chat import ask_json
+    from pipeline.backends.llm import TransformersBackend
+    from pipeline.summarizing.agentic import LoopSettings, agentic_summary
+    from pipeline.summarizing.extraction import with_model_extraction
     from smartapp.jobs.evidence import evidence_from_fhir
 
     folder = SYNTHEA if SYNTHEA.is_dir() else Path(__file__).parents[1] / "launch" / "samples"

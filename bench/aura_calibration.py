@@ -1,8 +1,8 @@
 """AURA's threshold τ, calibrated with the real model on the MTS-Dialog training split.
 
 AURA flags a sentence as weakly grounded when its score is below τ. The score is read from the
-attention of the model that wrote the sentence (``pipeline.aura``), so τ belongs to the model:
-here SmolLM2-135M-Instruct, the packaged model.
+attention of the model that wrote the sentence (``pipeline.backends.aura``), so τ belongs to the
+model: here SmolLM2-135M-Instruct, the packaged model.
 
 The calibration set is the labelled one of ``bench/fabrications.py``: SmolLM2's own summaries of
 MTS-Dialog *training* dialogues, each sentence labelled fabricated, supported or without a claim
@@ -12,7 +12,7 @@ a claim, τ is the threshold that best separates fabricated from supported (Youd
 of fabrications flagged minus the share of supported sentences flagged, at its largest), and the
 table gives that τ beside the default in force, with the ROC area (the chance that a fabricated
 sentence scores below a supported one) and AURA's agreement with the checker
-(``pipeline.verify``: flagged at all).
+(``pipeline.checking.verify``: flagged at all).
 
 Run: ``python -m bench.aura_calibration`` (about a minute on 2 cores once the model is converted
 into ``data/models``).
@@ -25,8 +25,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from pipeline.checking.verify import verify_text
 from pipeline.settings import DEFAULT_AURA_TAU
-from pipeline.verify import verify_text
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT.parent / "shared" / "data" / "mts-dialog" / "MTS-Dialog-TrainingSet.csv"

@@ -1,7 +1,7 @@
 """The fact checker measured on MTS-Dialog validation: false flags and injected errors caught.
 
 Each reference section summary is checked against its own dialogue (``provenote verify``'s
-path: ``pipeline.verify.verify_text``):
+path: ``pipeline.checking.verify.verify_text``):
 
 - **unchanged**: the share of references with a sentence judged *unsupported* (hard checks), and
   the share with any flag at all (hard or soft, "weak grounding");
@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.checker import drug_lexicon
-from pipeline.verify import verify_text
-from pipeline.words import FUNCTION_WORDS
+from pipeline.checking.checker import drug_lexicon
+from pipeline.checking.verify import verify_text
+from pipeline.text.words import FUNCTION_WORDS
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mts-dialog"
 VALIDATION = DATA / "MTS-Dialog-ValidationSet.csv"

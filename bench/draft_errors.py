@@ -34,7 +34,10 @@ from typing import Any
 
 from bench.synthea import bundles
 from fhir_mapping.demographics import NOT_A_REASON
-from pipeline.evidence import (
+from pipeline.clinical.medications import main_ingredient
+from pipeline.clinical.results import CRITICAL
+from pipeline.clinical.tables import table
+from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
     LabResultAttributes,
@@ -42,14 +45,11 @@ from pipeline.evidence import (
     ProcedureAttributes,
     aware,
 )
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.medications import main_ingredient
-from pipeline.rendering import plain_term
-from pipeline.results import CRITICAL
+from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
-from pipeline.summary import Summary
-from pipeline.summary_text import render_markdown
-from pipeline.tables import table
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from pipeline.summarizing.summary_text import render_markdown
+from pipeline.text.rendering import plain_term
 from smartapp.jobs.evidence import evidence_from_fhir
 
 YEAR = timedelta(days=365)

@@ -18,9 +18,9 @@ import time
 from bench import draft_errors
 from bench.synthea import bundles
 from fhir_mapping.resources import index_resources
-from pipeline.evidence import LabResultAttributes
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.results import ABNORMAL
+from pipeline.clinical.results import ABNORMAL
+from pipeline.evidence.model import LabResultAttributes
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 
 

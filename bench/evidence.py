@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fhir_mapping.resources import index_resources
-from pipeline.attachments import read_attachment
+from pipeline.ingestion.attachments import read_attachment
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 

@@ -8,11 +8,11 @@ hand, with the reason: ``fabricated`` (a clinical claim the dialogue does not su
 ``supported`` (a clinical claim it supports) or ``no_claim`` (meta text, an echo of the
 instruction, nothing about the patient). The checker's rules were not tuned on this set.
 
-Without ``--generate``, the checker (``pipeline.verify.verify_text``, as ``provenote verify``)
-judges every labelled sentence against its dialogue, and the table gives, per label, the share
-judged unsupported (hard), the share flagged at all (hard or soft), the share passed
+Without ``--generate``, the checker (``pipeline.checking.verify.verify_text``, as ``provenote
+verify``) judges every labelled sentence against its dialogue, and the table gives, per label, the
+share judged unsupported (hard), the share flagged at all (hard or soft), the share passed
 unflagged, and the share the agentic loop would let into a draft at all
-(``pipeline.agentic.kept_in_draft``: no meta text, no sentence without a claim).
+(``pipeline.summarizing.agentic.kept_in_draft``: no meta text, no sentence without a claim).
 Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
 sentences flagged at all, no sentence without a claim passed unflagged.
 
@@ -28,9 +28,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from pipeline.agentic import kept_in_draft
-from pipeline.sentences import split_sentences
-from pipeline.verify import verify_text
+from pipeline.checking.verify import verify_text
+from pipeline.summarizing.agentic import kept_in_draft
+from pipeline.text.sentences import split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
 MTS_DIALOG = ROOT.parent / "shared" / "data" / "mts-dialog"

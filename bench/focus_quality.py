@@ -7,7 +7,8 @@ other method takes turns in its own order until it holds W words (the last turn 
 budget), and ROUGE-1 and ROUGE-L recall (rouge-score, stemming on) of the reference section
 summary against the kept text is averaged. The methods:
 
-- FOCUS: query-focused attention salience (``pipeline.focus``), the instruction naming the section;
+- FOCUS: query-focused attention salience (``pipeline.summarizing.focus``), the instruction naming
+the section;
 - lead: turns from the first;
 - random: turns in a random order, seeds 0..9, the mean of the ten;
 - longest: the longest turns first;
@@ -30,8 +31,14 @@ from pathlib import Path
 import torch
 from rouge_score import rouge_scorer
 
-from pipeline.attention import attention_rows
-from pipeline.focus import AttentionSalience, Candidate, default_salience, select, sentence_scores
+from pipeline.backends.attention import attention_rows
+from pipeline.summarizing.focus import (
+    AttentionSalience,
+    Candidate,
+    default_salience,
+    select,
+    sentence_scores,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mts-dialog"
 SPLITS = {"validation": "MTS-Dialog-ValidationSet.csv", "train": "MTS-Dialog-TrainingSet.csv"}

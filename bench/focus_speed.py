@@ -56,7 +56,7 @@ def run_variant(variant: str, tokens: int, config: dict, device: str) -> dict:
     import torch
     from transformers import LlamaConfig, LlamaModel
 
-    from pipeline.attention import attention_rows_by_layer
+    from pipeline.backends.attention import attention_rows_by_layer
 
     config = dict(config)
     query_rows = config.pop("query_rows", INSTRUCTION_TOKENS)

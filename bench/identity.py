@@ -1,11 +1,11 @@
 """Whose document is it? Every PDF of ../shared/data/pdfs against its own chart and another's.
 
 Each document is read as the app reads it (text layer, else OCR) and checked twice
-(``pipeline.identity``). First against a chart whose Patient has the document's own identifiers
-(built by hand from what the documents say: ``launch/identity_patients.py``). Then against the
-chart of a patient it is not about. The notes of the 15 Synthea bundles are checked against their
-own patients through the whole evidence build. Goals (issue #15): every other patient's chart gets
-``mismatch``, no own chart does, and no Synthea note is a ``mismatch``.
+(``pipeline.ingestion.identity``). First against a chart whose Patient has the document's own
+identifiers (built by hand from what the documents say: ``launch/identity_patients.py``). Then
+against the chart of a patient it is not about. The notes of the 15 Synthea bundles are checked
+against their own patients through the whole evidence build. Goals (issue #15): every other
+patient's chart gets ``mismatch``, no own chart does, and no Synthea note is a ``mismatch``.
 
 Run: ``python -m bench.identity``.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT
-from pipeline.identity import check_identity
-from pipeline.pdf import read_pdf
+from pipeline.ingestion.identity import check_identity
+from pipeline.ingestion.pdf import read_pdf
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from launch.sandbox.model_server import ModelScript, model_server
-from pipeline.agentic import LoopSettings, draft_with_model
+from pipeline.summarizing.agentic import LoopSettings, draft_with_model
 from smartapp.core.openai_backend import OpenAIBackend
 from smartapp.jobs.evidence import evidence_from_fhir
 

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.synthea import bundles
-from pipeline.agentic import LoopSettings, draft_with_model
 from pipeline.errors import ModelError
-from pipeline.evidence import EncounterAttributes, EvidenceState
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.summary import SOFT_CHECKS, Summary
+from pipeline.evidence.model import EncounterAttributes, EvidenceState
+from pipeline.evidence.summary import SOFT_CHECKS, Summary
+from pipeline.summarizing.agentic import LoopSettings, draft_with_model
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.core.language_models import language_model
 from smartapp.core.settings import Settings
 from smartapp.jobs.evidence import evidence_from_fhir

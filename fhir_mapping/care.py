@@ -12,7 +12,7 @@ from __future__ import annotations
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     AdministrationAttributes,
     CarePlanAttributes,
     Fact,

@@ -9,7 +9,7 @@ from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     AllergyAttributes,
     DiagnosisAttributes,
     Fact,

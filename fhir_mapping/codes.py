@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from pipeline.evidence import Coding
+from pipeline.evidence.model import Coding
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 LOINC = "http://loinc.org"

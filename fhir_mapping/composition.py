@@ -17,9 +17,9 @@ from typing import Any
 
 from fhir.resources.R4B.bundle import Bundle
 
-from pipeline.evidence import EvidenceState, SourceRef
-from pipeline.rendering import render
-from pipeline.summary import Sentence, Summary, SummarySection, cited_sources
+from pipeline.evidence.model import EvidenceState, SourceRef
+from pipeline.evidence.summary import Sentence, Summary, SummarySection, cited_sources
+from pipeline.text.rendering import render
 
 CANONICAL = "https://provenote.dev/fhir"
 SENTENCE_PROVENANCE = f"{CANONICAL}/StructureDefinition/sentence-provenance"

@@ -12,14 +12,14 @@ from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     EncounterAttributes,
     Fact,
     PatientInfoAttributes,
     PersonName,
     stable_id,
 )
-from pipeline.identity import ChartIdentity
+from pipeline.ingestion.identity import ChartIdentity
 
 
 def _age(birth: date | None, on: date | None) -> int | None:
@@ -74,7 +74,8 @@ def _identifiers(patient: object) -> list[str]:
 
 
 def chart_identity_of(patient: dict[str, Any]) -> ChartIdentity:
-    """Who a FHIR Patient is, as documents are compared with it (``pipeline.identity``)."""
+    """Who a FHIR Patient is, as documents are compared with it
+    (``pipeline.ingestion.identity``)."""
     model = Patient.model_validate(patient)
     birth = model.birthDate if isinstance(model.birthDate, date) else None
     return ChartIdentity(

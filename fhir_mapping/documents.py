@@ -18,9 +18,9 @@ from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, relative_key
 from fhir_mapping.scope import Scope
-from pipeline.documents import document_id
-from pipeline.evidence import stable_id
-from pipeline.mapped import PendingDocument
+from pipeline.evidence.mapped import PendingDocument
+from pipeline.evidence.model import stable_id
+from pipeline.ingestion.documents import document_id
 
 OUTSIDE_EHR = "attachment outside the EHR, not fetched"
 AI_GENERATED = "AI-generated draft"

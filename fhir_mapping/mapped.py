@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fhir_mapping.resources import ParsedResource
-from pipeline.evidence import Exclusion, ExclusionKind, Fact, SourceRef
+from pipeline.evidence.model import Exclusion, ExclusionKind, Fact, SourceRef
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from fhir_mapping.mapped import Mapped
 from fhir_mapping.medications import dosage_attributes, medication_concept, medication_fact
 from fhir_mapping.pull_plan import CURRENT_STATEMENT
 from fhir_mapping.scope import Scope
-from pipeline.evidence import MedicationAttributes
+from pipeline.evidence.model import MedicationAttributes
 
 CURRENT = frozenset(CURRENT_STATEMENT.split(","))
 

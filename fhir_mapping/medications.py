@@ -35,7 +35,8 @@ from fhir_mapping.codes import (
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
-from pipeline.evidence import (
+from pipeline.clinical.medications import route_of_form, strength_of
+from pipeline.evidence.model import (
     ExclusionKind,
     Fact,
     MedicationAttributes,
@@ -43,7 +44,6 @@ from pipeline.evidence import (
     SourceRef,
     stable_id,
 )
-from pipeline.medications import route_of_form, strength_of
 
 _NEVER_GIVEN = frozenset({"entered-in-error", "cancelled", "draft"})
 _UNIT_NAMES = {

@@ -17,8 +17,8 @@ from fhir_mapping.medications import map_medications
 from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
 from fhir_mapping.results import map_results, observation_categories, observation_effective
 from fhir_mapping.scope import Scope, choose_scope
-from pipeline.evidence import aware
-from pipeline.mapped import EPISODE_WINDOW_H, MappedRecord
+from pipeline.evidence.mapped import EPISODE_WINDOW_H, MappedRecord
+from pipeline.evidence.model import aware
 
 MAPPERS = (
     map_conditions,

@@ -21,7 +21,7 @@ from fhir.resources.R4B.resource import Resource
 from pydantic import ValidationError
 
 from pipeline.errors import InputError
-from pipeline.evidence import Exclusion
+from pipeline.evidence.model import Exclusion
 
 # What a record pull searches by patient: every type the mapping reads about the stay.
 RECORD_TYPES = (

@@ -17,7 +17,7 @@ from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
     PendingResultAttributes,

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceIndex, relative_key
-from pipeline.mapped import EPISODE_WINDOW_H
+from pipeline.evidence.mapped import EPISODE_WINDOW_H
 
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 

@@ -23,9 +23,9 @@ import typer
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.errors import ModelError
-from pipeline.evidence import EncounterAttributes, EvidenceState, PatientInfoAttributes
-from pipeline.rendering import render
-from pipeline.summary_text import render_markdown
+from pipeline.evidence.model import EncounterAttributes, EvidenceState, PatientInfoAttributes
+from pipeline.summarizing.summary_text import render_markdown
+from pipeline.text.rendering import render
 from smartapp.core.settings import ConfigurationError, Settings, get_settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
@@ -194,8 +194,8 @@ def summarize(
     ] = None,
 ) -> None:
     """Draft the discharge summary of one stay (evidence-only unless a model is configured)."""
-    from pipeline.agentic import LoopSettings, draft_with_model
-    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.summarizing.agentic import LoopSettings, draft_with_model
+    from pipeline.summarizing.evidence_summary import summarize_evidence
     from smartapp.core.language_models import language_model
 
     settings = get_settings()
@@ -242,8 +242,8 @@ def focus_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Keep the most salient sentences of a note (FOCUS), with offsets and scores."""
-    from pipeline.focus import candidates_of as focus_candidates
-    from pipeline.focus import default_salience, focus, word_budget, word_count
+    from pipeline.summarizing.focus import candidates_of as focus_candidates
+    from pipeline.summarizing.focus import default_salience, focus, word_budget, word_count
 
     text = read_text(file)
     candidates = focus_candidates(text)
@@ -285,7 +285,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Check a free-text summary against a free-text source; exit 1 if any sentence is flagged."""
-    from pipeline.verify import verify_text
+    from pipeline.checking.verify import verify_text
 
     report = verify_text(read_text(source), read_text(summary))
     if as_json:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pipeline.agent import run_agent_loop
-from pipeline.diagnoses import classify_diagnoses
-from pipeline.documents import facts_from_document, ingest_document, ingestion_events
-from pipeline.drug_classes import medication_safety
-from pipeline.evidence import (
+from pipeline.clinical.agent import run_agent_loop
+from pipeline.clinical.diagnoses import classify_diagnoses
+from pipeline.clinical.drug_classes import medication_safety
+from pipeline.clinical.results import interpret_results
+from pipeline.evidence.mapped import MappedRecord, PendingDocument
+from pipeline.evidence.model import (
     EpisodeEncounter,
     EvidenceState,
     Exclusion,
@@ -21,10 +22,9 @@ from pipeline.evidence import (
     TraceEvent,
     group_facts,
 )
-from pipeline.identity import chart_identity, with_identity
-from pipeline.mapped import MappedRecord, PendingDocument
-from pipeline.ocr import OcrBudget
-from pipeline.results import interpret_results
+from pipeline.ingestion.documents import facts_from_document, ingest_document, ingestion_events
+from pipeline.ingestion.identity import chart_identity, with_identity
+from pipeline.ingestion.ocr import OcrBudget
 from pipeline.settings import PipelineSettings
 
 

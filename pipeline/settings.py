@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.mapped import EPISODE_WINDOW_H
+from pipeline.evidence.mapped import EPISODE_WINDOW_H
 
 # AgenticSum's threshold, for a model nobody has calibrated.
 DEFAULT_AURA_TAU = 0.35
@@ -32,7 +32,7 @@ class SchemaLimits(BaseModel):
     sentences_per_fix: int = Field(6, ge=1)
     entailment_spans: int = Field(12, ge=1)
     span_chars: int = Field(300, ge=4)
-    # Per page chunk of at most ~4,000 characters (``pipeline.extraction.CHUNK_CHARS``).
+    # Per page chunk of at most ~4,000 characters (``pipeline.summarizing.extraction.CHUNK_CHARS``).
     extraction_items: int = Field(150, ge=1)
     item_chars: int = Field(300, ge=4)
     quote_chars: int = Field(1500, ge=8)
@@ -62,7 +62,7 @@ class PipelineSettings(BaseModel):
     # in no note of the stay, is listed to confirm rather than as continued (pipeline/reconcile).
     medication_renewal_window_days: int = Field(RENEWAL_WINDOW.days, ge=1)
     # A folder whose JSON files replace the shipped clinical tables of the same name
-    # (pipeline/tables/: social findings, acute events, drug classes, reference ranges).
+    # (pipeline/clinical/tables/: social findings, acute events, drug classes, reference ranges).
     tables_dir: Path | None = None
     # Share of a note's hospital-course sentences FOCUS keeps in the evidence-only summary.
     focus_ratio: float = Field(0.5, gt=0, le=1)

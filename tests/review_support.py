@@ -11,7 +11,7 @@ import httpx
 
 from launch.identity_patients import DOCUMENT_PATIENTS
 from launch.sandbox.run import Sandbox
-from pipeline.pdf import page_png
+from pipeline.ingestion.pdf import page_png
 from tests import fhir_fixtures as fx
 from tests.conftest import SAMPLE_PDF
 from tests.smart_support import inpatient_encounter

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
-from pipeline.agentic import LoopSettings, agentic_summary
-from pipeline.chat import Metered, ModelOutputError, ask_json
-from pipeline.evidence import EvidenceState
-from pipeline.rendering import render
+from pipeline.backends.chat import Metered, ModelOutputError, ask_json
+from pipeline.evidence.model import EvidenceState
+from pipeline.summarizing.agentic import LoopSettings, agentic_summary
+from pipeline.text.rendering import render
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -264,7 +264,7 @@ def test_a_judgement_or_fix_that_stays_unusable_keeps_the_sentence_flagged_not_t
 
 
 def test_the_draft_prompt_fits_the_models_window_keeping_the_most_relevant_facts() -> None:
-    from pipeline.agentic import fitted_facts
+    from pipeline.summarizing.agentic import fitted_facts
 
     facts = [{"id": f"f{n}", "text": f"fact number {n} " * 20} for n in range(40)]
     notes = [{"id": "n1", "text": "Admitted with pneumonia."}]
@@ -298,8 +298,8 @@ def test_aura_tau_is_the_drafting_models_own_unless_the_deployment_sets_one() ->
 
 def test_a_model_drafted_summary_uses_the_deployments_clinical_tables(tmp_path: Path) -> None:
     """The deployment's tables_dir holds for a model's draft as for the evidence-only one."""
-    from pipeline.evidence_summary import summarize_evidence
     from pipeline.settings import PipelineSettings
+    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     (tmp_path / "routine_procedures.json").write_text(
         json.dumps({"source": "local", "date": "2026-12-03", "keywords": ["swallow screen"]})

@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 from pypdf import PdfWriter
 
-from pipeline.attachments import parse_media_type, read_attachment
-from pipeline.html_text import html_to_text
+from pipeline.ingestion.attachments import parse_media_type, read_attachment
 from pipeline.settings import PipelineSettings
+from pipeline.text.html_text import html_to_text
 
 
 def blank_pdf(pages: int = 1, password: str | None = None, owner: str | None = None) -> bytes:
@@ -173,7 +173,7 @@ trailer <</Root 1 0 R>>
 PEAK_RSS_PROBE = """
 import io, json, resource, sys
 from PIL import Image
-from pipeline.attachments import page_image
+from pipeline.ingestion.attachments import page_image
 data = sys.stdin.buffer.read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kind = sys.argv[1]
@@ -202,7 +202,7 @@ def _render_in_a_subprocess(data: bytes, content_type: str) -> dict:
 
 
 def test_a_pdf_page_of_200_inches_renders_within_the_display_bound() -> None:
-    from pipeline.attachments import DISPLAY_MAX_PIXELS
+    from pipeline.ingestion.attachments import DISPLAY_MAX_PIXELS
 
     measured = _render_in_a_subprocess(HUGE_PAGE_PDF, "application/pdf")
     width, height = measured["size"]

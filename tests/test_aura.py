@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from launch.tiny_models import tiny_llama, word_tokenizer
-from pipeline.attention import attention_rows_by_layer
-from pipeline.aura import aura_scores
+from pipeline.backends.attention import attention_rows_by_layer
+from pipeline.backends.aura import aura_scores
 
 SOURCE = "the patient was admitted with chest pain and treated with aspirin ."
 CONTEXT = f"summarize this note for a hospital discharge summary : {SOURCE} summary :"

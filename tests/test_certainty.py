@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.certainty import check_certainty, check_disease_class, hedged_stems
-from pipeline.checker import Evidence, check_free_sentence, check_numbers
-from pipeline.summary import hard_verdict
+from pipeline.checking.certainty import check_certainty, check_disease_class, hedged_stems
+from pipeline.checking.checker import Evidence, check_free_sentence, check_numbers
+from pipeline.evidence.summary import hard_verdict
 
 SOURCE = (
     "He was well until 10 days ago, when he began experiencing gradually worsening headaches. "
@@ -80,7 +80,7 @@ def test_disease_class_fails_only_against_the_other_class() -> None:
 
 
 def test_a_sentence_without_a_clinical_claim_is_unsupported_and_never_drafted() -> None:
-    from pipeline.claims import claim_problem
+    from pipeline.checking.claims import claim_problem
 
     whole = Evidence.of_text(SOURCE)
     for empty in (
@@ -111,7 +111,7 @@ def test_a_sentence_without_a_clinical_claim_is_unsupported_and_never_drafted() 
 def test_courtesies_requests_and_reports_of_the_conversation_make_no_claim(
     sentence: str, why: str
 ) -> None:
-    from pipeline.claims import claim_problem
+    from pipeline.checking.claims import claim_problem
 
     assert claim_problem(sentence) == why
 
@@ -128,13 +128,13 @@ def test_courtesies_requests_and_reports_of_the_conversation_make_no_claim(
     ],
 )
 def test_a_sentence_that_reports_a_finding_is_a_claim_however_it_opens(sentence: str) -> None:
-    from pipeline.claims import claim_problem
+    from pipeline.checking.claims import claim_problem
 
     assert claim_problem(sentence) is None
 
 
 def test_an_abbreviation_the_source_never_uses_is_a_word_the_evidence_lacks() -> None:
-    from pipeline.checker import check_terms
+    from pipeline.checking.checker import check_terms
 
     dialogue = Evidence.of_text("Patient: I have diabetes and high blood pressure.")
     assert check_terms("Patient: I have HIV.", dialogue).spans == ["HIV"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.checker import (
+from pipeline.checking.checker import (
     Evidence,
     check_dates,
     check_demographics,
@@ -23,9 +23,9 @@ from pipeline.checker import (
     drug_lexicon,
     numeric_metrics,
 )
-from pipeline.summary import CheckResult, Sentence
-from pipeline.verify import verify_text
-from pipeline.words import FUNCTION_WORDS
+from pipeline.checking.verify import verify_text
+from pipeline.evidence.summary import CheckResult, Sentence
+from pipeline.text.words import FUNCTION_WORDS
 from tests.conftest import SHARED_DATA
 
 
@@ -231,7 +231,7 @@ def test_checking_never_loads_torch() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, pipeline.checker; print('torch' in sys.modules)",
+            "import sys, pipeline.checking.checker; print('torch' in sys.modules)",
         ],
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launch.cli import DEFAULT_SAMPLE, app
-from pipeline.evidence import EvidenceState
+from pipeline.evidence.model import EvidenceState
 from tests import fhir_fixtures as fx
 
 runner = CliRunner()

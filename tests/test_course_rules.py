@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.clinical.tables import table
 from pipeline.settings import PipelineSettings
-from pipeline.tables import table
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
@@ -296,7 +296,7 @@ def test_templated_note_text_is_left_out_of_the_draft() -> None:
 
 
 def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_number() -> None:
-    from pipeline.rendering import plain_term
+    from pipeline.text.rendering import plain_term
 
     assert plain_term("Sepsis (disorder)") == "Sepsis"
     assert plain_term("Transplantation of kidney regime (regime/therapy)") == (

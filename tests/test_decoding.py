@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import torch
 
-from pipeline.answer_schemas import answer_budget, extraction_schema
-from pipeline.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
-from pipeline.echoes import echoes_prompt, restates_instructions
-from pipeline.extraction import (
+from pipeline.backends.answer_schemas import answer_budget, extraction_schema
+from pipeline.backends.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
+from pipeline.backends.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
+from pipeline.settings import SchemaLimits
+from pipeline.summarizing.extraction import (
     CHUNK_CHARS,
     CHUNK_TOKENS,
     MIN_CHUNK_TOKENS,
@@ -26,8 +27,7 @@ from pipeline.extraction import (
     chunks,
     extract_from_notes,
 )
-from pipeline.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
-from pipeline.settings import SchemaLimits
+from pipeline.text.echoes import echoes_prompt, restates_instructions
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -200,7 +200,7 @@ def test_a_sentence_that_restates_the_instructions_is_meta_text() -> None:
 
 
 def test_a_cut_answer_closes_after_its_last_complete_value() -> None:
-    from pipeline.chat import close_json
+    from pipeline.backends.chat import close_json
 
     looping = '{"sentences": [{"text": "Admitted with sepsis.", "citations": ["a", "b", "b", "b'
     assert close_json(looping) == (

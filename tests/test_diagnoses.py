@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence import DiagnosisAttributes, EvidenceState
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.clinical.tables import table
+from pipeline.evidence.model import DiagnosisAttributes, EvidenceState
 from pipeline.settings import PipelineSettings
-from pipeline.tables import table
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
@@ -223,7 +223,7 @@ def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path:
 def test_a_procedure_or_an_administrative_code_is_never_the_reason_for_the_stay() -> None:
     """ "Patient transfer to skilled nursing facility (procedure)" says what was arranged; the
     emergency visit of the same hour says why: a neck injury."""
-    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     emergency = fx.encounter(
         "ed", "2024-03-01T08:00:00+00:00", "2024-03-01T09:30:00+00:00", "EMER"

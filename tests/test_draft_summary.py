@@ -14,11 +14,11 @@ from fhir.resources.R4B import get_fhir_model_class
 from fhir.resources.R4B.bundle import Bundle
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_bundle
-from pipeline.checker import numeric_metrics
-from pipeline.evidence import EvidenceState
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.summary import Summary
-from pipeline.summary_text import render_markdown
+from pipeline.checking.checker import numeric_metrics
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from pipeline.summarizing.summary_text import render_markdown
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import ROOT, synthea_bundles
@@ -255,7 +255,7 @@ def test_a_note_line_addressed_to_the_summarizer_is_flagged_never_followed() -> 
 def test_note_statements_the_structured_record_contradicts_are_unsupported(
     sentence: str, contradicted: bool
 ) -> None:
-    from pipeline.record_conflicts import check_record
+    from pipeline.clinical.record_conflicts import check_record
 
     state = evidence_from_fhir(
         fx.stay(

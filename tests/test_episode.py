@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
@@ -158,7 +158,7 @@ def test_nothing_cited_is_dated_after_discharge_in_any_synthea_stay(path: Path) 
 
 
 def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
-    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     bypass = fx.encounter("cabg", "2024-02-28T08:00:00+00:00", "2024-02-28T14:00:00+00:00", "AMB")
     cabg = fx.procedure(
@@ -186,7 +186,7 @@ def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
 
 
 def test_a_skilled_nursing_stay_is_named_as_one() -> None:
-    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     nursing = fx.encounter() | {"type": [{"text": "Admission to skilled nursing facility"}]}
     state = evidence_from_fhir(fx.bundle(fx.patient(), nursing))

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from launch.cli import DEFAULT_SAMPLE
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationAttributes,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.agent import run_agent_loop
-from pipeline.extraction import extract_from_notes, locate_quote, with_extraction
-from pipeline.validate import quote_problem
+from pipeline.clinical.agent import run_agent_loop
+from pipeline.clinical.validate import quote_problem
+from pipeline.summarizing.extraction import extract_from_notes, locate_quote, with_extraction
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from fhir_mapping.resources import EvidenceInputError
-from pipeline.evidence import EvidenceState, MedicationAttributes
+from pipeline.evidence.model import EvidenceState, MedicationAttributes
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 

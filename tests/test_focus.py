@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from launch.tiny_models import tiny_bert, tiny_llama, word_tokenizer
-from pipeline.attention import attention_rows
-from pipeline.focus import (
+from pipeline.backends.attention import attention_rows
+from pipeline.summarizing.focus import (
     AttentionSalience,
     Candidate,
     candidates_of,

@@ -4,8 +4,8 @@ note of the stay prescribes is never "not continued" (#23)."""
 
 from __future__ import annotations
 
-from pipeline.evidence import EvidenceState
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.evidence.model import EvidenceState
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 

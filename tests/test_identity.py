@@ -7,9 +7,9 @@ import pytest
 
 from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
-from pipeline.evidence import Page
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.identity import check_identity, find_identifiers
+from pipeline.evidence.model import Page
+from pipeline.ingestion.identity import check_identity, find_identifiers
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import PDFS
@@ -151,7 +151,7 @@ def test_a_note_about_the_chart_patient_is_evidence() -> None:
 
 @pytest.mark.shared_data
 def test_every_shared_pdf_matches_its_own_chart_and_no_other() -> None:
-    from pipeline.pdf import read_pdf
+    from pipeline.ingestion.pdf import read_pdf
     from pipeline.settings import PipelineSettings
 
     for name, own in DOCUMENT_PATIENTS.items():
@@ -164,7 +164,7 @@ def test_every_shared_pdf_matches_its_own_chart_and_no_other() -> None:
 def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_are() -> None:
     from types import SimpleNamespace
 
-    from pipeline.rendering import render
+    from pipeline.text.rendering import render
     from smartapp.drafts.pages import workspace_values
 
     note = "Patient Name: Justin <b>Norman</b>\nDOB: 12/28/1965\n# Hospital Course\nStable.\n"
@@ -189,7 +189,7 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
 
 
 def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> None:
-    from pipeline.extraction import extract_from_notes
+    from pipeline.summarizing.extraction import extract_from_notes
 
     class Recording:
         name, version = "recording", "test"

@@ -19,14 +19,14 @@ FORBIDDEN = {
 # reads settings (pipeline.build does the reading, with the settings it is given).
 IMPURE_PIPELINE = {
     "pipeline.build",
-    "pipeline.attachments",
-    "pipeline.ocr",
-    "pipeline.pdf",
-    "pipeline.agent",
-    "pipeline.agentic",
-    "pipeline.focus",
-    "pipeline.attention",
-    "pipeline.llm",
+    "pipeline.ingestion.attachments",
+    "pipeline.ingestion.ocr",
+    "pipeline.ingestion.pdf",
+    "pipeline.clinical.agent",
+    "pipeline.summarizing.agentic",
+    "pipeline.summarizing.focus",
+    "pipeline.backends.attention",
+    "pipeline.backends.llm",
     "pipeline.settings",
 }
 
@@ -62,6 +62,78 @@ def test_fhir_mapping_reads_no_document_and_runs_no_model() -> None:
         for path in (ROOT / "fhir_mapping").rglob("*.py")
         if imported_modules(path) & IMPURE_PIPELINE
     }
+    assert offenders == {}
+
+
+# pipeline's rooms in order, each importing only itself and those before it. errors, settings and
+# build are single modules at the package's root; the others are sub-packages.
+PIPELINE_LAYERS = (
+    "errors",
+    "text",
+    "evidence",
+    "settings",
+    "clinical",
+    "ingestion",
+    "backends",
+    "checking",
+    "summarizing",
+    "build",
+)
+
+
+def _pipeline_layer(path: Path) -> str:
+    return path.relative_to(ROOT / "pipeline").with_suffix("").parts[0]
+
+
+def _pipeline_imports(path: Path) -> set[str]:
+    return {
+        module.split(".")[1] for module in imported_modules(path) if module.startswith("pipeline.")
+    }
+
+
+@pytest.mark.parametrize("layer", PIPELINE_LAYERS)
+def test_a_pipeline_room_imports_only_itself_and_the_rooms_before_it(layer: str) -> None:
+    allowed = set(PIPELINE_LAYERS[: PIPELINE_LAYERS.index(layer) + 1])
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_pipeline_imports(path) - allowed)
+        for path in (ROOT / "pipeline").rglob("*.py")
+        if _pipeline_layer(path) == layer and _pipeline_imports(path) - allowed
+    }
+    assert offenders == {}
+
+
+def test_every_pipeline_module_belongs_to_a_room() -> None:
+    layers = {_pipeline_layer(path) for path in (ROOT / "pipeline").rglob("*.py")}
+    assert layers - {"__init__"} == set(PIPELINE_LAYERS)
+
+
+def _public_modules(room: Path) -> set[str]:
+    """The names in a room's ``__all__``, read without importing the room."""
+    tree = ast.parse((room / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_outside_a_room_only_the_modules_its_init_names_are_imported() -> None:
+    rooms = [path for path in (ROOT / "pipeline").iterdir() if (path / "__init__.py").exists()]
+    public = {room.name: _public_modules(room) for room in rooms}
+    offenders = {}
+    for package in ("pipeline", "fhir_mapping", "smartapp", "launch", "bench"):
+        for path in (ROOT / package).rglob("*.py"):
+            home = _pipeline_layer(path) if package == "pipeline" else None
+            private = sorted(
+                module
+                for module in imported_modules(path)
+                if module.count(".") >= 2
+                and module.split(".")[0] == "pipeline"
+                and module.split(".")[1] in public
+                and module.split(".")[1] != home
+                and module.split(".")[2] not in public[module.split(".")[1]]
+            )
+            if private:
+                offenders[str(path.relative_to(ROOT))] = private
     assert offenders == {}
 
 

@@ -18,9 +18,9 @@ from launch.tiny_models import (
     tiny_llama,
     word_tokenizer,
 )
-from pipeline.answer_schemas import entailment_schema, extraction_schema, sentences_schema
-from pipeline.chat import Completion, Metered
-from pipeline.llm import TransformersBackend
+from pipeline.backends.answer_schemas import entailment_schema, extraction_schema, sentences_schema
+from pipeline.backends.chat import Completion, Metered
+from pipeline.backends.llm import TransformersBackend
 from pipeline.settings import SchemaLimits
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
 
@@ -305,7 +305,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     from fhir.resources.R4B.bundle import Bundle
 
     from fhir_mapping.composition import draft_bundle
-    from pipeline.agentic import LoopSettings, draft_with_model
+    from pipeline.summarizing.agentic import LoopSettings, draft_with_model
     from smartapp.jobs.evidence import evidence_from_fhir
     from tests import fhir_fixtures as fx
 

@@ -6,7 +6,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pipeline.loading import loaded_once
+from pipeline.backends.loading import loaded_once
 
 
 def test_threads_asking_together_share_one_load() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.medications import (
+from pipeline.clinical.medications import (
     drug_key,
     normalise_frequency,
     normalise_quantity,

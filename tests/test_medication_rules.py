@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence import EvidenceState, MedicationAttributes
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.evidence.model import EvidenceState, MedicationAttributes
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles

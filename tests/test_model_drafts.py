@@ -17,9 +17,9 @@ import httpx
 from fhir_mapping.composition import DRAFTING_NOTE, MODEL_UNAVAILABLE
 from launch.sandbox.model_server import INVENTED, ModelScript, model_server
 from launch.sandbox.run import Sandbox
-from pipeline.rendering import render
-from pipeline.review import review_items
-from pipeline.summary import CheckResult, Sentence
+from pipeline.checking.review import review_items
+from pipeline.evidence.summary import CheckResult, Sentence
+from pipeline.text.rendering import render
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from launch.cli import app as cli
 from launch.sandbox.run import Sandbox
-from pipeline.agentic import LoopSettings
 from pipeline.settings import PipelineSettings
+from pipeline.summarizing.agentic import LoopSettings
 from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.logs import REQUEST_ID, JsonFormatter

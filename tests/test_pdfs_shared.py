@@ -12,7 +12,7 @@ from functools import cache
 import pypdfium2
 import pytest
 
-from pipeline.attachments import read_attachment
+from pipeline.ingestion.attachments import read_attachment
 from pipeline.settings import PipelineSettings
 from tests.conftest import ARTIFACTS, PDFS, SHARED_DATA
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.evidence import EvidenceState
+from pipeline.evidence.model import EvidenceState
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -230,7 +230,7 @@ LONG_AGO = "1997-12-09T00:00:00+00:00"
 
 
 def medication_lines(state: EvidenceState) -> list[str]:
-    from pipeline.evidence_summary import summarize_evidence
+    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     summary = summarize_evidence(state, salience=lambda text: ([], []))
     return [sentence.text for sentence in summary.section("medications").sentences]
@@ -298,9 +298,9 @@ def test_the_renewal_window_is_a_setting() -> None:
 def test_the_agent_loop_a_model_draft_reruns_keeps_the_deployments_window() -> None:
     from datetime import timedelta
 
-    from pipeline.agent import run_agent_loop
-    from pipeline.agentic import LoopSettings
+    from pipeline.clinical.agent import run_agent_loop
     from pipeline.settings import PipelineSettings
+    from pipeline.summarizing.agentic import LoopSettings
 
     state = evidence_from_fhir(
         fx.stay(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence import LabResultAttributes
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.results import shown
-from pipeline.summary import Sentence
+from pipeline.clinical.results import shown
+from pipeline.evidence.model import LabResultAttributes
+from pipeline.evidence.summary import Sentence
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
@@ -294,7 +294,7 @@ def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
 
 
 def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
-    from pipeline.summary_text import render_markdown
+    from pipeline.summarizing.summary_text import render_markdown
 
     when = "2024-03-02T08:00:00+00:00"
     state = evidence_from_fhir(

@@ -16,9 +16,7 @@ from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
 from fhir_mapping.signoff import signed_bundle
 from fhir_mapping.smart_scopes import granted, only_restricted
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.rendering import render
-from pipeline.review import (
+from pipeline.checking.review import (
     REMOVED_AT_REVIEW,
     ReviewError,
     accept,
@@ -27,7 +25,9 @@ from pipeline.review import (
     edit,
     review_items,
 )
-from pipeline.summary import CheckResult, Sentence, SentenceFlag, Summary
+from pipeline.evidence.summary import CheckResult, Sentence, SentenceFlag, Summary
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from pipeline.text.rendering import render
 from smartapp.core.csrf import csrf_token, csrf_valid
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.launch.roles import practitioner_reference

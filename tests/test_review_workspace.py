@@ -12,13 +12,13 @@ import httpx
 from PIL import Image
 
 from fhir_mapping.documents import attachment_in_record
-from pipeline.attachments import page_image, read_attachment
-from pipeline.evidence_summary import summarize_evidence
-from pipeline.ocr import _from_tsv
-from pipeline.pdf import page_png, read_pdf, text_span_boxes
-from pipeline.review import accept, delete, edit, review_items, review_progress, word_diff
+from pipeline.checking.review import accept, delete, edit, review_items, review_progress, word_diff
+from pipeline.evidence.summary import Sentence, SentenceFlag
+from pipeline.ingestion.attachments import page_image, read_attachment
+from pipeline.ingestion.ocr import _from_tsv
+from pipeline.ingestion.pdf import page_png, read_pdf, text_span_boxes
 from pipeline.settings import PipelineSettings
-from pipeline.summary import Sentence, SentenceFlag
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.drafts.sources import resource_label, sentence_citations, source_view
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx

@@ -20,11 +20,11 @@ from PIL import Image, ImageDraw
 from sqlalchemy import select, update
 
 from launch.sandbox.run import Sandbox
-from pipeline.attachments import read_attachment
-from pipeline.ocr import OcrBudget
-from pipeline.pdf import _page_png, read_pdf
-from pipeline.rendering import render
+from pipeline.ingestion.attachments import read_attachment
+from pipeline.ingestion.ocr import OcrBudget
+from pipeline.ingestion.pdf import _page_png, read_pdf
 from pipeline.settings import PipelineSettings
+from pipeline.text.rendering import render
 from smartapp.app import reconcile_signatures
 from smartapp.core.db import AuditRow, DraftRow, utcnow
 from smartapp.core.settings import ClientRegistration, Settings, origin_of

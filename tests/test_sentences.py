@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.sentences import sentences_in, split_sections, split_sentences
+from pipeline.text.sentences import sentences_in, split_sections, split_sentences
 
 
 def texts(source: str) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence import EvidenceState
-from pipeline.validate import quote_problem
+from pipeline.clinical.validate import quote_problem
+from pipeline.evidence.model import EvidenceState
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests.conftest import synthea_bundles
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.agent import run_agent_loop
-from pipeline.evidence import (
+from pipeline.clinical.agent import run_agent_loop
+from pipeline.clinical.validate import REQUIRED_CATEGORIES
+from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     NarrativeAttributes,
@@ -12,7 +13,6 @@ from pipeline.evidence import (
     SourceRef,
     group_facts,
 )
-from pipeline.validate import REQUIRED_CATEGORIES
 
 TEXT = "Admitted with pneumonia. Treated with ceftriaxone."
 DOCUMENT = SourceDocument(

@@ -26,7 +26,7 @@ from fhir_mapping.write_plan import (
     provenance_key,
     write_plan,
 )
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests.conftest import ROOT
 

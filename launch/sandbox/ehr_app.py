@@ -12,7 +12,7 @@ from litestar.params import FromQuery
 from litestar.response import Redirect, Response
 
 from launch.sandbox.authorization import AuthorizationServer, OAuthError
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 
 
 def _html(template: str, status: int = 200, **context: Any) -> Response[str]:

@@ -18,7 +18,7 @@ from litestar.params import FromPath
 from litestar.response import Response
 
 from fhir_mapping.hosted import document_bundle, hosted_draft
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 from smartapp.api.auth import ApiClient
 from smartapp.api.fhir_api import (
     FHIR_ID,

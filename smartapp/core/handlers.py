@@ -10,7 +10,7 @@ from typing import Any
 from litestar import Request, Response
 
 from pipeline.errors import ProvenoteError
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 from smartapp.core.errors import log, new_error_id
 
 FHIR_JSON = "application/fhir+json"

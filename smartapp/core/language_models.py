@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.agentic import GroundingScorer
-from pipeline.chat import ChatBackend
+from pipeline.backends.chat import ChatBackend
+from pipeline.summarizing.agentic import GroundingScorer
 from smartapp.core.openai_backend import OpenAIBackend
 from smartapp.core.packaged_model import (
     SMOLLM2,
@@ -44,7 +44,7 @@ class LanguageModel:
 def language_model(settings: Settings, spec: str | None = None) -> LanguageModel | None:
     """The configured summarizer's model (``spec`` overrides ``settings.summarizer``); None for
     evidence-only. Loading a local model happens here, once, not per job."""
-    from pipeline.llm import TransformersBackend
+    from pipeline.backends.llm import TransformersBackend
 
     spec = spec or settings.summarizer
     found = SUMMARIZER_SPEC.fullmatch(spec)

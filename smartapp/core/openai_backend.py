@@ -1,13 +1,13 @@
 """Any OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp server, Ollama, OpenAI).
 
-It answers :class:`pipeline.chat.ChatBackend`'s ``complete`` at temperature 0, with timeouts and
-retries with backoff honouring ``Retry-After`` on 429 and 5xx. Given a JSON schema it asks for the
-strongest structured output the server takes: ``json_schema`` (strict: the server's decoder
-enforces the schema), else ``json_object``, else plain text parsed strictly by the caller. Which
-one a server takes is found on the first schema call (a server refuses an unknown
+It answers :class:`pipeline.backends.chat.ChatBackend`'s ``complete`` at temperature 0, with
+timeouts and retries with backoff honouring ``Retry-After`` on 429 and 5xx. Given a JSON schema it
+asks for the strongest structured output the server takes: ``json_schema`` (strict: the server's
+decoder enforces the schema), else ``json_object``, else plain text parsed strictly by the caller.
+Which one a server takes is found on the first schema call (a server refuses an unknown
 ``response_format`` with 400) and kept, so later calls never pay for the detection again.
 Grounding (AURA) for such a model comes from a local scorer model
-(``pipeline.llm.TransformersBackend.grounding``).
+(``pipeline.backends.llm.TransformersBackend.grounding``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from pipeline.chat import Completion
+from pipeline.backends.chat import Completion
 from pipeline.errors import ModelError
 from smartapp.core.metrics import MODEL_CALLS, MODEL_TOKENS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from litestar.response import Response
 
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 
 
 def html(page: str, status: int = 200) -> Response[str]:

@@ -22,11 +22,17 @@ from litestar.types import Dependencies
 
 from fhir_mapping.document_reference import ehr_note_text
 from fhir_mapping.documents import attachment_in_record
-from pipeline.evidence import SourceDocument
-from pipeline.pdf import text_span_boxes
-from pipeline.rendering import render
-from pipeline.review import ReviewError, find_sentence, preview_edit, review_items, word_diff
-from pipeline.summary import Sentence
+from pipeline.checking.review import (
+    ReviewError,
+    find_sentence,
+    preview_edit,
+    review_items,
+    word_diff,
+)
+from pipeline.evidence.model import SourceDocument
+from pipeline.evidence.summary import Sentence
+from pipeline.ingestion.pdf import text_span_boxes
+from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
 from smartapp.core.db import DraftEditRow, DraftRow
 from smartapp.core.limits import EDIT_FORM_BYTES, SMALL_FORM_BYTES

@@ -25,8 +25,8 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from pipeline.evidence import EvidenceState
-from pipeline.summary import Sentence, Summary, cited_sources
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Sentence, Summary, cited_sources
 from smartapp.core.db import Database, DraftEditRow, DraftRow
 from smartapp.drafts.pages import patient_banner
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 
-from pipeline.attachments import page_image
+from pipeline.ingestion.attachments import page_image
 
 # Renders at once per process: each is bounded by DISPLAY_MAX_PIXELS (about 16 MB of pixels).
 CONCURRENT_RENDERS = 2

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.evidence import EvidenceState, PatientInfoAttributes
-from pipeline.review import review_items, review_progress
-from pipeline.summary import Sentence, Summary
+from pipeline.checking.review import review_items, review_progress
+from pipeline.evidence.model import EvidenceState, PatientInfoAttributes
+from pipeline.evidence.summary import Sentence, Summary
 from smartapp.drafts.sources import citations
 
 # The header the page's script sends, and what it asks for in answer to an action.

@@ -20,10 +20,17 @@ from sqlalchemy.orm import undefer
 from fhir_mapping.composition import draft_bundle
 from fhir_mapping.draft_resources import draft_resources
 from fhir_mapping.signoff import signed_bundle
-from pipeline.evidence import EvidenceState
-from pipeline.review import ReviewAction, accept, awaiting_review, delete, edit, find_sentence
-from pipeline.summary import Sentence, Summary
-from pipeline.summary_text import render_markdown
+from pipeline.checking.review import (
+    ReviewAction,
+    accept,
+    awaiting_review,
+    delete,
+    edit,
+    find_sentence,
+)
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Sentence, Summary
+from pipeline.summarizing.summary_text import render_markdown
 from smartapp.core.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
 from smartapp.core.errors import DraftStateError
 from smartapp.core.metrics import DRAFTS_SIGNED, WRITE_BACKS

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from fhir_mapping.hosted import served_device
-from pipeline.evidence import EvidenceState
-from pipeline.review import ReviewAction
-from pipeline.summary import Sentence, Summary
+from pipeline.checking.review import ReviewAction
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Sentence, Summary
 from smartapp.core.db import (
     AuditRow,
     Database,

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from pipeline.attachments import shows_pages
-from pipeline.evidence import (
+from pipeline.evidence.model import (
     AdministrationAttributes,
     AllergyAttributes,
     CarePlanAttributes,
@@ -34,7 +33,8 @@ from pipeline.evidence import (
     SourceRef,
     WordBox,
 )
-from pipeline.summary import Sentence, Summary, cited_facts_and_sources
+from pipeline.evidence.summary import Sentence, Summary, cited_facts_and_sources
+from pipeline.ingestion.attachments import shows_pages
 
 FLAG_LETTERS = {
     "high": "H",
@@ -243,7 +243,8 @@ def ocr_boxes(words: list[WordBox], start: int, end: int) -> list[WordBox]:
 
 def source_view(citation: Citation, state: EvidenceState, draft_id: str) -> SourceView:
     """The source pane for one citation: the page with the quote, or the resource's fields.
-    A PDF text page's boxes are found by the caller, which holds the PDF (``pipeline.pdf``)."""
+    A PDF text page's boxes are found by the caller, which holds the PDF
+    (``pipeline.ingestion.pdf``)."""
     ref = citation.ref
     if not ref.document:
         return SourceView(citation, rows=resource_rows(state.fact(citation.fact_id)))

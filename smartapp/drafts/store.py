@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy import Select, func, select
 
-from pipeline.evidence import EvidenceState
-from pipeline.summary import Summary
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
 from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, WriteBackRow
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, WriteBackStatus, moved
 from smartapp.ehr.writeback import Written

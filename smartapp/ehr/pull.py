@@ -28,7 +28,7 @@ from fhir_mapping.pull_plan import (
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from fhir_mapping.scope import INPATIENT_CLASSES
-from pipeline.mapped import EPISODE_WINDOW_H
+from pipeline.evidence.mapped import EPISODE_WINDOW_H
 from smartapp.core.errors import logged
 from smartapp.ehr.fhir_client import (
     FhirClient,

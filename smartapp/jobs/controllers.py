@@ -20,7 +20,7 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEventMessage
 from litestar.types import Dependencies
 
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.limits import SMALL_FORM_BYTES

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fhir_mapping.composition import MODEL_UNAVAILABLE
-from pipeline.agentic import LoopSettings, draft_with_model
 from pipeline.errors import ModelError, ProvenoteError
-from pipeline.evidence import EvidenceState
-from pipeline.evidence_summary import summarize_evidence
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
-from pipeline.summary import Summary
+from pipeline.summarizing.agentic import LoopSettings, draft_with_model
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fhir_mapping.record import map_record
 from pipeline.build import build_evidence
 from pipeline.errors import ProvenoteError
-from pipeline.evidence import EvidenceState
+from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
 
 

@@ -24,9 +24,9 @@ from fhir_mapping.resources import type_counts
 from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
 from pipeline.errors import InputError, ProvenoteError
-from pipeline.evidence import EvidenceState
+from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
-from pipeline.summary_text import render_markdown
+from pipeline.summarizing.summary_text import render_markdown
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel

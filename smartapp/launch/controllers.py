@@ -19,7 +19,7 @@ from litestar.response import Redirect, Response
 
 from fhir_mapping.demographics import person_name
 from fhir_mapping.resources import record_digest, type_counts
-from pipeline.rendering import render
+from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
 from smartapp.core.db import DraftRow
 from smartapp.core.errors import LaunchError, log, logged, logged_answer

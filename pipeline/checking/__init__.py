@@ -1,0 +1,12 @@
+"""Checking sentences against the evidence: what a sentence claims, whether its numbers, drugs
+and words are supported, and a physician's review applied to a summary.
+
+``__all__`` names the modules other rooms and packages may import; the rest are this room's own.
+"""
+
+__all__ = [
+    "checker",
+    "claims",
+    "review",
+    "verify",
+]

@@ -1,0 +1,160 @@
+"""Discharge diagnoses as a physician lists them, by rules over the diagnosis facts.
+
+1. A social or administrative finding (employment, education, housing, stress, refugee status…,
+   the ``social_findings`` table) is not a diagnosis: it goes to Social history.
+2. The stay's own reason (``principal``) comes first; "History of X" is never the principal
+   diagnosis (it says what is past), only a diagnosis of the episode.
+3. Then the diagnoses that began in the episode (onset from the window before admission to
+   discharge, or recorded on one of its encounters).
+4. An acute event (``acute_events`` table: sepsis, infarction, fracture…) recorded active since
+   long before the stay (``stale_after_days``) is not a current diagnosis. It is a data-quality
+   flag for the physician to confirm only when it is not abated and the stay is about something
+   related (its reason or a diagnosis of the episode shares a word with it, or the stay names
+   none): a decades-old "active" sepsis beside a knee operation is noise, not a question.
+5. Everything else still active is an active problem, listed apart.
+6. "History of X" where X is a procedure of the episode ("History of coronary artery bypass
+   grafting" after the bypass of this stay) is written "Status post X", with the procedure's date.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from pipeline.clinical.tables import CodeTable, table
+from pipeline.evidence.model import (
+    DiagnosisAttributes,
+    DiagnosisListing,
+    EvidenceState,
+    Fact,
+    ProcedureAttributes,
+    ReviewFlag,
+    stable_id,
+)
+from pipeline.settings import PipelineSettings
+from pipeline.text.rendering import plain_term
+
+HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
+# Words too general to tie two clinical terms together.
+_GENERIC = frozenset(
+    "acute chronic disorder finding situation procedure history of the and with without due "
+    "primary secondary unspecified left right".split()
+)
+RESOLVED_STATUSES = frozenset({"resolved", "inactive", "remission"})
+
+
+def topic_stems(term: str) -> set[str]:
+    """The words of a clinical term that say what it is about, cut to a stem of six letters
+    ("appendectomy" and "appendicitis" stay apart; "grafting" and "graft" meet)."""
+    words = re.findall(r"[a-z]+", plain_term(term).lower())
+    return {word[:6] for word in words if len(word) > 3 and word not in _GENERIC}
+
+
+def _status_post(diagnosis: DiagnosisAttributes, procedures: list[Fact]) -> Fact | None:
+    """The procedure of the episode that a "History of X" names, if any."""
+    said = HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()
+    if said == plain_term(diagnosis.display):
+        return None
+    wanted = topic_stems(said)
+    for fact in procedures:
+        procedure = fact.attributes
+        if (
+            isinstance(procedure, ProcedureAttributes)
+            and wanted
+            and (wanted <= topic_stems(procedure.name))
+        ):
+            return fact
+    return None
+
+
+def listing_of(
+    diagnosis: DiagnosisAttributes,
+    admission: datetime | None,
+    discharge: datetime | None,
+    window: timedelta,
+    social: CodeTable,
+    acute: CodeTable,
+) -> DiagnosisListing:
+    code = diagnosis.code.code if diagnosis.code else None
+    if social.matches(code, diagnosis.display):
+        return "social"
+    if diagnosis.principal and not HISTORY_OF.match(plain_term(diagnosis.display)):
+        return "principal"
+    onset = diagnosis.onset
+    began_in_episode = (
+        onset is not None
+        and admission is not None
+        and admission - window <= onset
+        and (discharge is None or onset <= discharge)
+    )
+    if began_in_episode or (diagnosis.role == "encounter_diagnosis" and onset is None):
+        return "episode"
+    stale_after = timedelta(days=int(acute.extra.get("stale_after_days", 90)))
+    if (
+        acute.matches(code, diagnosis.display)
+        and onset is not None
+        and admission is not None
+        and onset < admission - stale_after
+    ):
+        return "stale"
+    return "active"
+
+
+def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
+    """Each diagnosis fact with its listing, and a data-quality flag for each stale event."""
+    stay = state.stay()
+    admission, discharge = (stay.start, stay.end) if stay else (None, None)
+    social = table("social_findings", settings)
+    acute = table("acute_events", settings)
+    window = timedelta(hours=settings.episode_window_h)
+    listed: list[Fact] = []
+    flags = list(state.flags_for_review)
+    procedures = state.facts.get("procedure", [])
+    for fact in state.facts.get("diagnosis", []):
+        diagnosis = fact.attributes
+        if not isinstance(diagnosis, DiagnosisAttributes):
+            listed.append(fact)
+            continue
+        update: dict[str, object] = {
+            "listing": listing_of(diagnosis, admission, discharge, window, social, acute)
+        }
+        done = _status_post(diagnosis, procedures)
+        if done is not None and isinstance(done.attributes, ProcedureAttributes):
+            update |= {
+                "status_post": done.attributes.name,
+                "status_post_on": done.attributes.performed_start,
+            }
+        listed.append(fact.model_copy(update={"attributes": diagnosis.model_copy(update=update)}))
+    about = _what_the_stay_is_about(state, listed)
+    for fact in listed:
+        diagnosis = fact.attributes
+        if not isinstance(diagnosis, DiagnosisAttributes) or diagnosis.listing != "stale":
+            continue
+        abated = diagnosis.abatement is not None or (diagnosis.clinical_status in RESOLVED_STATUSES)
+        related = not about or bool(topic_stems(diagnosis.display) & about)
+        if not abated and related and diagnosis.onset is not None:
+            flags.append(
+                ReviewFlag(
+                    id=stable_id("flag", "stale", fact.id),
+                    code="stale_condition",
+                    reason=f"{plain_term(diagnosis.display)} recorded active since "
+                    f"{diagnosis.onset.date().isoformat()}, an acute event: confirm it is current",
+                    raised_by="diagnoses",
+                    fact_ids=[fact.id],
+                )
+            )
+    facts = dict(state.facts) | {"diagnosis": listed}
+    return state.model_copy(update={"facts": facts, "flags_for_review": flags})
+
+
+def _what_the_stay_is_about(state: EvidenceState, diagnoses: list[Fact]) -> set[str]:
+    """The content words of the stay's reasons and of the episode's diagnoses."""
+    stay = state.stay()
+    terms = list(stay.reasons) if stay is not None else []
+    terms += [
+        f.attributes.display
+        for f in diagnoses
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and f.attributes.listing in {"principal", "episode"}
+    ]
+    return {word for term in terms for word in topic_stems(term)}

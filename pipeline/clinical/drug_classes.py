@@ -1,0 +1,201 @@
+"""Medication safety: therapeutic duplication, drug-class allergies, the regimen's risks
+(``pipeline.clinical.regimen_risks``), a note's medication list against the orders, and leaving
+with no medication.
+
+From the shipped ``drug_classes`` table (ingredient → class; which classes must not be given twice
+at discharge, alone or with a partner such as an ACE inhibitor with an ARB; which allergy
+substances stand for a whole class). Computed in code, flagged for the physician, never decided.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from pipeline.clinical.note_medications import noted_drugs
+from pipeline.clinical.regimen_risks import regimen_risk_flags
+from pipeline.clinical.tables import CodeTable, table
+from pipeline.evidence.model import (
+    AllergyAttributes,
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    NarrativeAttributes,
+    ReviewFlag,
+    attributes_as,
+    stable_id,
+)
+from pipeline.settings import PipelineSettings
+
+RAISED_BY = "medication_safety"
+
+
+def _drug_name(fact: Fact) -> str:
+    return attributes_as(fact, MedicationAttributes).name
+
+
+def classes_of(name: str, drug_table: CodeTable) -> set[str]:
+    """The classes whose ingredients a drug name contains."""
+    words = set(re.findall(r"[a-z]+", name.lower()))
+    return {
+        therapeutic
+        for therapeutic, ingredients in drug_table.extra["classes"].items()
+        if words & set(ingredients)
+    }
+
+
+def _ingredient(name: str, drug_table: CodeTable) -> str:
+    words = re.findall(r"[a-z]+", name.lower())
+    known = {i for members in drug_table.extra["classes"].values() for i in members}
+    return next((word for word in words if word in known), name.lower())
+
+
+def duplication_flags(
+    discharge: list[Fact], drug_table: CodeTable, unconfirmed: frozenset[str] = frozenset()
+) -> list[ReviewFlag]:
+    """Two different ingredients of one duplicated class group among discharge medications
+    (and orders to confirm, which may still be taken: named as such)."""
+    by_group: dict[str, list[Fact]] = defaultdict(list)
+    groups = [tuple(group) for group in drug_table.extra["duplications"]]
+    for fact in discharge:
+        attributes = fact.attributes
+        assert isinstance(attributes, MedicationAttributes)
+        found = classes_of(attributes.name, drug_table)
+        for group in groups:
+            if found & set(group):
+                by_group[" or ".join(group)].append(fact)
+    flags = []
+    for group_name, facts in by_group.items():
+        ingredients = {_ingredient(_drug_name(f), drug_table) for f in facts}
+        if len(ingredients) < 2:
+            continue
+        names = "; ".join(
+            _drug_name(f) + (" (order to confirm)" if f.id in unconfirmed else "") for f in facts
+        )
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "duplication", *(f.id for f in facts)),
+                code="therapeutic_duplication",
+                reason=f"Therapeutic duplication at discharge ({group_name}): {names}",
+                raised_by=RAISED_BY,
+                fact_ids=[f.id for f in facts],
+            )
+        )
+    return flags
+
+
+def allergy_class_flags(
+    state: EvidenceState, discharge: list[Fact], drug_table: CodeTable
+) -> list[ReviewFlag]:
+    """A discharge medication of a class the patient is allergic to (penicillin → amoxicillin)."""
+    stands_for = drug_table.extra["allergy_classes"]
+    flags = []
+    for allergy in state.facts.get("allergy", []):
+        attributes = allergy.attributes
+        if not isinstance(attributes, AllergyAttributes) or attributes.no_known_allergies:
+            continue
+        words = re.findall(r"[a-z]+", attributes.substance.lower())
+        allergic_to = {stands_for[word] for word in words if word in stands_for}
+        allergic_to |= classes_of(attributes.substance, drug_table)
+        for fact in discharge:
+            medication = fact.attributes
+            assert isinstance(medication, MedicationAttributes)
+            shared = classes_of(medication.name, drug_table) & allergic_to
+            if shared:
+                flags.append(
+                    ReviewFlag(
+                        id=stable_id("flag", "allergy-class", allergy.id, fact.id),
+                        code="allergy_conflict",
+                        reason=f"{medication.name} at discharge, and an allergy to "
+                        f"{attributes.substance} ({', '.join(sorted(shared))})",
+                        raised_by=RAISED_BY,
+                        fact_ids=[allergy.id, fact.id],
+                    )
+                )
+    return flags
+
+
+def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
+    """A patient who took medications before the stay and leaves with none: say so. Orders
+    too old to count as taken (unconfirmed: they have their own flag) are not counted."""
+    unconfirmed = set(state.medications.unconfirmed())
+    taken = [fact_id for fact_id in state.medications.admission if fact_id not in unconfirmed]
+    if state.medications.discharge or not taken:
+        return []
+    return [
+        ReviewFlag(
+            id=stable_id("flag", "no-discharge-medications", state.encounter or ""),
+            code="no_discharge_medications",
+            # Named, not counted: every number a draft states must be one of its evidence's.
+            reason="No discharge medication, though these were active at admission: "
+            f"{'; '.join(_drug_name(state.fact(fact_id)) for fact_id in taken)}: confirm they "
+            "were all stopped",
+            raised_by=RAISED_BY,
+            fact_ids=taken,
+        )
+    ]
+
+
+def medication_safety(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
+    """The reconciled state with its medication safety flags (once, however often it runs)."""
+    drug_table = table("drug_classes", settings)
+    # Orders to confirm may still be taken: a drug that clashes with one is flagged all the same.
+    unconfirmed = frozenset(state.medications.unconfirmed())
+    discharge_ids = set(state.medications.discharge) | unconfirmed
+    discharge = [
+        fact
+        for fact in state.facts.get("medication", [])
+        if fact.id in discharge_ids and isinstance(fact.attributes, MedicationAttributes)
+    ]
+    flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
+    flags += allergy_class_flags(state, discharge, drug_table)
+    flags += duplication_flags(discharge, drug_table, unconfirmed)
+    flags += regimen_risk_flags(state, discharge, table("regimen_risks", settings))
+    flags += discrepancy_flags(state)
+    flags += no_discharge_medication_flags(state)
+    return state.model_copy(update={"flags_for_review": flags})
+
+
+def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
+    """A home medication list written in a note of the stay against the orders, by ingredient:
+    an order active at admission that the list leaves out. (A drug the list names that no
+    discharge order carries is a "held or stopped?" line of the reconciliation.)"""
+    orders = [
+        fact
+        for fact in state.facts.get("medication", [])
+        if isinstance(fact.attributes, MedicationAttributes)
+        and fact.attributes.recorded_as == "order"
+        and fact.id in state.medications.admission
+        and fact.id not in state.medications.unconfirmed()
+    ]
+    home = [
+        fact
+        for fact in state.facts.get("medication_list", [])
+        if (attributes_as(fact, NarrativeAttributes).list_kind or "home") == "home"
+    ]
+    lists: dict[str, list[Fact]] = defaultdict(list)
+    for fact in home:
+        lists[fact.sources[0].document or ""].append(fact)
+    titles = {document.id: document.title for document in state.documents}
+    flags: list[ReviewFlag] = []
+    for document_id, lines in lists.items():
+        named = noted_drugs(lines, "home")
+        left_out = [f for f in orders if not any(drug.matches(_drug_name(f)) for drug in named)]
+        if not left_out:
+            continue
+        names = "; ".join(_drug_name(f) for f in left_out)
+        title = titles.get(document_id) or "a note"
+        reason = f"Medication list in {title}: it leaves out {names} (ordered before admission)"
+        if any(flag.reason == reason for flag in flags):
+            continue  # the same list in another note of the stay: said once
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "med-list", document_id),
+                code="medication_discrepancy",
+                reason=reason,
+                raised_by=RAISED_BY,
+                fact_ids=[lines[0].id] + [f.id for f in left_out],
+                document=document_id,
+            )
+        )
+    return flags

@@ -1,0 +1,69 @@
+"""The drugs a note of the stay names in a medication list, matched to orders by ingredient.
+
+A note says what the patient took at home (an H&P's "Medications") or what was prescribed
+("The patient was prescribed the following medications"); the orders say what the EHR recorded.
+Reconciliation needs both: a home drug no discharge order carries is asked about ("held or
+stopped? confirm"), and a drug the note prescribes is never called "not continued". Matching is
+by ingredient words, so "lisinopril 10 mg oral tablet" in a note is the order "Lisinopril 10 MG
+Oral Tablet", and "naproxen sodium" is naproxen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from pipeline.clinical.medications import drug_key
+from pipeline.evidence.model import Fact, NarrativeAttributes
+
+_NONE_LISTED = re.compile(r"\bno (active |current |home )?medications\b|^none\b", re.IGNORECASE)
+# Words of a drug name that say nothing about its ingredient.
+_SALTS = frozenset(
+    "sodium potassium calcium magnesium hydrochloride hcl succinate tartrate besylate maleate "
+    "citrate acetate sulfate phosphate hr extended release delayed oral tablet capsule".split()
+)
+
+
+def ingredients(name: str) -> set[str]:
+    """The ingredient words of a drug name ("naproxen sodium 220 MG Oral Tablet" → naproxen)."""
+    return {word for word in drug_key(name).split() if word not in _SALTS and len(word) > 2}
+
+
+def list_items(text: str) -> list[str]:
+    """The drugs one line of a medication list names; none for "no active medications"."""
+    if _NONE_LISTED.search(text.strip()):
+        return []
+    return [item.strip(" -*•\t.") for item in text.split(";") if item.strip(" -*•\t.")]
+
+
+@dataclass(frozen=True, slots=True)
+class NotedDrug:
+    """A drug as a note's list names it, with the list's line (a fact) that says so."""
+
+    text: str
+    words: frozenset[str]
+    line: Fact
+
+    def matches(self, name: str) -> bool:
+        return bool(self.words & ingredients(name))
+
+
+def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> list[NotedDrug]:
+    """Each drug the notes' lists of this kind name, once (the first line that names it)."""
+    found: dict[frozenset[str], NotedDrug] = {}
+    for fact in facts:
+        attributes = fact.attributes
+        if (
+            not isinstance(attributes, NarrativeAttributes)
+            or attributes.category != "medication_list"
+        ):
+            continue
+        if (attributes.list_kind or "home") != kind:
+            continue
+        for item in list_items(attributes.text):
+            words = frozenset(ingredients(item))
+            if words and words not in found:
+                found[words] = NotedDrug(text=item, words=words, line=fact)
+    return list(found.values())

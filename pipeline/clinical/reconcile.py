@@ -1,0 +1,363 @@
+"""Medication reconciliation: admission list against discharge list, computed in code.
+
+Matching is by RxNorm code first, then by ingredient name
+(:func:`pipeline.clinical.medications.drug_key`), so "Simvastatin 20 MG Oral Tablet" at admission
+and "simvastatin 40 mg" at discharge are one drug whose strength changed. An admission medication
+with no discharge order is *continued* when its request is still active and *stopped* when its
+request was stopped or completed during the stay. A change or stop with no documented reason is
+flagged for a physician; the system never guesses one.
+
+An order of the stay for a drug ordered within the renewal window before admission (its earlier
+order completed, as yearly renewals are) is a renewal: *continued*, not new.
+
+An order's status says what the EHR last recorded, not what the patient takes: an order still
+"active" that was last written longer ago than the renewal window (12 months by default) before
+admission, and that no note of the stay mentions, is *unconfirmed*, never continued: it is
+listed with the date it was last ordered and flagged once, for the physician to confirm.
+
+A home drug that no discharge order carries (a MedicationStatement, or a drug an H&P's
+medication list names) is *held or stopped?*: never dropped silently, never decided. A drug a
+note of the stay prescribes that no discharge order carries is *prescribed, not ordered*, never
+"not continued at discharge" (pipeline.clinical.note_medications reads the notes' lists).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipeline.clinical.medications import (
+    drug_key,
+    main_ingredient,
+    normalise_frequency,
+    normalise_quantity,
+    normalise_route,
+)
+from pipeline.clinical.note_medications import NotedDrug, noted_drugs
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    MedicationChange,
+    MedicationLists,
+    ReviewFlag,
+    aware,
+    stable_id,
+)
+from pipeline.settings import RENEWAL_WINDOW
+
+ACTIVE_STATUSES = frozenset({"active", "on-hold"})
+
+
+@dataclass(frozen=True, slots=True)
+class StayContext:
+    """What tells a current home medication from a stale order: when the stay began, how recent
+    an order must be, and the words of the stay's notes."""
+
+    admitted: datetime | None = None
+    renewal_window: timedelta = RENEWAL_WINDOW
+    notes_text: str = ""
+
+    def recent(self, ordered: datetime) -> bool:
+        """Ordered within the window before admission (or since)."""
+        return self.admitted is not None and (
+            aware(ordered) >= aware(self.admitted) - self.renewal_window
+        )
+
+    def renewed(self, attributes: MedicationAttributes) -> bool:
+        """An order of the stay for a drug last ordered within the window before admission."""
+        before = attributes.last_ordered_before
+        return before is not None and self.recent(before)
+
+    def stale(self, attributes: MedicationAttributes) -> bool:
+        """Last ordered before the window and mentioned in no note of the stay."""
+        ordered = attributes.authored_on
+        if self.admitted is None or ordered is None or self.recent(ordered):
+            return False
+        return not mentioned(attributes.name, self.notes_text)
+
+
+def mentioned(name: str, text: str) -> bool:
+    """Whether the drug's main ingredient appears as a word in ``text``."""
+    pattern = rf"\b{re.escape(main_ingredient(name))}\b"
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+
+
+def medication(fact: Fact) -> MedicationAttributes:
+    if not isinstance(fact.attributes, MedicationAttributes):
+        raise TypeError(f"{fact.id} is not a medication")
+    return fact.attributes
+
+
+def rxnorm_code(attributes: MedicationAttributes) -> str | None:
+    code = attributes.code
+    return code.code if code is not None and code.system == RXNORM else None
+
+
+def dose_signature(attributes: MedicationAttributes) -> tuple[str | None, ...]:
+    """What must agree for two orders of one drug to be the same regimen."""
+    return (
+        normalise_quantity(attributes.strength),
+        normalise_quantity(attributes.dose),
+        normalise_frequency(attributes.frequency),
+        normalise_route(attributes.route),
+    )
+
+
+def differences(before: MedicationAttributes, after: MedicationAttributes) -> list[str]:
+    """Documented differences only: a value missing on either side is not a change."""
+    labels = ("strength", "dose", "frequency", "route")
+    raw_before = (before.strength, before.dose, before.frequency, before.route)
+    raw_after = (after.strength, after.dose, after.frequency, after.route)
+    found = []
+    for label, left, right, shown_left, shown_right in zip(
+        labels, dose_signature(before), dose_signature(after), raw_before, raw_after, strict=True
+    ):
+        if left is not None and right is not None and left != right:
+            found.append(f"{label}: {shown_left} → {shown_right}")
+    return found
+
+
+def _same_drug(left: MedicationAttributes, right: MedicationAttributes) -> bool:
+    left_code, right_code = rxnorm_code(left), rxnorm_code(right)
+    if left_code is not None and left_code == right_code:
+        return True
+    return drug_key(left.name) == drug_key(right.name)
+
+
+def _find_match(admitted: Fact, candidates: list[Fact]) -> Fact | None:
+    attributes = medication(admitted)
+    by_code = [
+        fact
+        for fact in candidates
+        if rxnorm_code(attributes) is not None
+        and rxnorm_code(medication(fact)) == rxnorm_code(attributes)
+    ]
+    if by_code:
+        return by_code[0]
+    by_name = [fact for fact in candidates if _same_drug(attributes, medication(fact))]
+    return by_name[0] if by_name else None
+
+
+def reconcile_medications(
+    facts: list[Fact], stay: StayContext | None = None
+) -> tuple[MedicationLists, list[ReviewFlag]]:
+    stay = stay or StayContext()
+    medications = [fact for fact in facts if fact.category == "medication"]
+    admission = [fact for fact in medications if medication(fact).phase == "admission"]
+    unmatched = [fact for fact in medications if medication(fact).phase == "discharge"]
+    changes: list[MedicationChange] = []
+    discharge_ids: list[str] = []
+    for admitted in admission:
+        before = medication(admitted)
+        match = _find_match(admitted, unmatched)
+        if match is not None:
+            unmatched.remove(match)
+            after = medication(match)
+            found = differences(before, after)
+            discharge_ids.append(match.id)
+            changes.append(
+                MedicationChange(
+                    kind="changed" if found else "continued",
+                    name=after.name,
+                    admission=admitted.id,
+                    discharge=match.id,
+                    differences=found,
+                    reason=after.reason or before.reason,
+                )
+            )
+        elif before.recorded_as == "statement":
+            changes.append(
+                MedicationChange(kind="held_or_stopped", name=before.name, admission=admitted.id)
+            )
+        elif before.status in ACTIVE_STATUSES and stay.stale(before):
+            changes.append(
+                MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
+            )
+        elif before.status in ACTIVE_STATUSES:
+            discharge_ids.append(admitted.id)
+            changes.append(
+                MedicationChange(
+                    kind="continued", name=before.name, admission=admitted.id, discharge=admitted.id
+                )
+            )
+        else:
+            changes.append(
+                MedicationChange(
+                    kind="stopped", name=before.name, admission=admitted.id, reason=before.reason
+                )
+            )
+    for ordered in unmatched:
+        discharge_ids.append(ordered.id)
+        attributes = medication(ordered)
+        changes.append(
+            MedicationChange(
+                kind="continued" if stay.renewed(attributes) else "new",
+                name=attributes.name,
+                discharge=ordered.id,
+                reason=attributes.reason,
+            )
+        )
+    changes = _home_drugs_left_out(changes, noted_drugs(facts, "home"))
+    given = [fact for fact in medications if medication(fact).phase == "inpatient"]
+    changes += _prescribed_not_ordered(changes, noted_drugs(facts, "prescribed"), given)
+    lists = MedicationLists(
+        admission=[fact.id for fact in admission], discharge=discharge_ids, changes=changes
+    )
+    return lists, _unexplained(changes) + _not_renewed(changes) + _left_out_flags(changes)
+
+
+_ORDERED_AT_DISCHARGE = frozenset({"continued", "new", "changed"})
+
+
+def _home_drugs_left_out(
+    changes: list[MedicationChange], home: list[NotedDrug]
+) -> list[MedicationChange]:
+    """The changes with each home drug of a note that no line names yet as held or stopped
+    (one line per drug: a note's drug that a statement already names joins that line)."""
+    updated = list(changes)
+    for drug in home:
+        index = next((i for i, c in enumerate(updated) if drug.matches(c.name)), None)
+        if index is None:
+            updated.append(
+                MedicationChange(kind="held_or_stopped", name=drug.text, noted=drug.line.id)
+            )
+        elif updated[index].kind == "held_or_stopped" and updated[index].noted is None:
+            updated[index] = updated[index].model_copy(update={"noted": drug.line.id})
+    return updated
+
+
+def _prescribed_not_ordered(
+    changes: list[MedicationChange], prescribed: list[NotedDrug], given: list[Fact]
+) -> list[MedicationChange]:
+    """A drug a note of the stay prescribes that no order carries at discharge, with the
+    stay's own orders of it (given, completed: never "not continued" while a note prescribes it)."""
+    found = []
+    for drug in prescribed:
+        if any(c.kind in _ORDERED_AT_DISCHARGE and drug.matches(c.name) for c in changes):
+            continue
+        orders = [fact.id for fact in given if drug.matches(medication(fact).name)]
+        found.append(
+            MedicationChange(
+                kind="prescribed_not_ordered",
+                name=drug.text,
+                noted=drug.line.id,
+                stay_orders=orders,
+            )
+        )
+    return found
+
+
+def _left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
+    """One flag for the home drugs held or stopped, one for the drugs prescribed in a note but
+    not ordered (the medication list names each; the flag says what to decide)."""
+    asks = {
+        "held_or_stopped": (
+            "home_medication_not_ordered",
+            "Home medications with no discharge order: confirm whether each is held or stopped",
+        ),
+        "prescribed_not_ordered": (
+            "prescribed_not_ordered",
+            "Prescribed in a note of this stay with no order active at discharge: confirm "
+            "whether each continues",
+        ),
+    }
+    flags = []
+    for kind, (code, reason) in asks.items():
+        cited = [
+            fact_id
+            for change in changes
+            if change.kind == kind
+            for fact_id in (change.admission, change.noted, *change.stay_orders)
+            if fact_id
+        ]
+        if cited:
+            flags.append(
+                ReviewFlag(
+                    id=stable_id("flag", code, *cited),
+                    code=code,
+                    reason=reason,
+                    raised_by="reconcile",
+                    fact_ids=list(dict.fromkeys(cited)),
+                )
+            )
+    return flags
+
+
+def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
+    flags = []
+    for change in changes:
+        if change.kind not in {"changed", "stopped"} or change.reason:
+            continue
+        fact_ids = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
+        what = "; ".join(change.differences) if change.differences else "stopped"
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "unexplained", *fact_ids),
+                code="unexplained_medication_change",
+                reason=f"{change.name}: {what}, with no documented reason",
+                raised_by="reconcile",
+                fact_ids=fact_ids,
+            )
+        )
+    return flags
+
+
+def _not_renewed(changes: list[MedicationChange]) -> list[ReviewFlag]:
+    """One flag for all the unconfirmed orders (the medication list names each with its date)."""
+    stale = [change for change in changes if change.kind == "unconfirmed" and change.admission]
+    if not stale:
+        return []
+    fact_ids = [change.admission for change in stale if change.admission]
+    # No number in the text: every number a draft states must be one of the evidence's.
+    return [
+        ReviewFlag(
+            id=stable_id("flag", "not_renewed", *fact_ids),
+            code="medication_not_renewed",
+            reason=(
+                "Home orders last written long before admission (beyond the renewal window) "
+                "and not mentioned in this stay's notes: confirm whether still taken"
+            ),
+            raised_by="reconcile",
+            fact_ids=fact_ids,
+        )
+    ]
+
+
+def stay_context(state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDOW) -> StayContext:
+    """The stay's start and its notes' words (never a note about another patient)."""
+    stay = state.stay()
+    notes = "\n".join(
+        page.text
+        for document in state.documents
+        if not document.other_patient
+        for page in document.pages
+    )
+    admitted = stay.start if stay is not None else None
+    return StayContext(admitted=admitted, renewal_window=renewal_window, notes_text=notes)
+
+
+def reconcile(
+    state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDOW
+) -> tuple[EvidenceState, str]:
+    lists, flags = reconcile_medications(state.all_facts(), stay_context(state, renewal_window))
+    kept = [flag for flag in state.flags_for_review if flag.raised_by != "reconcile"]
+    counts = {
+        kind: sum(c.kind == kind for c in lists.changes)
+        for kind in (
+            "new",
+            "changed",
+            "stopped",
+            "continued",
+            "unconfirmed",
+            "held_or_stopped",
+            "prescribed_not_ordered",
+        )
+    }
+    detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
+    updated = state.model_copy(update={"medications": lists, "flags_for_review": kept + flags})
+    return updated, f"reconciled {len(lists.admission)} admission medications: {detail}"

@@ -1,0 +1,240 @@
+"""Risks of the discharge regimen a reviewing physician checks before signing.
+
+Each rule is one Needs review line over the medications that go home (and the orders to confirm,
+which may still be taken), from the shipped ``regimen_risks`` table (its header names the
+guidelines): an anticoagulant with an antiplatelet or NSAID; warfarin with no recent INR (and
+what sets its goal, when the record names it); an antithrombotic for a patient of the table's
+age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; drugs to
+review for the dose when the stay's latest eGFR is below the table's limit. Computed in code,
+flagged, never decided. No flag states a number the evidence does not hold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    DiagnosisAttributes,
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    MedicationAttributes,
+    PatientInfoAttributes,
+    ProcedureAttributes,
+    ReviewFlag,
+    attributes_as,
+    aware,
+    stable_id,
+)
+
+RAISED_BY = "medication_safety"
+CODE = "regimen_risk"
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def _having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
+    wanted = set(ingredients)
+    return [f for f in facts if _words(attributes_as(f, MedicationAttributes).name) & wanted]
+
+
+def _names(facts: Sequence[Fact]) -> str:
+    return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
+
+
+def _flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
+    ids = list(dict.fromkeys(f.id for f in facts))
+    return ReviewFlag(
+        id=stable_id("flag", "regimen", key, *ids),
+        code=CODE,
+        reason=reason,
+        raised_by=RAISED_BY,
+        fact_ids=ids,
+    )
+
+
+def _stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
+    """The stay's dated results (not the baselines before it) under one of ``codes``."""
+    return [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and f.attributes.code is not None
+        and f.attributes.code.code in codes
+        and f.attributes.effective is not None
+        and not f.attributes.baseline
+    ]
+
+
+def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    classes = risks.extra["antithrombotic"]
+    anticoagulants = _having(going_home, classes["anticoagulant"])
+    partners = _having(going_home, [*classes["antiplatelet"], *classes["nsaid"]])
+    partners = [f for f in partners if f not in anticoagulants]
+    if not (anticoagulants and partners):
+        return []
+    both = [*anticoagulants, *partners]
+    reason = (
+        f"Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: "
+        f"{_names(both)}: confirm the combination is intended, and for how long"
+    )
+    return [_flag("bleeding", reason, both)]
+
+
+def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fact, str]]:
+    """Diagnoses and procedures of the record that name one of ``keywords``, with the name."""
+    found = []
+    for fact in [*state.facts["diagnosis"], *state.facts["procedure"]]:
+        attributes = fact.attributes
+        if isinstance(attributes, DiagnosisAttributes):
+            text = attributes.display
+        elif isinstance(attributes, ProcedureAttributes):
+            text = attributes.name
+        else:
+            continue
+        if any(keyword in text.lower() for keyword in keywords):
+            found.append((fact, text))
+    return found
+
+
+def warfarin_monitoring(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    antagonists = _having(going_home, risks.extra["vitamin_k_antagonist"])
+    if not antagonists:
+        return []
+    stay = state.stay()
+    window = timedelta(days=risks.extra["inr_within_days"])
+    end = stay.end if stay is not None else None
+    recent = [
+        f
+        for f in _stay_results(state, risks.extra["inr_codes"])
+        if end is None
+        or aware(end) - aware(attributes_as(f, LabResultAttributes).effective or end) <= window
+    ]
+    if recent:
+        return []
+    indications = _indications(state, risks.extra["inr_goal_keywords"])
+    goal = ""
+    if indications:
+        named = "; ".join(dict.fromkeys(text for _, text in indications))
+        goal = f" (the record names what sets its goal: {named})"
+    reason = (
+        f"{_names(antagonists)} at discharge with no recent INR in the stay: check the INR and "
+        f"state the INR goal{goal}"
+    )
+    return [_flag("inr", reason, [*antagonists, *(fact for fact, _ in indications)])]
+
+
+def _falls(state: EvidenceState, keywords: Sequence[str]) -> list[Fact]:
+    """The stay's reason, complaint or episode diagnoses when they name a fall."""
+    pattern = re.compile("|".join(rf"\b{re.escape(k)}s?\b" for k in keywords), re.IGNORECASE)
+    found = []
+    for fact in state.facts["encounter"]:
+        attributes = attributes_as(fact, EncounterAttributes)
+        said = " ".join([*attributes.reasons, attributes.text or ""])
+        if pattern.search(said):
+            found.append(fact)
+    for fact in state.facts["diagnosis"]:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        if diagnosis.listing in {"principal", "episode"} and pattern.search(diagnosis.display):
+            found.append(fact)
+    return found
+
+
+def falls_in_old_age(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    classes = risks.extra["antithrombotic"]
+    antithrombotics = _having(going_home, [*classes["anticoagulant"], *classes["antiplatelet"]])
+    patient = next(iter(state.facts["patient_info"]), None)
+    if not antithrombotics or patient is None:
+        return []
+    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter
+    if age is None or age < risks.extra["fall_age"]:
+        return []
+    falls = _falls(state, risks.extra["fall_keywords"])
+    if not falls:
+        return []
+    reason = (
+        f"{_names(antithrombotics)} at discharge for a {age}-year-old admitted after a fall: "
+        "weigh the bleeding risk"
+    )
+    return [_flag("fall", reason, [patient, *falls, *antithrombotics])]
+
+
+def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    undated = [
+        f
+        for f in _having(going_home, risks.extra["opioid"])
+        if not attributes_as(f, MedicationAttributes).duration
+    ]
+    if not undated:
+        return []
+    reason = f"{_names(undated)} at discharge with no duration: state how long it is to be taken"
+    return [_flag("opioid", reason, undated)]
+
+
+def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    as_needed = [
+        f
+        for f in _having(going_home, risks.extra["chronic_cardiac"])
+        if attributes_as(f, MedicationAttributes).as_needed
+    ]
+    if not as_needed:
+        return []
+    reason = (
+        f"{_names(as_needed)} at discharge as needed, though a heart drug is taken on a "
+        "schedule: confirm the instruction"
+    )
+    return [_flag("as-needed", reason, as_needed)]
+
+
+def renal_dosing(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    egfr = [
+        f
+        for f in _stay_results(state, risks.extra["egfr_codes"])
+        if attributes_as(f, LabResultAttributes).value is not None
+    ]
+    if not egfr:
+        return []
+    latest = max(
+        egfr,
+        key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
+    )
+    result = attributes_as(latest, LabResultAttributes)
+    assert result.value is not None and result.effective is not None
+    if result.value >= risks.extra["renal_limit"]:
+        return []
+    to_review = _having(going_home, risks.extra["renal_review"])
+    if not to_review:
+        return []
+    shown = result.shown_value or str(result.value)
+    unit = f" {result.unit}" if result.unit else ""
+    reason = (
+        f"eGFR {shown}{unit} on {result.effective.date().isoformat()}: review the dose of "
+        f"{_names(to_review)} for kidney function"
+    )
+    return [_flag("renal", reason, [latest, *to_review])]
+
+
+def regimen_risk_flags(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    """Every rule's flags, most dangerous first."""
+    return [
+        *bleeding(going_home, risks),
+        *warfarin_monitoring(state, going_home, risks),
+        *falls_in_old_age(state, going_home, risks),
+        *renal_dosing(state, going_home, risks),
+        *opioid_duration(going_home, risks),
+        *heart_drugs_as_needed(going_home, risks),
+    ]

@@ -1,0 +1,48 @@
+"""What the FHIR mapping hands the pipeline: one stay's facts, exclusions and unread documents.
+
+The mapping (``fhir_mapping.record.map_record``) is pure: it decides what belongs to the stay and
+turns structured resources into facts, but reads no attachment. The documents it found are
+handed over as bytes with where they came from; ``pipeline.build.build_evidence`` reads them
+(text, HTML, PDF, OCR under one budget) and builds the evidence state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pipeline.evidence.model import Exclusion, Fact, SourceRef
+
+# Hours before admission within which an encounter that did something (a procedure, a reason,
+# an emergency visit) belongs to the hospitalization: the surgery the day before the ward stay.
+EPISODE_WINDOW_H = 48.0
+
+
+@dataclass(slots=True)
+class PendingDocument:
+    """An attachment to read: its bytes once (the same bytes cited by several resources are one
+    document), or the errors that kept it from being read."""
+
+    key: str
+    data: bytes
+    content_type: str | None
+    title: str | None
+    date: datetime | None
+    sources: list[SourceRef] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class MappedRecord:
+    """One stay as mapped from FHIR: the patient, the stay and its episode (encounter → why it
+    belongs), the facts and exclusions, and the documents still to read."""
+
+    patient: str
+    encounter: str
+    episode: dict[str, str]
+    facts: list[Fact]
+    exclusions: list[Exclusion]
+    documents: list[PendingDocument]
+    # The earliest date of each kind of fact the available record holds (procedure,
+    # lab_result): a section empty because the record starts after the stay says so.
+    record_begins: dict[str, datetime] = field(default_factory=dict)
