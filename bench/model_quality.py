@@ -34,9 +34,8 @@ from bench.synthea import bundles
 from pipeline.errors import ModelError
 from pipeline.evidence.model import EncounterAttributes, EvidenceState
 from pipeline.evidence.summary import SOFT_CHECKS, Summary
-from pipeline.summarizing.agentic import LoopSettings, draft_with_model
 from pipeline.summarizing.evidence_summary import summarize_evidence
-from smartapp.core.language_models import language_model
+from smartapp.core.language_models import LanguageModel, language_model
 from smartapp.core.settings import Settings
 from smartapp.jobs.evidence import evidence_from_fhir
 
@@ -111,19 +110,16 @@ def extracted(state: EvidenceState) -> tuple[int, int]:
     return kept, kept + rejected
 
 
-def run_one(name: str, data: dict[str, Any], model: Any, settings: Settings) -> dict[str, Any]:
+def run_one(
+    name: str, data: dict[str, Any], model: LanguageModel, settings: Settings
+) -> dict[str, Any]:
     state = evidence_from_fhir(data)
     started = time.perf_counter()
     summarize_evidence(state)
     floor = time.perf_counter() - started
     started = time.perf_counter()
     try:
-        drafted, summary = draft_with_model(
-            state,
-            model.backend,
-            settings=LoopSettings.from_settings(settings, model.tau),
-            grounding=model.grounding,
-        )
+        drafted, summary = model.draft(state, settings)
     except ModelError as failure:
         # As the app does: the draft is the evidence-only one, and the model's failure is said.
         drafted, summary = (

@@ -194,7 +194,6 @@ def summarize(
     ] = None,
 ) -> None:
     """Draft the discharge summary of one stay (evidence-only unless a model is configured)."""
-    from pipeline.summarizing.agentic import LoopSettings, draft_with_model
     from pipeline.summarizing.evidence_summary import summarize_evidence
     from smartapp.core.language_models import language_model
 
@@ -210,13 +209,7 @@ def summarize(
         summary = summarize_evidence(state, ratio=settings.focus_ratio, settings=settings)
     else:
         try:
-            state, summary = draft_with_model(
-                state,
-                model.backend,
-                settings=LoopSettings.from_settings(settings),
-                max_agent_steps=settings.max_agent_steps,
-                grounding=model.grounding,
-            )
+            state, summary = model.draft(state, settings)
         except ModelError as error:
             typer.echo(f"error: the language model failed: {error}", err=True)
             raise typer.Exit(1) from None

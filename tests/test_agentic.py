@@ -320,3 +320,25 @@ def test_a_model_drafted_summary_uses_the_deployments_clinical_tables(tmp_path: 
     for summary in (evidence_only, modelled):
         procedures = " ".join(s.text for s in summary.section("procedures").sentences)
         assert "swallow" not in procedures  # routine care, by the deployment's table
+
+
+def test_a_configured_model_drafts_with_its_own_tau_wherever_it_drafts() -> None:
+    """The app, the CLI and the bench draft through LanguageModel.draft, so a model's calibrated
+    tau holds everywhere (the CLI once drafted with AgenticSum's 0.35 whatever the model)."""
+    from pipeline.settings import PipelineSettings
+    from smartapp.core.language_models import LanguageModel
+
+    state = state_with()
+    mass = course_ids(state)[0]
+    draft = {"sentences": [{"text": "A mediastinal mass was found.", "citations": [mass]}]}
+    supported = lambda sentence: {"label": "supported", "spans": []}  # noqa: E731
+    constant = lambda context, sources, summary, spans: [0.2] * len(spans)  # noqa: E731
+
+    def flags(tau: float | None, deployment: PipelineSettings) -> list[str]:
+        model = LanguageModel(Scripted(draft, supported, [draft] * 3), constant, tau)
+        _, summary = model.draft(state, deployment.model_copy(update={"focus_ratio": 1.0}))
+        return [f.code for s in summary.section("hospital_course").sentences for f in s.flags]
+
+    assert flags(0.1, PipelineSettings()) == []  # 0.2 is above the model's own tau
+    assert flags(None, PipelineSettings()) == ["low_grounding"]  # below AgenticSum's 0.35
+    assert flags(0.1, PipelineSettings(aura_tau=0.3)) == ["low_grounding"]  # the deployment's

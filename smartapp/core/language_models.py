@@ -15,8 +15,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.backends.chat import ChatBackend
-from pipeline.summarizing.agentic import GroundingScorer
+from pipeline.backends.chat import ChatBackend, Progress, no_progress
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
+from pipeline.settings import PipelineSettings
+from pipeline.summarizing.agentic import GroundingScorer, LoopSettings, draft_with_model
 from smartapp.core.openai_backend import OpenAIBackend
 from smartapp.core.packaged_model import (
     SMOLLM2,
@@ -39,6 +42,20 @@ class LanguageModel:
     grounding: GroundingScorer | None
     # AURA's threshold calibrated for this model (bench/aura_calibration.py), where known.
     tau: float | None = None
+
+    def draft(
+        self, state: EvidenceState, settings: PipelineSettings, progress: Progress = no_progress
+    ) -> tuple[EvidenceState, Summary]:
+        """This model's draft of the stay under the deployment's settings, with the model's own
+        τ unless the deployment sets one: the one way the app, the CLI and the bench draft."""
+        return draft_with_model(
+            state,
+            self.backend,
+            settings=LoopSettings.from_settings(settings, self.tau),
+            max_agent_steps=settings.max_agent_steps,
+            grounding=self.grounding,
+            progress=progress,
+        )
 
 
 def language_model(settings: Settings, spec: str | None = None) -> LanguageModel | None:

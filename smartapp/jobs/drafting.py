@@ -19,7 +19,6 @@ from pipeline.errors import ModelError, ProvenoteError
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
-from pipeline.summarizing.agentic import LoopSettings, draft_with_model
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
@@ -52,13 +51,7 @@ class Drafting:
 
             try:
                 extended, summary = await asyncio.to_thread(
-                    draft_with_model,
-                    state,
-                    model.backend,
-                    settings=LoopSettings.from_settings(self.settings, model.tau),
-                    max_agent_steps=self.settings.max_agent_steps,
-                    grounding=model.grounding,
-                    progress=progress,
+                    model.draft, state, self.settings, progress
                 )
                 return summary, extended, None
             except ModelError as failure:
