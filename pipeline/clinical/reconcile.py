@@ -143,6 +143,36 @@ def _find_match(admitted: Fact, candidates: list[Fact]) -> Fact | None:
     return by_name[0] if by_name else None
 
 
+def _admission_change(admitted: Fact, unmatched: list[Fact], stay: StayContext) -> MedicationChange:
+    """What became of one admission medication; its discharge order, when found, is taken out of
+    ``unmatched`` (what is left there is new at discharge)."""
+    before = medication(admitted)
+    match = _find_match(admitted, unmatched)
+    if match is not None:
+        unmatched.remove(match)
+        after = medication(match)
+        found = differences(before, after)
+        return MedicationChange(
+            kind="changed" if found else "continued",
+            name=after.name,
+            admission=admitted.id,
+            discharge=match.id,
+            differences=found,
+            reason=after.reason or before.reason,
+        )
+    if before.recorded_as == "statement":
+        return MedicationChange(kind="held_or_stopped", name=before.name, admission=admitted.id)
+    if before.status in ACTIVE_STATUSES and stay.stale(before):
+        return MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
+    if before.status in ACTIVE_STATUSES:
+        return MedicationChange(
+            kind="continued", name=before.name, admission=admitted.id, discharge=admitted.id
+        )
+    return MedicationChange(
+        kind="stopped", name=before.name, admission=admitted.id, reason=before.reason
+    )
+
+
 def reconcile_medications(
     facts: list[Fact], stay: StayContext | None = None
 ) -> tuple[MedicationLists, list[ReviewFlag]]:
@@ -150,49 +180,8 @@ def reconcile_medications(
     medications = [fact for fact in facts if fact.category == "medication"]
     admission = [fact for fact in medications if medication(fact).phase == "admission"]
     unmatched = [fact for fact in medications if medication(fact).phase == "discharge"]
-    changes: list[MedicationChange] = []
-    discharge_ids: list[str] = []
-    for admitted in admission:
-        before = medication(admitted)
-        match = _find_match(admitted, unmatched)
-        if match is not None:
-            unmatched.remove(match)
-            after = medication(match)
-            found = differences(before, after)
-            discharge_ids.append(match.id)
-            changes.append(
-                MedicationChange(
-                    kind="changed" if found else "continued",
-                    name=after.name,
-                    admission=admitted.id,
-                    discharge=match.id,
-                    differences=found,
-                    reason=after.reason or before.reason,
-                )
-            )
-        elif before.recorded_as == "statement":
-            changes.append(
-                MedicationChange(kind="held_or_stopped", name=before.name, admission=admitted.id)
-            )
-        elif before.status in ACTIVE_STATUSES and stay.stale(before):
-            changes.append(
-                MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
-            )
-        elif before.status in ACTIVE_STATUSES:
-            discharge_ids.append(admitted.id)
-            changes.append(
-                MedicationChange(
-                    kind="continued", name=before.name, admission=admitted.id, discharge=admitted.id
-                )
-            )
-        else:
-            changes.append(
-                MedicationChange(
-                    kind="stopped", name=before.name, admission=admitted.id, reason=before.reason
-                )
-            )
+    changes = [_admission_change(admitted, unmatched, stay) for admitted in admission]
     for ordered in unmatched:
-        discharge_ids.append(ordered.id)
         attributes = medication(ordered)
         changes.append(
             MedicationChange(
@@ -202,6 +191,8 @@ def reconcile_medications(
                 reason=attributes.reason,
             )
         )
+    # In the order they are listed: the admission list's drugs kept, then the new orders.
+    discharge_ids = [change.discharge for change in changes if change.discharge is not None]
     changes = _home_drugs_left_out(changes, noted_drugs(facts, "home"))
     given = [fact for fact in medications if medication(fact).phase == "inpatient"]
     changes += _prescribed_not_ordered(changes, noted_drugs(facts, "prescribed"), given)

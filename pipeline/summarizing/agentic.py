@@ -308,25 +308,20 @@ def fitted_facts(
     return kept
 
 
-def agentic_summary(
-    state: EvidenceState,
-    backend: ChatBackend,
-    *,
-    settings: LoopSettings | None = None,
-    grounding: GroundingScorer | None = None,
-    salience: TokenSalience | None = None,
-    progress: Progress = no_progress,
-) -> Summary:
-    """The summary with a model-written, checked and repaired hospital course.
+@dataclass(frozen=True, slots=True)
+class _DraftInputs:
+    """What the draft agent is given: the citable texts by id, the course's note sentences (what
+    the entailment judge reads beside the facts), and the prompt with its source span."""
 
-    Pass the state from :func:`pipeline.summarizing.extraction.with_model_extraction` to draft from
-    the model's quoted extractions too; build the Composition from that same state
-    (:func:`draft_with_model` does both).
-    """
-    settings = settings or LoopSettings()
-    base = summarize_evidence(
-        state, ratio=settings.ratio, salience=salience, settings=settings.pipeline
-    )
+    facts: dict[str, str]
+    notes: list[str]
+    schema: dict[str, Any]
+    prompt: str
+
+
+def _draft_inputs(
+    state: EvidenceState, base: Summary, backend: ChatBackend, settings: LoopSettings
+) -> _DraftInputs:
     by_relevance = sorted(
         (section for section in base.sections if section.key in COURSE_RELEVANCE),
         key=lambda section: COURSE_RELEVANCE.index(section.key),
@@ -343,64 +338,60 @@ def agentic_summary(
         for sentence in base.section(NARRATIVE).sentences
         if all(state.fact(c).category == "course" for c in sentence.citations)
     ]
-    notes = [sentence.text for sentence in course]
     fact_items = [{"id": fact_id, "text": text} for fact_id, text in facts.items()]
     note_items = [{"id": sentence.citations[0], "text": sentence.text} for sentence in course]
     answer_tokens = answer_budget(sentences_schema(settings.limits, list(facts)))
     fact_items = fitted_facts(backend, fact_items, note_items, answer_tokens)
     # The model may cite what it was given: the facts that fit, and the course's sentences.
-    facts = {item["id"]: facts[item["id"]] for item in fact_items} | {
+    citable = {item["id"]: facts[item["id"]] for item in fact_items} | {
         item["id"]: item["text"] for item in note_items
     }
-    schema = sentences_schema(settings.limits, list(facts))
-    prompt = render("prompts/draft.txt.j2", facts=fact_items, notes=note_items)
-    source_start = prompt.index("<data>")
-    source_spans = [(source_start, len(prompt))]
-    progress("drafting the hospital course")
-    answer = _ask(backend, prompt, ["sentences"], schema, settings)
-    sentences = _drafts(answer, prompt)
-    decisions: list[str] = []
-    previous: set[str] = set()
-    previous_mean: float | None = None
-    stop_reason = "budget"
-    iteration = 0
-    for iteration in range(1, settings.max_iterations + 1):
-        progress(f"pass {iteration}: detecting {len(sentences)} sentences")
-        _detect(sentences, state, backend, facts, notes, settings, grounding, prompt, source_spans)
-        flagged = [s for s in sentences if s.flagged or _low_grounding(s, settings)]
-        current = {s.text for s in flagged}
-        scores = [s.grounding for s in sentences if s.grounding is not None]
-        mean = sum(scores) / len(scores) if scores else None
-        if not flagged:
-            stop_reason = "no_flags"
-        elif (
-            iteration > 1
-            and mean is not None
-            and previous_mean is not None
-            and abs(mean - previous_mean) < settings.epsilon
-        ):
-            stop_reason = "grounding_converged"
-        elif iteration > 1 and not current - previous:
-            stop_reason = "no_new_flags"
-        elif iteration == settings.max_iterations:
-            stop_reason = "budget"
-        else:
-            stop_reason = ""
-        decisions.append(
-            f"pass {iteration}: {len(flagged)} of {len(sentences)} sentences flagged"
-            + (f", mean AURA {mean:.3f}" if mean is not None else "")
-            + (f"; stop: {stop_reason}" if stop_reason else "; fix the flagged sentences")
-        )
-        if stop_reason:
-            break
-        progress(f"pass {iteration}: fixing {len(flagged)} sentences")
-        fixes = dict(
-            zip(map(id, flagged), _fix(flagged, backend, facts, notes, settings), strict=True)
-        )
-        sentences = [
-            fixed for sentence in sentences for fixed in fixes.get(id(sentence), [sentence])
-        ]
-        previous, previous_mean = current, mean
+    return _DraftInputs(
+        facts=citable,
+        notes=[sentence.text for sentence in course],
+        schema=sentences_schema(settings.limits, list(citable)),
+        prompt=render("prompts/draft.txt.j2", facts=fact_items, notes=note_items),
+    )
+
+
+def _stop_reason(
+    iteration: int,
+    flagged: set[str],
+    previous: set[str],
+    mean: float | None,
+    previous_mean: float | None,
+    settings: LoopSettings,
+) -> str:
+    """The supervisor's decision after a pass: why to stop, or "" to fix the flagged sentences."""
+    if not flagged:
+        return "no_flags"
+    if (
+        iteration > 1
+        and mean is not None
+        and previous_mean is not None
+        and abs(mean - previous_mean) < settings.epsilon
+    ):
+        return "grounding_converged"
+    if iteration > 1 and not flagged - previous:
+        return "no_new_flags"
+    if iteration == settings.max_iterations:
+        return "budget"
+    return ""
+
+
+def _decision(
+    iteration: int, flagged: int, total: int, mean: float | None, stop_reason: str
+) -> str:
+    """The supervisor's decision as the summary records it."""
+    return (
+        f"pass {iteration}: {flagged} of {total} sentences flagged"
+        + (f", mean AURA {mean:.3f}" if mean is not None else "")
+        + (f"; stop: {stop_reason}" if stop_reason else "; fix the flagged sentences")
+    )
+
+
+def _narrative(sentences: list[Draft], settings: LoopSettings) -> list[Sentence]:
+    """The hospital course's sentences as the summary holds them, each with its flags."""
     narrative = []
     for sentence in sentences:
         flags = []
@@ -426,26 +417,77 @@ def agentic_summary(
                 flags=flags,
             )
         )
+    return narrative
+
+
+def _with_narrative(base: Summary, narrative: list[Sentence], **update: Any) -> Summary:
     sections = [
         section.model_copy(
-            update={
-                "sentences": narrative,
-                "empty_reason": None if narrative else NOT_DOCUMENTED,
-            }
+            update={"sentences": narrative, "empty_reason": None if narrative else NOT_DOCUMENTED}
         )
         if section.key == NARRATIVE
         else section
         for section in base.sections
     ]
-    return base.model_copy(
-        update={
-            "sections": sections,
-            "backend": backend.name,
-            "backend_version": backend.version,
-            "iterations": iteration,
-            "stop_reason": stop_reason,
-            "decisions": decisions,
-        }
+    return base.model_copy(update={"sections": sections, **update})
+
+
+def agentic_summary(
+    state: EvidenceState,
+    backend: ChatBackend,
+    *,
+    settings: LoopSettings | None = None,
+    grounding: GroundingScorer | None = None,
+    salience: TokenSalience | None = None,
+    progress: Progress = no_progress,
+) -> Summary:
+    """The summary with a model-written, checked and repaired hospital course.
+
+    Pass the state from :func:`pipeline.summarizing.extraction.with_model_extraction` to draft
+    from the model's quoted extractions too; build the Composition from that same state
+    (:func:`draft_with_model` does both).
+    """
+    settings = settings or LoopSettings()
+    base = summarize_evidence(
+        state, ratio=settings.ratio, salience=salience, settings=settings.pipeline
+    )
+    given = _draft_inputs(state, base, backend, settings)
+    facts, notes, prompt = given.facts, given.notes, given.prompt
+    source_spans = [(prompt.index("<data>"), len(prompt))]
+    progress("drafting the hospital course")
+    sentences = _drafts(_ask(backend, prompt, ["sentences"], given.schema, settings), prompt)
+    decisions: list[str] = []
+    previous: set[str] = set()
+    previous_mean: float | None = None
+    stop_reason = "budget"
+    iteration = 0
+    for iteration in range(1, settings.max_iterations + 1):
+        progress(f"pass {iteration}: detecting {len(sentences)} sentences")
+        _detect(sentences, state, backend, facts, notes, settings, grounding, prompt, source_spans)
+        flagged = [s for s in sentences if s.flagged or _low_grounding(s, settings)]
+        current = {s.text for s in flagged}
+        scores = [s.grounding for s in sentences if s.grounding is not None]
+        mean = sum(scores) / len(scores) if scores else None
+        stop_reason = _stop_reason(iteration, current, previous, mean, previous_mean, settings)
+        decisions.append(_decision(iteration, len(flagged), len(sentences), mean, stop_reason))
+        if stop_reason:
+            break
+        progress(f"pass {iteration}: fixing {len(flagged)} sentences")
+        fixes = dict(
+            zip(map(id, flagged), _fix(flagged, backend, facts, notes, settings), strict=True)
+        )
+        sentences = [
+            fixed for sentence in sentences for fixed in fixes.get(id(sentence), [sentence])
+        ]
+        previous, previous_mean = current, mean
+    return _with_narrative(
+        base,
+        _narrative(sentences, settings),
+        backend=backend.name,
+        backend_version=backend.version,
+        iterations=iteration,
+        stop_reason=stop_reason,
+        decisions=decisions,
     )
 
 

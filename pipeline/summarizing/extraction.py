@@ -263,16 +263,7 @@ def extract_from_notes(
     readable = [
         d for d in state.documents if any(page.has_text for page in d.pages) and not d.other_patient
     ]
-    limit, size = chunk_measure(backend, limits)
-    work: list[_Chunk] = []
-    for number, document in enumerate(readable, start=1):
-        for page in document.pages:
-            if page.has_text:
-                spans = chunks(page.text, limit, size)
-                work += [
-                    _Chunk(document, number, page.number, page.text, start, end, part, len(spans))
-                    for part, (start, end) in enumerate(spans, start=1)
-                ]
+    work = _chunks_of(readable, *chunk_measure(backend, limits))
     started = clock()
 
     def read(chunk: _Chunk) -> Extraction:
@@ -295,8 +286,28 @@ def extract_from_notes(
                 raise
             return _not_read(chunk.document, "error", f"{where} not read by the model: {error}")
 
+    return _merged(in_parallel(read, work, concurrency))
+
+
+def _chunks_of(
+    readable: list[SourceDocument], limit: int, size: Callable[[str], int]
+) -> list[_Chunk]:
+    """Every readable page of the notes cut into chunks, in the notes' order."""
+    work: list[_Chunk] = []
+    for number, document in enumerate(readable, start=1):
+        for page in document.pages:
+            if page.has_text:
+                spans = chunks(page.text, limit, size)
+                work += [
+                    _Chunk(document, number, page.number, page.text, start, end, part, len(spans))
+                    for part, (start, end) in enumerate(spans, start=1)
+                ]
+    return work
+
+
+def _merged(parts: list[Extraction]) -> Extraction:
     result = Extraction()
-    for part in in_parallel(read, work, concurrency):
+    for part in parts:
         result.facts += part.facts
         result.rejected += part.rejected
         result.events += part.events
