@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from fhir.resources.R4B.condition import Condition
+
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
 from fhir_mapping.mapped import Mapped, ref
@@ -47,6 +49,36 @@ def _principal(scope: Scope) -> tuple[set[str], set[str]]:
     return keys, codes
 
 
+def _onset_and_abatement(condition: Condition) -> tuple[datetime | None, datetime | None]:
+    onset = as_datetime(
+        condition.onsetDateTime
+        or (condition.onsetPeriod.start if condition.onsetPeriod else None)
+        or condition.recordedDate
+    )
+    abatement = as_datetime(
+        condition.abatementDateTime
+        or (condition.abatementPeriod.end if condition.abatementPeriod else None)
+    )
+    return onset, abatement
+
+
+def _inactive_during_stay(
+    scope: Scope, onset: datetime | None, abatement: datetime | None, clinical: str | None
+) -> str | None:
+    """Why a problem not recorded against the stay was not active during it, or None if it was:
+    it must have begun before the stay ended and still be active when it began."""
+    began_before_end = onset is not None and onset <= scope.as_of
+    if abatement is not None:
+        still_active = scope.start is not None and abatement >= scope.start
+    else:
+        still_active = clinical in _ACTIVE_CLINICAL
+    if began_before_end and still_active:
+        return None
+    return f"onset {onset.isoformat() if onset else 'unknown'}, " + (
+        f"abated {abatement.isoformat()}" if abatement else f"status {clinical}"
+    )
+
+
 def map_conditions(scope: Scope) -> Mapped:
     """Encounter diagnoses, and other problems active at some time during the stay."""
     mapped = Mapped()
@@ -60,15 +92,7 @@ def map_conditions(scope: Scope) -> Mapped:
         if verification in _VOID_VERIFICATION:
             mapped.exclude(item, "status", f"verification status is {verification}")
             continue
-        onset = as_datetime(
-            condition.onsetDateTime
-            or (condition.onsetPeriod.start if condition.onsetPeriod else None)
-            or condition.recordedDate
-        )
-        abatement = as_datetime(
-            condition.abatementDateTime
-            or (condition.abatementPeriod.end if condition.abatementPeriod else None)
-        )
+        onset, abatement = _onset_and_abatement(condition)
         if scope.after_discharge(onset):
             mapped.exclude(item, "out_of_scope", f"onset {onset.isoformat()}, after discharge")
             continue
@@ -77,18 +101,10 @@ def map_conditions(scope: Scope) -> Mapped:
             clinical, abatement = "active", None
         if scope.is_encounter(condition.encounter):
             role = "encounter_diagnosis"
+        elif inactive := _inactive_during_stay(scope, onset, abatement, clinical):
+            mapped.exclude(item, "out_of_scope", f"not active during the stay ({inactive})")
+            continue
         else:
-            began_before_end = onset is not None and onset <= scope.as_of
-            if abatement is not None:
-                still_active = scope.start is not None and abatement >= scope.start
-            else:
-                still_active = clinical in _ACTIVE_CLINICAL
-            if not (began_before_end and still_active):
-                when = f"onset {onset.isoformat() if onset else 'unknown'}, " + (
-                    f"abated {abatement.isoformat()}" if abatement else f"status {clinical}"
-                )
-                mapped.exclude(item, "out_of_scope", f"not active during the stay ({when})")
-                continue
             role = "active_problem"
         display = concept_text(condition.code) or "condition not named"
         code = first_coding(condition.code)

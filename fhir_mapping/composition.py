@@ -197,14 +197,9 @@ def _model_properties(summary: Summary) -> list[dict[str, Any]]:
     return properties
 
 
-def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> dict[str, Any]:
-    """The transaction Bundle of the draft; validated with ``fhir.resources.R4B`` before return."""
-    if generated_at.tzinfo is None:
-        raise ValueError("generated_at needs a time zone: FHIR instants carry one")
-    recorded = generated_at.isoformat()
-    key = f"{summary.patient}|{summary.encounter}|{summary.backend}|{recorded}"
-    device_urn, composition_urn = _urn(key, "device"), _urn(key, "composition")
-    device = {
+def _device(summary: Summary) -> dict[str, Any]:
+    """The drafting software (and model) as the author of the draft."""
+    device: dict[str, Any] = {
         "resourceType": "Device",
         "identifier": [
             {
@@ -218,6 +213,13 @@ def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime)
     }
     if summary.model_usage is not None:
         device["property"] = _model_properties(summary)
+    return device
+
+
+def _composition(
+    summary: Summary, state: EvidenceState, recorded: str, device_urn: str
+) -> dict[str, Any]:
+    """The preliminary Composition, AI-asserted, saying when the model could not be used."""
     composition: dict[str, Any] = {
         "resourceType": "Composition",
         "meta": {"security": [AI_ASSERTED]},
@@ -239,6 +241,18 @@ def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime)
         ]
     if summary.encounter:
         composition["encounter"] = {"reference": summary.encounter}
+    return composition
+
+
+def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> dict[str, Any]:
+    """The transaction Bundle of the draft; validated with ``fhir.resources.R4B`` before return."""
+    if generated_at.tzinfo is None:
+        raise ValueError("generated_at needs a time zone: FHIR instants carry one")
+    recorded = generated_at.isoformat()
+    key = f"{summary.patient}|{summary.encounter}|{summary.backend}|{recorded}"
+    device_urn, composition_urn = _urn(key, "device"), _urn(key, "composition")
+    device = _device(summary)
+    composition = _composition(summary, state, recorded, device_urn)
     entries = [
         (device_urn, device),
         (composition_urn, composition),

@@ -215,6 +215,13 @@ def map_results(scope: Scope) -> Mapped:
             mapped.facts.extend(observation_facts(observation, ref(item, f"result[{position}]")))
         if not report.result and not report.presentedForm and report.status in FINAL_REPORT:
             mapped.exclude(item, "out_of_scope", "final report with no results and no text")
+    _map_standalone_observations(scope, reported, mapped)
+    mapped.facts.extend(_baselines(scope, mapped.facts))
+    return mapped
+
+
+def _map_standalone_observations(scope: Scope, reported: set[str], mapped: Mapped) -> None:
+    """The stay's laboratory results and vital signs that no report carries."""
     for item in scope.index.of_type("Observation"):
         observation = item.model
         if item.key in reported or not scope.is_encounter(observation.encounter):
@@ -228,5 +235,3 @@ def map_results(scope: Scope) -> Mapped:
             mapped.exclude(item, "out_of_scope", f"observation category {kinds} not summarised")
         else:
             mapped.facts.extend(observation_facts(item, None))
-    mapped.facts.extend(_baselines(scope, mapped.facts))
-    return mapped
