@@ -47,40 +47,46 @@ async def reconcile_signatures(state: AppState) -> list[str]:
     return outcomes
 
 
+def _log_registrations(settings: Settings) -> None:
+    """Who may launch the app, for the operator: never a secret or a key."""
+    for registration in settings.all_registrations():
+        log.info(
+            "registered EHR %s: client id %s, %s, callback %s",
+            registration.issuer,
+            registration.client_id,
+            registration.client_auth,
+            settings.redirect_uri_for(registration.issuer),
+        )
+
+
+async def _sweep_signatures(state: AppState, settings: Settings) -> None:
+    """Every half signing timeout (at most 30 s), the signatures a dead process left are settled."""
+    while True:
+        await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
+        try:
+            await reconcile_signatures(state)
+        except Exception as failure:  # a sweep that fails is logged and tried again
+            logged("reconciling signatures", repr(failure))
+
+
 def create_app(settings: Settings | None = None, stage_hook: StageHook | None = None) -> Litestar:
     """The app; ``stage_hook`` runs as each job stage starts (tests use it to interrupt a job)."""
     settings = settings or get_settings()
     state = new_state(settings)
     database = state.database
 
-    async def sweep_signatures() -> None:
-        while True:
-            await asyncio.sleep(min(30.0, settings.signing_timeout_s / 2))
-            try:
-                await reconcile_signatures(state)
-            except Exception as failure:  # a sweep that fails is logged and tried again
-                logged("reconciling signatures", repr(failure))
-
     background: list[asyncio.Task[None]] = []
 
     async def start_up() -> None:
         state.loop = asyncio.get_running_loop()
-        for registration in settings.all_registrations():
-            # Who may launch the app, for the operator: never a secret or a key.
-            log.info(
-                "registered EHR %s: client id %s, %s, callback %s",
-                registration.issuer,
-                registration.client_id,
-                registration.client_auth,
-                settings.redirect_uri_for(registration.issuer),
-            )
+        _log_registrations(settings)
         await database.migrate()
         state.installation = await database.installation_id(settings.installation_id)
         state.jobs = job_service(
             settings, database, state.access, state.installation, job_queue(settings), stage_hook
         )
         await state.jobs.start()
-        background.append(asyncio.create_task(sweep_signatures()))
+        background.append(asyncio.create_task(_sweep_signatures(state, settings)))
 
     async def shut_down() -> None:
         for task in background:

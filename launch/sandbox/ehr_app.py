@@ -27,17 +27,54 @@ def _name(patient: dict[str, Any]) -> str:
     return patient.get("id", "unnamed")
 
 
-def create_ehr_app(
-    server: AuthorizationServer,
-    *,
-    fhir_base: str,
-    admin_token: str,
-    app_launch_url: Callable[[], str],
-) -> Litestar:
-    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
+# The sandbox EHR's look, for apps that follow SMART's styling.
+SMART_STYLE = {
+    "color_background": "#fbfcfe",
+    "color_highlight": "#0b5cad",
+    "color_text": "#1d2733",
+    "dim_border_radius": "4px",
+    "font_family_body": "system-ui, sans-serif",
+}
 
-    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed.
-    """
+
+def _listed_encounter(encounter: dict[str, Any]) -> dict[str, Any]:
+    period = encounter.get("period", {})
+    return {
+        "id": encounter["id"],
+        "class_code": encounter.get("class", {}).get("code", ""),
+        "type": "; ".join(t.get("text", "") for t in encounter.get("type", [])),
+        "start": period.get("start", "?")[:10],
+        "end": period.get("end", "ongoing")[:10],
+    }
+
+
+async def _chart_patients(fhir_base: str, admin_token: str) -> list[dict[str, Any]]:
+    """Every patient of the sandbox's FHIR server, with their encounters, newest first."""
+    headers = {"x-admin-token": admin_token}
+    listed = []
+    async with httpx.AsyncClient(base_url=fhir_base, headers=headers, timeout=30) as fhir:
+        patients = (await fhir.get("/Patient", params={"_count": 200})).json().get("entry", [])
+        for entry in patients:
+            patient = entry["resource"]
+            found = await fhir.get(
+                "/Encounter", params={"patient": f"Patient/{patient['id']}", "_count": 500}
+            )
+            encounters = [e["resource"] for e in found.json().get("entry", [])]
+            encounters.sort(key=lambda e: e.get("period", {}).get("start", ""), reverse=True)
+            listed.append(
+                {
+                    "id": patient["id"],
+                    "name": _name(patient),
+                    "gender": patient.get("gender"),
+                    "birth_date": patient.get("birthDate"),
+                    "encounters": [_listed_encounter(e) for e in encounters],
+                }
+            )
+    return listed
+
+
+def _authorization_routes(server: AuthorizationServer) -> list[Any]:
+    """/auth: SMART's authorize, token and JWKS endpoints, and the styling it offers apps."""
 
     async def authorize(params: dict[str, str]) -> Response[Any]:
         try:
@@ -74,50 +111,30 @@ def create_ehr_app(
 
     @get("/auth/smart-style.json")
     async def smart_style() -> dict[str, Any]:
-        return {
-            "color_background": "#fbfcfe",
-            "color_highlight": "#0b5cad",
-            "color_text": "#1d2733",
-            "dim_border_radius": "4px",
-            "font_family_body": "system-ui, sans-serif",
-        }
+        return SMART_STYLE
+
+    return [authorize_get, authorize_post, token, jwks, smart_style]
+
+
+def create_ehr_app(
+    server: AuthorizationServer,
+    *,
+    fhir_base: str,
+    admin_token: str,
+    app_launch_url: Callable[[], str],
+) -> Litestar:
+    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
+
+    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed.
+    """
 
     @get("/chart")
     async def chart(framed: FromQuery[bool] = False) -> Response[str]:
         """The chart; ``?framed=true`` shows the app inside the chart's page, in an iframe, as
         web EHRs do (the app is then another site's document in this one's frame)."""
-        headers = {"x-admin-token": admin_token}
-        async with httpx.AsyncClient(base_url=fhir_base, headers=headers, timeout=30) as fhir:
-            patients = (await fhir.get("/Patient", params={"_count": 200})).json().get("entry", [])
-            listed = []
-            for entry in patients:
-                patient = entry["resource"]
-                found = await fhir.get(
-                    "/Encounter", params={"patient": f"Patient/{patient['id']}", "_count": 500}
-                )
-                encounters = [e["resource"] for e in found.json().get("entry", [])]
-                encounters.sort(key=lambda e: e.get("period", {}).get("start", ""), reverse=True)
-                listed.append(
-                    {
-                        "id": patient["id"],
-                        "name": _name(patient),
-                        "gender": patient.get("gender"),
-                        "birth_date": patient.get("birthDate"),
-                        "encounters": [
-                            {
-                                "id": e["id"],
-                                "class_code": e.get("class", {}).get("code", ""),
-                                "type": "; ".join(t.get("text", "") for t in e.get("type", [])),
-                                "start": e.get("period", {}).get("start", "?")[:10],
-                                "end": e.get("period", {}).get("end", "ongoing")[:10],
-                            }
-                            for e in encounters
-                        ],
-                    }
-                )
         return _html(
             "sandbox/chart.html.j2",
-            patients=listed,
+            patients=await _chart_patients(fhir_base, admin_token),
             practitioner=server.practitioner,
             fhir_base=fhir_base,
             launch_action="/chart/launch",
@@ -136,7 +153,7 @@ def create_ehr_app(
         return Redirect(f"{app_launch_url()}?{query}", status_code=303)
 
     return Litestar(
-        route_handlers=[authorize_get, authorize_post, token, jwks, smart_style, chart, launch],
+        route_handlers=[*_authorization_routes(server), chart, launch],
         debug=False,
         logging_config=None,
     )

@@ -133,6 +133,39 @@ def _add_revision(
     session.add(AuditRow(actor=actor, action=action, draft_id=revision.draft_id, detail=detail))
 
 
+def _reviewed_sentence(
+    draft: ReviewedDraft, action: ReviewAction, sentence_id: str, text: str
+) -> tuple[Summary, Sentence]:
+    """The summary after one review action, and the sentence as it now reads."""
+    if action == "accept":
+        return accept(draft.summary, sentence_id)
+    if action == "edit":
+        return edit(draft.summary, sentence_id, text, draft.state)
+    return delete(draft.summary, sentence_id)
+
+
+def _edit_row(
+    draft_id: str,
+    revision: int,
+    action: ReviewAction,
+    actor: str,
+    before: Sentence,
+    kept: Sentence | None,
+) -> DraftEditRow:
+    """The edit as stored: the sentence as drafted, and as it reads after (None: deleted)."""
+    return DraftEditRow(
+        draft_id=draft_id,
+        revision=revision,
+        sentence_id=before.id,
+        action=action,
+        actor=actor,
+        before=before.text,
+        after=None if kept is None else kept.text,
+        verdict=None if kept is None else kept.verdict,
+        drafted=before.model_dump(mode="json"),
+    )
+
+
 async def apply_review(
     database: Database,
     draft_id: str,
@@ -150,12 +183,7 @@ async def apply_review(
     _check_open(row, revision)
     draft = reviewed(row)
     before = find_sentence(draft.summary, sentence_id)
-    if action == "accept":
-        summary, after = accept(draft.summary, sentence_id)
-    elif action == "edit":
-        summary, after = edit(draft.summary, sentence_id, text, draft.state)
-    else:
-        summary, after = delete(draft.summary, sentence_id)
+    summary, after = _reviewed_sentence(draft, action, sentence_id, text)
     bundle = await asyncio.to_thread(
         draft_bundle, summary, draft.state, draft_resources(draft.row.bundle).generated_at
     )
@@ -173,19 +201,7 @@ async def apply_review(
             bundle=bundle,
             markdown=markdown,
         )
-        session.add(
-            DraftEditRow(
-                draft_id=draft_id,
-                revision=new_revision,
-                sentence_id=sentence_id,
-                action=action,
-                actor=actor,
-                before=before.text,
-                after=kept.text if kept is not None else None,
-                verdict=kept.verdict if kept is not None else None,
-                drafted=before.model_dump(mode="json"),
-            )
-        )
+        session.add(_edit_row(draft_id, new_revision, action, actor, before, kept))
         _add_revision(
             session,
             DraftRevisionRow(

@@ -11,12 +11,37 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
 from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, WriteBackRow
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, WriteBackStatus, moved
 from smartapp.ehr.writeback import Written
+
+
+async def _supersede_open_drafts(session: AsyncSession, draft: DraftRow) -> None:
+    """Every preliminary draft of the stay gives way to ``draft``, with an audit event each."""
+    superseded = (
+        await session.execute(
+            select(DraftRow).where(
+                DraftRow.iss == draft.iss,
+                DraftRow.patient == draft.patient,
+                DraftRow.encounter == draft.encounter,
+                DraftRow.status == DraftStatus.PRELIMINARY,
+            )
+        )
+    ).scalars()
+    for earlier in superseded:
+        earlier.status = moved(DRAFT_MOVES, earlier.status, DraftStatus.SUPERSEDED)
+        session.add(
+            AuditRow(
+                actor=f"provenote job {draft.job_id}",
+                action="draft_superseded",
+                draft_id=earlier.id,
+                detail=f"replaced by version {draft.version}",
+            )
+        )
 
 
 async def create_draft(
@@ -56,26 +81,7 @@ async def create_draft(
             evidence=state.model_dump(mode="json"),
             revision=1,
         )
-        superseded = (
-            await session.execute(
-                select(DraftRow).where(
-                    DraftRow.iss == iss,
-                    DraftRow.patient == patient,
-                    DraftRow.encounter == encounter,
-                    DraftRow.status == DraftStatus.PRELIMINARY,
-                )
-            )
-        ).scalars()
-        for earlier in superseded:
-            earlier.status = moved(DRAFT_MOVES, earlier.status, DraftStatus.SUPERSEDED)
-            session.add(
-                AuditRow(
-                    actor=f"provenote job {job_id}",
-                    action="draft_superseded",
-                    draft_id=earlier.id,
-                    detail=f"replaced by version {(latest or 0) + 1}",
-                )
-            )
+        await _supersede_open_drafts(session, draft)
         session.add(draft)
         await session.flush()
         session.add(

@@ -14,6 +14,11 @@ TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    _create_sessions_and_jobs()
+    _create_drafts_and_their_records()
+
+
+def _create_sessions_and_jobs() -> None:
     op.create_table(
         "sessions",
         sa.Column("id", sa.String(64), primary_key=True),
@@ -40,6 +45,9 @@ def upgrade() -> None:
         sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.Column("updated_at", TIMESTAMP, nullable=False),
     )
+
+
+def _create_drafts_and_their_records() -> None:
     op.create_table(
         "drafts",
         sa.Column("id", sa.String(36), primary_key=True),
