@@ -11,7 +11,6 @@ import asyncio
 from pathlib import Path
 
 from litestar import Litestar
-from litestar.di import Provide
 from litestar.static_files import create_static_files_router
 
 import templates
@@ -25,12 +24,13 @@ from smartapp.core.limits import DEFAULT_BODY_BYTES
 from smartapp.core.logs import request_ids
 from smartapp.core.settings import Settings, get_settings
 from smartapp.drafts.controllers import DraftController
+from smartapp.drafts.source_controllers import DraftSourceController
 from smartapp.jobs.controllers import JobController, LandingController
 from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.service import StageHook
 from smartapp.launch.controllers import LaunchController
 from smartapp.operations import OperationsController
-from smartapp.state import AppState, new_state
+from smartapp.state import AppState, new_state, service_dependencies
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
 
@@ -103,6 +103,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
             LandingController,
             JobController,
             DraftController,
+            DraftSourceController,
             FhirApiController,
             OperationsController,
             create_static_files_router(path="/static", directories=[STATIC]),
@@ -110,7 +111,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
         before_send=[security_headers(settings)],
         middleware=[request_ids],
         exception_handlers=EXCEPTION_HANDLERS,
-        dependencies={"provenote": Provide(lambda: state, sync_to_thread=False)},
+        dependencies=service_dependencies(state),
         on_startup=[start_up],
         on_shutdown=[shut_down],
         logging_config=None,

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import httpx
-from litestar.di import NamedDependency
+from litestar.di import NamedDependency, Provide
 
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
@@ -65,8 +65,31 @@ class AppState:
         return SECURE_LAUNCH_COOKIE if self.settings.https else LAUNCH_COOKIE
 
 
-# What a controller declares to be handed the process's state (``create_app`` provides it).
+# What a controller declares to be handed the process's state, or one of its services, by the
+# parameter's name (``create_app`` provides them: ``service_dependencies``).
 Provenote = NamedDependency[AppState]
+AppSettings = NamedDependency[Settings]
+Drafts = NamedDependency[DraftService]
+Jobs = NamedDependency[JobService]
+Access = NamedDependency[EhrAccess]
+
+
+def service_dependencies(state: AppState) -> dict[str, Provide]:
+    """Each service a handler may ask for by name. The job service exists once the app has
+    started, so a handler that asks for it always gets one (no handler checks for None)."""
+
+    def jobs() -> JobService:
+        if state.jobs is None:
+            raise RuntimeError("the job service starts with the app")
+        return state.jobs
+
+    return {
+        "provenote": Provide(lambda: state, sync_to_thread=False),
+        "settings": Provide(lambda: state.settings, sync_to_thread=False),
+        "drafts": Provide(lambda: state.drafts, sync_to_thread=False),
+        "access": Provide(lambda: state.access, sync_to_thread=False),
+        "jobs": Provide(jobs, sync_to_thread=False),
+    }
 
 
 def trusted_origins(settings: Settings) -> list[str]:

@@ -36,7 +36,7 @@ from smartapp.api.guards import CALLER, api_token
 from smartapp.core.db import DraftRow
 from smartapp.core.statuses import DraftStatus, JobState
 from smartapp.drafts.store import DraftQuery
-from smartapp.state import AppState, Provenote
+from smartapp.state import AppState, Jobs, Provenote
 
 
 async def _draft_or_404(provenote: AppState, draft_id: str) -> DraftRow:
@@ -121,10 +121,10 @@ class FhirApiController(Controller):
 
     @get("/Composition/{draft_id:str}/$document", opt={"scope": ("Composition", "r")})
     async def composition_document(
-        self, provenote: Provenote, draft_id: FromPath[str]
+        self, provenote: Provenote, jobs: Jobs, draft_id: FromPath[str]
     ) -> Response[Any]:
         draft = await _draft_or_404(provenote, draft_id)
-        job = await provenote.jobs.get(draft.job_id) if provenote.jobs is not None else None
+        job = await jobs.get(draft.job_id)
         record = job.record if job is not None and job.record else {"entry": []}
         document = document_bundle(
             served(draft),
@@ -163,10 +163,14 @@ class FhirApiController(Controller):
         opt={"scope": ("Composition", "c")},
     )
     async def summarize(
-        self, provenote: Provenote, request: Request[Any, Any, Any], patient: FromPath[str]
+        self,
+        provenote: Provenote,
+        jobs: Jobs,
+        request: Request[Any, Any, Any],
+        patient: FromPath[str],
     ) -> Response[Any]:
-        settings, jobs = provenote.settings, provenote.jobs
-        if not settings.api_ehr_base or jobs is None:
+        settings = provenote.settings
+        if not settings.api_ehr_base:
             raise ApiError(400, "not-supported", "no EHR is configured for $summarize")
         client: ApiClient = request.state[CALLER]
         encounter = request.query_params.get("encounter")
@@ -199,10 +203,9 @@ class FhirApiController(Controller):
         return fhir(body, 202, {"content-location": location})
 
     @get("/_async/{job_id:str}", opt={"scope": ("Composition", "r")})
-    async def async_status(self, provenote: Provenote, job_id: FromPath[str]) -> Response[Any]:
-        jobs = provenote.jobs
-        job = await jobs.get(job_id) if jobs is not None else None
-        if jobs is None or job is None or job.api_client is None:
+    async def async_status(self, jobs: Jobs, job_id: FromPath[str]) -> Response[Any]:
+        job = await jobs.get(job_id)
+        if job is None or job.api_client is None:
             raise ApiError(404, "not-found", "no such asynchronous request")
         if job.state == JobState.FAILED:
             raise ApiError(500, "exception", job.error or "the summary could not be made")

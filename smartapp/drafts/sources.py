@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from fhir_mapping.documents import attachment_in_record
 from pipeline.evidence.model import (
     AdministrationAttributes,
     AllergyAttributes,
@@ -262,3 +263,17 @@ def source_view(citation: Citation, state: EvidenceState, draft_id: str) -> Sour
     if shows_pages(document.content_type):
         view.image_url = f"/drafts/{draft_id}/documents/{document.id}/pages/{page.number}"
     return view
+
+
+def attachment_of(
+    record: dict[str, Any] | None, document: SourceDocument
+) -> tuple[bytes, str | None] | None:
+    """A document's bytes and type, from the record its draft was made from (kept with the
+    job); None when the record is gone or no longer holds them."""
+    if record is None:
+        return None
+    for source in document.sources:
+        found = attachment_in_record(record, source.resource, source.path)
+        if found is not None:
+            return found
+    return None

@@ -28,28 +28,30 @@ from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
 from smartapp.drafts.writing import WRITE_BACK_WORDS
 from smartapp.jobs.service import JobService, job_view
-from smartapp.launch.guards import VisibleRecord, launched_for_job, visible_job
+from smartapp.launch.guards import SeenJob, launched_for_job, visible_job
 from smartapp.launch.sessions import LaunchContext
-from smartapp.state import AppState, Provenote
+from smartapp.state import Jobs, Provenote
 
 
 async def _latest_job(
-    provenote: AppState, context: LaunchContext | None
+    jobs: JobService, context: LaunchContext | None
 ) -> tuple[JobRow | None, DraftRow | None]:
     """The newest job for the launch context's patient and encounter (it may be shared)."""
-    if context is None or not context.patient or provenote.jobs is None:
+    if context is None or not context.patient:
         return None, None
-    job = await provenote.jobs.latest_for(context.iss, context.patient, context.encounter)
-    draft = await provenote.jobs.draft_of(job.id) if job is not None else None
+    job = await jobs.latest_for(context.iss, context.patient, context.encounter)
+    draft = await jobs.draft_of(job.id) if job is not None else None
     return job, draft
 
 
 class LandingController(Controller):
     @get("/")
-    async def landing(self, provenote: Provenote, request: Request[Any, Any, Any]) -> Response[str]:
+    async def landing(
+        self, provenote: Provenote, jobs: Jobs, request: Request[Any, Any, Any]
+    ) -> Response[str]:
         session_id = request.cookies.get(provenote.session_cookie)
         context = await provenote.store.context(session_id)
-        job, draft = await _latest_job(provenote, context)
+        job, draft = await _latest_job(jobs, context)
         style = await provenote.styles.get(context.smart_style_url if context else None)
         page = render(
             "app/landing.html.j2",
@@ -72,40 +74,32 @@ class JobController(Controller):
         "visible": Provide(visible_job, sync_to_thread=False)
     }
 
-    @staticmethod
-    def _jobs(provenote: AppState) -> JobService:
-        assert provenote.jobs is not None  # the guard found the job through it
-        return provenote.jobs
-
     @get("/")
-    async def job_api(
-        self, provenote: Provenote, visible: VisibleRecord, job_id: FromPath[str]
-    ) -> dict[str, Any]:
-        assert visible.job is not None
-        draft = await self._jobs(provenote).draft_of(job_id)
+    async def job_api(self, jobs: Jobs, visible: SeenJob, job_id: FromPath[str]) -> dict[str, Any]:
+        draft = await jobs.draft_of(job_id)
         return job_view(visible.job) | {"draft": draft.id if draft else None}
 
     @post("/retry", request_max_body_size=SMALL_FORM_BYTES)
     async def job_retry(
         self,
         provenote: Provenote,
-        visible: VisibleRecord,
+        jobs: Jobs,
+        visible: SeenJob,
         request: Request[Any, Any, Any],
         job_id: FromPath[str],
     ) -> Response[Any]:
-        assert visible.job is not None
         form = await request.form()
         presented = request.headers.get(HEADER) or form.get(FIELD)
         if not csrf_valid(provenote.secret, visible.session_id, presented):
             return Response({"error": "missing or wrong CSRF token"}, status_code=403)
-        retried = await self._jobs(provenote).retry(job_id)
+        retried = await jobs.retry(job_id)
         if request.headers.get("accept", "").startswith("text/html"):
             return Redirect("/", status_code=303)
         return Response(job_view(retried or visible.job), status_code=202)
 
     @get("/events")
     async def job_events(
-        self, provenote: Provenote, visible: VisibleRecord, job_id: FromPath[str]
+        self, provenote: Provenote, jobs: Jobs, visible: SeenJob, job_id: FromPath[str]
     ) -> Response[Any] | ServerSentEvent:
         session_id = visible.session_id
         streams = provenote.event_streams
@@ -115,7 +109,6 @@ class JobController(Controller):
                 status_code=429,
                 headers={"retry-after": "5"},
             )
-        jobs = self._jobs(provenote)
         streams[session_id] += 1
 
         async def stream() -> AsyncGenerator[ServerSentEventMessage, None]:

@@ -45,7 +45,7 @@ from smartapp.launch.oauth import (
 from smartapp.launch.roles import may_review, practitioner_reference
 from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.launch.tokens import grant_ends_at, token_expiry
-from smartapp.state import AppState, Provenote
+from smartapp.state import AppState, Jobs, Provenote
 
 
 def _refused(failure: SmartError, status: int = 502) -> Response[Any]:
@@ -151,20 +151,20 @@ async def _not_inpatient(
 
 
 async def _open_or_draft(
-    provenote: AppState, session_id: str, context: LaunchContext
+    provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext
 ) -> Response[Any]:
     """A stay that has a draft opens it, with its review as left (relaunching writes nothing
     and drafts nothing again; "Draft again" on the draft asks for a new version); any other
     launch starts the stay's drafting job, or joins the one under way."""
-    jobs = provenote.jobs
-    if not context.patient or jobs is None:
+    if not context.patient:
         return Redirect("/", status_code=302)
     existing = await provenote.drafts.latest_for_stay(
         context.iss, context.patient, context.encounter
     )
     if existing is not None:
         if existing.status == DraftStatus.PRELIMINARY:
-            check = asyncio.create_task(_compare_record(provenote, session_id, context, existing))
+            compared = _compare_record(provenote, jobs, session_id, context, existing)
+            check = asyncio.create_task(compared)
             provenote.record_checks.add(check)
             check.add_done_callback(provenote.record_checks.discard)
         return Redirect(f"/drafts/{existing.id}", status_code=302)
@@ -191,14 +191,13 @@ def _record_pull_wait(provenote: AppState, session_id: str) -> int | None:
 
 
 async def _compare_record(
-    provenote: AppState, session_id: str, context: LaunchContext, draft: DraftRow
+    provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext, draft: DraftRow
 ) -> None:
     """Pull the stay again, beside the opened draft, and note whether the record changed since
     the draft was made (compared by digest): the review then offers "Draft again" first. A
     failure only leaves the question open; the physician can always draft again."""
-    jobs = provenote.jobs
-    job = await jobs.get(draft.job_id) if jobs is not None else None
-    if jobs is None or job is None or job.record is None or not context.patient:
+    job = await jobs.get(draft.job_id)
+    if job is None or job.record is None or not context.patient:
         return
     client = provenote.access.client_for(session_id, context.iss)
     try:
@@ -279,6 +278,7 @@ class LaunchController(Controller):
     async def callback(
         self,
         provenote: Provenote,
+        jobs: Jobs,
         request: Request[Any, Any, Any],
         registration_id: FromPath[str],
         code: FromQuery[str | None] = None,
@@ -328,7 +328,7 @@ class LaunchController(Controller):
         ]
         answer = await _not_inpatient(provenote, session_id, context)
         if answer is None:
-            answer = await _open_or_draft(provenote, session_id, context)
+            answer = await _open_or_draft(provenote, jobs, session_id, context)
         answer.cookies.extend(cookies)
         return answer
 

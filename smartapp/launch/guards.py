@@ -28,13 +28,21 @@ class NotInLaunchContextError(ProvenoteError):
 
 
 @dataclass(frozen=True, slots=True)
-class Visible:
-    """A record the requesting session may see: the session, its launch, and the record."""
+class VisibleDraft:
+    """A draft the requesting session may see: the session, its launch, and the draft."""
 
     session_id: str
     context: LaunchContext
-    draft: DraftRow | None = None
-    job: JobRow | None = None
+    draft: DraftRow
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleJob:
+    """A job the requesting session may see: the session, its launch, and the job."""
+
+    session_id: str
+    context: LaunchContext
+    job: JobRow
 
 
 async def _launch_for(
@@ -57,12 +65,12 @@ async def launched_for_draft(
     # With what review works on (its summary and evidence), from the drafts' one door.
     draft = await connection.app.state.provenote.drafts.load(connection.path_params["draft_id"])
     found = await _launch_for(connection, draft.patient, draft.iss) if draft else None
-    if found is None:
+    if draft is None or found is None:
         raise NotInLaunchContextError(
             "No such draft in this launch context. If your session ended, launch Provenote "
             "again from the patient's chart: drafts and their review are kept."
         )
-    connection.state[VISIBLE_DRAFT] = Visible(*found, draft=draft)
+    connection.state[VISIBLE_DRAFT] = VisibleDraft(*found, draft=draft)
 
 
 async def launched_for_job(
@@ -72,22 +80,23 @@ async def launched_for_job(
     jobs = connection.app.state.provenote.jobs
     job = await jobs.get(connection.path_params["job_id"]) if jobs is not None else None
     found = await _launch_for(connection, job.patient, job.iss) if job else None
-    if found is None:
+    if job is None or found is None:
         raise NotInLaunchContextError("no such job in this launch context")
-    connection.state[VISIBLE_JOB] = Visible(*found, job=job)
+    connection.state[VISIBLE_JOB] = VisibleJob(*found, job=job)
 
 
 # What a guarded handler declares to be handed what its guard found.
-VisibleRecord = NamedDependency[Visible]
+SeenDraft = NamedDependency[VisibleDraft]
+SeenJob = NamedDependency[VisibleJob]
 
 
-def visible_draft(request: Request[Any, Any, Any]) -> Visible:
+def visible_draft(request: Request[Any, Any, Any]) -> VisibleDraft:
     """What ``launched_for_draft`` found (a dependency for the handlers it guards)."""
-    found: Visible = request.state[VISIBLE_DRAFT]
+    found: VisibleDraft = request.state[VISIBLE_DRAFT]
     return found
 
 
-def visible_job(request: Request[Any, Any, Any]) -> Visible:
+def visible_job(request: Request[Any, Any, Any]) -> VisibleJob:
     """What ``launched_for_job`` found."""
-    found: Visible = request.state[VISIBLE_JOB]
+    found: VisibleJob = request.state[VISIBLE_JOB]
     return found
