@@ -28,7 +28,8 @@ from smartapp.core.db import libpq_dsn
 from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
-from smartapp.launch.oauth import TokenResponse, discover
+from smartapp.launch.discovery import discover
+from smartapp.launch.oauth import TokenResponse
 from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
 from tests.smart_support import launch_job, wait_for

@@ -31,7 +31,8 @@ from smartapp.core.settings import ClientRegistration, Settings, origin_of
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
-from smartapp.launch.oauth import SmartConfiguration, requested_scopes
+from smartapp.launch.discovery import SmartConfiguration
+from smartapp.launch.oauth import requested_scopes
 from smartapp.launch.style import safe_style
 from smartapp.launch.tokens import refresh_margin
 from tests.attack_support import as_json, recording_server, seed_stay

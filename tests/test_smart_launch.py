@@ -345,7 +345,8 @@ def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> Non
 
 
 def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
-    from smartapp.launch.oauth import SmartConfiguration, requested_scopes
+    from smartapp.launch.discovery import SmartConfiguration
+    from smartapp.launch.oauth import requested_scopes
 
     auto = ClientRegistration(issuer="https://ehr", client_id="app")
     offline = auto.model_copy(update={"refresh": "offline_access"})

@@ -35,13 +35,8 @@ from smartapp.drafts.pages import (
     SIGN_PREVIEW,
     ReviewPages,
 )
-from smartapp.drafts.review import (
-    EhrCopyChangedError,
-    ReviewRefusedError,
-    Signer,
-    reviewed,
-    signed_note,
-)
+from smartapp.drafts.review import EhrCopyChangedError, ReviewRefusedError, reviewed
+from smartapp.drafts.signing import Signer, signed_note
 from smartapp.drafts.writing import Write
 from smartapp.launch.guards import SeenDraft, launched_for_draft, visible_draft
 from smartapp.launch.roles import may_review, practitioner_reference

@@ -18,7 +18,7 @@ from smartapp.core.db import (
     DraftRow,
     WriteBackRow,
 )
-from smartapp.drafts import review, store, writing
+from smartapp.drafts import review, signing, store, writing
 from smartapp.drafts.store import DraftQuery
 from smartapp.drafts.writing import Write
 from smartapp.ehr.fhir_client import FhirClient
@@ -117,17 +117,17 @@ class DraftService:
         return await review.edits_of(self.database, draft_id)
 
     async def sign(
-        self, client: FhirClient, draft_id: str, revision: int, signer: review.Signer, write: Write
+        self, client: FhirClient, draft_id: str, revision: int, signer: signing.Signer, write: Write
     ) -> DraftRow:
-        return await review.sign(self.database, client, draft_id, revision, signer, write)
+        return await signing.sign(self.database, client, draft_id, revision, signer, write)
 
     async def stale_claims(self, timeout_s: float) -> list[DraftRow]:
-        return await review.stale_claims(self.database, timeout_s)
+        return await signing.stale_claims(self.database, timeout_s)
 
     async def reconcile_claim(
         self, row: DraftRow, client: FhirClient | None, installation: str
     ) -> str:
-        return await review.reconcile_claim(self.database, row, client, installation)
+        return await signing.reconcile_claim(self.database, row, client, installation)
 
     async def audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
         await store.audit(self.database, actor, action, draft_id, detail)

@@ -31,19 +31,12 @@ from smartapp.core.statuses import DraftStatus
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import pull_record
 from smartapp.launch.cookies import cookie
-from smartapp.launch.oauth import (
-    SetupError,
-    SmartError,
-    authorize_url,
-    discover,
-    exchange_code,
-    new_pkce,
-    oauth_error_code,
-    requested_scopes,
-    validate_id_token,
-)
+from smartapp.launch.discovery import discover
+from smartapp.launch.id_tokens import validate_id_token
+from smartapp.launch.oauth import authorize_url, exchange_code, new_pkce, requested_scopes
 from smartapp.launch.roles import may_review, practitioner_reference
 from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
+from smartapp.launch.smart_errors import SetupError, SmartError, oauth_error_code
 from smartapp.launch.tokens import grant_ends_at, token_expiry
 from smartapp.state import AppState, Jobs, Provenote
 

@@ -1,13 +1,10 @@
-"""SMART App Launch 2.2, client side: discovery, PKCE, scopes, client authentication, tokens.
+"""SMART App Launch 2.2, client side: PKCE, scopes, client authentication, tokens.
 
 The client assertion for ``private_key_jwt`` is built here rather than by a library default:
 SMART requires RS384 or ES384, a fresh ``jti`` for every assertion and an ``exp`` no more than
-five minutes ahead, which generic OAuth libraries do not enforce.
-
-Mix-up defences: the endpoints discovery reports are used only when they lie on the issuer's own
-origin (or the EHR's registration names them), an authorization endpoint with a query or fragment
-is refused, the callback's ``iss`` is checked where the server promises it (RFC 9207), and the
-id_token's ``iss``, ``aud``/``azp`` and ``nonce`` are always checked.
+five minutes ahead, which generic OAuth libraries do not enforce. Discovery and its mix-up
+defences are ``smartapp.launch.discovery``; the id_token's checks ``smartapp.launch.id_tokens``;
+the callback's ``iss`` is checked where the server promises it (RFC 9207).
 """
 
 from __future__ import annotations
@@ -18,21 +15,19 @@ import re
 import secrets
 import time
 import uuid
-from typing import Any
-from urllib.parse import urlencode, urlparse
+from urllib.parse import urlencode
 
 import httpx
 from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, KeySet, RSAKey
-from joserfc.jws import extract_compact
-from pydantic import BaseModel, ConfigDict, Field
+from joserfc.jwk import ECKey, RSAKey
+from pydantic import BaseModel, ConfigDict
 
 from fhir_mapping.resources import RECORD_TYPES
-from smartapp.core.errors import LaunchError, logged, logged_answer
-from smartapp.core.settings import ClientRegistration, origin_of
+from smartapp.core.errors import logged, logged_answer
+from smartapp.core.settings import ClientRegistration
+from smartapp.launch.discovery import SmartConfiguration
+from smartapp.launch.smart_errors import SETUP_ERROR_CODES, SetupError, SmartError, oauth_error_code
 
-OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_LIFETIME_S = 300
 # What the pipeline reads, and what write-back writes.
@@ -49,36 +44,6 @@ READ_TYPES = (
 WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 
 
-ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
-OAUTH_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
-
-
-class SmartError(LaunchError):
-    """A launch step failed; the message is safe to show to the user."""
-
-
-class SetupError(SmartError):
-    """The launch cannot work as Provenote or the EHR is configured: an administrator must
-    change a registration; launching again will not help."""
-
-
-# Token endpoint answers that say the registration is wrong, not the launch.
-SETUP_ERROR_CODES = frozenset({"invalid_client", "unauthorized_client", "invalid_scope"})
-
-
-class SmartConfiguration(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    issuer: str | None = None
-    authorization_endpoint: str
-    token_endpoint: str
-    jwks_uri: str | None = None
-    capabilities: list[str] = Field(default_factory=list)
-    scopes_supported: list[str] = Field(default_factory=list)
-    code_challenge_methods_supported: list[str] = Field(default_factory=list)
-    authorization_response_iss_parameter_supported: bool = False
-
-
 class TokenResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -92,67 +57,6 @@ class TokenResponse(BaseModel):
     encounter: str | None = None
     need_patient_banner: bool | None = None
     smart_style_url: str | None = None
-
-
-async def _discovered(http: httpx.AsyncClient, iss: str) -> SmartConfiguration:
-    """``{iss}/.well-known/smart-configuration``, else the CapabilityStatement's oauth-uris."""
-    base = iss.rstrip("/")
-    try:
-        response = await http.get(f"{base}/.well-known/smart-configuration")
-        if response.status_code == 200:
-            return SmartConfiguration.model_validate(response.json())
-        statement = (await http.get(f"{base}/metadata")).json()
-    except (httpx.HTTPError, ValueError) as error:
-        error_id = logged(f"discovery of {iss}", repr(error))
-        raise SmartError(
-            f"cannot read the SMART configuration of the EHR (error {error_id})"
-        ) from error
-    for rest in statement.get("rest", []) if isinstance(statement, dict) else []:
-        for extension in rest.get("security", {}).get("extension", []):
-            if extension.get("url") != OAUTH_URIS:
-                continue
-            uris = {e.get("url"): e.get("valueUri") for e in extension.get("extension", [])}
-            if uris.get("authorize") and uris.get("token"):
-                return SmartConfiguration(
-                    authorization_endpoint=uris["authorize"], token_endpoint=uris["token"]
-                )
-    raise SmartError("the EHR advertises no SMART authorization endpoints")
-
-
-def trusted_configuration(
-    found: SmartConfiguration, registration: ClientRegistration
-) -> SmartConfiguration:
-    """Discovery's answer as the app may use it: endpoints the registration names replace the
-    discovered ones; any other endpoint must lie on the issuer's origin."""
-    home = origin_of(registration.issuer)
-    trusted_origins = {home, *registration.named_origins()}
-    named = {
-        "authorization_endpoint": registration.authorization_endpoint,
-        "token_endpoint": registration.token_endpoint,
-        "jwks_uri": registration.jwks_uri,
-    }
-    values: dict[str, Any] = {}
-    for name, value in named.items():
-        discovered = getattr(found, name)
-        if value is None and discovered is not None and origin_of(discovered) != home:
-            raise SetupError(
-                f"the EHR's {name.replace('_', ' ')} is not on its own origin ({home}); "
-                "refused unless the EHR's registration names it"
-            )
-        values[name] = value or discovered
-    authorize = urlparse(values["authorization_endpoint"])
-    if authorize.query or authorize.fragment or authorize.scheme not in {"https", "http"}:
-        raise SetupError("the EHR's authorization endpoint has a query or fragment; refused")
-    issuer = registration.openid_issuer or found.issuer
-    if issuer is not None and origin_of(issuer) not in trusted_origins:
-        raise SetupError("the EHR's OpenID issuer is not on a trusted origin; refused")
-    values["issuer"] = issuer or registration.issuer
-    return found.model_copy(update=values)
-
-
-async def discover(http: httpx.AsyncClient, registration: ClientRegistration) -> SmartConfiguration:
-    """The SMART configuration of a registered EHR, checked against its registration."""
-    return trusted_configuration(await _discovered(http, registration.issuer), registration)
 
 
 def new_pkce() -> tuple[str, str]:
@@ -276,11 +180,6 @@ def _client_authentication(
     return {"client_id": registration.client_id}, None
 
 
-def oauth_error_code(value: object) -> str | None:
-    """An OAuth error code when it has the registered shape; anything else is not shown."""
-    return value if isinstance(value, str) and OAUTH_ERROR_CODE.fullmatch(value) else None
-
-
 async def _token_request(
     http: httpx.AsyncClient,
     config: SmartConfiguration,
@@ -371,59 +270,3 @@ def system_scopes(config: SmartConfiguration) -> str:
     scopes = [f"system/{kind}.{read}" for kind in READ_TYPES]
     scopes += [f"system/{kind}.{write}" for kind in WRITE_TYPES]
     return " ".join(scopes)
-
-
-def _fits(key: Any, alg: str) -> bool:
-    return (key.key_type == "RSA" and alg.startswith("RS")) or (
-        key.key_type == "EC" and alg.startswith("ES")
-    )
-
-
-def _decode_id_token(id_token: str, keys: KeySet) -> Any:
-    """Verify the signature: by ``kid`` when the header names one, else against every key of
-    the set that fits the algorithm (EHRs rotate keys and not all of them send a kid)."""
-    header = extract_compact(id_token.encode("ascii")).protected
-    alg = header.get("alg")
-    if alg not in ID_TOKEN_ALGORITHMS:
-        raise SmartError("the id_token is not valid: its algorithm is not accepted")
-    if header.get("kid"):
-        return jwt.decode(id_token, keys, algorithms=ID_TOKEN_ALGORITHMS)
-    for key in keys:
-        if _fits(key, alg):
-            try:
-                return jwt.decode(id_token, key, algorithms=[alg])
-            except JoseError:
-                continue
-    raise SmartError("the id_token is not valid: no key of the EHR verifies its signature")
-
-
-async def validate_id_token(
-    http: httpx.AsyncClient,
-    config: SmartConfiguration,
-    id_token: str,
-    client_id: str,
-    nonce: str,
-) -> dict[str, Any]:
-    """The id_token's claims, after checking signature (server JWKS), iss, aud (and azp when
-    there are several audiences), exp and the launch's nonce."""
-    if not config.jwks_uri:
-        raise SmartError("the EHR publishes no JWKS to check the id_token with")
-    if not config.issuer:
-        raise SmartError("the EHR names no issuer to check the id_token against")
-    try:
-        keys = KeySet.import_key_set((await http.get(config.jwks_uri)).json())
-        token = _decode_id_token(id_token, keys)
-        jwt.JWTClaimsRegistry(
-            iss={"essential": True, "value": config.issuer},
-            aud={"essential": True, "value": client_id},
-            exp={"essential": True},
-            nonce={"essential": True, "value": nonce},
-        ).validate(token.claims)
-    except (JoseError, httpx.HTTPError, ValueError) as error:
-        error_id = logged("id_token", repr(error))
-        raise SmartError(f"the id_token is not valid (error {error_id})") from error
-    claims = dict(token.claims)
-    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
-    if len(audiences) > 1 and claims.get("azp") != client_id:
-        raise SmartError("the id_token is not valid: several audiences and azp is not this app")
-    return claims

@@ -24,7 +24,8 @@ from pydantic import BaseModel
 from sqlalchemy import delete, text, update
 
 from smartapp.core.db import Database, PendingLaunchRow, SessionRow, utcnow
-from smartapp.launch.oauth import SmartConfiguration, TokenResponse
+from smartapp.launch.discovery import SmartConfiguration
+from smartapp.launch.oauth import TokenResponse
 
 PENDING_TTL_S = 600
 # A session's last-seen time is written at most this often (not on every request).

@@ -19,16 +19,10 @@ from smartapp.core.keys import registration_key
 from smartapp.core.settings import ClientRegistration, Settings
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
-from smartapp.launch.oauth import (
-    SetupError,
-    SmartError,
-    TokenResponse,
-    client_credentials,
-    discover,
-    refresh_tokens,
-    system_scopes,
-)
+from smartapp.launch.discovery import discover
+from smartapp.launch.oauth import TokenResponse, client_credentials, refresh_tokens, system_scopes
 from smartapp.launch.sessions import SessionStore, StoredTokens
+from smartapp.launch.smart_errors import SetupError, SmartError
 
 GRANT_ENDED = (
     "Your EHR session ended, and the EHR gave Provenote no way to renew it: launch Provenote "
