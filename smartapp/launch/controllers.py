@@ -17,130 +17,24 @@ from litestar import Controller, Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
-from fhir_mapping.demographics import person_name
 from fhir_mapping.resources import record_digest, type_counts
-from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, csrf_valid
 from smartapp.core.db import DraftRow
 from smartapp.core.errors import LaunchError, log, logged, logged_answer
 from smartapp.core.keys import public_jwks, signing_key
 from smartapp.core.limits import SMALL_FORM_BYTES
-from smartapp.core.responses import error_page, html, setup_problem
-from smartapp.core.settings import callback_id, normalise_issuer
+from smartapp.core.responses import error_page, setup_problem
 from smartapp.core.statuses import DraftStatus
-from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.ehr.fhir_client import FhirError
 from smartapp.ehr.pull import pull_record
+from smartapp.launch import callback as steps
 from smartapp.launch.cookies import cookie
 from smartapp.launch.discovery import discover
-from smartapp.launch.id_tokens import validate_id_token
-from smartapp.launch.oauth import authorize_url, exchange_code, new_pkce, requested_scopes
-from smartapp.launch.roles import may_review, practitioner_reference
-from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
-from smartapp.launch.smart_errors import SetupError, SmartError, oauth_error_code
-from smartapp.launch.tokens import grant_ends_at, token_expiry
+from smartapp.launch.oauth import authorize_url, new_pkce, requested_scopes
+from smartapp.launch.roles import may_review
+from smartapp.launch.sessions import LaunchContext, PendingLaunch, SessionStore
+from smartapp.launch.smart_errors import SmartError, oauth_error_code
 from smartapp.state import AppState, Jobs, Provenote
-
-
-def _refused(failure: SmartError, status: int = 502) -> Response[Any]:
-    """A launch step that failed: a setup problem says who can fix it; anything else may
-    succeed when launched again."""
-    if isinstance(failure, SetupError):
-        return setup_problem(str(failure), status)
-    return error_page(str(failure), status)
-
-
-def _cookies_refused(launch_url: str | None) -> Response[str]:
-    """The state was genuine but the browser kept no cookie for Provenote inside the EHR's
-    frame (third-party cookies blocked): offer the launch in a window of its own."""
-    return html(render("app/cookies_refused.html.j2", launch_url=launch_url), 400)
-
-
-def _answer_refused(
-    pending: PendingLaunch, registration_id: str, iss: str | None, code: str | None
-) -> Response[Any] | None:
-    """Why the authorization answer cannot be used, or None. It must come back to the
-    callback of the EHR the launch went to (each has its own), so a code that another EHR
-    issued is never sent to this one's token endpoint, whether or not the EHR sends ``iss``."""
-    config = pending.config
-    if registration_id != callback_id(pending.iss):
-        return error_page("The authorization response came back for another EHR.", 403)
-    if (iss is not None or config.authorization_response_iss_parameter_supported) and (
-        normalise_issuer(iss or "") != normalise_issuer(config.issuer or "")
-    ):
-        return error_page("The authorization response came from another server.", 403)
-    if not code:
-        return error_page("The EHR sent no authorization code.")
-    return None
-
-
-async def _exchange(
-    provenote: AppState, pending: PendingLaunch, code: str
-) -> tuple[LaunchContext, StoredTokens]:
-    """The code for tokens, the id_token checked: the launch context and the tokens to keep."""
-    config = pending.config
-    registration = provenote.access.registration(pending.iss)
-    tokens = await exchange_code(
-        provenote.http,
-        config,
-        registration,
-        provenote.access.key_for(registration),
-        code=code,
-        verifier=pending.verifier,
-        redirect_uri=provenote.settings.redirect_uri_for(registration.issuer),
-    )
-    claims = (
-        await validate_id_token(
-            provenote.http, config, tokens.id_token, registration.client_id, pending.nonce
-        )
-        if tokens.id_token
-        else {}
-    )
-    context = LaunchContext(
-        iss=pending.iss,
-        patient=tokens.patient,
-        encounter=tokens.encounter,
-        fhir_user=claims.get("fhirUser"),
-        need_patient_banner=tokens.need_patient_banner,
-        smart_style_url=tokens.smart_style_url,
-        scope=tokens.scope,
-        grant_ends_at=grant_ends_at(tokens),
-    )
-    stored = StoredTokens(config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in))
-    return context, stored
-
-
-async def _with_user_name(
-    provenote: AppState, session_id: str, context: LaunchContext
-) -> LaunchContext:
-    """The context with the user's name from their fhirUser resource (the signer is shown by
-    name); as it was when the EHR does not let us read it."""
-    reference = practitioner_reference(context.fhir_user)
-    if reference is None:
-        return context
-    try:
-        user = await provenote.access.client_for(session_id, context.iss).read_reference(reference)
-    except FhirError:
-        return context
-    name = person_name(user)
-    return context.model_copy(update={"user_name": name}) if name else context
-
-
-async def _not_inpatient(
-    provenote: AppState, session_id: str, context: LaunchContext
-) -> Response[Any] | None:
-    """The refusal of a launch for a stay that is not inpatient, or None."""
-    if not (context.patient and context.encounter):
-        return None
-    client = provenote.access.client_for(session_id, context.iss)
-    kind = await _stay_class(client, context.encounter)
-    if kind is None or kind in provenote.settings.inpatient_classes:
-        return None
-    return error_page(
-        f"Provenote drafts discharge summaries for inpatient stays; this encounter "
-        f"is of class {kind}. Nothing was drafted or written to the chart.",
-        409,
-        heading="Not an inpatient stay",
-    )
 
 
 async def _open_or_draft(
@@ -202,16 +96,6 @@ async def _compare_record(
     provenote.record_changed[draft.id] = changed
 
 
-async def _stay_class(client: FhirClient, encounter: str) -> str | None:
-    """The encounter's class code, or None when the EHR does not let us read it."""
-    try:
-        resource = await client.read("Encounter", encounter)
-    except FhirError:
-        return None
-    kind = resource.get("class")
-    return kind.get("code") if isinstance(kind, dict) else None
-
-
 class LaunchController(Controller):
     @get("/launch")
     async def launch(
@@ -232,7 +116,7 @@ class LaunchController(Controller):
         try:
             config = await discover(provenote.http, registration)
         except SmartError as error:
-            return _refused(error)
+            return steps.refused(error)
         if (
             config.code_challenge_methods_supported
             and "S256" not in config.code_challenge_methods_supported
@@ -293,25 +177,25 @@ class LaunchController(Controller):
                 f"The EHR refused the authorization ({shown}; error {error_id}).", 403
             )
         if taken.cookie_missing:
-            return _cookies_refused(taken.launch_url)
+            return steps.cookies_refused(taken.launch_url)
         pending = taken.pending
         if pending is None:
             return error_page(
                 "The launch's state is unknown, expired or already used: start it again from "
                 "the chart."
             )
-        refused = _answer_refused(pending, registration_id, iss, code)
+        refused = steps.answer_refused(pending, registration_id, iss, code)
         if refused is not None:
             return refused
         assert code is not None
         try:
-            context, stored = await _exchange(provenote, pending, code)
+            context, stored = await steps.exchange(provenote.access, pending, code)
         except SmartError as failure:
-            return _refused(failure)
+            return steps.refused(failure)
         # A new session, whose id only the server chose: never the cookie the browser brought.
         session_id = SessionStore.new_id()
         await provenote.store.save(session_id, context, stored)
-        named = await _with_user_name(provenote, session_id, context)
+        named = await steps.with_user_name(provenote.access, session_id, context)
         if named is not context:
             await provenote.store.save(session_id, named, stored)
             context = named
@@ -319,7 +203,7 @@ class LaunchController(Controller):
             cookie(provenote.settings, provenote.session_cookie, session_id),
             cookie(provenote.settings, provenote.launch_cookie, "", 0),
         ]
-        answer = await _not_inpatient(provenote, session_id, context)
+        answer = await steps.not_inpatient(provenote.access, session_id, context)
         if answer is None:
             answer = await _open_or_draft(provenote, jobs, session_id, context)
         answer.cookies.extend(cookies)
