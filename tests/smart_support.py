@@ -17,7 +17,8 @@ from launch.sandbox.authorization import RegisteredClient
 from launch.sandbox.cluster import Cluster
 from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
 from smartapp.app import create_app
-from smartapp.core.settings import ClientRegistration, Settings
+from smartapp.core.registrations import ClientRegistration
+from smartapp.core.settings import Settings
 from smartapp.jobs.service import StageHook
 from smartapp.state import AppState
 

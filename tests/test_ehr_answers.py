@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
-from smartapp.core.settings import ClientRegistration, callback_id, unknown_variables
+from smartapp.core.registrations import ClientRegistration, callback_id
+from smartapp.core.settings import unknown_variables
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
 from tests.smart_support import launch_job, running_app, wait_for

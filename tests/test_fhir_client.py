@@ -12,7 +12,8 @@ import pytest
 
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
-from smartapp.core.settings import ClientRegistration, Settings
+from smartapp.core.registrations import ClientRegistration
+from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient, FhirError, retry_after_seconds
 from smartapp.ehr.pull import PullBounds, pull_record
 from smartapp.jobs.evidence import evidence_from_fhir

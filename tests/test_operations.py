@@ -25,7 +25,8 @@ from pipeline.summarizing.agentic import LoopSettings
 from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.logs import REQUEST_ID, JsonFormatter
-from smartapp.core.settings import Settings, callback_id
+from smartapp.core.registrations import callback_id
+from smartapp.core.settings import Settings
 from tests.review_support import ONE_FLAG, form_values, unflagged_ids
 from tests.smart_support import RunningApp, launch_job, running_app, wait_for
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
-from smartapp.core.settings import ClientRegistration
+from smartapp.core.registrations import ClientRegistration
 from smartapp.ehr.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
 from smartapp.ehr.fhir_client import FhirClient, OutsideEhrError
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay

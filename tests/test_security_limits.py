@@ -27,7 +27,8 @@ from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import render
 from smartapp.app import reconcile_signatures
 from smartapp.core.db import AuditRow, DraftRow, utcnow
-from smartapp.core.settings import ClientRegistration, Settings, origin_of
+from smartapp.core.registrations import ClientRegistration, origin_of
+from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir

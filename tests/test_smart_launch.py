@@ -18,7 +18,8 @@ from joserfc.jwk import KeySet
 
 from launch.sandbox.run import Sandbox
 from smartapp.core.keys import signing_key
-from smartapp.core.settings import ClientRegistration, Settings
+from smartapp.core.registrations import ClientRegistration
+from smartapp.core.settings import Settings
 from smartapp.launch.oauth import ASSERTION_TYPE, client_assertion
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 

@@ -21,7 +21,8 @@ from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
 from launch.sandbox.tls import Certificate, loopback_certificate
-from smartapp.core.settings import ClientRegistration, Settings
+from smartapp.core.registrations import ClientRegistration
+from smartapp.core.settings import Settings
 
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"

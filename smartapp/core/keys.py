@@ -16,7 +16,8 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from joserfc.jwk import ECKey, KeyParameters, KeySet, RSAKey
 
-from smartapp.core.settings import ClientRegistration, Settings, SigningAlg
+from smartapp.core.registrations import ClientRegistration, SigningAlg
+from smartapp.core.settings import Settings
 
 
 def private_data_dir(settings: Settings) -> None:

@@ -28,7 +28,8 @@ from smartapp.core.packaged_model import (
     converted_directory,
     packaged_smollm2,
 )
-from smartapp.core.settings import SUMMARIZER_PATTERN, Settings
+from smartapp.core.setting_groups import SUMMARIZER_PATTERN
+from smartapp.core.settings import Settings
 
 EVIDENCE_ONLY = "evidence-only"
 SUMMARIZER_SPEC = re.compile(SUMMARIZER_PATTERN)

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
-from smartapp.core.settings import origin_of
+from smartapp.core.registrations import origin_of
 
 TokenGetter = Callable[[bool], Awaitable[str | None]]
 # A dot, slash or backslash written as a percent escape: no FHIR id or search path needs one, and

@@ -22,7 +22,7 @@ import httpx
 
 from smartapp.core.errors import EhrError, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
-from smartapp.core.settings import origin_of
+from smartapp.core.registrations import origin_of
 from smartapp.ehr.egress import EhrBearerAuth, TokenGetter, under_base
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})

@@ -10,8 +10,8 @@ from litestar.response import Response
 
 from fhir_mapping.demographics import person_name
 from pipeline.text.rendering import render
+from smartapp.core.registrations import callback_id, normalise_issuer
 from smartapp.core.responses import error_page, html, setup_problem
-from smartapp.core.settings import callback_id, normalise_issuer
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.launch.id_tokens import validate_id_token
 from smartapp.launch.oauth import exchange_code

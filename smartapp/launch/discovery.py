@@ -14,7 +14,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from smartapp.core.errors import logged
-from smartapp.core.settings import ClientRegistration, origin_of
+from smartapp.core.registrations import ClientRegistration, origin_of
 from smartapp.launch.smart_errors import SetupError, SmartError
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fhir_mapping.resources import RECORD_TYPES
 from smartapp.core.errors import logged, logged_answer
-from smartapp.core.settings import ClientRegistration
+from smartapp.core.registrations import ClientRegistration
 from smartapp.launch.discovery import SmartConfiguration
 from smartapp.launch.smart_errors import SETUP_ERROR_CODES, SetupError, SmartError, oauth_error_code
 

@@ -16,7 +16,8 @@ from joserfc.jwk import ECKey, RSAKey
 from smartapp.core.db import JobRow
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
-from smartapp.core.settings import ClientRegistration, Settings
+from smartapp.core.registrations import ClientRegistration
+from smartapp.core.settings import Settings
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.launch.discovery import discover
