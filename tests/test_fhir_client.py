@@ -13,8 +13,9 @@ import pytest
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
 from smartapp.core.registrations import ClientRegistration
+from smartapp.core.retry_after import retry_after_seconds
 from smartapp.core.settings import Settings
-from smartapp.ehr.fhir_client import FhirClient, FhirError, retry_after_seconds
+from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import PullBounds, pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.launch.discovery import discover

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -23,7 +20,9 @@ import httpx
 from smartapp.core.errors import EhrError, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
 from smartapp.core.registrations import origin_of
+from smartapp.core.retry_after import retry_after_seconds
 from smartapp.ehr.egress import EhrBearerAuth, TokenGetter, under_base
+from smartapp.ehr.fhir_answers import etag_version, resource_type_of, written_location
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_WAIT_S = 30.0
@@ -40,53 +39,7 @@ class OutsideEhrError(FhirError):
     """A URL outside the launch's FHIR base: it is never requested."""
 
 
-def resource_type_of(path: str) -> str:
-    """What a request relative to the FHIR base is about, for messages: ``Patient``,
-    ``metadata``, ``Binary``… (never an id, a query or anything else the URL carries)."""
-    segments = [s for s in httpx.URL(path).path.split("/") if s]
-    first = segments[0] if segments else ""
-    return first if first[:1].isupper() or first in {"metadata", "_history"} else "request"
-
-
 WRITE_HEADERS = {"content-type": "application/fhir+json", "prefer": "return=representation"}
-VERSION_TAG = re.compile(r'(?:W/)?"([^"]+)"')
-
-
-def written_location(response: httpx.Response, resource_type: str) -> tuple[str, str | None] | None:
-    """(id, version) of a written resource from ``Location`` (``…/Type/id/_history/v``), or
-    None when the answer names no resource of that type."""
-    location = response.headers.get("location") or response.headers.get("content-location")
-    if not location:
-        return None
-    segments = [s for s in httpx.URL(location).path.split("/") if s]
-    if resource_type not in segments:
-        return None
-    after = segments[segments.index(resource_type) + 1 :]
-    if not after:
-        return None
-    version = after[2] if len(after) >= 3 and after[1] == "_history" else None
-    return after[0], version
-
-
-def etag_version(response: httpx.Response) -> str | None:
-    """The version an ``ETag`` (``W/"3"``) names."""
-    tag = VERSION_TAG.fullmatch(response.headers.get("etag", "").strip())
-    return tag.group(1) if tag else None
-
-
-def retry_after_seconds(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 class FhirClient:

@@ -30,12 +30,12 @@ from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from fhir_mapping.scope import INPATIENT_CLASSES
 from pipeline.evidence.mapped import EPISODE_WINDOW_H
 from smartapp.core.errors import logged
+from smartapp.ehr.fhir_answers import resource_type_of
 from smartapp.ehr.fhir_client import (
     FhirClient,
     FhirError,
     OutsideEhrError,
     SearchResult,
-    resource_type_of,
 )
 
 
