@@ -207,6 +207,26 @@ def test_openai_backend_asks_for_the_schema_strictly_and_retries_429(openai_serv
 
 
 @pytest.mark.parametrize(
+    ("retry_after", "waited"),
+    [("3600", 30.0), ("Wed, 01 Jan 2020 00:00:00 GMT", 0.0), ("soon", 0.01)],
+)
+def test_openai_backend_waits_as_asked_but_never_past_the_cap(
+    openai_server: str, monkeypatch: pytest.MonkeyPatch, retry_after: str, waited: float
+) -> None:
+    """Retry-After is read as every server's is (seconds or an HTTP date); an hour's wait asked
+    is 30 s, a date past is none, and an unreadable one is our own backoff."""
+    slept: list[float] = []
+    monkeypatch.setattr("smartapp.core.openai_backend.time.sleep", slept.append)
+    _Script.answers = [
+        (429, {"error": "slow down"}, {"retry-after": retry_after}),
+        (200, completion('{"label": "supported"}'), {}),
+    ]
+    backend = OpenAIBackend(openai_server, "m", backoff_s=0.01, response_format="json_schema")
+    assert backend.complete(MESSAGES, SCHEMA).text == '{"label": "supported"}'
+    assert slept == [waited]
+
+
+@pytest.mark.parametrize(
     ("refused", "taken"),
     [(["json_schema"], "json_object"), (["json_schema", "json_object"], "text")],
 )

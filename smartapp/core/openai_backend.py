@@ -22,8 +22,8 @@ import httpx
 from pipeline.backends.chat import Completion
 from pipeline.errors import ModelError
 from smartapp.core.metrics import MODEL_CALLS, MODEL_TOKENS
+from smartapp.core.retry_after import RETRIED_STATUSES, retry_wait
 
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 ResponseFormat = Literal["json_schema", "json_object", "text"]
 # Strongest first: a server that refuses one is asked with the next.
 RESPONSE_FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
@@ -73,8 +73,7 @@ class OpenAIBackend:
                 time.sleep(self.backoff_s * 2**attempt)
                 continue
             if response.status_code in RETRIED_STATUSES and attempt < self.max_retries:
-                wait = response.headers.get("retry-after")
-                time.sleep(float(wait) if wait and wait.isdigit() else self.backoff_s * 2**attempt)
+                time.sleep(retry_wait(response, self.backoff_s * 2**attempt))
                 continue
             return response
         raise BackendError(f"{self.name}: no answer after {self.max_retries + 1} tries")

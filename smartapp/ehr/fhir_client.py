@@ -20,12 +20,10 @@ import httpx
 from smartapp.core.errors import EhrError, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
 from smartapp.core.registrations import origin_of
-from smartapp.core.retry_after import retry_after_seconds
+from smartapp.core.retry_after import MAX_RETRY_WAIT_S, RETRIED_STATUSES, retry_wait
 from smartapp.ehr.egress import EhrBearerAuth, TokenGetter, under_base
 from smartapp.ehr.fhir_answers import etag_version, resource_type_of, written_location
 
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_RETRY_WAIT_S = 30.0
 MAX_PAGES = 1000
 
 
@@ -117,10 +115,7 @@ class FhirClient:
             FHIR_REQUESTS.labels(method, kind, str(response.status_code)).inc()
             if response.status_code in RETRIED_STATUSES and attempt < self.max_retries:
                 FHIR_RETRIES.labels(str(response.status_code)).inc()
-                wait = retry_after_seconds(response)
-                await asyncio.sleep(
-                    min(MAX_RETRY_WAIT_S, wait) if wait is not None else self._backoff(attempt)
-                )
+                await asyncio.sleep(retry_wait(response, self._backoff(attempt)))
                 attempt += 1
                 continue
             if response.status_code >= 400:
