@@ -18,6 +18,7 @@ import statistics
 from pathlib import Path
 
 from bench.focus_speed import llama_shape, measure
+from pipeline.settings import PipelineSettings
 
 SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 SUMMARY_TOKENS = 64
@@ -89,7 +90,7 @@ def calls_table() -> None:
             if e["resource"]["resourceType"] == "Encounter"
         ):
             continue
-        state = evidence_from_fhir(data)
+        state = evidence_from_fhir(data, settings=PipelineSettings())
         counting = Counting(TransformersBackend(model, tokenizer, max_new_tokens=16), tokenizer)
         extended = with_model_extraction(state, counting)
         agentic_summary(

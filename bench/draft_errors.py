@@ -245,8 +245,8 @@ def main() -> None:
     shares, with_sources = [], []
     for path in bundles():
         data = json.loads(path.read_bytes())
-        state = evidence_from_fhir(data)
-        summary = summarize_evidence(state)
+        state = evidence_from_fhir(data, settings=PipelineSettings())
+        summary = summarize_evidence(state, settings=PipelineSettings())
         counts = count_errors(data, state, summary)
         most, share, listed = citation_load(render_markdown(summary, state))
         shares.append(share)

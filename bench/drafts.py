@@ -20,13 +20,17 @@ from bench.synthea import bundles
 from fhir_mapping.resources import index_resources
 from pipeline.clinical.results import ABNORMAL
 from pipeline.evidence.model import LabResultAttributes
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 
 
 def main() -> None:
     paths = bundles()
-    summarize_evidence(evidence_from_fhir(json.loads(paths[0].read_bytes())))  # load FOCUS once
+    summarize_evidence(
+        evidence_from_fhir(json.loads(paths[0].read_bytes()), settings=PipelineSettings()),
+        settings=PipelineSettings(),
+    )  # load FOCUS once
     print("Evidence-only drafts of the Synthea stays")
     print(
         "| stay | class | episode | sentences | flagged | not documented | abnormal results "
@@ -39,8 +43,8 @@ def main() -> None:
         index_resources(data)
         floor = time.perf_counter() - started
         started = time.perf_counter()
-        state = evidence_from_fhir(data)
-        summary = summarize_evidence(state)
+        state = evidence_from_fhir(data, settings=PipelineSettings())
+        summary = summarize_evidence(state, settings=PipelineSettings())
         spent = time.perf_counter() - started
         stay = next(f.attributes for f in state.facts["encounter"] if f.attributes.kind == "stay")
         sentences = summary.sentences()

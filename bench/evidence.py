@@ -55,7 +55,9 @@ def bench_bundles(repeats: int = 5) -> None:
         data = json.loads(path.read_bytes())
         parsed = len(index_resources(data).resources)
         floor = median_seconds(lambda data=data: index_resources(data), repeats)
-        build = median_seconds(lambda data=data: evidence_from_fhir(data), repeats)
+        build = median_seconds(
+            lambda data=data: evidence_from_fhir(data, settings=PipelineSettings()), repeats
+        )
         ratios.append(build / floor)
         print(
             f"{path.name[:8]:<10} {parsed:>9} {floor * 1e3:>9.1f} {build * 1e3:>9.1f} "

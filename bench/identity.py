@@ -55,7 +55,9 @@ def main() -> None:
         if not path.name.startswith(("hospitalInformation", "practitionerInformation", "metadata"))
     )
     for path in bundles:
-        state = evidence_from_fhir(json.loads(path.read_text(encoding="utf-8")))
+        state = evidence_from_fhir(
+            json.loads(path.read_text(encoding="utf-8")), settings=PipelineSettings()
+        )
         verdicts.update(d.identity.verdict for d in state.documents if d.identity is not None)
     print(
         f"Synthea notes of {len(bundles)} bundles against their own patients: "

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from launch.sandbox.model_server import ModelScript, model_server
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.agentic import LoopSettings, draft_with_model
 from smartapp.core.openai_backend import OpenAIBackend
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -37,7 +38,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    state = evidence_from_fhir(json.loads(SAMPLE.read_text(encoding="utf-8")))
+    state = evidence_from_fhir(
+        json.loads(SAMPLE.read_text(encoding="utf-8")), settings=PipelineSettings()
+    )
     timings: dict[int, list[float]] = {}
     outcomes: dict[int, tuple[int, list[str]]] = {}
     with model_server(ModelScript(delay_s=args.latency)) as (url, _):

@@ -34,6 +34,7 @@ from bench.synthea import bundles
 from pipeline.errors import ModelError
 from pipeline.evidence.model import EncounterAttributes, EvidenceState
 from pipeline.evidence.summary import SOFT_CHECKS, Summary
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.core.language_models import LanguageModel, language_model
 from smartapp.core.settings import Settings
@@ -113,9 +114,9 @@ def extracted(state: EvidenceState) -> tuple[int, int]:
 def run_one(
     name: str, data: dict[str, Any], model: LanguageModel, settings: Settings
 ) -> dict[str, Any]:
-    state = evidence_from_fhir(data)
+    state = evidence_from_fhir(data, settings=PipelineSettings())
     started = time.perf_counter()
-    summarize_evidence(state)
+    summarize_evidence(state, settings=PipelineSettings())
     floor = time.perf_counter() - started
     started = time.perf_counter()
     try:
@@ -124,7 +125,7 @@ def run_one(
         # As the app does: the draft is the evidence-only one, and the model's failure is said.
         drafted, summary = (
             state,
-            summarize_evidence(state).model_copy(
+            summarize_evidence(state, settings=PipelineSettings()).model_copy(
                 update={"stop_reason": f"model failed, evidence-only draft ({failure})"}
             ),
         )
@@ -162,7 +163,7 @@ def main() -> None:
         cases: list[tuple[str, dict[str, Any]]] = []
         for path in bundles():
             data = json.loads(path.read_bytes())
-            stay = evidence_from_fhir(data).stay()
+            stay = evidence_from_fhir(data, settings=PipelineSettings()).stay()
             if isinstance(stay, EncounterAttributes) and stay.class_code in INPATIENT:
                 cases.append((path.name[:8], data))
         cases = cases[: options.stays]

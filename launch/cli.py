@@ -87,7 +87,7 @@ def load_evidence(bundle: Path | None, encounter: str | None, settings: Settings
         typer.echo(f"Using the shipped sample patient {source.name}", err=True)
     data = read_json(source)
     try:
-        return evidence_from_fhir(data, encounter, settings)
+        return evidence_from_fhir(data, encounter, settings=settings)
     except EvidenceInputError as error:
         raise fail(f"{source}: {error}") from None
 

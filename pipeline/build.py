@@ -67,9 +67,8 @@ def _exclusion_events(exclusions: list[Exclusion]) -> list[TraceEvent]:
     ]
 
 
-def build_evidence(mapped: MappedRecord, settings: PipelineSettings | None = None) -> EvidenceState:
-    """The validated evidence state of the mapped stay."""
-    settings = settings or PipelineSettings()
+def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> EvidenceState:
+    """The validated evidence state of the mapped stay, read under the deployment's settings."""
     # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
     budget = OcrBudget.for_job(settings)
     chart = chart_identity(mapped.facts)

@@ -13,6 +13,7 @@ import pytest
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
 from pipeline.backends.chat import Metered, ModelOutputError, ask_json
 from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.agentic import LoopSettings, agentic_summary
 from pipeline.text.rendering import render
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -27,7 +28,9 @@ NO_SALIENCE = lambda text: ([], [])  # noqa: E731 - FOCUS keeps every sentence a
 
 
 def state_with(note: str = NOTE) -> EvidenceState:
-    return evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    return evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
 
 
 def course_ids(state: EvidenceState) -> list[str]:
@@ -305,8 +308,10 @@ def test_a_model_drafted_summary_uses_the_deployments_clinical_tables(tmp_path: 
         json.dumps({"source": "local", "date": "2026-12-03", "keywords": ["swallow screen"]})
     )
     deployment = PipelineSettings(tables_dir=tmp_path)
-    state = evidence_from_fhir(fx.stay(fx.procedure("p1", "Bedside swallow screen")))
-    shipped = summarize_evidence(state)
+    state = evidence_from_fhir(
+        fx.stay(fx.procedure("p1", "Bedside swallow screen")), settings=PipelineSettings()
+    )
+    shipped = summarize_evidence(state, settings=PipelineSettings())
     assert "swallow" in " ".join(s.text for s in shipped.section("procedures").sentences)
     evidence_only = summarize_evidence(state, settings=deployment)
     draft = {"sentences": [{"text": "Admitted for observation.", "citations": []}]}

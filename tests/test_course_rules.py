@@ -82,7 +82,11 @@ def record() -> dict:
 
 
 def sections() -> dict[str, list[str]]:
-    summary = summarize_evidence(evidence_from_fhir(record()), salience=lambda text: ([], []))
+    summary = summarize_evidence(
+        evidence_from_fhir(record(), settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
     return {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
 
 
@@ -105,9 +109,10 @@ def test_the_index_procedure_comes_first_in_procedures_and_in_the_course() -> No
         fx.stay(
             fx.procedure("wound", "Wound care", when="2024-03-01T12:00:00+00:00"),
             fx.procedure("cabg", "Coronary artery bypass graft", when="2024-03-02T09:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     assert [s.text for s in summary.section("procedures").sentences] == [
         "Coronary artery bypass graft (completed) on 2024-03-02.",
         "Wound care (completed) on 2024-03-01.",
@@ -136,7 +141,11 @@ def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() ->
         "Discharge disposition: Home.",
         "Vital signs at discharge (2024-03-05): Heart rate 72 /min.",
     ]
-    empty = summarize_evidence(evidence_from_fhir(fx.stay()), salience=lambda text: ([], []))
+    empty = summarize_evidence(
+        evidence_from_fhir(fx.stay(), settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
     assert empty.section("condition_at_discharge").empty_reason == "Not documented"
 
 
@@ -146,8 +155,8 @@ ROUTINE = table("routine_procedures", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     cited = {c for s in summary.section("procedures").sentences for c in s.citations}
     routine = table("routine_procedures", PipelineSettings())
     for fact in state.facts["procedure"]:
@@ -211,8 +220,10 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
         "modality": [{"code": "DX", "display": "Digital Radiography"}],
         "procedureCode": [{"text": "Chest X-ray"}],
     }
-    state = evidence_from_fhir(fx.stay(plan, old_plan, appointment, vaccine, heparin, xray))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(
+        fx.stay(plan, old_plan, appointment, vaccine, heparin, xray), settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
     assert drafted["follow_up"] == [
         "Care plan (active): Discharge care plan; activities: Cardiac rehabilitation.",
@@ -265,7 +276,9 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
         fx.attachment("# Condition at discharge\nStable and ambulating independently.\n"),
     )
     summary = summarize_evidence(
-        evidence_from_fhir(fx.stay(goal, plan, note)), salience=lambda text: ([], [])
+        evidence_from_fhir(fx.stay(goal, plan, note), settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
     )
     drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
     assert drafted["follow_up"] == [
@@ -286,8 +299,10 @@ def test_templated_note_text_is_left_out_of_the_draft() -> None:
         "n1", fx.attachment(f"# Chief Complaint\nNo complaints.\n\n{note}")
     )
     second = fx.document_reference("n2", fx.attachment(note))
-    state = evidence_from_fhir(fx.stay(first, second))
-    summary = summarize_evidence(state, ratio=1.0, salience=lambda text: ([], []))
+    state = evidence_from_fhir(fx.stay(first, second), settings=PipelineSettings())
+    summary = summarize_evidence(
+        state, ratio=1.0, salience=lambda text: ([], []), settings=PipelineSettings()
+    )
     stay = [s.text for s in summary.section("stay").sentences]
     course = [s.text for s in summary.section("hospital_course").sentences]
     assert not any(line.startswith("Chief complaint") for line in stay)
@@ -312,8 +327,10 @@ def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_numb
             }
         ],
     }
-    state = evidence_from_fhir(fx.bundle(patient, fx.encounter(patient_id=patient["id"])))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(
+        fx.bundle(patient, fx.encounter(patient_id=patient["id"])), settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     (header,) = [s.text for s in summary.section("stay").sentences if "born" in s.text]
     assert header.endswith("medical record number not documented.")
 
@@ -322,13 +339,16 @@ def test_a_section_empty_because_the_record_starts_later_says_so() -> None:
     """The record's earliest procedure is years after the stay: "none before <year>", not a
     bare "Not documented"; an older procedure makes it a plain "Not documented" again."""
     later = fx.procedure("later", "Appendectomy", encounter_id="other", when="2025-05-02")
-    state = evidence_from_fhir(fx.stay(later))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(fx.stay(later), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     assert summary.section("procedures").empty_reason == (
         "Not documented: the available record holds no procedures before 2025."
     )
     earlier = fx.procedure("earlier", "Appendectomy", encounter_id="other", when="2001-05-02")
-    summary = summarize_evidence(evidence_from_fhir(fx.stay(later, earlier)))
+    summary = summarize_evidence(
+        evidence_from_fhir(fx.stay(later, earlier), settings=PipelineSettings()),
+        settings=PipelineSettings(),
+    )
     assert summary.section("procedures").empty_reason == "Not documented"
 
 

@@ -17,7 +17,7 @@ import torch
 from pipeline.backends.answer_schemas import answer_budget, extraction_schema
 from pipeline.backends.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
 from pipeline.backends.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
-from pipeline.settings import SchemaLimits
+from pipeline.settings import PipelineSettings, SchemaLimits
 from pipeline.summarizing.extraction import (
     CHUNK_CHARS,
     CHUNK_TOKENS,
@@ -174,7 +174,9 @@ NOTE = "# Hospital Course\nAdmitted with community acquired pneumonia.\n"
 
 
 def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept() -> None:
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE))))
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(NOTE))), settings=PipelineSettings()
+    )
     echo = {"category": "diagnosis", "text": "atrial fibrillation", "quote": "pneumonia"}
     real = {
         "category": "diagnosis",
@@ -221,7 +223,7 @@ def test_extraction_past_its_time_budget_keeps_what_it_has_and_names_the_pages_n
         fx.document_reference(f"d{n}", fx.attachment(f"{NOTE}Day {n} of the stay.\n"))
         for n in (1, 2, 3)
     ]
-    state = evidence_from_fhir(fx.stay(*notes))
+    state = evidence_from_fhir(fx.stay(*notes), settings=PipelineSettings())
     real = {
         "category": "diagnosis",
         "text": "community acquired pneumonia",
@@ -237,7 +239,9 @@ def test_extraction_past_its_time_budget_keeps_what_it_has_and_names_the_pages_n
 
 
 def test_an_answer_that_stays_unusable_costs_its_page_not_the_draft() -> None:
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE))))
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(NOTE))), settings=PipelineSettings()
+    )
     backend = Scripted(*(Completion("not json") for _ in range(3)))
     extraction = extract_from_notes(state, backend, strict=True)
     assert extraction.facts == []
@@ -295,7 +299,7 @@ def test_a_sentence_longer_than_a_chunk_is_cut_between_words() -> None:
 
 def test_a_long_page_is_read_chunk_by_chunk_and_every_chunk_fits_the_window() -> None:
     note = fx.document_reference("d1", fx.attachment(long_page(300)))
-    state = evidence_from_fhir(fx.stay(note))
+    state = evidence_from_fhir(fx.stay(note), settings=PipelineSettings())
     backend = Counting()
     extraction = extract_from_notes(state, backend)
     assert len(backend.conversations) > 2
@@ -342,7 +346,7 @@ def test_notes_are_read_concurrently_and_their_facts_kept_in_the_notes_order() -
         fx.document_reference(f"d{n}", fx.attachment(f"Seen on Day-{n}. Improving.\n"))
         for n in (1, 2, 3, 4)
     ]
-    state = evidence_from_fhir(fx.stay(*notes))
+    state = evidence_from_fhir(fx.stay(*notes), settings=PipelineSettings())
     steps: list[str] = []
     sequential = extract_from_notes(state, Concurrent())
     backend = Concurrent()

@@ -51,12 +51,12 @@ def record() -> dict:
 
 
 def sections(state: EvidenceState) -> dict[str, list[str]]:
-    summary = summarize_evidence(state)
+    summary = summarize_evidence(state, settings=PipelineSettings())
     return {section.key: [s.text for s in section.sentences] for section in summary.sections}
 
 
 def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> None:
-    drafted = sections(evidence_from_fhir(record()))
+    drafted = sections(evidence_from_fhir(record(), settings=PipelineSettings()))
     assert drafted["diagnoses"] == [
         "Aortic valve stenosis: principal diagnosis, the reason for the stay, onset 2023-01-10, "
         "active.",
@@ -69,7 +69,7 @@ def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> N
 
 
 def test_social_findings_are_social_history_not_diagnoses() -> None:
-    drafted = sections(evidence_from_fhir(record()))
+    drafted = sections(evidence_from_fhir(record(), settings=PipelineSettings()))
     every_diagnosis = " ".join(drafted["diagnoses"] + drafted["active_problems"])
     assert "education" not in every_diagnosis and "Refugee" not in every_diagnosis
     assert drafted["social_history"] == ["Refugee; Received higher education."]
@@ -77,7 +77,7 @@ def test_social_findings_are_social_history_not_diagnoses() -> None:
 
 def test_an_acute_event_recorded_active_for_decades_beside_an_unrelated_stay_is_left_out() -> None:
     """A 1973 "active" sepsis beside an aortic valve stay: not a diagnosis, and not a question."""
-    state = evidence_from_fhir(record())
+    state = evidence_from_fhir(record(), settings=PipelineSettings())
     assert not [f for f in state.flags_for_review if f.code == "stale_condition"]
     drafted = sections(state)
     everything = drafted["diagnoses"] + drafted["active_problems"] + drafted["needs_review"]
@@ -96,7 +96,7 @@ def test_a_stale_acute_event_beside_a_related_stay_is_a_data_quality_flag() -> N
     old = fx.condition(
         "sepsis", "Sepsis (disorder)", code="91302008", encounter_id=None, onset="1973-06-01"
     )
-    state = evidence_from_fhir(sepsis_stay(old))
+    state = evidence_from_fhir(sepsis_stay(old), settings=PipelineSettings())
     (flag,) = [f for f in state.flags_for_review if f.code == "stale_condition"]
     assert flag.reason == (
         "Sepsis recorded active since 1973-06-01, an acute event: confirm it is current"
@@ -115,7 +115,7 @@ def test_a_stale_acute_event_that_is_abated_is_not_flagged() -> None:
         onset="1973-06-01",
         abatement="1973-07-01",
     )
-    state = evidence_from_fhir(sepsis_stay(old))
+    state = evidence_from_fhir(sepsis_stay(old), settings=PipelineSettings())
     assert not [f for f in state.flags_for_review if f.code == "stale_condition"]
 
 
@@ -135,7 +135,8 @@ def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
             fx.condition(
                 "appy", "History of appendectomy (situation)", code="161615003", onset="2006-08-03"
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     drafted = sections(state)
     assert (
@@ -144,7 +145,9 @@ def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
     )
     assert drafted["diagnoses"][0].startswith("Coronary arteriosclerosis: principal diagnosis")
     (status_post,) = [
-        s for s in summarize_evidence(state).sentences() if s.text.startswith("Status post")
+        s
+        for s in summarize_evidence(state, settings=PipelineSettings()).sentences()
+        if s.text.startswith("Status post")
     ]
     cited = {ref.resource for i in status_post.citations for ref in state.fact(i).sources}
     assert cited == {"Condition/hx", "Procedure/cabg"} and not status_post.flagged
@@ -172,7 +175,7 @@ def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_ro
         data["entry"][1]["resource"] = stay
         listings = {
             f.attributes.display: f.attributes.listing
-            for f in evidence_from_fhir(data).facts["diagnosis"]
+            for f in evidence_from_fhir(data, settings=PipelineSettings()).facts["diagnosis"]
         }
         assert listings["Anemia (disorder)"] == "principal"
         assert listings["Aortic valve stenosis"] == "active"
@@ -199,8 +202,8 @@ SOCIAL = table("social_findings", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
-    drafted = summarize_evidence(state)
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    drafted = summarize_evidence(state, settings=PipelineSettings())
     listed = {
         citation
         for section in drafted.sections
@@ -232,9 +235,11 @@ def test_a_procedure_or_an_administrative_code_is_never_the_reason_for_the_stay(
         "reasonCode": [{"text": "Patient transfer to skilled nursing facility (procedure)"}]
     }
     state = evidence_from_fhir(
-        fx.bundle(fx.patient(), stay, emergency), f"Encounter/{fx.ENCOUNTER_ID}"
+        fx.bundle(fx.patient(), stay, emergency),
+        f"Encounter/{fx.ENCOUNTER_ID}",
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [s.text for s in summary.section("stay").sentences]
     assert "Reason for the stay: Injury of neck." in lines
     assert not any("transfer" in line for line in lines)
@@ -252,7 +257,9 @@ def test_a_history_of_condition_is_never_the_principal_diagnosis() -> None:
             {"reference": "Condition/acute"},
         ]
     }
-    state = evidence_from_fhir(fx.bundle(fx.patient(), stay, history, appendicitis))
+    state = evidence_from_fhir(
+        fx.bundle(fx.patient(), stay, history, appendicitis), settings=PipelineSettings()
+    )
     listings = {
         f.attributes.display: f.attributes.listing
         for f in state.facts["diagnosis"]

@@ -17,6 +17,7 @@ from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_
 from pipeline.checking.checker import numeric_metrics
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from pipeline.summarizing.summary_text import render_markdown
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -29,8 +30,8 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 @cache
 def drafted(path: Path) -> tuple[EvidenceState, Summary, dict]:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     return state, summary, draft_bundle(summary, state, WHEN)
 
 
@@ -106,9 +107,10 @@ def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> No
         fx.stay(
             fx.medication_request("a", "warfarin 5 MG", encounter_id=fx.ENCOUNTER_ID),
             fx.medication_request("b", "warfarin 2 MG", encounter_id=fx.ENCOUNTER_ID),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     bundle = draft_bundle(summary, state, WHEN)
     (composition,) = resources_of(bundle, "Composition")
     review = next(s for s in composition["section"] if s["id"] == "section-needs-review")
@@ -130,9 +132,10 @@ def test_trends_are_computed_in_code() -> None:
             fx.observation("g1", "Glucose", 182, "mg/dL", when="2024-03-02T08:00:00+00:00"),
             fx.observation("g2", "Glucose", 95, "mg/dL", when="2024-03-04T08:00:00+00:00"),
             fx.observation("g3", "Glucose", 140, "mg/dL", when="2024-03-03T08:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     (sentence,) = summary.section("results").sentences
     assert sentence.text == (
         "Glucose (H): 182 → 95 mg/dL (2024-03-02 to 2024-03-04); reference 70 to 100."
@@ -148,9 +151,10 @@ def test_medication_changes_are_labelled_and_empty_sections_say_not_documented()
                 "b", "lisinopril 20 MG", encounter_id=fx.ENCOUNTER_ID, reason="BP above target"
             ),
             fx.medication_request("c", "atorvastatin 40 MG", encounter_id=fx.ENCOUNTER_ID),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     texts = [s.text for s in summary.section("medications").sentences]
     assert texts[0] == (
         "CHANGED: lisinopril 20 MG (strength: 10 MG → 20 MG). Documented reason: BP above target."
@@ -166,8 +170,10 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
         "Patient improved <script>alert('x')</script> on day two.\n"
         'Wound checked <img src=x onerror="alert(1)"> and clean.\n'
     )
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
-    summary = summarize_evidence(state, ratio=1.0)
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
     bundle = draft_bundle(summary, state, WHEN)
     (composition,) = resources_of(bundle, "Composition")
     course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
@@ -198,8 +204,12 @@ def test_note_images_and_script_links_are_inert_in_the_markdown() -> None:
         "Patient improved ![pixel](https://tracker.example.org/p.png) on day two.\n"
         "Wound clean, see [details](javascript:alert(document.cookie)) for the dressing.\n"
     )
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
-    markdown = render_markdown(summarize_evidence(state, ratio=1.0), state)
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
+    markdown = render_markdown(
+        summarize_evidence(state, ratio=1.0, settings=PipelineSettings()), state
+    )
     assert "tracker.example.org" in markdown and "javascript:" in markdown
     assert re.search(r"(?<!\\)\]\(", markdown) is None  # no link or image syntax survives
     assert "!\\[pixel\\](https://tracker.example.org/p.png)" in markdown
@@ -223,9 +233,10 @@ def test_a_note_line_addressed_to_the_summarizer_is_flagged_never_followed() -> 
         "Fever resolved on day two and she was discharged home.\n"
     )
     state = evidence_from_fhir(
-        fx.stay(fx.allergy("a1", "penicillin"), fx.document_reference("d1", fx.attachment(note)))
+        fx.stay(fx.allergy("a1", "penicillin"), fx.document_reference("d1", fx.attachment(note))),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, ratio=1.0)
+    summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
     course = summary.section("hospital_course").sentences
     (injected,) = [s for s in course if "SUMMARIZER" in s.text]
     assert injected.verdict == "unsupported" and injected.flagged
@@ -262,6 +273,7 @@ def test_note_statements_the_structured_record_contradicts_are_unsupported(
             fx.allergy("a1", "sulfonamide"),
             fx.condition("c1", "Diabetes mellitus type 2"),
             fx.medication_request("m1", "metformin 500 MG", encounter_id=fx.ENCOUNTER_ID),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert check_record(sentence, state).passed is not contradicted

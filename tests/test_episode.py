@@ -73,7 +73,9 @@ def facts_of(state: EvidenceState, kind: type) -> list:
 
 
 def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> None:
-    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    state = evidence_from_fhir(
+        episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", settings=PipelineSettings()
+    )
     assert {member.resource: member.reason for member in state.episode} == {
         f"Encounter/{fx.ENCOUNTER_ID}": "the inpatient stay",
         "Encounter/ed-visit": "the emergency visit, ended 2.0 h before admission",
@@ -88,7 +90,9 @@ def test_the_episode_is_the_stay_and_the_encounters_that_belong_with_it() -> Non
 
 
 def test_the_record_is_read_as_of_discharge() -> None:
-    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")
+    state = evidence_from_fhir(
+        episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", settings=PipelineSettings()
+    )
     diagnoses = {d.display: d for d in facts_of(state, DiagnosisAttributes)}
     assert diagnoses["Pneumonia"].clinical_status == "active"  # resolved only after discharge
     assert diagnoses["Pneumonia"].abatement is None
@@ -115,6 +119,7 @@ def test_an_encounter_that_did_something_in_the_two_days_before_admission_joins(
             ),
         ),
         f"Encounter/{fx.ENCOUNTER_ID}",
+        settings=PipelineSettings(),
     )
     reasons = {member.resource: member.reason for member in state.episode}
     assert reasons["Encounter/cabg"] == "a procedure, ended 44.0 h before admission"
@@ -124,7 +129,7 @@ def test_an_encounter_that_did_something_in_the_two_days_before_admission_joins(
 
 def test_the_window_before_admission_is_a_setting() -> None:
     narrow = PipelineSettings(episode_window_h=1)
-    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", narrow)
+    state = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", settings=narrow)
     assert "Encounter/ed-visit" not in {member.resource for member in state.episode}
 
 
@@ -148,7 +153,7 @@ def _dates(state: EvidenceState) -> list[tuple[str, datetime]]:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_nothing_cited_is_dated_after_discharge_in_any_synthea_stay(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
     (stay,) = [f for f in facts_of(state, EncounterAttributes) if f.kind == "stay"]
     assert state.episode[0].resource == state.encounter
     if stay.end is None:
@@ -164,8 +169,10 @@ def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
     cabg = fx.procedure(
         "cabg-1", "Coronary artery bypass graft", "cabg", "2024-02-28T09:00:00+00:00"
     )
-    state = evidence_from_fhir(fx.stay(bypass, cabg), f"Encounter/{fx.ENCOUNTER_ID}")
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(
+        fx.stay(bypass, cabg), f"Encounter/{fx.ENCOUNTER_ID}", settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     stay = [s.text for s in summary.section("stay").sentences]
     course = [s.text for s in summary.section("hospital_course").sentences]
     assert (
@@ -180,8 +187,12 @@ def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
         for s in summary.sentences()
         if s.section in {"stay", "hospital_course"}
     )
-    same_day = evidence_from_fhir(episode_record(), f"Encounter/{fx.ENCOUNTER_ID}")  # ED at 06:00
-    header = summarize_evidence(same_day, salience=lambda text: ([], [])).section("stay")
+    same_day = evidence_from_fhir(
+        episode_record(), f"Encounter/{fx.ENCOUNTER_ID}", settings=PipelineSettings()
+    )  # ED at 06:00
+    header = summarize_evidence(
+        same_day, salience=lambda text: ([], []), settings=PipelineSettings()
+    ).section("stay")
     assert not any("episode began" in s.text for s in header.sentences)
 
 
@@ -189,8 +200,8 @@ def test_a_skilled_nursing_stay_is_named_as_one() -> None:
     from pipeline.summarizing.evidence_summary import summarize_evidence
 
     nursing = fx.encounter() | {"type": [{"text": "Admission to skilled nursing facility"}]}
-    state = evidence_from_fhir(fx.bundle(fx.patient(), nursing))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(fx.bundle(fx.patient(), nursing), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     stay = [s.text for s in summary.section("stay").sentences]
     course = [s.text for s in summary.section("hospital_course").sentences]
     assert any(line.startswith("Skilled nursing stay (IMP) from 2024-03-01") for line in stay)

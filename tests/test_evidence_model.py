@@ -16,12 +16,13 @@ from pipeline.evidence.model import (
     SourceRef,
     stable_id,
 )
+from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 
 
 @pytest.fixture(scope="module")
 def sample_state() -> EvidenceState:
-    return evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()))
+    return evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()), settings=PipelineSettings())
 
 
 def test_state_round_trips_through_json_exactly(sample_state: EvidenceState) -> None:
@@ -32,7 +33,7 @@ def test_state_round_trips_through_json_exactly(sample_state: EvidenceState) -> 
 
 
 def test_same_input_gives_the_same_fact_ids(sample_state: EvidenceState) -> None:
-    again = evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()))
+    again = evidence_from_fhir(json.loads(DEFAULT_SAMPLE.read_bytes()), settings=PipelineSettings())
     assert [fact.id for fact in again.all_facts()] == [fact.id for fact in sample_state.all_facts()]
     assert again.model_dump_json() == sample_state.model_dump_json()
 

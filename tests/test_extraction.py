@@ -7,6 +7,7 @@ import re
 
 from pipeline.clinical.agent import run_agent_loop
 from pipeline.clinical.validate import quote_problem
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.extraction import extract_from_notes, locate_quote, with_extraction
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -38,7 +39,10 @@ class Extractor:
 
 
 def stay_with_note(*resources: dict):
-    return evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), *resources))
+    return evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), *resources),
+        settings=PipelineSettings(),
+    )
 
 
 def test_locate_quote_is_exact_first_then_tolerant_of_whitespace_and_case() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
+from pipeline.settings import PipelineSettings
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.retry_after import retry_after_seconds
 from smartapp.core.settings import Settings
@@ -126,7 +127,7 @@ def test_a_token_for_one_patient_cannot_read_another(sandbox: Sandbox) -> None:
 
 
 def _evidence_of(bundle: dict, encounter: str | None = None) -> dict:
-    state = evidence_from_fhir(bundle, encounter)
+    state = evidence_from_fhir(bundle, encounter, settings=PipelineSettings())
     facts = {
         fact.id: fact.attributes.model_dump(mode="json")
         for facts in state.facts.values()

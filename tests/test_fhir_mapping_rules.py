@@ -8,6 +8,7 @@ import pytest
 
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.evidence.model import EvidenceState, MedicationAttributes
+from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -37,7 +38,8 @@ def test_default_scope_is_the_most_recent_inpatient_stay() -> None:
             fx.encounter("old-stay", "2020-01-01T00:00:00+00:00", "2020-01-03T00:00:00+00:00"),
             fx.encounter("stay", "2023-01-01T00:00:00+00:00", "2023-01-04T00:00:00+00:00"),
             fx.encounter("clinic", "2024-06-01T00:00:00+00:00", None, class_code="AMB"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert state.encounter == "Encounter/stay"
 
@@ -48,7 +50,8 @@ def test_without_inpatient_stays_the_most_recent_encounter_is_used() -> None:
             fx.patient(),
             fx.encounter("a", "2020-01-01T00:00:00+00:00", class_code="AMB"),
             fx.encounter("b", "2021-01-01T00:00:00+00:00", class_code="EMER"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert state.encounter == "Encounter/b"
 
@@ -59,9 +62,15 @@ def test_encounter_can_be_chosen_by_id_or_reference() -> None:
         fx.encounter("a", "2020-01-01T00:00:00+00:00"),
         fx.encounter("b", "2021-01-01T00:00:00+00:00"),
     )
-    assert evidence_from_fhir(data, "a").encounter == "Encounter/a"
-    assert evidence_from_fhir(data, "Encounter/a").encounter == "Encounter/a"
-    assert evidence_from_fhir(data, "urn:uuid:a").encounter == "Encounter/a"
+    assert evidence_from_fhir(data, "a", settings=PipelineSettings()).encounter == "Encounter/a"
+    assert (
+        evidence_from_fhir(data, "Encounter/a", settings=PipelineSettings()).encounter
+        == "Encounter/a"
+    )
+    assert (
+        evidence_from_fhir(data, "urn:uuid:a", settings=PipelineSettings()).encounter
+        == "Encounter/a"
+    )
 
 
 @pytest.mark.parametrize(
@@ -75,18 +84,18 @@ def test_encounter_can_be_chosen_by_id_or_reference() -> None:
 )
 def test_input_that_cannot_be_mapped_is_a_clear_error(data: object, message: str) -> None:
     with pytest.raises(EvidenceInputError, match=message):
-        evidence_from_fhir(data)
+        evidence_from_fhir(data, settings=PipelineSettings())
 
 
 def test_unknown_encounter_is_a_clear_error() -> None:
     with pytest.raises(EvidenceInputError, match="'nope' is not in the input"):
-        evidence_from_fhir(fx.stay(), "nope")
+        evidence_from_fhir(fx.stay(), "nope", settings=PipelineSettings())
 
 
 def test_broken_patient_is_named_in_the_error() -> None:
     broken = fx.patient() | {"birthDate": "not a date"}
     with pytest.raises(EvidenceInputError, match="Patient/pat-1: birthDate"):
-        evidence_from_fhir(fx.bundle(broken, fx.encounter()))
+        evidence_from_fhir(fx.bundle(broken, fx.encounter()), settings=PipelineSettings())
 
 
 # --- malformed resources -------------------------------------------------------------------------
@@ -95,7 +104,9 @@ def test_broken_patient_is_named_in_the_error() -> None:
 def test_a_resource_that_fails_to_parse_is_recorded_and_the_rest_mapped() -> None:
     broken = fx.medication_request("bad", "aspirin 81 MG") | {"status": None, "authoredOn": 7}
     good = fx.medication_request("good", "lisinopril 10 MG", encounter_id=fx.ENCOUNTER_ID)
-    state = evidence_from_fhir(fx.stay(broken, good, "not even a dict"))  # type: ignore[arg-type]
+    state = evidence_from_fhir(
+        fx.stay(broken, good, "not even a dict"), settings=PipelineSettings()
+    )  # type: ignore[arg-type]
     kind, reason = exclusion_of(state, "MedicationRequest/bad")
     assert kind == "parse_error" and "status" in reason
     assert medication_named(state, "lisinopril 10 MG").phase == "discharge"
@@ -129,7 +140,10 @@ def test_a_resource_that_fails_to_parse_is_recorded_and_the_rest_mapped() -> Non
     ],
 )
 def test_medication_phase_rules(overrides: dict, phase: str) -> None:
-    state = evidence_from_fhir(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
+    state = evidence_from_fhir(
+        fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)),
+        settings=PipelineSettings(),
+    )
     attributes = medication_named(state, "aspirin 81 MG")
     assert attributes.phase == phase
     assert attributes.phase_rule
@@ -155,7 +169,10 @@ def test_medication_phase_rules(overrides: dict, phase: str) -> None:
 def test_medications_outside_the_stay_are_excluded_with_a_reason(
     overrides: dict, kind: str, reason: str
 ) -> None:
-    state = evidence_from_fhir(fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)))
+    state = evidence_from_fhir(
+        fx.stay(fx.medication_request("m", "aspirin 81 MG", **overrides)),
+        settings=PipelineSettings(),
+    )
     assert state.facts["medication"] == []
     found_kind, found_reason = exclusion_of(state, "MedicationRequest/m")
     assert found_kind == kind and reason in found_reason
@@ -172,7 +189,8 @@ def test_dosage_is_read_from_dose_timing_and_route() -> None:
         encounter_id=fx.ENCOUNTER_ID,
     )
     attributes = medication_named(
-        evidence_from_fhir(fx.stay(request)), "metoprolol 25 MG Oral Tablet"
+        evidence_from_fhir(fx.stay(request), settings=PipelineSettings()),
+        "metoprolol 25 MG Oral Tablet",
     )
     assert (attributes.strength, attributes.dose, attributes.frequency, attributes.route) == (
         "25 MG",
@@ -190,7 +208,8 @@ def test_a_bare_dose_is_counted_in_the_drugs_dose_form() -> None:
     )
     request["encounter"] = {"reference": f"Encounter/{fx.ENCOUNTER_ID}"}
     attributes = medication_named(
-        evidence_from_fhir(fx.stay(request)), "Simvastatin 10 MG Oral Tablet"
+        evidence_from_fhir(fx.stay(request), settings=PipelineSettings()),
+        "Simvastatin 10 MG Oral Tablet",
     )
     assert (attributes.dose, attributes.frequency) == ("2 tablets", "once daily")
 
@@ -204,7 +223,7 @@ def test_medication_reference_to_a_bundle_entry_cites_both_resources() -> None:
     request = fx.medication_request("m", "x", encounter_id=fx.ENCOUNTER_ID)
     del request["medicationCodeableConcept"]
     request["medicationReference"] = {"reference": "urn:uuid:med-1"}
-    state = evidence_from_fhir(fx.stay(medication, request))
+    state = evidence_from_fhir(fx.stay(medication, request), settings=PipelineSettings())
     (fact,) = state.facts["medication"]
     assert fact.attributes.name == "amlodipine 5 MG"
     assert [ref.resource for ref in fact.sources] == ["MedicationRequest/m", "Medication/med-1"]
@@ -217,7 +236,7 @@ def test_medication_reference_to_a_contained_resource() -> None:
         {"resourceType": "Medication", "id": "c1", "code": {"text": "heparin 5000 UNT"}}
     ]
     request["medicationReference"] = {"reference": "#c1"}
-    state = evidence_from_fhir(fx.stay(request))
+    state = evidence_from_fhir(fx.stay(request), settings=PipelineSettings())
     assert state.facts["medication"][0].attributes.name == "heparin 5000 UNT"
 
 
@@ -225,7 +244,7 @@ def test_unresolvable_medication_reference_is_excluded_not_guessed() -> None:
     request = fx.medication_request("m", "x", encounter_id=fx.ENCOUNTER_ID)
     del request["medicationCodeableConcept"]
     request["medicationReference"] = {"reference": "Medication/missing"}
-    state = evidence_from_fhir(fx.stay(request))
+    state = evidence_from_fhir(fx.stay(request), settings=PipelineSettings())
     assert state.facts["medication"] == []
     assert exclusion_of(state, "MedicationRequest/m")[0] == "unresolved"
 
@@ -239,7 +258,8 @@ def test_refuted_and_entered_in_error_conditions_are_excluded_but_traced() -> No
             fx.condition("c1", "Pneumonia", verification="refuted"),
             fx.condition("c2", "Sepsis", verification="entered-in-error"),
             fx.condition("c3", "Heart failure"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert [f.attributes.display for f in state.facts["diagnosis"]] == ["Heart failure"]
     for resource in ("Condition/c1", "Condition/c2"):
@@ -269,7 +289,8 @@ def test_problems_active_during_the_stay_are_included_resolved_ones_are_not() ->
                 clinical="resolved",
                 abatement="2024-05-01",
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     roles = {f.attributes.display: f.attributes.role for f in state.facts["diagnosis"]}
     assert roles == {"Diabetes": "active_problem", "Fracture": "active_problem"}
@@ -278,7 +299,8 @@ def test_problems_active_during_the_stay_are_included_resolved_ones_are_not() ->
 
 def test_allergy_is_mapped_with_reactions_and_inactive_ones_excluded() -> None:
     state = evidence_from_fhir(
-        fx.stay(fx.allergy("a1", "Penicillin V"), fx.allergy("a2", "Latex", clinical="inactive"))
+        fx.stay(fx.allergy("a1", "Penicillin V"), fx.allergy("a2", "Latex", clinical="inactive")),
+        settings=PipelineSettings(),
     )
     (fact,) = state.facts["allergy"]
     assert fact.attributes.substance == "Penicillin V"
@@ -303,7 +325,8 @@ def test_procedures_of_the_stay_only() -> None:
             procedure("in", "2024-03-02T00:00:00+00:00"),
             procedure("before", "2020-01-01T00:00:00+00:00"),
             procedure("not-done", "2024-03-02T00:00:00+00:00", status="not-done"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert [f.attributes.name for f in state.facts["procedure"]] == ["procedure in"]
     assert exclusion_of(state, "Procedure/before")[0] == "out_of_scope"
@@ -318,7 +341,8 @@ def test_final_report_gives_results_citing_observation_and_report() -> None:
         fx.stay(
             fx.observation("o1", "Glucose", 182, "mg/dL"),
             fx.diagnostic_report("r1", "final", ["o1"]),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     (fact,) = state.facts["lab_result"]
     assert (str(fact.attributes.value), fact.attributes.unit) == ("182", "mg/dL")
@@ -334,7 +358,8 @@ def test_preliminary_report_is_a_pending_result() -> None:
         fx.stay(
             fx.observation("o1", "Blood culture", 0, "1", status="preliminary"),
             fx.diagnostic_report("r1", "preliminary", ["o1"], name="Blood culture"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     (pending,) = state.facts["pending_result"]
     assert (pending.attributes.name, pending.attributes.status) == ("Blood culture", "preliminary")
@@ -348,7 +373,7 @@ def test_observation_components_are_separate_results() -> None:
         {"code": {"text": "Systolic"}, "valueQuantity": {"value": 150, "unit": "mm[Hg]"}},
         {"code": {"text": "Diastolic"}, "valueQuantity": {"value": 95, "unit": "mm[Hg]"}},
     ]
-    state = evidence_from_fhir(fx.stay(blood_pressure))
+    state = evidence_from_fhir(fx.stay(blood_pressure), settings=PipelineSettings())
     assert [(f.attributes.name, str(f.attributes.value)) for f in state.facts["lab_result"]] == [
         ("Systolic", "150"),
         ("Diastolic", "95"),
@@ -366,7 +391,10 @@ NOTE = (
 
 def test_note_presented_as_document_and_report_is_one_document() -> None:
     report = fx.diagnostic_report("r1", "final", []) | {"presentedForm": [fx.attachment(NOTE)]}
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), report))
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(NOTE)), report),
+        settings=PipelineSettings(),
+    )
     (document,) = state.documents
     assert [ref.resource for ref in document.sources] == [
         "DocumentReference/d1",
@@ -392,7 +420,8 @@ def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
     state = evidence_from_fhir(
         fx.stay(
             binary, fx.document_reference("d1", {"contentType": "text/plain", "url": "Binary/b1"})
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert state.documents[0].pages[0].text == NOTE
 
@@ -414,7 +443,8 @@ def test_broken_attachment_is_recorded_on_its_document_and_others_still_ingested
         fx.stay(
             fx.document_reference("broken", content),
             fx.document_reference("good", fx.attachment(NOTE)),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     broken = next(d for d in state.documents if d.sources[0].resource == "DocumentReference/broken")
     good = next(d for d in state.documents if d.sources[0].resource == "DocumentReference/good")
@@ -437,7 +467,8 @@ def test_note_of_another_stay_is_excluded() -> None:
             fx.encounter(),
             fx.encounter("other", "2010-01-01T00:00:00+00:00", "2010-01-02T00:00:00+00:00"),
             fx.document_reference("d1", fx.attachment(NOTE), encounter_id="other"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert state.documents == []
     assert exclusion_of(state, "DocumentReference/d1") == ("out_of_scope", "note not of this stay")
@@ -473,7 +504,7 @@ def test_an_ai_generated_draft_is_never_evidence(marking: dict) -> None:
         | marking
     )
     human_note = fx.document_reference("human-note", fx.attachment("Patient walked today."))
-    state = evidence_from_fhir(fx.stay(earlier_draft, human_note))
+    state = evidence_from_fhir(fx.stay(earlier_draft, human_note), settings=PipelineSettings())
     assert [d.sources[0].resource for d in state.documents] == ["DocumentReference/human-note"]
     (excluded,) = [e for e in state.exclusions if e.kind == "ai_generated"]
     assert excluded.resource == "DocumentReference/earlier-draft"

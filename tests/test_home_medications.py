@@ -5,6 +5,7 @@ note of the stay prescribes is never "not continued" (#23)."""
 from __future__ import annotations
 
 from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -26,8 +27,8 @@ PRESCRIBING_NOTE = fx.document_reference(
 
 
 def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
-    state = evidence_from_fhir(fx.stay(*resources))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
 
 

@@ -9,6 +9,7 @@ from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
 from pipeline.evidence.model import Page
 from pipeline.ingestion.identity import check_identity, find_identifiers
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -122,13 +123,15 @@ def test_a_note_about_another_patient_is_never_evidence_and_is_reviewed_first() 
         "Patient Name: Justin Norman\nDOB: 12/28/1965\n"
         "# Hospital Course\nStarted on warfarin 5 mg daily. Pathology is pending at discharge.\n"
     )
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
     (document,) = state.documents
     assert document.identity is not None and document.identity.verdict == "mismatch"
     assert not [
         fact for fact in state.all_facts() for ref in fact.sources if ref.document == document.id
     ]
-    summary = summarize_evidence(state)
+    summary = summarize_evidence(state, settings=PipelineSettings())
     first = summary.section("needs_review").sentences[0]
     assert first.flags[0].code == "wrong_patient_document"
     assert "document may belong to another patient" in first.text
@@ -142,7 +145,9 @@ def test_a_note_about_another_patient_is_never_evidence_and_is_reviewed_first() 
 
 def test_a_note_about_the_chart_patient_is_evidence() -> None:
     note = "Patient Name: Ada Lovelace\nDOB: 06/15/1950\n# Hospital Course\nPathology is pending.\n"
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
     assert state.documents[0].identity.verdict == "match"
     assert any(
         ref.document == state.documents[0].id for f in state.all_facts() for ref in f.sources
@@ -168,8 +173,10 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
     from smartapp.drafts.pages import workspace_values
 
     note = "Patient Name: Justin <b>Norman</b>\nDOB: 12/28/1965\n# Hospital Course\nStable.\n"
-    state = evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note))))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, settings=PipelineSettings())
     page = render(
         "app/_review.html.j2",
         draft=SimpleNamespace(id="x", version=1, revision=1, status="preliminary"),
@@ -212,7 +219,8 @@ def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> N
         fx.stay(
             fx.document_reference("theirs", fx.attachment(theirs)),
             fx.document_reference("ours", fx.attachment(ours)),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     backend = Recording()
     extract_from_notes(state, backend)

@@ -21,7 +21,7 @@ from launch.tiny_models import (
 from pipeline.backends.answer_schemas import entailment_schema, extraction_schema, sentences_schema
 from pipeline.backends.chat import Completion, Metered
 from pipeline.backends.llm import TransformersBackend
-from pipeline.settings import SchemaLimits
+from pipeline.settings import PipelineSettings, SchemaLimits
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
 
 MESSAGES = [
@@ -341,7 +341,9 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
         max_new_tokens=400,
     )
     state, summary = draft_with_model(
-        evidence_from_fhir(fx.stay(fx.document_reference("d1", fx.attachment(note)))),
+        evidence_from_fhir(
+            fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+        ),
         backend,
         settings=LoopSettings(ratio=1.0, max_iterations=2, top_k=1, limits=TINY_ANSWER_LIMITS),
         grounding=backend.grounding,

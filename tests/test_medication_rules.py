@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.evidence.model import EvidenceState, MedicationAttributes
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -19,8 +20,8 @@ BEFORE = "2023-06-01"
 
 
 def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
-    state = evidence_from_fhir(fx.stay(*resources))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
 
 
@@ -192,8 +193,8 @@ def test_an_allergic_disposition_is_not_an_allergy_to_contradict() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_discharge_medications_are_orders_active_at_discharge(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     lines = [s.text for s in summary.section("medications").sentences]
     for fact_id in state.medications.discharge:
         medication = state.fact(fact_id).attributes

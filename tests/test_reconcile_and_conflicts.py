@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -45,7 +46,8 @@ def test_new_stopped_continued_and_changed() -> None:
             home("l", "lisinopril 10 MG Oral Tablet", **FULL),
             discharge("l2", "lisinopril 20 MG Oral Tablet", reason="BP above target", **FULL),
             discharge("n", "atorvastatin 40 MG Oral Tablet", **FULL),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {
         "aspirin 81 MG Oral Tablet": ("continued", []),
@@ -78,7 +80,8 @@ def test_units_and_spelling_are_normalised_before_comparing() -> None:
                 frequency=(2, 1, "d"),
                 route="Oral",
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {"metoprolol 25 mg": ("continued", [])}
 
@@ -95,7 +98,8 @@ def test_matching_uses_the_rxnorm_code_first() -> None:
                 frequency=(2, 1, "d"),
                 route="oral",
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {
         "amlodipine 5 MG": ("changed", ["frequency: once daily → twice daily"])
@@ -108,7 +112,8 @@ def test_documented_reason_is_not_flagged() -> None:
         fx.stay(
             home("a", "furosemide 20 MG", **FULL),
             discharge("b", "furosemide 40 MG", reason="fluid overload", **FULL),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     (change,) = state.medications.changes
     assert (change.kind, change.reason) == ("changed", "fluid overload")
@@ -116,14 +121,17 @@ def test_documented_reason_is_not_flagged() -> None:
 
 
 def test_medication_missing_dose_frequency_or_route_is_flagged() -> None:
-    state = evidence_from_fhir(fx.stay(discharge("a", "aspirin 81 MG", dose="1 tablet")))
+    state = evidence_from_fhir(
+        fx.stay(discharge("a", "aspirin 81 MG", dose="1 tablet")), settings=PipelineSettings()
+    )
     (flag,) = [f for f in state.flags_for_review if f.code == "incomplete_medication"]
     assert flag.reason == "aspirin 81 MG: frequency, route not documented"
 
 
 def test_phase_unknown_is_flagged_not_guessed() -> None:
     state = evidence_from_fhir(
-        fx.stay(fx.medication_request("a", "aspirin", authored=None, **FULL))
+        fx.stay(fx.medication_request("a", "aspirin", authored=None, **FULL)),
+        settings=PipelineSettings(),
     )
     assert flag_codes(state) == ["medication_phase_unknown"]
     assert state.medications.admission == [] and state.medications.discharge == []
@@ -141,7 +149,8 @@ def test_one_drug_with_two_active_doses_is_a_conflict() -> None:
         fx.stay(
             discharge("a", "warfarin 5 MG", **FULL),
             discharge("b", "Warfarin 2 MG", **FULL),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert conflict_kinds(state) == ["duplicate_active_medication"]
     assert "conflict" in flag_codes(state)
@@ -149,7 +158,8 @@ def test_one_drug_with_two_active_doses_is_a_conflict() -> None:
 
 def test_same_dose_twice_is_not_a_conflict() -> None:
     state = evidence_from_fhir(
-        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "Warfarin 5mg", **FULL))
+        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "Warfarin 5mg", **FULL)),
+        settings=PipelineSettings(),
     )
     assert state.conflicts == []
 
@@ -159,7 +169,8 @@ def test_prescribed_drug_matching_an_allergy_is_a_conflict() -> None:
         fx.stay(
             fx.allergy("al", "Penicillin V (substance)"),
             discharge("m", "penicillin V potassium 250 MG Oral Tablet", **FULL),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     (conflict,) = state.conflicts
     assert conflict.kind == "medication_allergy"
@@ -168,7 +179,8 @@ def test_prescribed_drug_matching_an_allergy_is_a_conflict() -> None:
 
 def test_unrelated_allergy_is_not_a_conflict() -> None:
     state = evidence_from_fhir(
-        fx.stay(fx.allergy("al", "Latex"), discharge("m", "aspirin 81 MG", **FULL))
+        fx.stay(fx.allergy("al", "Latex"), discharge("m", "aspirin 81 MG", **FULL)),
+        settings=PipelineSettings(),
     )
     assert state.conflicts == []
 
@@ -184,7 +196,8 @@ def test_condition_both_active_and_resolved_is_a_conflict() -> None:
                 clinical="resolved",
                 abatement="2024-03-04T00:00:00+00:00",
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert conflict_kinds(state) == ["condition_status"]
 
@@ -197,14 +210,16 @@ def test_one_lab_at_one_time_with_two_values_is_a_conflict(
         fx.stay(
             fx.observation("o1", "Potassium", 4.1, "mmol/L", loinc="2823-3"),
             fx.observation("o2", "Potassium", second, "mmol/L", loinc="2823-3"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert conflict_kinds(state) == expected
 
 
 def test_conflicts_are_flagged_not_resolved() -> None:
     state = evidence_from_fhir(
-        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "warfarin 2 MG", **FULL))
+        fx.stay(discharge("a", "warfarin 5 MG", **FULL), discharge("b", "warfarin 2 MG", **FULL)),
+        settings=PipelineSettings(),
     )
     assert {f.attributes.name for f in state.facts["medication"]} == {
         "warfarin 5 MG",
@@ -216,7 +231,8 @@ def test_conflicts_are_flagged_not_resolved() -> None:
 def test_no_known_allergies_beside_a_documented_allergy_is_a_conflict() -> None:
     note = "# Allergies\nNo Known Allergies.\n"
     state = evidence_from_fhir(
-        fx.stay(fx.document_reference("d1", fx.attachment(note)), fx.allergy("a1", "Latex"))
+        fx.stay(fx.document_reference("d1", fx.attachment(note)), fx.allergy("a1", "Latex")),
+        settings=PipelineSettings(),
     )
     (conflict,) = state.conflicts
     assert conflict.kind == "allergy_status"
@@ -232,7 +248,7 @@ LONG_AGO = "1997-12-09T00:00:00+00:00"
 def medication_lines(state: EvidenceState) -> list[str]:
     from pipeline.summarizing.evidence_summary import summarize_evidence
 
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     return [sentence.text for sentence in summary.section("medications").sentences]
 
 
@@ -248,7 +264,8 @@ def test_an_order_not_renewed_for_years_and_unmentioned_is_to_confirm_never_cont
                 "old-2", "metoprolol succinate 100 MG", authored=LONG_AGO, **FULL
             ),
             home("recent", "aspirin 81 MG Oral Tablet", **FULL),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {
         "prasugrel 10 MG Oral Tablet": ("unconfirmed", []),
@@ -274,7 +291,8 @@ def test_an_old_order_the_stays_note_mentions_is_continued() -> None:
         fx.stay(
             fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL),
             note,
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {"prasugrel 10 MG Oral Tablet": ("continued", [])}
     assert "medication_not_renewed" not in flag_codes(state)
@@ -290,7 +308,7 @@ def test_the_renewal_window_is_a_setting() -> None:
     assert changes(evidence_from_fhir(record, settings=wide)) == {
         "prasugrel 10 MG Oral Tablet": ("continued", [])
     }
-    assert changes(evidence_from_fhir(record)) == {
+    assert changes(evidence_from_fhir(record, settings=PipelineSettings())) == {
         "prasugrel 10 MG Oral Tablet": ("unconfirmed", [])
     }
 
@@ -305,7 +323,8 @@ def test_the_agent_loop_a_model_draft_reruns_keeps_the_deployments_window() -> N
     state = evidence_from_fhir(
         fx.stay(
             fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO, **FULL)
-        )
+        ),
+        settings=PipelineSettings(),
     )
     loop = LoopSettings.from_settings(PipelineSettings(medication_renewal_window_days=365 * 30))
     window = timedelta(days=loop.renewal_window_days)
@@ -320,7 +339,8 @@ def test_orders_to_confirm_are_flagged_once_not_again_as_incomplete_or_left_out(
     state = evidence_from_fhir(
         fx.stay(
             fx.medication_request("old", "prasugrel 10 MG Oral Tablet", authored=LONG_AGO), note
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert changes(state) == {"prasugrel 10 MG Oral Tablet": ("unconfirmed", [])}
     assert flag_codes(state) == ["medication_not_renewed"]
@@ -341,11 +361,13 @@ def test_a_renewal_of_a_drug_ordered_within_the_window_is_continued_not_new() ->
         renewed = discharge("renewed", "lisinopril 10 MG Oral Tablet", code="314076", **FULL)
         return fx.stay(before, renewed)
 
-    assert changes(evidence_from_fhir(record("2023-12-01T00:00:00+00:00"))) == {
-        "lisinopril 10 MG Oral Tablet": ("continued", [])
-    }
-    assert changes(evidence_from_fhir(record("2020-12-01T00:00:00+00:00"))) == {
-        "lisinopril 10 MG Oral Tablet": ("new", [])
-    }
-    lines = medication_lines(evidence_from_fhir(record("2023-12-01T00:00:00+00:00")))
+    assert changes(
+        evidence_from_fhir(record("2023-12-01T00:00:00+00:00"), settings=PipelineSettings())
+    ) == {"lisinopril 10 MG Oral Tablet": ("continued", [])}
+    assert changes(
+        evidence_from_fhir(record("2020-12-01T00:00:00+00:00"), settings=PipelineSettings())
+    ) == {"lisinopril 10 MG Oral Tablet": ("new", [])}
+    lines = medication_lines(
+        evidence_from_fhir(record("2023-12-01T00:00:00+00:00"), settings=PipelineSettings())
+    )
     assert any(line.startswith("CONTINUED: lisinopril 10 MG Oral Tablet") for line in lines)

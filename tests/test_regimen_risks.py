@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -20,7 +21,7 @@ def risks(state: EvidenceState) -> list[str]:
 
 
 def needs_review(state: EvidenceState) -> list[str]:
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     return [sentence.text for sentence in summary.section("needs_review").sentences]
 
 
@@ -35,7 +36,8 @@ def test_an_anticoagulant_with_an_antiplatelet_or_nsaid_is_a_bleeding_risk() -> 
             going_home("c", "clopidogrel 75 MG Oral Tablet"),
             going_home("n", "naproxen 250 MG Oral Tablet"),
             inr("i", 2.4, "2024-03-05T08:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert risks(state) == [
         "Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: warfarin "
@@ -49,7 +51,8 @@ def test_warfarin_with_no_recent_inr_asks_for_one_and_names_what_sets_the_goal()
     valve = fx.condition("valve", "Mechanical heart valve prosthesis present")
     old_inr = inr("old", 2.1, "2024-02-01T08:00:00+00:00")  # before the stay: not recent
     state = evidence_from_fhir(
-        fx.stay(going_home("w", "warfarin sodium 5 MG Oral Tablet"), valve, old_inr)
+        fx.stay(going_home("w", "warfarin sodium 5 MG Oral Tablet"), valve, old_inr),
+        settings=PipelineSettings(),
     )
     (reason,) = risks(state)
     assert reason.startswith(
@@ -60,7 +63,8 @@ def test_warfarin_with_no_recent_inr_asks_for_one_and_names_what_sets_the_goal()
         fx.stay(
             going_home("w", "warfarin sodium 5 MG Oral Tablet"),
             inr("i", 2.8, "2024-03-04T08:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert risks(with_inr) == []
 
@@ -72,12 +76,12 @@ def test_an_antithrombotic_after_a_fall_in_old_age_is_flagged_and_not_in_younger
         apixaban = going_home("a", "apixaban 5 MG Oral Tablet")
         return fx.bundle(patient, stay, apixaban)
 
-    old = evidence_from_fhir(record("1927-01-01"))
+    old = evidence_from_fhir(record("1927-01-01"), settings=PipelineSettings())
     assert risks(old) == [
         "apixaban 5 MG Oral Tablet at discharge for a 97-year-old admitted after a fall: weigh "
         "the bleeding risk"
     ]
-    assert risks(evidence_from_fhir(record("1960-01-01"))) == []
+    assert risks(evidence_from_fhir(record("1960-01-01"), settings=PipelineSettings())) == []
 
 
 def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -> None:
@@ -94,7 +98,8 @@ def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -
                     }
                 ]
             },
-        )
+        ),
+        settings=PipelineSettings(),
     )
     assert risks(state) == [
         "oxycodone hydrochloride 5 MG Oral Tablet at discharge with no duration: state how long "
@@ -114,11 +119,11 @@ def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
             ),
         )
 
-    assert risks(evidence_from_fhir(record(13))) == [
+    assert risks(evidence_from_fhir(record(13), settings=PipelineSettings())) == [
         "eGFR 13 mL/min on 2024-03-04: review the dose of metformin hydrochloride 500 MG Oral "
         "Tablet for kidney function"
     ]
-    assert risks(evidence_from_fhir(record(62))) == []
+    assert risks(evidence_from_fhir(record(62), settings=PipelineSettings())) == []
 
 
 def test_every_risk_line_is_supported_by_the_checker() -> None:
@@ -131,9 +136,10 @@ def test_every_risk_line_is_supported_by_the_checker() -> None:
             fx.observation(
                 "e", "eGFR", 13, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
             ),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [
         s
         for s in summary.section("needs_review").sentences

@@ -12,6 +12,7 @@ import pytest
 from pipeline.clinical.results import shown
 from pipeline.evidence.model import LabResultAttributes
 from pipeline.evidence.summary import Sentence
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
@@ -27,8 +28,8 @@ def lab(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str, 
 
 
 def results_of(*resources: dict) -> list[str]:
-    state = evidence_from_fhir(fx.stay(*resources))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     return [sentence.text for sentence in summary.section("results").sentences]
 
 
@@ -58,11 +59,12 @@ def test_abnormal_results_come_first_marked_with_their_trend_and_baseline() -> N
 
 def test_a_critical_value_is_marked_and_flagged_for_review() -> None:
     state = evidence_from_fhir(
-        fx.stay(lab("k", "Potassium", 6.9, "mmol/L", POTASSIUM, "2024-03-02T08:00:00+00:00"))
+        fx.stay(lab("k", "Potassium", 6.9, "mmol/L", POTASSIUM, "2024-03-02T08:00:00+00:00")),
+        settings=PipelineSettings(),
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "critical_result"]
     assert flag.reason == "Critical result: Potassium 6.9 mmol/L on 2024-03-02"
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     (line,) = [s.text for s in summary.section("results").sentences]
     assert line.startswith("Potassium (critical high): 6.9 mmol/L")
     assert any(
@@ -75,7 +77,7 @@ def test_the_observations_own_range_wins_and_another_unit_gets_no_default() -> N
         "referenceRange": [{"low": {"value": 130}, "high": {"value": 155}}]
     }
     other_unit = lab("unit", "Creatinine", 300, "umol/L", CREATININE, "2024-03-02T08:00:00+00:00")
-    state = evidence_from_fhir(fx.stay(own, other_unit))
+    state = evidence_from_fhir(fx.stay(own, other_unit), settings=PipelineSettings())
     by_name = {f.attributes.name: f.attributes for f in state.facts["lab_result"]}
     assert (by_name["Sodium"].flag, by_name["Sodium"].range_source) == ("normal", "observation")
     assert by_name["Creatinine"].flag is None and by_name["Creatinine"].range_source is None
@@ -99,9 +101,10 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
             vital("hr1", "Heart rate", 118, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
             vital("t1", "Body temperature", 38.4, "Cel", "8310-5", "2024-03-01T10:30:00+00:00"),
             vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-05T09:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     assert [s.text for s in summary.section("results").sentences] == [
         "Vital signs at admission (2024-03-01): Heart rate 118 /min (high); "
         "Body temperature 38.4 Cel (high).",
@@ -114,9 +117,10 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
 
 def test_a_stay_with_one_set_of_vital_signs_shows_it_once() -> None:
     state = evidence_from_fhir(
-        fx.stay(vital("hr", "Heart rate", 80, "/min", "8867-4", "2024-03-05T09:00:00+00:00"))
+        fx.stay(vital("hr", "Heart rate", 80, "/min", "8867-4", "2024-03-05T09:00:00+00:00")),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     cited = [c for s in summary.sentences() for c in s.citations if "vital" in s.text.lower()]
     assert len(cited) == len(set(cited)) == 1
 
@@ -128,8 +132,8 @@ def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str
 
 
 def review_lines(*resources: dict) -> list[str]:
-    state = evidence_from_fhir(fx.stay(*resources))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     return [sentence.text for sentence in summary.section("needs_review").sentences]
 
 
@@ -139,9 +143,10 @@ def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_dischar
         fx.stay(
             vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
             vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-01T18:00:00+00:00"),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     assert [s.text for s in summary.section("results").sentences] == [
         "Vital signs at admission (2024-03-01): Heart rate 88 /min.",
     ]
@@ -190,8 +195,8 @@ def test_the_shipped_ranges_mark_blood_gases_kidney_function_and_cardiac_markers
 
 
 def kidney_lines(*resources: dict) -> list[Sentence]:
-    state = evidence_from_fhir(fx.stay(*resources))
-    summary = summarize_evidence(state, salience=lambda text: ([], []))
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     return [
         s for s in summary.section("needs_review").sentences if s.text.startswith("Acute kidney")
     ]
@@ -265,8 +270,8 @@ def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()))
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
     # The last vital signs are the condition at discharge's (each fact is cited once).
     sentences = [
         *summary.section("results").sentences,
@@ -303,9 +308,13 @@ def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
             lab("k", "Potassium", 4.2, "mmol/L", "2823-3", when),
             lab("cl", "Chloride", 102, "mmol/L", "2075-0", when),
             fx.diagnostic_report("bmp", "final", ["na", "k", "cl"]),
-        )
+        ),
+        settings=PipelineSettings(),
     )
-    markdown = render_markdown(summarize_evidence(state, salience=lambda text: ([], [])), state)
+    markdown = render_markdown(
+        summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings()),
+        state,
+    )
     (line,) = [ln for ln in markdown.splitlines() if "Other results within" in ln]
     cited = re.search(r"\[(\d+)\]$", line)
     assert cited is not None  # one number for the three results

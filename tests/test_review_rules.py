@@ -26,6 +26,7 @@ from pipeline.checking.review import (
     review_items,
 )
 from pipeline.evidence.summary import CheckResult, Sentence, SentenceFlag, Summary
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from pipeline.text.rendering import render
 from smartapp.core.csrf import csrf_token, csrf_valid
@@ -53,8 +54,8 @@ def drafted(record: dict):
         and e["resource"].get("class", {}).get("code") == "IMP"
     ]
     stay = max(stays, key=lambda encounter: encounter["period"]["start"])
-    state = evidence_from_fhir(record, f"Encounter/{stay['id']}")
-    return summarize_evidence(state), state
+    state = evidence_from_fhir(record, f"Encounter/{stay['id']}", settings=PipelineSettings())
+    return summarize_evidence(state, settings=PipelineSettings()), state
 
 
 def _sentence(summary: Summary, *, flagged: bool):

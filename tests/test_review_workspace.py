@@ -45,7 +45,9 @@ def _stay_with_an_order_a_result_and_a_note() -> dict:
 
 
 def test_citations_read_as_orders_results_and_pages_with_the_raw_reference_kept() -> None:
-    state = evidence_from_fhir(_stay_with_an_order_a_result_and_a_note())
+    state = evidence_from_fhir(
+        _stay_with_an_order_a_result_and_a_note(), settings=PipelineSettings()
+    )
     order = next(f for f in state.all_facts() if f.category == "medication")
     result = next(f for f in state.all_facts() if f.category == "lab_result")
     assert resource_label(order, "MedicationRequest/m1") == (
@@ -53,7 +55,7 @@ def test_citations_read_as_orders_results_and_pages_with_the_raw_reference_kept(
     )
     assert resource_label(result, "Observation/o1") == "Glucose 150 mg/dL (H), 2024-03-02"
 
-    summary = summarize_evidence(state)
+    summary = summarize_evidence(state, settings=PipelineSettings())
     cited = [c for s in summary.sentences() for c in sentence_citations(s, state)]
     note = next(c for c in cited if c.ref.document)
     assert re.fullmatch(r".+, \d{4}-\d{2}-\d{2}, p\. 1", note.label)
@@ -161,8 +163,10 @@ def test_an_attachment_is_found_inline_or_in_a_binary_of_the_record() -> None:
 
 
 def test_progress_counts_accepted_edited_and_deleted_flags_as_resolved() -> None:
-    state = evidence_from_fhir(_stay_with_an_order_a_result_and_a_note())
-    summary = summarize_evidence(state)
+    state = evidence_from_fhir(
+        _stay_with_an_order_a_result_and_a_note(), settings=PipelineSettings()
+    )
+    summary = summarize_evidence(state, settings=PipelineSettings())
     sentences = [s for s in summary.sentences() if s.citations][:3]
     flagged_summary = summary
     for sentence in sentences:

@@ -312,7 +312,7 @@ def test_malformed_resources_in_a_pulled_record_become_exclusions() -> None:
                 return await pull_record(FhirClient(f"{ehr.url}/fhir", http), "p1")
 
         record = asyncio.run(pull())
-    state = evidence_from_fhir(record, "Encounter/e1")
+    state = evidence_from_fhir(record, "Encounter/e1", settings=PipelineSettings())
     reasons = {exclusion.resource: exclusion.reason for exclusion in state.exclusions}
     assert any(key.startswith("Condition/") for key in reasons)
     assert "Observation/o1" in reasons

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.clinical.validate import quote_problem
 from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests.conftest import synthea_bundles
 
@@ -29,7 +30,7 @@ BUNDLES = synthea_bundles()
 @cache
 def evidence_of(path: Path) -> tuple[dict, EvidenceState]:
     data = json.loads(path.read_bytes())
-    return data, evidence_from_fhir(data)
+    return data, evidence_from_fhir(data, settings=PipelineSettings())
 
 
 def test_all_fifteen_bundles_are_here() -> None:

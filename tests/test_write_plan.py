@@ -26,6 +26,7 @@ from fhir_mapping.write_plan import (
     provenance_key,
     write_plan,
 )
+from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests.conftest import ROOT
@@ -56,8 +57,8 @@ EVERYTHING = Capability.from_statement(
 
 @cache
 def bundle() -> dict:
-    state = evidence_from_fhir(json.loads(SAMPLE.read_bytes()))
-    return draft_bundle(summarize_evidence(state), state, WHEN)
+    state = evidence_from_fhir(json.loads(SAMPLE.read_bytes()), settings=PipelineSettings())
+    return draft_bundle(summarize_evidence(state, settings=PipelineSettings()), state, WHEN)
 
 
 def resources() -> DraftResources:

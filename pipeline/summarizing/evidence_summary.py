@@ -628,10 +628,10 @@ def summarize_evidence(
     *,
     ratio: float = 0.5,
     salience: TokenSalience | None = None,
-    settings: PipelineSettings | None = None,
+    settings: PipelineSettings,
 ) -> Summary:
-    """The evidence-only discharge summary of a validated evidence state, checked."""
-    settings = settings or PipelineSettings()
+    """The evidence-only discharge summary of a validated evidence state, checked, under the
+    deployment's settings (its clinical tables among them: never defaults in their place)."""
     render = macros("summary/sentences.txt.j2")
     stay_fact = next(
         (

@@ -11,11 +11,10 @@ from pipeline.settings import PipelineSettings
 
 
 def evidence_from_fhir(
-    data: object, encounter_id: str | None = None, settings: PipelineSettings | None = None
+    data: object, encounter_id: str | None = None, *, settings: PipelineSettings
 ) -> EvidenceState:
     """The evidence state of a stay in ``data`` (a Bundle or a list of resources): the launch's
     encounter, else the latest inpatient one. EvidenceInputError when there is no stay."""
-    settings = settings or PipelineSettings()
     return build_evidence(map_record(data, encounter_id, settings.episode_window_h), settings)
 
 

@@ -17,6 +17,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
@@ -54,6 +55,7 @@ class JobService:
         database: Database,
         client_for: ClientFactory,
         *,
+        pipeline_settings: PipelineSettings,
         queue: JobQueue | None = None,
         progress: ProgressBus | None = None,
         lease_s: float = 120.0,
@@ -62,7 +64,6 @@ class JobService:
         installation: str = "",
         inpatient_classes: list[str] | None = None,
         pull_bounds: PullBounds | None = None,
-        pipeline_settings: PipelineSettings | None = None,
         language_model: LanguageModel | None = None,
         model_fallback: str = "evidence-only",
     ) -> None:
@@ -78,7 +79,7 @@ class JobService:
         self.inpatient_classes = set(inpatient_classes or INPATIENT_CLASSES)
         self.pull_bounds = pull_bounds or PullBounds()
         # The pipeline's settings, read once at start-up by whoever builds the service.
-        self.pipeline_settings = pipeline_settings or PipelineSettings()
+        self.pipeline_settings = pipeline_settings
         # The model that drafts (None: evidence-only), loaded once per process, and what a job
         # does when it cannot be used: "evidence-only" (marked on the draft) or "fail".
         self.language_model = language_model
@@ -238,10 +239,9 @@ class JobService:
             )
             try:
                 state = await asyncio.to_thread(
-                    evidence_from_fhir,
+                    partial(evidence_from_fhir, settings=self.pipeline_settings),
                     job.record,
                     job.encounter and f"Encounter/{job.encounter}",
-                    self.pipeline_settings,
                 )
             except InputError as unusable:  # says what is wrong, never the content
                 raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
