@@ -436,7 +436,7 @@ def agentic_summary(
     state: EvidenceState,
     backend: ChatBackend,
     *,
-    settings: LoopSettings | None = None,
+    settings: LoopSettings,
     grounding: GroundingScorer | None = None,
     salience: TokenSalience | None = None,
     progress: Progress = no_progress,
@@ -447,7 +447,6 @@ def agentic_summary(
     from the model's quoted extractions too; build the Composition from that same state
     (:func:`draft_with_model` does both).
     """
-    settings = settings or LoopSettings()
     base = summarize_evidence(
         state, ratio=settings.ratio, salience=salience, settings=settings.pipeline
     )
@@ -495,7 +494,7 @@ def draft_with_model(
     state: EvidenceState,
     backend: ChatBackend,
     *,
-    settings: LoopSettings | None = None,
+    settings: LoopSettings,
     max_agent_steps: int = 12,
     grounding: GroundingScorer | None = None,
     salience: TokenSalience | None = None,
@@ -507,7 +506,6 @@ def draft_with_model(
     All or nothing: any model failure (unreachable, unusable answers) is raised, so the caller
     can fall back to the evidence-only draft rather than keep half of a model's work.
     """
-    settings = settings or LoopSettings()
     metered = Metered(backend)
     extended = with_model_extraction(
         state,
