@@ -277,3 +277,17 @@ def test_note_statements_the_structured_record_contradicts_are_unsupported(
         settings=PipelineSettings(),
     )
     assert check_record(sentence, state).passed is not contradicted
+
+
+def test_every_section_key_has_one_spec_and_every_summary_holds_them_all_in_order() -> None:
+    """SectionKey (the type) and SECTIONS (titles, LOINC codes, order) name the same sections;
+    the summary builds each of them, in that order, whether or not it has sentences."""
+    from typing import get_args
+
+    from pipeline.evidence.summary import SECTIONS, SectionKey
+
+    keys = [spec.key for spec in SECTIONS]
+    assert sorted(keys) == sorted(get_args(SectionKey))
+    state = evidence_from_fhir(fx.stay(), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    assert [section.key for section in summary.sections] == keys

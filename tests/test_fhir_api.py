@@ -137,14 +137,17 @@ def test_metadata_lists_exactly_what_is_implemented(
     assert set(resources) == {"Composition", "Provenance", "Device", "Patient"}
     composition = resources["Composition"]
     assert {i.code for i in composition.interaction} == {"read", "vread", "search-type"}
-    assert {p.name for p in composition.searchParam} >= {
+    assert {p.name for p in composition.searchParam} == {
         "patient",
         "encounter",
         "status",
         "date",
         "type",
         "_count",
+        "_offset",
     }
+    provenance = {p.name: p.type for p in resources["Provenance"].searchParam}
+    assert provenance == {"target": "reference", "_count": "number", "_offset": "number"}
     assert [o.name for o in composition.operation] == ["document"]
     assert [o.name for o in resources["Patient"].operation] == ["summarize"]
     assert {i.code for i in resources["Device"].interaction} == {"read"}

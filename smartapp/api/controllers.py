@@ -22,12 +22,15 @@ from pipeline.text.rendering import render
 from smartapp.api.auth import ApiClient
 from smartapp.api.fhir_api import (
     FHIR_ID,
+    PAGING_PARAMETERS,
+    SEARCH_PARAMETERS,
     ApiError,
     bare_id,
     date_matches,
     fhir,
     page_of,
     paging,
+    search_parameters,
     searchset,
     served,
     type_matches,
@@ -60,6 +63,8 @@ class FhirApiController(Controller):
             token_url=settings.api_token_url
             or (f"{settings.api_issuer.rstrip('/')}/token" if settings.api_issuer else None),
             summarize=bool(settings.api_ehr_base),
+            search_parameters=SEARCH_PARAMETERS,
+            paging_parameters=PAGING_PARAMETERS,
         )
         return fhir(json.loads(statement))
 
@@ -86,11 +91,7 @@ class FhirApiController(Controller):
         self, provenote: Provenote, request: Request[Any, Any, Any]
     ) -> Response[Any]:
         base = provenote.settings.api_base
-        params = {
-            key: request.query_params[key]
-            for key in ("patient", "encounter", "status", "date", "type")
-            if key in request.query_params
-        }
+        params = search_parameters("Composition", request)
         count, offset = paging(request)
         stored: set[str] = set()
         if "status" in params:
@@ -139,7 +140,7 @@ class FhirApiController(Controller):
     async def search_provenance(
         self, provenote: Provenote, request: Request[Any, Any, Any]
     ) -> Response[Any]:
-        target = request.query_params.get("target")
+        target = search_parameters("Provenance", request).get("target")
         if not target or "Composition/" not in target:
             raise ApiError(
                 400, "not-supported", "Provenance is searched by target=Composition/{id}"

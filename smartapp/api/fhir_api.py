@@ -21,6 +21,25 @@ MAX_OFFSET = 10_000
 # FHIR's id type.
 FHIR_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")
 DATE_PREFIXES = ("eq", "ne", "gt", "lt", "ge", "le")
+# The API's search parameters (name, FHIR type) by resource type: what the CapabilityStatement
+# advertises and what the searches read, from this one list; every search also pages.
+SEARCH_PARAMETERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Composition": (
+        ("patient", "reference"),
+        ("encounter", "reference"),
+        ("status", "token"),
+        ("date", "date"),
+        ("type", "token"),
+    ),
+    "Provenance": (("target", "reference"),),
+}
+PAGING_PARAMETERS = (("_count", "number"), ("_offset", "number"))
+
+
+def search_parameters(resource_type: str, request: Request[Any, Any, Any]) -> dict[str, str]:
+    """The search parameters of ``resource_type`` the request gives, by name."""
+    query = request.query_params
+    return {name: query[name] for name, _ in SEARCH_PARAMETERS[resource_type] if name in query}
 
 
 class ApiError(CallerError):
