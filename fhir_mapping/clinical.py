@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from fhir.resources.R4B.condition import Condition
+from fhir.resources.R4B.procedure import Procedure
 
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
@@ -178,7 +178,7 @@ def map_allergies(scope: Scope) -> Mapped:
     return mapped
 
 
-def performed(procedure: Any) -> tuple[datetime | None, datetime | None]:
+def performed(procedure: Procedure) -> tuple[datetime | None, datetime | None]:
     """When a Procedure was performed: (start, end), from its time or its period."""
     period = procedure.performedPeriod
     start = as_datetime(procedure.performedDateTime or (period.start if period else None))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+
+from fhir.resources.R4B.codeableconcept import CodeableConcept
+from fhir.resources.R4B.quantity import Quantity
+from fhir.resources.R4B.reference import Reference
 
 from pipeline.evidence.model import Coding
 
@@ -13,7 +16,7 @@ LOINC = "http://loinc.org"
 SNOMED = "http://snomed.info/sct"
 
 
-def concept_text(concept: Any) -> str | None:
+def concept_text(concept: CodeableConcept | None) -> str | None:
     """What a person would read for a CodeableConcept: its text, else a coding's display or code."""
     if concept is None:
         return None
@@ -28,7 +31,7 @@ def concept_text(concept: Any) -> str | None:
     return None
 
 
-def first_coding(concept: Any, system: str | None = None) -> Coding | None:
+def first_coding(concept: CodeableConcept | None, system: str | None = None) -> Coding | None:
     if concept is None:
         return None
     for coding in concept.coding or []:
@@ -37,13 +40,13 @@ def first_coding(concept: Any, system: str | None = None) -> Coding | None:
     return None
 
 
-def code_of(concept: Any) -> str | None:
+def code_of(concept: CodeableConcept | None) -> str | None:
     """The first code of a status-style CodeableConcept (``clinicalStatus``)."""
     coding = first_coding(concept)
     return coding.code if coding is not None else None
 
 
-def as_datetime(value: Any) -> datetime | None:
+def as_datetime(value: date | str | None) -> datetime | None:
     """FHIR date or dateTime as an aware datetime; a bare date is taken at 00:00 UTC."""
     if value is None:
         return None
@@ -54,7 +57,7 @@ def as_datetime(value: Any) -> datetime | None:
     return None
 
 
-def quantity_text(quantity: Any) -> str | None:
+def quantity_text(quantity: Quantity | None) -> str | None:
     """``{value: 10, unit: "mg"}`` → "10 mg", as written by the source."""
     if quantity is None or quantity.value is None:
         return None
@@ -67,5 +70,5 @@ def plain_decimal(value: Decimal | float | int) -> str:
     return text
 
 
-def reference_of(reference: Any) -> str | None:
+def reference_of(reference: Reference | None) -> str | None:
     return reference.reference if reference is not None else None

@@ -6,6 +6,7 @@ import re
 from datetime import date
 from typing import Any
 
+from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
@@ -185,7 +186,7 @@ def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource]]:
 SKILLED_NURSING = re.compile(r"skilled nursing|nursing (?:home|facility)|\bsnf\b", re.IGNORECASE)
 
 
-def _facility(encounter: Any, types: list[str]) -> str:
+def _facility(encounter: Encounter, types: list[str]) -> str:
     """The kind of place, from the class, the types and the locations' names."""
     said = [*types, *(loc.location.display or "" for loc in encounter.location or [])]
     if (encounter.class_fhir and encounter.class_fhir.code == "SNF") or any(

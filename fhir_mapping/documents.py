@@ -13,6 +13,10 @@ import base64
 from datetime import datetime
 from typing import Any
 
+from fhir.resources.R4B.attachment import Attachment
+from fhir.resources.R4B.diagnosticreport import DiagnosticReport
+from fhir.resources.R4B.documentreference import DocumentReference
+
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.mapped import Mapped, ref
@@ -28,7 +32,7 @@ AI_ASSERTED_CODE = "AIAST"
 
 
 def _attachment_bytes(
-    attachment: Any, path: str, item: ParsedResource, scope: Scope
+    attachment: Attachment, path: str, item: ParsedResource, scope: Scope
 ) -> tuple[bytes, str | None, str | None]:
     """(data, content type, error) of one attachment, following ``url`` to a Binary."""
     if path in item.attachment_errors:
@@ -36,10 +40,11 @@ def _attachment_bytes(
     if attachment.data is not None:
         return attachment.data, attachment.contentType, None
     if attachment.url:
-        if attachment.url in scope.index.not_fetched:
-            why = scope.index.not_fetched[attachment.url]
+        url = str(attachment.url)
+        if url in scope.index.not_fetched:
+            why = scope.index.not_fetched[url]
             return b"", attachment.contentType, OUTSIDE_EHR if "outside" in why else why
-        binary = scope.index.resolve(attachment.url)
+        binary = scope.index.resolve(url)
         if binary is None or binary.get_resource_type() != "Binary":
             return (
                 b"",
@@ -54,7 +59,7 @@ def _collect(
     found: dict[str, PendingDocument],
     scope: Scope,
     item: ParsedResource,
-    attachment: Any,
+    attachment: Attachment,
     path: str,
     title: str | None,
     date: datetime | None,
@@ -70,7 +75,7 @@ def _collect(
         entry.errors.append(error)
 
 
-def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
+def _document_reference_in_stay(scope: Scope, document: DocumentReference) -> bool:
     """A note of one of the episode's encounters (or, naming none, written during the episode),
     and not written after discharge."""
     context = document.context
@@ -83,7 +88,9 @@ def _document_reference_in_stay(scope: Scope, document: Any) -> bool:
     return scope.during_stay(as_datetime(period_start or document.date))
 
 
-def ai_generated(document: Any, scope: Scope, item: ParsedResource) -> bool:
+def ai_generated(
+    document: DocumentReference | DiagnosticReport, scope: Scope, item: ParsedResource
+) -> bool:
     """Whether a document is an AI-generated draft (HL7 AI Transparency's AIAST label,
     Provenote's own identifier, or a Device as author): such a note is never evidence, or a new
     draft would cite an earlier draft, its own words, as the record."""

@@ -11,7 +11,8 @@ drug is not taken, is excluded with its reason.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+
+from fhir.resources.R4B.medicationstatement import MedicationStatement
 
 from fhir_mapping.codes import RXNORM, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped
@@ -23,7 +24,7 @@ from pipeline.evidence.model import MedicationAttributes
 CURRENT = frozenset(CURRENT_STATEMENT.split(","))
 
 
-def _effective(statement: Any) -> tuple[datetime | None, datetime | None]:
+def _effective(statement: MedicationStatement) -> tuple[datetime | None, datetime | None]:
     """When the statement says the drug was taken: (from, until)."""
     period = statement.effectivePeriod
     if period is not None:

@@ -25,6 +25,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from fhir.resources.R4B.dosage import Dosage
+from fhir.resources.R4B.medicationrequest import MedicationRequest
+from fhir.resources.R4B.timing import Timing
+
 from fhir_mapping.codes import (
     RXNORM,
     as_datetime,
@@ -103,7 +107,7 @@ _TIMES = {1: "once", 2: "twice", 3: "three times", 4: "four times"}
 _EVERY_ONE = {"d": "daily", "wk": "weekly", "mo": "monthly", "h": "hourly"}
 
 
-def timing_text(timing: Any) -> str | None:
+def timing_text(timing: Timing | None) -> str | None:
     """A Timing as a clinician writes it: "twice daily", "every 8 hours", "5 times daily"."""
     if timing is None:
         return None
@@ -122,7 +126,7 @@ def timing_text(timing: Any) -> str | None:
     return f"{repeat.frequency} times every {period} {unit}"
 
 
-def _duration(dosage: Any) -> str | None:
+def _duration(dosage: Dosage) -> str | None:
     repeat = dosage.timing.repeat if dosage.timing is not None else None
     bounds = repeat.boundsDuration if repeat is not None else None
     if bounds is None or bounds.value is None:
@@ -131,7 +135,7 @@ def _duration(dosage: Any) -> str | None:
     return f"for {counted(bounds.value)} {unit}".strip()
 
 
-def _end_date(request: Any) -> datetime | None:
+def _end_date(request: MedicationRequest) -> datetime | None:
     dispense = request.dispenseRequest
     if dispense is not None and dispense.validityPeriod is not None:
         end = as_datetime(dispense.validityPeriod.end)
@@ -161,7 +165,7 @@ def _dose_form(name: str) -> str | None:
     return next((form for form in _DOSE_FORMS if form in lowered), None)
 
 
-def _dose(dosage: Any, name: str) -> str | None:
+def _dose(dosage: Dosage, name: str) -> str | None:
     for dose_and_rate in dosage.doseAndRate or []:
         quantity = dose_and_rate.doseQuantity
         if (
@@ -183,7 +187,7 @@ def _dose(dosage: Any, name: str) -> str | None:
     return None
 
 
-def _reason(request: Any, scope: Scope) -> str | None:
+def _reason(request: MedicationRequest, scope: Scope) -> str | None:
     for concept in [*(request.reasonCode or []), request.statusReason]:
         text = concept_text(concept)
         if text:
@@ -287,7 +291,7 @@ def map_medications(scope: Scope) -> Mapped:
     return mapped
 
 
-def dosage_attributes(dosage: Any, name: str) -> dict[str, Any]:
+def dosage_attributes(dosage: Dosage | None, name: str) -> dict[str, Any]:
     """What a Dosage (an order's instruction, a statement's) and the drug's name say of how it
     is taken: strength, dose, frequency, route (the dose form's when no route is given), as
     needed, duration, the instruction's text."""

@@ -85,7 +85,7 @@ def stay_window(
     )
 
 
-def _parse(value: Any) -> datetime | None:
+def _parse(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:

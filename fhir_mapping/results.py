@@ -13,6 +13,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from fhir.resources.R4B.observation import Observation, ObservationComponent
+
 from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
@@ -39,7 +41,9 @@ _VALUE_ELEMENTS = (
 )
 
 
-def _value(holder: Any) -> tuple[str, Decimal | None, str | None, str | None] | None:
+def _value(
+    holder: Observation | ObservationComponent,
+) -> tuple[str, Decimal | None, str | None, str | None] | None:
     """(element, number, text, unit) of an Observation or component value; None when absent."""
     for element in _VALUE_ELEMENTS:
         value = getattr(holder, element, None)
@@ -56,7 +60,9 @@ def _value(holder: Any) -> tuple[str, Decimal | None, str | None, str | None] | 
     return None
 
 
-def _reference_range(holder: Any) -> tuple[Decimal | None, Decimal | None, str | None]:
+def _reference_range(
+    holder: Observation | ObservationComponent,
+) -> tuple[Decimal | None, Decimal | None, str | None]:
     ranges = getattr(holder, "referenceRange", None) or []
     if not ranges:
         return None, None, None
@@ -66,7 +72,7 @@ def _reference_range(holder: Any) -> tuple[Decimal | None, Decimal | None, str |
     return low, high, first.text
 
 
-def observation_categories(observation: Any) -> set[str]:
+def observation_categories(observation: Observation) -> set[str]:
     return {
         coding.code
         for concept in observation.category or []
@@ -124,7 +130,7 @@ def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> 
     return facts
 
 
-def observation_effective(observation: Any) -> datetime | None:
+def observation_effective(observation: Observation) -> datetime | None:
     return as_datetime(
         observation.effectiveDateTime
         or (observation.effectivePeriod.start if observation.effectivePeriod else None)

@@ -13,8 +13,10 @@ discharge belongs to the episode.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeGuard
+from datetime import UTC, date, datetime, timedelta
+from typing import TypeGuard
+
+from fhir.resources.R4B.reference import Reference
 
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceIndex, relative_key
@@ -66,13 +68,13 @@ class Scope:
     def after_discharge(self, moment: datetime | None) -> TypeGuard[datetime]:
         return moment is not None and moment > self.as_of
 
-    def is_patient(self, reference: Any) -> bool:
+    def is_patient(self, reference: Reference | None) -> bool:
         """Whether a Reference points at this patient; a missing subject is not this patient."""
         if reference is None or not reference.reference:
             return False
         return self.index.resolve_key(reference.reference) == self.patient.key
 
-    def is_encounter(self, reference: Any) -> bool:
+    def is_encounter(self, reference: Reference | None) -> bool:
         """Whether a Reference points at an encounter of the episode."""
         if reference is None or not reference.reference:
             return False
@@ -84,7 +86,7 @@ class Scope:
             return False
         return self.start <= moment <= self.as_of
 
-    def in_stay(self, encounter: Any, moment: Any) -> bool:
+    def in_stay(self, encounter: Reference | None, moment: date | str | None) -> bool:
         """By the encounter a resource references (if not dated after discharge); by its time
         only where it references none."""
         when = as_datetime(moment)
