@@ -24,7 +24,7 @@ from pipeline.settings import PipelineSettings
 from pipeline.summarizing.agentic import LoopSettings
 from smartapp.core.errors import DraftStateError
 from smartapp.core.handlers import EXCEPTION_HANDLERS
-from smartapp.core.logs import REQUEST_ID, JsonFormatter
+from smartapp.core.logs import REQUEST_ID, JsonFormatter, OutgoingRequests
 from smartapp.core.registrations import callback_id
 from smartapp.core.settings import Settings
 from tests.review_support import ONE_FLAG, form_values, unflagged_ids
@@ -142,6 +142,37 @@ def test_log_lines_are_json_with_the_request_id_and_never_a_token() -> None:
     assert line["message"].count("[redacted]") == 3
 
 
+def test_an_outgoing_fhir_search_is_logged_by_method_type_and_status_never_its_url() -> None:
+    """A search's query names the patient and the stay's dates: the log line keeps neither."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    outgoing = logging.getLogger("httpx")
+    outgoing.addHandler(handler)
+    outgoing.addFilter(OutgoingRequests())
+    level = outgoing.level
+    outgoing.setLevel(logging.INFO)
+    answer = httpx.MockTransport(lambda request: httpx.Response(200, json={}))
+    try:
+        with httpx.Client(transport=answer) as client:
+            client.get(
+                "https://ehr.example.org/fhir/r4/Encounter",
+                params={"patient": "Patient/pt-4711", "date": "ge2024-03-01"},
+            )
+            client.get("https://ehr.example.org/fhir/r4/Patient/pt-4711")
+            client.post("https://auth.example.org/oauth/token?state=abc")
+    finally:
+        outgoing.removeHandler(handler)
+        outgoing.filters.clear()
+        outgoing.setLevel(level)
+    lines = [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
+    assert lines == [
+        "HTTP Request: GET Encounter 200",
+        "HTTP Request: GET Patient 200",
+        "HTTP Request: POST auth.example.org 200",
+    ]
+
+
 def test_each_request_gets_an_id_and_one_access_line_without_its_query(
     sandbox: Sandbox, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -156,6 +187,8 @@ def test_each_request_gets_an_id_and_one_access_line_without_its_query(
         ):
             time.sleep(0.02)
     assert kept.headers["x-request-id"] == "lb-0123456789"
+    # A balancer's health probe is logged at DEBUG only.
+    assert not any(getattr(record, "path", None) == "/health" for record in caplog.records)
     assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
     lines = [json.loads(JsonFormatter().format(record)) for record in caplog.records]
     callback = next(line for line in lines if line.get("path") == path)

@@ -5,7 +5,9 @@ and worker processes by its id. What is logged is ours to choose, and it never i
 token: a bearer credential, a JWT or an OAuth code that slips into a message (an EHR's error
 body, an exception's text) is masked before the line is written. Request lines carry the path,
 never the query string (``/callback?code=…``). Patient data stays out: messages name resources
-by id, never by content.
+by id, never by content, and an outgoing request is logged by its method, resource type and
+status, never its URL (a FHIR search's query holds the patient and the stay's dates). Health
+checks and metrics scrapes are logged at DEBUG, so a balancer's probes do not bury the rest.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,6 +40,8 @@ SECRETS = (
     ),
 )
 MASK = "[redacted]"
+# Paths probed every few seconds by balancers and scrapers.
+QUIET_PATHS = frozenset({"/health", "/ready", "/metrics"})
 
 access = logging.getLogger("provenote.access")
 
@@ -68,6 +73,32 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+def _requested(url: object) -> str:
+    """What an outgoing request was about, without its URL's id, query or path: the FHIR
+    resource type (the first capitalised segment, as ``Encounter``), else ``metadata``, else the
+    host alone."""
+    parsed = urlsplit(str(url))
+    segments = [segment for segment in parsed.path.split("/") if segment]
+    for segment in segments:
+        if segment[:1].isupper():
+            return segment
+    return "metadata" if "metadata" in segments else parsed.hostname or "request"
+
+
+class OutgoingRequests(logging.Filter):
+    """httpx's line for each request, rewritten to the method, what was asked and the status:
+    ``HTTP Request: GET Encounter 200``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _HTTPX_REQUEST_LINE and isinstance(record.args, tuple):
+            method, url, _version, status, _reason = record.args
+            record.msg, record.args = "HTTP Request: %s %s %s", (method, _requested(url), status)
+        return True
+
+
+_HTTPX_REQUEST_LINE = 'HTTP Request: %s %s "%s %d %s"'
+
+
 def configure_logging(
     json_lines: bool = True, level: str = "INFO", ehr_bodies: bool = False
 ) -> None:
@@ -84,6 +115,11 @@ def configure_logging(
     logging.getLogger("provenote.ehr_bodies").setLevel(
         logging.DEBUG if ehr_bodies else logging.CRITICAL + 1
     )
+    outgoing = logging.getLogger("httpx")
+    if not any(isinstance(kept, OutgoingRequests) for kept in outgoing.filters):
+        outgoing.addFilter(OutgoingRequests())
+    # httpcore's debug lines trace connections; the request itself is httpx's line above.
+    logging.getLogger("httpcore").setLevel(max(root.level, logging.INFO))
 
 
 def request_ids(app: ASGIApp) -> ASGIApp:
@@ -113,7 +149,8 @@ def request_ids(app: ASGIApp) -> ASGIApp:
         try:
             await app(scope, receive, send_with_id)
         finally:
-            access.info(
+            access.log(
+                logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO,
                 "%s %s %s",
                 scope["method"],
                 scope["path"],
