@@ -1,7 +1,15 @@
-"""What orchestrators and monitoring ask: alive, ready, and the Prometheus metrics."""
+"""What orchestrators and monitoring ask: alive, ready, and the Prometheus metrics.
+
+Both answer within about a second whatever fails: each database-backed check or gauge has its
+own timeout. ``/ready`` names the dependency that failed; ``/metrics`` always serves this
+process's counters, and counts a scrape whose database-backed gauges it could not read.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Controller, get
@@ -11,9 +19,59 @@ from sqlalchemy import func, select
 
 from smartapp.core.db import JobRow
 from smartapp.core.errors import logged
-from smartapp.core.metrics import JOBS
+from smartapp.core.metrics import JOBS, LIVE_WORKERS, OLDEST_QUEUED, SCRAPE_ERRORS
 from smartapp.core.statuses import JobState
-from smartapp.state import Provenote
+from smartapp.state import AppState, Provenote
+
+# Each check and the gauges' reading run at once, each within this: /ready answers within 1 s.
+CHECK_TIMEOUT_S = 0.8
+
+
+async def _outcome(name: str, probe: Callable[[], Awaitable[str]]) -> str:
+    """What one readiness check found: "ok", or what is wrong; a probe never raises."""
+    try:
+        return await asyncio.wait_for(probe(), CHECK_TIMEOUT_S)
+    except TimeoutError:
+        logged(f"readiness check {name}", f"no answer within {CHECK_TIMEOUT_S} s")
+        return "timed out"
+    except Exception as failure:
+        logged(f"readiness check {name} failed", repr(failure))
+        return "failing"
+
+
+def _probes(provenote: AppState) -> dict[str, Callable[[], Awaitable[str]]]:
+    jobs = provenote.jobs
+
+    async def database() -> str:
+        return "ok" if await provenote.database.ping() else "failing"
+
+    async def queue() -> str:
+        return "ok" if jobs is not None and await jobs.ready() else "failing"
+
+    async def workers() -> str:
+        return "ok" if jobs is not None and await jobs.live_workers() > 0 else "no live worker"
+
+    probes: dict[str, Callable[[], Awaitable[str]]] = {"database": database, "queue": queue}
+    if provenote.settings.ready_requires_worker:
+        probes["workers"] = workers
+    return probes
+
+
+async def _read_installation_gauges(provenote: AppState) -> None:
+    """Jobs by state, the oldest queued job's age and the live workers, from the database."""
+    async with provenote.database.sessions() as session:
+        counted = await session.execute(select(JobRow.state, func.count()).group_by(JobRow.state))
+        by_state = {state: count for state, count in counted.all()}
+        oldest = await session.scalar(
+            select(func.min(JobRow.created_at)).where(JobRow.state == JobState.QUEUED)
+        )
+    for name in JobState:
+        JOBS.labels(name.value).set(by_state.get(name, 0))
+    if oldest is not None and oldest.tzinfo is None:
+        oldest = oldest.replace(tzinfo=UTC)
+    OLDEST_QUEUED.set((datetime.now(UTC) - oldest).total_seconds() if oldest else 0)
+    if provenote.jobs is not None:
+        LIVE_WORKERS.set(await provenote.jobs.live_workers())
 
 
 class OperationsController(Controller):
@@ -24,36 +82,25 @@ class OperationsController(Controller):
 
     @get("/ready")
     async def ready(self, provenote: Provenote) -> Response[Any]:
-        """Ready for traffic: its database and job queue answer. The EHRs are not asked: one
-        EHR down must not take the app out of a load balancer serving the others."""
-        jobs = provenote.jobs
-
-        async def queue_ready() -> bool:
-            return jobs is not None and await jobs.ready()
-
-        checks = {"database": provenote.database.ping, "queue": queue_ready}
-        results = {}
-        for name, check in checks.items():
-            try:
-                results[name] = "ok" if await check() else "failing"
-            except Exception as failure:  # a probe reports what fails; it never raises
-                results[name] = "failing"
-                logged(f"readiness check {name} failed", repr(failure))
-        ok = all(result == "ok" for result in results.values())
+        """Ready for traffic: its database and job queue answer (and a worker is alive, where
+        the settings ask for one). The EHRs are not asked: one EHR down must not take the app
+        out of a load balancer serving the others."""
+        probes = _probes(provenote)
+        found = await asyncio.gather(*(_outcome(name, probe) for name, probe in probes.items()))
+        results = dict(zip(probes, found, strict=True))
+        failing = [name for name, result in results.items() if result != "ok"]
         return Response(
-            {"status": "ready" if ok else "not ready", "checks": results},
-            status_code=200 if ok else 503,
+            {"status": "not ready" if failing else "ready", "checks": results, "failing": failing},
+            status_code=503 if failing else 200,
         )
 
     @get("/metrics", media_type=CONTENT_TYPE_LATEST)
     async def metrics(self, provenote: Provenote) -> Response[bytes]:
-        """Prometheus exposition: this process's counters, and jobs by state (installation-wide,
-        from the database)."""
-        async with provenote.database.sessions() as session:
-            counted = await session.execute(
-                select(JobRow.state, func.count()).group_by(JobRow.state)
-            )
-            by_state = {state: count for state, count in counted.all()}
-        for name in JobState:
-            JOBS.labels(name.value).set(by_state.get(name, 0))
+        """Prometheus exposition: this process's counters, and the installation-wide gauges read
+        from the database (left as last read, and the scrape counted, when it cannot answer)."""
+        try:
+            await asyncio.wait_for(_read_installation_gauges(provenote), CHECK_TIMEOUT_S)
+        except Exception as failure:
+            SCRAPE_ERRORS.inc()
+            logged("reading the database-backed gauges", repr(failure))
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -3,6 +3,7 @@ carry a token, and the export of physicians' edits."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -58,6 +59,54 @@ def test_health_and_ready_answer_an_orchestrator(sandbox: Sandbox, tmp_path: Pat
         not_ready = httpx.get(f"{app.base_url}/ready")
         assert not_ready.status_code == 503
         assert not_ready.json()["checks"] == {"database": "ok", "queue": "failing"}
+        assert not_ready.json()["failing"] == ["queue"]
+
+
+def test_ready_and_metrics_answer_while_the_database_hangs_or_is_gone(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database that never answers costs /ready its check's timeout, not the probe's own;
+    /metrics still serves the process's counters and counts the scrape it could not complete."""
+    with running_app(sandbox, tmp_path) as app:
+
+        async def hangs() -> bool:
+            await asyncio.sleep(3600)
+            return True
+
+        def gone() -> object:
+            raise OSError("connection refused")
+
+        monkeypatch.setattr(app.state.database, "ping", hangs)
+        monkeypatch.setattr(app.state.database, "sessions", gone)
+        before = samples(app.base_url)
+        ready = httpx.get(f"{app.base_url}/ready", timeout=30)
+        scraped = httpx.get(f"{app.base_url}/metrics", timeout=30)
+        after = samples(app.base_url)
+    assert ready.status_code == 503
+    assert ready.json()["checks"] == {"database": "timed out", "queue": "ok"}
+    assert ready.json()["failing"] == ["database"]
+    assert scraped.status_code == 200 and "provenote_jobs_finished_total" in scraped.text
+    assert delta(before, after, "provenote_metrics_scrape_errors_total") == 2
+
+
+def test_ready_can_require_a_live_worker_of_the_shared_queue(
+    sandbox: Sandbox, tmp_path: Path, postgres_url: str
+) -> None:
+    """Web processes on procrastinate only queue; with no `provenote worker` alive, /ready says
+    so, and the metrics show no live worker."""
+    with running_app(
+        sandbox,
+        tmp_path,
+        database_url=postgres_url,
+        job_queue="procrastinate",
+        ready_requires_worker=True,
+    ) as app:
+        ready = httpx.get(f"{app.base_url}/ready", timeout=30)
+        metrics = samples(app.base_url)
+    assert ready.status_code == 503
+    assert ready.json()["checks"] == {"database": "ok", "queue": "ok", "workers": "no live worker"}
+    assert ready.json()["failing"] == ["workers"]
+    assert metrics[("provenote_live_workers", ())] == 0
 
 
 def test_a_workers_metrics_listen_on_loopback_and_answer_metrics_only() -> None:

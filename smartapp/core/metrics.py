@@ -3,9 +3,10 @@ sign-off.
 
 Counters and histograms live in the process that does the work (a web process or a worker);
 each process answers ``/metrics`` for itself (workers with ``provenote worker --metrics-port``),
-and Prometheus adds them up. Jobs by state is read from the database at scrape time, so any
-process reports the same, whole-installation figure. Labels never carry a patient, a user or a
-token: only resource types, stages, statuses and outcomes.
+and Prometheus adds them up. Jobs by state, the oldest queued job's age and the live workers
+are read from the database at scrape time, so every process reports the same, whole-installation
+figure: aggregate them with ``max``, never ``sum`` (docs/operations.md). Labels never carry a
+patient, a user or a token: only resource types, stages, statuses and outcomes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ from prometheus_client import Counter, Gauge, Histogram, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
 JOBS = Gauge("provenote_jobs", "Drafting jobs in the database, by state.", ["state"])
+OLDEST_QUEUED = Gauge(
+    "provenote_oldest_queued_job_seconds", "Age of the oldest job waiting for a worker (0: none)."
+)
+LIVE_WORKERS = Gauge(
+    "provenote_live_workers", "Job workers alive (heartbeat within worker_stalled_after_s)."
+)
+SCRAPE_ERRORS = Counter(
+    "provenote_metrics_scrape_errors_total",
+    "Scrapes whose database-backed gauges could not be read (the rest was still served).",
+)
 STAGE_SECONDS = Histogram(
     "provenote_job_stage_seconds",
     "How long each job stage took.",

@@ -155,6 +155,9 @@ class JobSettings(BaseModel):
     worker_heartbeat_s: float = Field(2.0, gt=0)
     worker_stalled_after_s: float = Field(10.0, gt=0)
     job_lease_s: float = Field(120.0, gt=0)
+    # /ready answers 503 while no worker is alive (with procrastinate, workers are separate
+    # processes: a web process alone would queue jobs nobody runs).
+    ready_requires_worker: bool = False
 
 
 class ModelSettings(BaseModel):

@@ -53,6 +53,11 @@ class JobQueue(Protocol):
         """Whether jobs handed to the queue now will be run."""
         ...
 
+    async def live_workers(self) -> int:
+        """Workers that have shown they are alive lately (for the whole installation where the
+        queue is shared)."""
+        ...
+
 
 class InProcessQueue:
     """Workers in this process, polling the job table and woken when a job is added."""
@@ -78,6 +83,9 @@ class InProcessQueue:
 
     async def ready(self) -> bool:
         return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    async def live_workers(self) -> int:
+        return sum(not task.done() for task in self._tasks)
 
     async def _work(self, runner: Runner) -> None:
         while True:
@@ -150,6 +158,15 @@ class ProcrastinateQueue:
         """The queue's database answers (workers are separate processes, watched on their own)."""
         answer = await self.app.connector.execute_query_one_async("SELECT 1 AS alive")
         return bool(answer["alive"])
+
+    async def live_workers(self) -> int:
+        """``provenote worker`` processes whose heartbeat is younger than ``stalled_after_s``."""
+        answer = await self.app.connector.execute_query_one_async(
+            "SELECT count(*) AS live FROM procrastinate_workers"
+            " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)",
+            seconds=self.stalled_after_s,
+        )
+        return int(answer["live"])
 
     async def work(self, name: str) -> None:
         """Run jobs until the process is told to stop (SIGINT/SIGTERM)."""

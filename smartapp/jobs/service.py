@@ -153,6 +153,9 @@ class JobService:
         """Whether a job submitted now will be run."""
         return await self.queue.ready()
 
+    async def live_workers(self) -> int:
+        return await self.queue.live_workers()
+
     def listen(self, job_id: str) -> asyncio.Queue[dict[str, Any]]:
         return self.progress.listen(job_id)
 
