@@ -48,13 +48,25 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(INPUT_ERROR)
 
 
-def server_settings() -> Settings:
-    """The settings a server starts with: unknown PROVENOTE_* variables and values that cannot
-    work stop it at once, with one sentence each, never a traceback."""
+def checked_settings() -> tuple[Settings | None, list[str]]:
+    """The settings, and every reason they cannot work: unknown PROVENOTE_* variables, values
+    that cannot work, and what cannot work across processes (smartapp.core.deployment)."""
+    from smartapp.core.deployment import deployment_problems
+
     try:
-        return get_settings(strict=True)
+        settings = get_settings(strict=True)
     except ConfigurationError as error:
-        raise fail(f"the configuration cannot work: {error}") from None
+        return None, [str(error)]
+    return settings, deployment_problems(settings)
+
+
+def server_settings() -> Settings:
+    """The settings a server starts with: a configuration that cannot work stops it at once,
+    with a short paragraph per problem, never a traceback."""
+    settings, problems = checked_settings()
+    if settings is None or problems:
+        raise fail("the configuration cannot work:\n- " + "\n- ".join(problems))
+    return settings
 
 
 class SummaryFormat(StrEnum):
@@ -400,6 +412,22 @@ def serve(
         access_log=False,
         ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
         ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
+    )
+
+
+@app.command("check-config")
+def check_config() -> None:
+    """Check the PROVENOTE_* configuration as `serve` and `worker` will, without starting them:
+    exit 0 when it can work, else 2 with each problem."""
+    settings, problems = checked_settings()
+    if settings is None or problems:
+        raise fail("the configuration cannot work:\n- " + "\n- ".join(problems))
+    layout = (
+        "procrastinate on PostgreSQL" if settings.job_queue == "procrastinate" else "in-process"
+    )
+    typer.echo(
+        f"configuration OK: {len(settings.all_registrations())} EHR registrations, "
+        f"{layout} jobs, summarizer {settings.summarizer}"
     )
 
 

@@ -201,6 +201,24 @@ def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Web processes and workers on one database and queue (no database is reached by the checks).
+SHARED_LAYOUT = {
+    "PROVENOTE_JOB_QUEUE": "procrastinate",
+    "PROVENOTE_DATABASE_URL": "postgresql+asyncpg://provenote@127.0.0.1:5432/provenote",
+}
+FERNET_KEY = "kVNoAcvUIB0sPBxBHhiwtRYEvZkNYhdN9aQWUUhR8Sc="
+
+
+def test_check_config_passes_a_configuration_that_can_work(tmp_path: Path) -> None:
+    alone = _provenote("check-config", PROVENOTE_DATA_DIR=str(tmp_path))
+    assert alone.returncode == 0, alone.stderr
+    assert "configuration OK" in alone.stdout and "in-process jobs" in alone.stdout
+    shared = {"PROVENOTE_TOKEN_ENCRYPTION_KEY": FERNET_KEY, "PROVENOTE_APP_SECRET": "0" * 64}
+    layout = _provenote("check-config", PROVENOTE_DATA_DIR=str(tmp_path), **SHARED_LAYOUT, **shared)
+    assert layout.returncode == 0, layout.stderr
+    assert "procrastinate on PostgreSQL" in layout.stdout
+
+
 @pytest.mark.parametrize(
     ("environ", "said"),
     [
@@ -212,6 +230,14 @@ def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
         ),
         ({"PROVENOTE_JOB_QUEUE": "procrastinate"}, "needs a PostgreSQL database_url"),
         (
+            SHARED_LAYOUT | {"PROVENOTE_APP_SECRET": "0" * 64},
+            "PROVENOTE_TOKEN_ENCRYPTION_KEY (or PROVENOTE_TOKEN_ENCRYPTION_KEY_FILE) is not set",
+        ),
+        (
+            SHARED_LAYOUT | {"PROVENOTE_TOKEN_ENCRYPTION_KEY": FERNET_KEY},
+            "PROVENOTE_APP_SECRET (or PROVENOTE_APP_SECRET_FILE) is not set",
+        ),
+        (
             {"PROVENOTE_WRITEBACK_STRATEGIES": '{"https://ehr.example.org/fhir": "compositon"}'},
             "PROVENOTE_WRITEBACK_STRATEGIES: Input should be 'composition', "
             "'document-reference', 'final-only' or 'none'",
@@ -221,7 +247,8 @@ def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
 def test_a_server_refuses_to_start_on_settings_that_cannot_work(
     tmp_path: Path, environ: dict[str, str], said: str
 ) -> None:
-    for command in ("serve", "worker"):
+    """check-config says what serve and worker would refuse, before anything starts."""
+    for command in ("check-config", "serve", "worker"):
         answer = _provenote(command, PROVENOTE_DATA_DIR=str(tmp_path), **environ)
         assert answer.returncode == 2, answer.stderr
         assert said in answer.stderr

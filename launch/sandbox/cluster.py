@@ -8,6 +8,7 @@ import asyncio
 import itertools
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+from cryptography.fernet import Fernet
 
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.core.settings import Settings
@@ -188,6 +190,9 @@ def cluster(
         "PROVENOTE_WORKER_HEARTBEAT_S": "1",
         "PROVENOTE_WORKER_STALLED_AFTER_S": "4",
         "PROVENOTE_WORKER_CONCURRENCY": "2",
+        # Shared by every process, as `provenote check-config` asks of such a layout.
+        "PROVENOTE_TOKEN_ENCRYPTION_KEY": Fernet.generate_key().decode("ascii"),
+        "PROVENOTE_APP_SECRET": secrets.token_hex(32),
     }
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
