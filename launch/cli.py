@@ -69,6 +69,27 @@ def server_settings() -> Settings:
     return settings
 
 
+def require_current_schema(settings: Settings) -> None:
+    """Where a server may not migrate (PROVENOTE_MIGRATE_ON_START=false), a schema that is not
+    this version's stops it before it starts, in one sentence."""
+    import asyncio
+
+    from smartapp.core.db import Database, SchemaNotCurrentError
+
+    async def prepared() -> None:
+        database = Database(settings.database_dsn)
+        try:
+            await database.prepare(migrate=False)
+        finally:
+            await database.dispose()
+
+    if not settings.migrate_on_start:
+        try:
+            asyncio.run(prepared())
+        except SchemaNotCurrentError as error:
+            raise fail(str(error)) from None
+
+
 class SummaryFormat(StrEnum):
     bundle = "bundle"
     markdown = "markdown"
@@ -402,6 +423,7 @@ def serve(
     from smartapp.core.logs import configure_logging
 
     settings = server_settings()
+    require_current_schema(settings)
     configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
     uvicorn.run(
@@ -413,6 +435,28 @@ def serve(
         ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
         ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
     )
+
+
+@app.command()
+def migrate() -> None:
+    """Bring the database schema to this version's (what serve and worker do as they start,
+    unless PROVENOTE_MIGRATE_ON_START=false), and say at which revision it is."""
+    import asyncio
+
+    from smartapp.core.db import Database
+
+    settings = server_settings()
+
+    async def upgraded() -> tuple[str | None, str | None]:
+        database = Database(settings.database_dsn)
+        try:
+            await database.migrate()
+            return await database.revisions()
+        finally:
+            await database.dispose()
+
+    found, _ = asyncio.run(upgraded())
+    typer.echo(f"database schema at revision {found}")
 
 
 @app.command("check-config")
@@ -497,6 +541,7 @@ def worker(
     from smartapp.worker import run_worker
 
     settings = server_settings()
+    require_current_schema(settings)
     configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
     if metrics_port is not None:
         serve_worker_metrics(metrics_port, metrics_host)

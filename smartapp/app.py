@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
     async def start_up() -> None:
         state.loop = asyncio.get_running_loop()
         _log_registrations(settings)
-        await database.migrate()
+        await database.prepare(settings.migrate_on_start)
         state.installation = await database.installation_id(settings.installation_id)
         state.jobs = job_service(
             settings, database, state.access, state.installation, job_queue(settings), stage_hook

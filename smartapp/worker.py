@@ -27,7 +27,7 @@ async def run_worker(settings: Settings, name: str | None = None) -> None:
         )
     state = new_state(settings)
     try:
-        await state.database.migrate()
+        await state.database.prepare(settings.migrate_on_start)
         state.installation = await state.database.installation_id(settings.installation_id)
         state.jobs = job_service(settings, state.database, state.access, state.installation, queue)
         await state.jobs.start()

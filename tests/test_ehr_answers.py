@@ -21,7 +21,7 @@ import pytest
 
 from launch.sandbox.run import Sandbox
 from smartapp.core.registrations import ClientRegistration, callback_id
-from smartapp.core.settings import unknown_variables
+from smartapp.core.settings import Settings, unknown_variables
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
 from tests.smart_support import launch_job, running_app, wait_for
@@ -342,3 +342,34 @@ def test_a_session_with_a_refresh_token_outlives_its_access_token(
         assert signed.status_code == 200 and 'id="signed"' in signed.text
         fresh = app.call(app.state.store.tokens(session))
         assert fresh is not None and fresh.tokens.access_token != stored.tokens.access_token
+
+
+def test_migrations_run_on_their_own_and_a_server_told_not_to_migrate_refuses_an_old_schema(
+    tmp_path: Path,
+) -> None:
+    """For a rolling upgrade: `provenote migrate` once, then servers that do not migrate."""
+    import asyncio
+
+    from smartapp.core.db import Database, SchemaNotCurrentError
+
+    no_migrations = {"PROVENOTE_DATA_DIR": str(tmp_path), "PROVENOTE_MIGRATE_ON_START": "false"}
+    refused = _provenote("serve", **no_migrations)
+    assert refused.returncode == 2
+    assert "run `provenote migrate` first" in refused.stderr and "Traceback" not in refused.stderr
+    migrated = _provenote("migrate", PROVENOTE_DATA_DIR=str(tmp_path))
+    assert migrated.returncode == 0, migrated.stderr
+    database = Database(Settings(data_dir=tmp_path).database_dsn)
+
+    async def revisions_then_prepare() -> tuple[str | None, str | None]:
+        try:
+            await database.prepare(migrate=False)  # current now: no error
+            return await database.revisions()
+        finally:
+            await database.dispose()
+
+    found, newest = asyncio.run(revisions_then_prepare())
+    assert found == newest and f"database schema at revision {newest}" in migrated.stdout
+    empty = Database(Settings(data_dir=tmp_path / "other").database_dsn)
+    (tmp_path / "other").mkdir()
+    with pytest.raises(SchemaNotCurrentError):
+        asyncio.run(empty.prepare(migrate=False))

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -35,7 +37,17 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from pipeline.errors import ProvenoteError
+
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class SchemaNotCurrentError(ProvenoteError):
+    """The schema is not the one this version runs on, and this process may not migrate it."""
+
+    status_code = 500
+
+
 MIGRATION_LOCK = 0x70726F6D
 
 
@@ -198,11 +210,21 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
-def _upgrade(connection: Connection) -> None:
+def _alembic_config(connection: Connection) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
-    command.upgrade(config, "head")
+    return config
+
+
+def _upgrade(connection: Connection) -> None:
+    command.upgrade(_alembic_config(connection), "head")
+
+
+def _revisions(connection: Connection) -> tuple[str | None, str | None]:
+    """(the database's schema revision, this version's newest)."""
+    newest = ScriptDirectory.from_config(_alembic_config(connection)).get_current_head()
+    return MigrationContext.configure(connection).get_current_revision(), newest
 
 
 def libpq_dsn(sqlalchemy_dsn: str) -> str:
@@ -240,6 +262,24 @@ class Database:
                 # Replicas starting together migrate one after the other (released at commit).
                 await connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
             await connection.run_sync(_upgrade)
+
+    async def revisions(self) -> tuple[str | None, str | None]:
+        """(the schema's revision, or None for an empty database; this version's newest)."""
+        async with self.engine.connect() as connection:
+            return await connection.run_sync(_revisions)
+
+    async def prepare(self, migrate: bool) -> None:
+        """Ready the schema as a process starts: migrate it, or (when migrations are run on
+        their own, ``provenote migrate``) refuse a schema that is not this version's."""
+        if migrate:
+            await self.migrate()
+            return
+        found, newest = await self.revisions()
+        if found != newest:
+            raise SchemaNotCurrentError(
+                f"the database schema is at revision {found or 'none (empty)'}, this version "
+                f"needs {newest}: run `provenote migrate` first"
+            )
 
     async def ping(self) -> bool:
         async with self.engine.connect() as connection:

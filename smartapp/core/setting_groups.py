@@ -133,6 +133,9 @@ class StorageSettings(BaseModel):
     # This installation's id, part of every written note's idempotency identifier; default:
     # generated once and kept in the database.
     installation_id: str | None = None
+    # serve and worker migrate the schema as they start; false: they refuse a schema that is not
+    # this version's, and `provenote migrate` runs the migrations on their own (rolling upgrades).
+    migrate_on_start: bool = True
 
     @property
     def database_dsn(self) -> str:
