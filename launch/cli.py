@@ -459,6 +459,46 @@ def migrate() -> None:
     typer.echo(f"database schema at revision {found}")
 
 
+@app.command()
+def purge(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what is due, remove nothing.")
+    ] = False,
+) -> None:
+    """Remove the pulled FHIR records that are due (a signed draft's, or older than
+    PROVENOTE_RECORD_RETENTION_DAYS), each with an audit event; for a daily schedule."""
+    import asyncio
+    from datetime import timedelta
+
+    from smartapp.core.db import Database
+    from smartapp.drafts.service import DraftService
+    from smartapp.jobs.repository import JobRepository
+    from smartapp.jobs.retention import Purged, purge_records
+
+    settings = server_settings()
+
+    async def purged() -> list[Purged]:
+        database = Database(settings.database_dsn)
+        try:
+            await database.prepare(settings.migrate_on_start)
+            jobs = JobRepository(database, timedelta(seconds=settings.job_lease_s), "purge")
+            return await purge_records(
+                jobs,
+                DraftService(database),
+                settings.record_retention_days,
+                datetime.now(UTC),
+                dry_run=dry_run,
+            )
+        finally:
+            await database.dispose()
+
+    removed = asyncio.run(purged())
+    for item in removed:
+        typer.echo(f"job {item.job_id}: {item.reason}")
+    verb = "due" if dry_run else "removed"
+    typer.echo(f"{len(removed)} pulled records {verb}", err=True)
+
+
 @app.command("check-config")
 def check_config() -> None:
     """Check the PROVENOTE_* configuration as `serve` and `worker` will, without starting them:

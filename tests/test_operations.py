@@ -341,3 +341,50 @@ def test_one_settings_object_carries_the_pipeline_and_the_app(monkeypatch) -> No
     assert isinstance(settings, PipelineSettings)
     assert (settings.focus_ratio, settings.ocr_dpi, settings.job_workers) == (0.3, 150, 5)
     assert LoopSettings.from_settings(settings).ratio == 0.3
+
+
+def test_purge_removes_pulled_records_when_due_and_audits_each(
+    app: RunningApp, review_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record goes once its draft is signed, or once the job ended longer ago than the
+    retention; the draft and its audit trail stay, and the removal is itself audited."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import update
+
+    from smartapp.core.db import DraftRow
+    from smartapp.core.statuses import DraftStatus
+    from smartapp.jobs.retention import purge_records
+
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        job = wait_for(browser, app, launch_job(browser, review_sandbox, ONE_FLAG))
+    jobs = app.state.jobs
+    assert jobs is not None
+    drafts, repository = app.state.drafts, jobs.jobs
+    now = datetime.now(UTC)
+    assert app.call(purge_records(repository, drafts, 30, now)) == []  # fresh and unsigned
+    assert app.call(jobs.get(job["id"])).record is not None
+    monkeypatch.setenv("PROVENOTE_DATA_DIR", str(app.settings.data_dir))
+    monkeypatch.delenv("PROVENOTE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PROVENOTE_RECORD_RETENTION_DAYS", "0")
+    dry = CliRunner().invoke(cli, ["purge", "--dry-run"])
+    assert dry.exit_code == 0 and f"job {job['id']}: the job ended more than 0 days" in dry.output
+    assert app.call(jobs.get(job["id"])).record is not None  # a dry run removes nothing
+
+    async def signed() -> None:  # as signing leaves it, without the EHR round trip
+        async with app.state.database.sessions() as session, session.begin():
+            await session.execute(
+                update(DraftRow).where(DraftRow.id == job["draft"]).values(status="final")
+            )
+
+    app.call(signed())
+    (purged,) = app.call(purge_records(repository, drafts, 30, now))
+    assert (purged.job_id, purged.draft_id) == (job["id"], job["draft"])
+    assert purged.reason == "its draft is signed"
+    assert app.call(jobs.get(job["id"])).record is None
+    assert app.call(drafts.load(job["draft"])).status == DraftStatus.FINAL  # the draft stays
+    trail = app.call(drafts.audit_trail(job["draft"]))
+    assert [event.action for event in trail if event.actor == "provenote purge"] == [
+        "record_purged"
+    ]
+    assert app.call(purge_records(repository, drafts, 0, now + timedelta(days=1))) == []

@@ -136,6 +136,10 @@ class StorageSettings(BaseModel):
     # serve and worker migrate the schema as they start; false: they refuse a schema that is not
     # this version's, and `provenote migrate` runs the migrations on their own (rolling upgrades).
     migrate_on_start: bool = True
+    # A job's pulled FHIR record (patient data, kept for the review's source pages and a relaunch's
+    # comparison) is removed by `provenote purge` once its draft is signed, or this many days
+    # after the job ended, whichever comes first. Drafts and the audit trail are kept.
+    record_retention_days: int = Field(30, ge=0)
 
     @property
     def database_dsn(self) -> str:

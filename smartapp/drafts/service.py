@@ -129,8 +129,11 @@ class DraftService:
     ) -> str:
         return await signing.reconcile_claim(self.database, row, client, installation)
 
-    async def audit(self, actor: str, action: str, draft_id: str, detail: str) -> None:
+    async def audit(self, actor: str, action: str, draft_id: str | None, detail: str) -> None:
         await store.audit(self.database, actor, action, draft_id, detail)
+
+    async def of_jobs(self, job_ids: list[str]) -> dict[str, DraftRow]:
+        return await store.drafts_of_jobs(self.database, job_ids)
 
     async def audit_trail(self, draft_id: str) -> list[AuditRow]:
         return await store.audit_trail(self.database, draft_id)

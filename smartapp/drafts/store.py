@@ -167,9 +167,18 @@ async def audit_trail(database: Database, draft_id: str) -> list[AuditRow]:
         return list(found.scalars())
 
 
-async def audit(database: Database, actor: str, action: str, draft_id: str, detail: str) -> None:
+async def audit(
+    database: Database, actor: str, action: str, draft_id: str | None, detail: str
+) -> None:
     async with database.sessions() as session, session.begin():
         session.add(AuditRow(actor=actor, action=action, draft_id=draft_id, detail=detail))
+
+
+async def drafts_of_jobs(database: Database, job_ids: list[str]) -> dict[str, DraftRow]:
+    """The draft each of these jobs made, by job id (a job that made none is absent)."""
+    async with database.sessions() as session:
+        found = await session.execute(select(DraftRow).where(DraftRow.job_id.in_(job_ids)))
+        return {draft.job_id: draft for draft in found.scalars()}
 
 
 async def write_back_by_key(database: Database, key: str) -> WriteBackRow | None:

@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, func, select, update
+from sqlalchemy import CursorResult, Result, func, null, select, update
 
 from smartapp.core.db import Database, JobRow
 from smartapp.core.statuses import ACTIVE_JOB_STATES, JOB_MOVES, JobStage, JobState, moved
@@ -212,3 +212,33 @@ class JobRepository:
                 .where(JobRow.id == job_id, JobRow.state == JobState.RUNNING)
                 .values(lease_until=datetime.now(UTC) + self.lease)
             )
+
+    async def ended_with_records(self) -> list[tuple[str, datetime]]:
+        """(id, when it ended) of every finished or failed job still holding its record."""
+        async with self.database.sessions() as session:
+            found = await session.execute(
+                select(JobRow.id, JobRow.updated_at).where(
+                    JobRow.record.is_not(None),
+                    JobRow.state.in_([JobState.DONE, JobState.FAILED]),
+                )
+            )
+            return [(job_id, _aware(ended)) for job_id, ended in found.all()]
+
+    async def forget_record(self, job_id: str) -> bool:
+        """Remove an ended job's pulled record; False when it had none (or is running again)."""
+        async with self.database.sessions() as session, session.begin():
+            result = await session.execute(
+                update(JobRow)
+                .where(
+                    JobRow.id == job_id,
+                    JobRow.record.is_not(None),
+                    JobRow.state.in_([JobState.DONE, JobState.FAILED]),
+                )
+                .values(record=null())
+                .execution_options(synchronize_session=False)
+            )
+            return _changed_rows(result) == 1
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
