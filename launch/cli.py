@@ -417,21 +417,18 @@ def serve(
     ssl_keyfile: Annotated[Path | None, typer.Option(help="The certificate's key (PEM).")] = None,
 ) -> None:
     """Run the Provenote app (SMART launch at /launch) with the PROVENOTE_* settings."""
-    import uvicorn
-
+    from launch.serving import serve as serve_app
     from smartapp.app import create_app
     from smartapp.core.logs import configure_logging
 
     settings = server_settings()
     require_current_schema(settings)
     configure_logging(settings.log_format == "json", settings.log_level, settings.log_ehr_bodies)
-    # Uvicorn logs through ours; its access log is replaced by ours, which omits query strings.
-    uvicorn.run(
+    serve_app(
         create_app(settings),
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
+        host,
+        port,
+        settings.shutdown_grace_s,
         ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
         ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
     )

@@ -55,6 +55,8 @@ class AppState:
     record_checks: set[asyncio.Task[None]] = field(default_factory=set)
     # The source pane's page images, rendered a few at a time and kept.
     page_images: PageImages = field(default_factory=PageImages)
+    # Set when the process is told to stop (SIGTERM): progress streams end with "reconnect".
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def session_cookie(self) -> str:

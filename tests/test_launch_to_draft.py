@@ -15,6 +15,7 @@ import pytest
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.write_plan import idempotency_key
 from launch.sandbox.run import Sandbox
+from smartapp.core.db import JobRow
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
@@ -321,3 +322,53 @@ def test_a_stage_slower_than_the_lease_is_not_taken_over(sandbox: Sandbox, tmp_p
     ):
         job = wait_for(browser, app, launch(browser, sandbox))
         assert job["state"] == "done" and job["attempts"] == 1
+
+
+def test_a_stopping_process_tells_progress_streams_to_reconnect_and_hands_its_job_back(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """SIGTERM: the open progress stream ends at once with "reconnect" (the browser follows
+    the job through another process), and the job in hand goes back to the queue instead of
+    waiting for its lease to run out."""
+    import signal
+
+    import uvicorn
+
+    from launch.serving import StoppingServer
+    from smartapp.core.db import Database
+
+    reached = threading.Event()
+
+    async def hold_at_ingesting(job_id: str, stage: str) -> None:
+        if stage == "ingesting":
+            reached.set()
+            await asyncio.Event().wait()
+
+    options = {"client_id": "app-stop"}
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        with running_app(sandbox, tmp_path, hold_at_ingesting, **options) as app:
+            job_id = launch(browser, sandbox)
+            assert reached.wait(timeout=120)
+            events = []
+            with browser.stream("GET", f"{app.base_url}/jobs/{job_id}/events") as stream:
+                lines = stream.iter_lines()
+                events.append(next(line for line in lines if line.startswith("event:")))
+                server = StoppingServer(uvicorn.Config(app=None), app.state)
+                server.handle_exit(signal.SIGTERM, None)  # as uvicorn's signal handler does
+                events += [line for line in lines if line.startswith(("event:", "retry:"))]
+            assert events == ["event: progress", "event: reconnect", "retry: 1000"]
+        database = Database(app.settings.database_dsn)
+
+        async def stored() -> tuple[str, str]:
+            try:
+                async with database.sessions() as session:
+                    job = await session.get(JobRow, job_id)
+                    assert job is not None
+                    return job.state, job.detail
+            finally:
+                await database.dispose()
+
+        assert asyncio.run(stored()) == (
+            "queued",
+            "released by a worker that stopped; waiting for another",
+        )

@@ -162,6 +162,10 @@ class JobSettings(BaseModel):
     worker_heartbeat_s: float = Field(2.0, gt=0)
     worker_stalled_after_s: float = Field(10.0, gt=0)
     job_lease_s: float = Field(120.0, gt=0)
+    # On SIGTERM a worker takes no new job and gives those in hand this long to finish, then
+    # hands them back to the queue; a web process ends its progress streams ("reconnect") and
+    # gives open requests this long.
+    shutdown_grace_s: float = Field(60.0, ge=0)
     # /ready answers 503 while no worker is alive (with procrastinate, workers are separate
     # processes: a web process alone would queue jobs nobody runs).
     ready_requires_worker: bool = False

@@ -9,7 +9,6 @@ wherever that ran.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -31,6 +30,29 @@ from smartapp.jobs.service import JobService, job_view
 from smartapp.launch.guards import SeenJob, launched_for_job, visible_job
 from smartapp.launch.sessions import LaunchContext
 from smartapp.state import Jobs, Provenote
+
+# What a progress stream tells the browser when this process stops: reconnect after this long.
+RECONNECT_MS = 1000
+STOPPING: dict[str, Any] = {}
+
+
+async def _news_or_stop(
+    queue: asyncio.Queue[dict[str, Any]], stopping: asyncio.Event, timeout_s: float
+) -> dict[str, Any] | None:
+    """The job's next progress, STOPPING when the process is stopping, None after
+    ``timeout_s`` of silence."""
+    if stopping.is_set():
+        return STOPPING
+    news = asyncio.ensure_future(queue.get())
+    stop = asyncio.ensure_future(stopping.wait())
+    done, pending = await asyncio.wait(
+        {news, stop}, timeout=timeout_s, return_when="FIRST_COMPLETED"
+    )
+    for task in pending:
+        task.cancel()
+    if news in done:
+        return news.result()
+    return STOPPING if stop in done else None
 
 
 async def _latest_job(
@@ -118,8 +140,15 @@ class JobController(Controller):
                 view = job_view(current) if current is not None else {}
                 yield ServerSentEventMessage(data=json.dumps(view), event="progress")
                 while view.get("state") not in {JobState.DONE, JobState.FAILED}:
-                    with contextlib.suppress(TimeoutError):
-                        view = await asyncio.wait_for(queue.get(), timeout=15)
+                    news = await _news_or_stop(queue, provenote.stopping, 15)
+                    if news is STOPPING:
+                        # This process is stopping: the browser reconnects, to another one.
+                        yield ServerSentEventMessage(
+                            data="{}", event="reconnect", retry=RECONNECT_MS
+                        )
+                        return
+                    if news is not None:
+                        view = news
                         yield ServerSentEventMessage(data=json.dumps(view), event="progress")
                         continue
                     # No news: the job may have ended in another process, or the session.

@@ -20,6 +20,7 @@ def job_queue(settings: Settings) -> JobQueue:
             concurrency=settings.worker_concurrency,
             heartbeat_s=settings.worker_heartbeat_s,
             stalled_after_s=settings.worker_stalled_after_s,
+            shutdown_grace_s=settings.shutdown_grace_s,
         )
     return InProcessQueue(settings.job_workers)
 

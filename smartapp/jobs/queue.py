@@ -72,7 +72,7 @@ class InProcessQueue:
         self._tasks = [asyncio.create_task(self._work(runner)) for _ in range(self.workers)]
 
     async def stop(self) -> None:
-        """Stop the workers where they are, as a dying process would; leases then run out."""
+        """Stop the workers; a job in hand goes back to the queue (JobService releases it)."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -115,8 +115,10 @@ class ProcrastinateQueue:
         concurrency: int = 2,
         heartbeat_s: float = 2.0,
         stalled_after_s: float = 10.0,
+        shutdown_grace_s: float = 60.0,
     ) -> None:
         self.concurrency = concurrency
+        self.shutdown_grace_s = shutdown_grace_s
         self.heartbeat_s = heartbeat_s
         self.stalled_after_s = stalled_after_s
         self.app = App(connector=PsycopgConnector(conninfo=libpq_dsn(dsn)))
@@ -178,6 +180,9 @@ class ProcrastinateQueue:
                 name=name,
                 update_heartbeat_interval=self.heartbeat_s,
                 stalled_worker_timeout=self.stalled_after_s,
+                # On SIGTERM: no new job; those in hand finish, or past this are cancelled and
+                # go back to the queue (JobService releases them).
+                shutdown_graceful_timeout=self.shutdown_grace_s,
                 delete_jobs="successful",
             )
         finally:

@@ -213,6 +213,21 @@ class JobRepository:
                 .values(lease_until=datetime.now(UTC) + self.lease)
             )
 
+    async def release(self, job_id: str) -> bool:
+        """Give a running job back to the queue (this worker is stopping); False when it is
+        no longer running here."""
+        async with self.database.sessions() as session, session.begin():
+            result = await session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.state == JobState.RUNNING)
+                .values(
+                    state=JobState.QUEUED,
+                    lease_until=None,
+                    detail="released by a worker that stopped; waiting for another",
+                )
+            )
+            return _changed_rows(result) == 1
+
     async def ended_with_records(self) -> list[tuple[str, datetime]]:
         """(id, when it ended) of every finished or failed job still holding its record."""
         async with self.database.sessions() as session:

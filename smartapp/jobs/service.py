@@ -99,7 +99,7 @@ class JobService:
         await self.queue.start(self)
 
     async def stop(self) -> None:
-        """Stop where the jobs are, as a dying process would; leases then run out."""
+        """Stop the workers; the jobs in hand go back to the queue for another worker."""
         await self.queue.stop()
         await self.progress.stop()
 
@@ -211,6 +211,11 @@ class JobService:
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await self._stages(job)
+        except asyncio.CancelledError:
+            # The worker is stopping (SIGTERM past its grace period, or shutdown): the job goes
+            # back to the queue now rather than when its lease runs out.
+            await asyncio.shield(self._release(job.id))
+            raise
         except ProvenoteError as failure:
             await self._fail(job, str(failure))
         except Exception:  # whatever a job raises ends that job, never the worker
@@ -223,6 +228,14 @@ class JobService:
             await asyncio.gather(heartbeat, return_exceptions=True)
             self._running.discard(job.id)
             JOB_ID.reset(job_id)
+
+    async def _release(self, job_id: str) -> None:
+        if await self.jobs.release(job_id):
+            log.warning("job %s released: this worker is stopping", job_id)
+            released = await self.jobs.get(job_id)
+            if released is not None:
+                await self.progress.publish(job_id, job_view(released))
+            await self.queue.enqueue(job_id)
 
     async def _fail(self, job: JobRow, message: str) -> None:
         await self._update(job.id, state=JobState.FAILED, error=message, lease_until=None)
