@@ -372,3 +372,43 @@ def test_a_stopping_process_tells_progress_streams_to_reconnect_and_hands_its_jo
             "queued",
             "released by a worker that stopped; waiting for another",
         )
+
+
+def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The launch's lines name its job; the job's lines (queued, started, each stage, ended)
+    are structured events that carry the launching request's id; none names the patient."""
+    import io
+    import json
+    import logging
+
+    from smartapp.core.logs import JsonFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())  # formats as each line is written, in its context
+    provenote = logging.getLogger("provenote")
+    provenote.addHandler(handler)
+    level = provenote.level
+    provenote.setLevel(logging.INFO)
+    try:
+        with (
+            running_app(sandbox, tmp_path, client_id="app-logs") as app,
+            httpx.Client(follow_redirects=True, timeout=60) as browser,
+        ):
+            job_id = launch(browser, sandbox)
+            assert wait_for(browser, app, job_id)["state"] == "done"
+    finally:
+        provenote.removeHandler(handler)
+        provenote.setLevel(level)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    (queued,) = [line for line in lines if line.get("event") == "job_queued"]
+    assert queued["job_id"] == job_id and queued["request_id"]
+    callback = next(line for line in lines if line.get("path", "").startswith("/callback/"))
+    assert callback["job_id"] == job_id and callback["request_id"] == queued["request_id"]
+    events = [line for line in lines if line.get("event", "").startswith("job_")]
+    assert [line["event"] for line in events][:2] == ["job_queued", "job_started"]
+    assert events[-1]["event"] == "job_ended" and events[-1]["state"] == "done"
+    assert {"fetching", "ingesting"} <= {line.get("stage") for line in events}
+    assert all(line["job_id"] == job_id for line in events)
+    assert all(line["request_id"] == queued["request_id"] for line in events)
+    assert PATIENT not in stream.getvalue()

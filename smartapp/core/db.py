@@ -116,6 +116,8 @@ class JobRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column()
     # The process (host:pid) that last took the job.
     worker: Mapped[str | None] = mapped_column(String(128))
+    # The request that started it (its log lines carry it, wherever the job runs).
+    request_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -65,7 +65,7 @@ class JsonFormatter(logging.Formatter):
             value = variable.get()
             if value is not None:
                 line[name] = value
-        for name in ("method", "path", "status", "duration_ms"):
+        for name in ("method", "path", "status", "duration_ms", "event", "stage", "state"):
             if hasattr(record, name):
                 line[name] = getattr(record, name)
         if record.exc_info:

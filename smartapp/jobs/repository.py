@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Result, func, null, select, update
 
 from smartapp.core.db import Database, JobRow
+from smartapp.core.logs import REQUEST_ID
 from smartapp.core.statuses import ACTIVE_JOB_STATES, JOB_MOVES, JobStage, JobState, moved
 
 
@@ -84,6 +85,7 @@ class JobRepository:
                 return existing, False
             job = JobRow(
                 id=str(uuid.uuid4()),
+                request_id=REQUEST_ID.get(),
                 session_id=session_id,
                 iss=iss,
                 patient=patient,

@@ -31,7 +31,7 @@ from pipeline.summarizing.summary_text import render_markdown
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
-from smartapp.core.logs import JOB_ID
+from smartapp.core.logs import JOB_ID, REQUEST_ID
 from smartapp.core.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
 from smartapp.core.statuses import JobStage, JobState, WriteBackStatus
 from smartapp.drafts.service import DraftService
@@ -127,8 +127,11 @@ class JobService:
             api_client=api_client,
             may_write=may_write,
         )
+        # The rest of the request's log lines (its access line among them) name the job.
+        JOB_ID.set(job.id)
         if created:
             await self.queue.enqueue(job.id)
+            log.info("job %s queued", job.id, extra={"event": "job_queued"})
         return job
 
     async def latest_for(self, iss: str, patient: str, encounter: str | None) -> JobRow | None:
@@ -194,6 +197,7 @@ class JobService:
 
     async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
         self._time_stage(job.id, stage)
+        log.info("job %s: %s", job.id, stage, extra={"event": "job_stage", "stage": stage})
         job = await self._update(job.id, stage=stage, progress=progress, detail=detail)
         if self.stage_hook is not None:
             await self.stage_hook(job.id, stage)
@@ -207,7 +211,14 @@ class JobService:
 
     async def _run(self, job: JobRow) -> None:
         job_id = JOB_ID.set(job.id)
+        request_id = REQUEST_ID.set(job.request_id)
         self._running.add(job.id)
+        log.info(
+            "job %s started (attempt %d)",
+            job.id,
+            job.attempts,
+            extra={"event": "job_started"},
+        )
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await self._stages(job)
@@ -227,6 +238,7 @@ class JobService:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
             self._running.discard(job.id)
+            REQUEST_ID.reset(request_id)
             JOB_ID.reset(job_id)
 
     async def _release(self, job_id: str) -> None:
@@ -240,6 +252,10 @@ class JobService:
     async def _fail(self, job: JobRow, message: str) -> None:
         await self._update(job.id, state=JobState.FAILED, error=message, lease_until=None)
         JOBS_FINISHED.labels(JobState.FAILED).inc()
+        # The message names no patient data (ProvenoteError's words are written for users).
+        log.info(
+            "job %s failed: %s", job.id, message, extra={"event": "job_ended", "state": "failed"}
+        )
 
     async def _stages(self, job: JobRow) -> None:
         client, scope = await self.client_for(job)
@@ -287,6 +303,7 @@ class JobService:
             lease_until=None,
         )
         JOBS_FINISHED.labels(JobState.DONE).inc()
+        log.info("job %s done", job.id, extra={"event": "job_ended", "state": "done"})
 
     async def draft_of(self, job_id: str) -> DraftRow | None:
         return await self.drafts.of_job(job_id)
