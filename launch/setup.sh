@@ -9,6 +9,8 @@ command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-en
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # The browser tests drive Debian's Chromium; Playwright is never allowed to download its own.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The shipped nginx site (deploy/nginx) is tested with Debian's nginx.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if ((${#missing[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing ${missing[*]} with apt-get" >&2
@@ -19,7 +21,7 @@ if ((${#missing[@]})); then
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "warning: please install ${missing[*]}; without tesseract, scanned pages are flagged unread;" \
-      "without chromium, the browser tests cannot run" >&2
+      "without chromium, the browser tests cannot run; without nginx, the deploy/ tests skip" >&2
   fi
 fi
 
