@@ -196,6 +196,45 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
         health_system.start_worker()
 
 
+def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
+    health_system: Cluster, many_patients: tuple[Sandbox, dict]
+) -> None:
+    """SIGTERM: the worker takes no new job, gives the one in hand its grace period (2 s in the
+    cluster), hands it back to the queue and exits; another worker finishes it, once."""
+    sandbox, owned = many_patients
+    patient = sorted(owned)[1]
+    sandbox.set_fault("slow", count=1_000_000, delay_ms=400)
+    try:
+        with httpx.Client(follow_redirects=True, timeout=120) as browser:
+            job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                (row,) = _query(health_system, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
+                if row["state"] == "running" and row["worker"]:
+                    break
+                time.sleep(0.05)
+            stopped_pid = int(row["worker"].rsplit(":", 1)[1])
+            stopped = health_system.worker_by_pid(stopped_pid)
+            os.kill(stopped_pid, signal.SIGTERM)
+            assert stopped.wait(timeout=60) == 0  # it ends, by itself and cleanly
+            sandbox.set_fault("none", count=0)
+            job = wait_for(browser, health_system, job_id, timeout_s=180)
+        assert job["state"] == "done" and job["attempts"] >= 2, job
+        (row,) = _query(health_system, "SELECT worker FROM jobs WHERE id = $1", job_id)
+        assert int(row["worker"].rsplit(":", 1)[1]) != stopped_pid
+        logged = "".join(path.read_text() for path in health_system.logs.glob("worker-*.log"))
+        assert f"job {job_id} released: this worker is stopping" in logged
+        drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
+        assert len(drafts) == 1
+        written = _query(
+            health_system, "SELECT remote_id FROM write_backs WHERE draft_id = $1", drafts[0]["id"]
+        )
+        assert len(written) == 1
+    finally:
+        sandbox.set_fault("none", count=0)
+        health_system.start_worker()
+
+
 def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(
     health_system: Cluster, many_patients: tuple[Sandbox, dict]
 ) -> None:

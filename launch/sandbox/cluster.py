@@ -190,6 +190,8 @@ def cluster(
         "PROVENOTE_WORKER_HEARTBEAT_S": "1",
         "PROVENOTE_WORKER_STALLED_AFTER_S": "4",
         "PROVENOTE_WORKER_CONCURRENCY": "2",
+        # A stopped worker hands its jobs back after 2 s rather than a minute.
+        "PROVENOTE_SHUTDOWN_GRACE_S": "2",
         # Shared by every process, as `provenote check-config` asks of such a layout.
         "PROVENOTE_TOKEN_ENCRYPTION_KEY": Fernet.generate_key().decode("ascii"),
         "PROVENOTE_APP_SECRET": secrets.token_hex(32),
