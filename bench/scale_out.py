@@ -4,11 +4,12 @@ embedded default (one process, SQLite, jobs in-process), in the same run.
 The sandbox is seeded with ../shared/data/synthea/california (the shipped samples when that is
 absent); up to 10 inpatient stays are launched from the chart, first one after another (the
 latency a physician sees), then all at once (what the installation does under load). The scale-out
-run goes through a round-robin proxy, so every launch crosses web processes. On a machine with
-two cores the extra processes share the same CPUs: the figure shows what the coordination
-(database queue, NOTIFY, shared sessions) costs, not what more machines would add.
+run goes through the shipped nginx site (round robin, no affinity), so launches cross web
+processes. On a machine with two cores the extra processes share the same CPUs: the figure shows
+what the coordination (database queue, NOTIFY, shared sessions) costs, not what more machines would
+add.
 
-Run: ``python -m bench.scale_out`` (needs PostgreSQL; PROVENOTE_TEST_POSTGRES names it).
+Run: ``python -m bench.scale_out`` (needs PostgreSQL, PROVENOTE_TEST_POSTGRES names it, and nginx).
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ multi-process tests and the scale-out benchmark start it against a sandbox EHR."
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import secrets
@@ -18,68 +17,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import httpx
 from cryptography.fernet import Fernet
 
-from launch.sandbox.run import Sandbox, ThreadedServer, free_port
+from launch.sandbox.balancer import Balancer, nginx
+from launch.sandbox.run import Sandbox, free_port
 from smartapp.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-# Hop-by-hop headers and those the proxy recomputes for the body it sends on.
-NOT_FORWARDED = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
-
-
-class RoundRobinProxy:
-    """A load balancer without affinity: each request goes to the next web process in turn,
-    so consecutive steps of one launch land on different processes."""
-
-    def __init__(self, backends: list[str]) -> None:
-        self.backends = backends
-        self._next = itertools.cycle(range(len(backends)))
-        # (path, backend index) of every request, in order.
-        self.routed: list[tuple[str, int]] = []
-        self._http: httpx.AsyncClient | None = None
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            if self._http is not None:
-                await self._http.aclose()
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        index = next(self._next)
-        self.routed.append((scope["path"], index))
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=120)
-        query = scope.get("query_string", b"").decode("latin-1")
-        url = self.backends[index] + scope["path"] + (f"?{query}" if query else "")
-        headers = [
-            (name.decode("latin-1"), value.decode("latin-1"))
-            for name, value in scope["headers"]
-            if name.decode("latin-1").lower() not in NOT_FORWARDED
-        ]
-        answer = await self._http.request(scope["method"], url, headers=headers, content=body)
-        content = answer.content
-        out = [
-            (name, value)
-            for name, value in answer.headers.raw
-            if name.decode("latin-1").lower() not in NOT_FORWARDED | {"content-encoding"}
-        ]
-        out.append((b"content-length", str(len(content)).encode()))
-        await send({"type": "http.response.start", "status": answer.status_code, "headers": out})
-        await send({"type": "http.response.body", "body": content})
-
-
 POSTGRES_ADMIN = os.environ.get(
     "PROVENOTE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -108,7 +55,7 @@ def temporary_postgres(admin_dsn: str = POSTGRES_ADMIN) -> Iterator[str]:
 @dataclass
 class Cluster:
     sandbox: Sandbox
-    proxy: RoundRobinProxy
+    balancer: Balancer
     base_url: str
     web_urls: list[str]
     database_url: str
@@ -172,48 +119,47 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], logs: Path) -> None:
 def cluster(
     sandbox: Sandbox, data_dir: Path, database_url: str, web: int = 2, workers: int = 2
 ) -> Iterator[Cluster]:
-    """``web`` × ``provenote serve`` behind a round-robin proxy and ``workers`` ×
-    ``provenote worker``, all on one PostgreSQL database with the procrastinate queue."""
-    proxy_port = free_port()
-    base_url = f"http://127.0.0.1:{proxy_port}"
-    settings = sandbox.configure(
-        Settings(base_url=base_url, data_dir=data_dir, client_id="provenote-scale")
-    )
-    registrations = [r.model_dump(mode="json", exclude_none=True) for r in settings.registrations]
-    env = os.environ | {
-        "PROVENOTE_BASE_URL": base_url,
-        "PROVENOTE_DATA_DIR": str(data_dir),
-        "PROVENOTE_DATABASE_URL": database_url,
-        "PROVENOTE_JOB_QUEUE": "procrastinate",
-        "PROVENOTE_CLIENT_ID": "provenote-scale",
-        "PROVENOTE_REGISTRATIONS": json.dumps(registrations),
-        "PROVENOTE_WORKER_HEARTBEAT_S": "1",
-        "PROVENOTE_WORKER_STALLED_AFTER_S": "4",
-        "PROVENOTE_WORKER_CONCURRENCY": "2",
-        # A stopped worker hands its jobs back after 2 s rather than a minute.
-        "PROVENOTE_SHUTDOWN_GRACE_S": "2",
-        # Shared by every process, as `provenote check-config` asks of such a layout.
-        "PROVENOTE_TOKEN_ENCRYPTION_KEY": Fernet.generate_key().decode("ascii"),
-        "PROVENOTE_APP_SECRET": secrets.token_hex(32),
-    }
-    logs = data_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    """``web`` × ``provenote serve`` behind the shipped nginx site (round robin, no affinity)
+    and ``workers`` × ``provenote worker``, all on one PostgreSQL database with the procrastinate
+    queue."""
     web_ports = [free_port() for _ in range(web)]
-    web_urls = [f"http://127.0.0.1:{port}" for port in web_ports]
-    proxy = RoundRobinProxy(web_urls)
-    running = Cluster(sandbox, proxy, base_url, web_urls, database_url, env, logs)
-    server = ThreadedServer(proxy, proxy_port)
-    server.start()
-    try:
-        for number, port in enumerate(web_ports):
-            arguments = ["serve", "--host", "127.0.0.1", "--port", str(port)]
-            running.webs.append(_process(arguments, env, logs, number))
-        for _ in range(workers):
-            running.start_worker()
-        for url, process in zip(web_urls, running.webs, strict=True):
-            _wait_ready(url, process, logs)
-        sandbox.app_launch_url = f"{base_url}/launch"
-        yield running
-    finally:
-        running.stop()
-        server.stop()
+    with nginx(web_ports, data_dir / "nginx") as balancer:
+        base_url = balancer.base_url
+        settings = sandbox.configure(
+            Settings(base_url=base_url, data_dir=data_dir, client_id="provenote-scale")
+        )
+        registrations = [
+            r.model_dump(mode="json", exclude_none=True) for r in settings.registrations
+        ]
+        env = os.environ | {
+            "PROVENOTE_BASE_URL": base_url,
+            "PROVENOTE_DATA_DIR": str(data_dir),
+            "PROVENOTE_DATABASE_URL": database_url,
+            "PROVENOTE_JOB_QUEUE": "procrastinate",
+            "PROVENOTE_CLIENT_ID": "provenote-scale",
+            "PROVENOTE_REGISTRATIONS": json.dumps(registrations),
+            "PROVENOTE_WORKER_HEARTBEAT_S": "1",
+            "PROVENOTE_WORKER_STALLED_AFTER_S": "4",
+            "PROVENOTE_WORKER_CONCURRENCY": "2",
+            # A stopped worker hands its jobs back after 2 s rather than a minute.
+            "PROVENOTE_SHUTDOWN_GRACE_S": "2",
+            # Shared by every process, as `provenote check-config` asks of such a layout.
+            "PROVENOTE_TOKEN_ENCRYPTION_KEY": Fernet.generate_key().decode("ascii"),
+            "PROVENOTE_APP_SECRET": secrets.token_hex(32),
+        }
+        logs = data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        web_urls = [f"http://127.0.0.1:{port}" for port in web_ports]
+        running = Cluster(sandbox, balancer, base_url, web_urls, database_url, env, logs)
+        try:
+            for number, port in enumerate(web_ports):
+                arguments = ["serve", "--host", "127.0.0.1", "--port", str(port)]
+                running.webs.append(_process(arguments, env, logs, number))
+            for _ in range(workers):
+                running.start_worker()
+            for url, process in zip(web_urls, running.webs, strict=True):
+                _wait_ready(url, process, logs)
+            sandbox.app_launch_url = f"{base_url}/launch"
+            yield running
+        finally:
+            running.stop()
