@@ -119,6 +119,6 @@ def new_state(settings: Settings) -> AppState:
         http=http,
         secret=app_secret(settings),
         styles=StyleCache(http),
-        access=EhrAccess(settings, store, http),
+        access=EhrAccess(settings, store, http, database),
         drafts=DraftService(database),
     )

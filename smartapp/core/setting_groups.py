@@ -63,6 +63,10 @@ class EhrSettings(BaseModel):
     fhir_concurrency: int = Field(8, ge=1, le=64)
     fhir_max_retries: int = Field(4, ge=0, le=10)
     fhir_page_size: int = Field(100, ge=1, le=1000)
+    # Requests per second to one EHR from the whole installation (every process, on PostgreSQL),
+    # with bursts of up to ehr_request_burst; unset: each process only bounds its concurrency.
+    ehr_requests_per_second: float | None = Field(None, gt=0)
+    ehr_request_burst: int = Field(10, ge=1)
     # How far before admission the record pull reaches for baselines, social history and
     # recently ended problems and orders (active ones are pulled whatever their age).
     record_lookback_days: int = Field(365, ge=1)

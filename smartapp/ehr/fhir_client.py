@@ -20,9 +20,15 @@ import httpx
 from smartapp.core.errors import EhrError, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
 from smartapp.core.registrations import origin_of
-from smartapp.core.retry_after import MAX_RETRY_WAIT_S, RETRIED_STATUSES, retry_wait
+from smartapp.core.retry_after import (
+    MAX_RETRY_WAIT_S,
+    RETRIED_STATUSES,
+    retry_after_seconds,
+    retry_wait,
+)
 from smartapp.ehr.egress import EhrBearerAuth, TokenGetter, under_base
 from smartapp.ehr.fhir_answers import etag_version, resource_type_of, written_location
+from smartapp.ehr.rate_gate import RateGate
 
 MAX_PAGES = 1000
 
@@ -53,6 +59,7 @@ class FhirClient:
         max_binary_bytes: int = 20 * 1024 * 1024,
         backoff_s: float = 0.25,
         rng: random.Random | None = None,
+        gate: RateGate | None = None,
     ) -> None:
         self.base = base.rstrip("/")
         self.http = http
@@ -63,6 +70,8 @@ class FhirClient:
         self.max_binary_bytes = max_binary_bytes
         self.backoff_s = backoff_s
         self.rng = rng or random.Random()
+        # The installation's budget for this EHR, shared by its processes (None: none).
+        self.gate = gate
 
     def url(self, path: str) -> str:
         """The absolute URL of ``path``; OutsideEhrError when it would leave the FHIR base."""
@@ -91,6 +100,8 @@ class FhirClient:
         sent = {"accept": "application/fhir+json"} | (headers or {})
         attempt = 0
         while True:
+            if self.gate is not None:
+                await self.gate.wait_turn()
             try:
                 async with self.semaphore:
                     request = self.http.build_request(
@@ -113,6 +124,10 @@ class FhirClient:
                 attempt += 1
                 continue
             FHIR_REQUESTS.labels(method, kind, str(response.status_code)).inc()
+            asked = retry_after_seconds(response)
+            if self.gate is not None and asked is not None and response.status_code >= 429:
+                # Every process holds off, not only this one.
+                await self.gate.hold_off(min(asked, MAX_RETRY_WAIT_S))
             if response.status_code in RETRIED_STATUSES and attempt < self.max_retries:
                 FHIR_RETRIES.labels(str(response.status_code)).inc()
                 await asyncio.sleep(retry_wait(response, self._backoff(attempt)))

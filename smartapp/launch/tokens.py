@@ -13,13 +13,14 @@ import time
 import httpx
 from joserfc.jwk import ECKey, RSAKey
 
-from smartapp.core.db import JobRow
+from smartapp.core.db import Database, JobRow
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.rate_gate import SharedRateGate
 from smartapp.launch.discovery import discover
 from smartapp.launch.oauth import TokenResponse, client_credentials, refresh_tokens, system_scopes
 from smartapp.launch.sessions import SessionStore, StoredTokens
@@ -63,10 +64,18 @@ class EhrAccess:
     """How this process reaches each configured EHR: its registration, its key, the tokens of
     launch sessions and of Provenote itself, and FHIR clients acting with them."""
 
-    def __init__(self, settings: Settings, store: SessionStore, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: SessionStore,
+        http: httpx.AsyncClient,
+        database: Database | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.http = http
+        # Where the installation's per-EHR request budget lives (PostgreSQL only).
+        self.database = database
         self._keys: dict[str, RSAKey | ECKey | None] = {}
         # SMART Backend Services tokens per EHR: (access token, scope, expiry).
         self._backend: dict[str, tuple[str, str, float | None]] = {}
@@ -143,6 +152,13 @@ class EhrAccess:
         await self.store.save(session_id, context, saved)
         return fresh.access_token
 
+    def _gate(self, iss: str) -> SharedRateGate | None:
+        """The installation's request budget for this EHR, where one is set and shared."""
+        rate, database = self.settings.ehr_requests_per_second, self.database
+        if rate is None or database is None or not database.is_postgresql:
+            return None
+        return SharedRateGate(database, iss, rate, self.settings.ehr_request_burst)
+
     def _client(self, iss: str, token: TokenGetter) -> FhirClient:
         settings = self.settings
         return FhirClient(
@@ -153,6 +169,7 @@ class EhrAccess:
             max_retries=settings.fhir_max_retries,
             page_size=settings.fhir_page_size,
             max_binary_bytes=settings.max_attachment_bytes,
+            gate=self._gate(iss),
         )
 
     def client_for(self, session_id: str, iss: str) -> FhirClient:
