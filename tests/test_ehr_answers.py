@@ -238,6 +238,24 @@ def test_check_config_passes_a_configuration_that_can_work(tmp_path: Path) -> No
             "PROVENOTE_APP_SECRET (or PROVENOTE_APP_SECRET_FILE) is not set",
         ),
         (
+            SHARED_LAYOUT
+            | {
+                "PROVENOTE_TOKEN_ENCRYPTION_KEY": FERNET_KEY,
+                "PROVENOTE_APP_SECRET": "0" * 64,
+                "PROVENOTE_REGISTRATIONS": json.dumps(
+                    [
+                        {
+                            "issuer": "https://ehr.example.org/fhir",
+                            "client_id": "provenote",
+                            "client_auth": "private_key_jwt",
+                        }
+                    ]
+                ),
+            },
+            "PROVENOTE_SIGNING_KEY_FILE is not set, so each process would sign private_key_jwt "
+            "assertions for https://ehr.example.org/fhir",
+        ),
+        (
             {"PROVENOTE_WRITEBACK_STRATEGIES": '{"https://ehr.example.org/fhir": "compositon"}'},
             "PROVENOTE_WRITEBACK_STRATEGIES: Input should be 'composition', "
             "'document-reference', 'final-only' or 'none'",

@@ -381,15 +381,18 @@ def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_p
     import json
     import logging
 
-    from smartapp.core.logs import JsonFormatter
+    from smartapp.core.logs import JsonFormatter, OutgoingRequests
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())  # formats as each line is written, in its context
-    provenote = logging.getLogger("provenote")
+    provenote, outgoing = logging.getLogger("provenote"), logging.getLogger("httpx")
     provenote.addHandler(handler)
-    level = provenote.level
+    outgoing.addHandler(handler)
+    outgoing.addFilter(OutgoingRequests())  # as `serve` and `worker` configure it
+    levels = provenote.level, outgoing.level
     provenote.setLevel(logging.INFO)
+    outgoing.setLevel(logging.INFO)
     try:
         with (
             running_app(sandbox, tmp_path, client_id="app-logs") as app,
@@ -399,7 +402,10 @@ def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_p
             assert wait_for(browser, app, job_id)["state"] == "done"
     finally:
         provenote.removeHandler(handler)
-        provenote.setLevel(level)
+        outgoing.removeHandler(handler)
+        outgoing.filters.clear()
+        provenote.setLevel(levels[0])
+        outgoing.setLevel(levels[1])
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     (queued,) = [line for line in lines if line.get("event") == "job_queued"]
     assert queued["job_id"] == job_id and queued["request_id"]
@@ -411,4 +417,8 @@ def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_p
     assert {"fetching", "ingesting"} <= {line.get("stage") for line in events}
     assert all(line["job_id"] == job_id for line in events)
     assert all(line["request_id"] == queued["request_id"] for line in events)
+    requests = [line["message"] for line in lines if line["message"].startswith("FHIR ")]
+    assert "FHIR GET Encounter 200" in requests and "FHIR GET metadata 200" in requests
+    outgoing = [line["message"] for line in lines if line["logger"] == "httpx"]
+    assert not any("?" in message or "/" in message for message in requests + outgoing)
     assert PATIENT not in stream.getvalue()

@@ -62,14 +62,22 @@ def test_health_and_ready_answer_an_orchestrator(sandbox: Sandbox, tmp_path: Pat
         assert not_ready.json()["failing"] == ["queue"]
 
 
+@pytest.mark.parametrize(("database", "found"), [("hangs", "timed out"), ("is gone", "failing")])
 def test_ready_and_metrics_answer_while_the_database_hangs_or_is_gone(
-    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    database: str,
+    found: str,
 ) -> None:
-    """A database that never answers costs /ready its check's timeout, not the probe's own;
-    /metrics still serves the process's counters and counts the scrape it could not complete."""
+    """A database that never answers costs /ready its check's timeout, not the probe's own, and
+    one that refuses is reported as failing; /metrics still serves the process's counters and
+    counts the scrape it could not complete."""
     with running_app(sandbox, tmp_path) as app:
 
         async def hangs() -> bool:
+            if database == "is gone":
+                raise OSError("connection refused")
             await asyncio.sleep(3600)
             return True
 
@@ -83,7 +91,7 @@ def test_ready_and_metrics_answer_while_the_database_hangs_or_is_gone(
         scraped = httpx.get(f"{app.base_url}/metrics", timeout=30)
         after = samples(app.base_url)
     assert ready.status_code == 503
-    assert ready.json()["checks"] == {"database": "timed out", "queue": "ok"}
+    assert ready.json()["checks"] == {"database": found, "queue": "ok"}
     assert ready.json()["failing"] == ["database"]
     assert scraped.status_code == 200 and "provenote_jobs_finished_total" in scraped.text
     assert delta(before, after, "provenote_metrics_scrape_errors_total") == 2
@@ -191,8 +199,9 @@ def test_log_lines_are_json_with_the_request_id_and_never_a_token() -> None:
     assert line["message"].count("[redacted]") == 3
 
 
-def test_an_outgoing_fhir_search_is_logged_by_method_type_and_status_never_its_url() -> None:
-    """A search's query names the patient and the stay's dates: the log line keeps neither."""
+def test_an_outgoing_request_is_logged_by_method_host_and_status_never_its_url() -> None:
+    """A search's query names the patient and the stay's dates: httpx's line keeps neither
+    (the FHIR client's own line names the resource type)."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
@@ -216,8 +225,8 @@ def test_an_outgoing_fhir_search_is_logged_by_method_type_and_status_never_its_u
         outgoing.setLevel(level)
     lines = [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
     assert lines == [
-        "HTTP Request: GET Encounter 200",
-        "HTTP Request: GET Patient 200",
+        "HTTP Request: GET ehr.example.org 200",
+        "HTTP Request: GET ehr.example.org 200",
         "HTTP Request: POST auth.example.org 200",
     ]
 

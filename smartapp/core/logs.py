@@ -5,7 +5,7 @@ and worker processes by its id. What is logged is ours to choose, and it never i
 token: a bearer credential, a JWT or an OAuth code that slips into a message (an EHR's error
 body, an exception's text) is masked before the line is written. Request lines carry the path,
 never the query string (``/callback?code=…``). Patient data stays out: messages name resources
-by id, never by content, and an outgoing request is logged by its method, resource type and
+by id, never by content, and a request to the EHR is logged by its method, resource type and
 status, never its URL (a FHIR search's query holds the patient and the stay's dates). Health
 checks and metrics scrapes are logged at DEBUG, so a balancer's probes do not bury the rest.
 """
@@ -74,20 +74,16 @@ class JsonFormatter(logging.Formatter):
 
 
 def _requested(url: object) -> str:
-    """What an outgoing request was about, without its URL's id, query or path: the FHIR
-    resource type (the first capitalised segment, as ``Encounter``), else ``metadata``, else the
-    host alone."""
+    """Where an outgoing request went, without its path or query: the host (and port)."""
     parsed = urlsplit(str(url))
-    segments = [segment for segment in parsed.path.split("/") if segment]
-    for segment in segments:
-        if segment[:1].isupper():
-            return segment
-    return "metadata" if "metadata" in segments else parsed.hostname or "request"
+    host = parsed.hostname or "request"
+    return f"{host}:{parsed.port}" if parsed.port else host
 
 
 class OutgoingRequests(logging.Filter):
-    """httpx's line for each request, rewritten to the method, what was asked and the status:
-    ``HTTP Request: GET Encounter 200``."""
+    """httpx's line for each request (shown only when its logger is set to INFO on purpose),
+    rewritten to the method, the host and the status: ``HTTP Request: GET ehr.example.org 200``.
+    FHIR requests are logged by the FHIR client, with their resource type."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg == _HTTPX_REQUEST_LINE and isinstance(record.args, tuple):
@@ -116,6 +112,9 @@ def configure_logging(
         logging.DEBUG if ehr_bodies else logging.CRITICAL + 1
     )
     outgoing = logging.getLogger("httpx")
+    # The FHIR client logs its requests by resource type; httpx's own line per request only says
+    # where it went, and only at WARNING and above unless an operator lowers it on purpose.
+    outgoing.setLevel(max(root.level, logging.WARNING))
     if not any(isinstance(kept, OutgoingRequests) for kept in outgoing.filters):
         outgoing.addFilter(OutgoingRequests())
     # httpcore's debug lines trace connections; the request itself is httpx's line above.

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from smartapp.core.errors import EhrError, logged, logged_answer
+from smartapp.core.errors import EhrError, log, logged, logged_answer
 from smartapp.core.metrics import FHIR_REQUESTS, FHIR_RETRIES
 from smartapp.core.registrations import origin_of
 from smartapp.core.retry_after import (
@@ -124,6 +124,8 @@ class FhirClient:
                 attempt += 1
                 continue
             FHIR_REQUESTS.labels(method, kind, str(response.status_code)).inc()
+            # Never the URL: a search's query names the patient and the stay's dates.
+            log.info("FHIR %s %s %s", method, kind, response.status_code)
             asked = retry_after_seconds(response)
             if self.gate is not None and asked is not None and response.status_code >= 429:
                 # Every process holds off, not only this one.
