@@ -61,6 +61,9 @@ def open_review(chromium, sandbox: Sandbox, patient: str, width: int = 1280):
     page.wait_for_selector("#job")
     page.locator("#open-draft").click(timeout=120_000)
     page.wait_for_selector("#review")
+    # The review's script runs once the page has loaded (it focuses the first flag): wait for it,
+    # or a loaded machine asserts on a page whose script has not run yet.
+    page.wait_for_load_state("load")
     return page
 
 
