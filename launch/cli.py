@@ -74,7 +74,8 @@ def require_current_schema(settings: Settings) -> None:
     this version's stops it before it starts, in one sentence."""
     import asyncio
 
-    from smartapp.core.db import Database, SchemaNotCurrentError
+    from smartapp.core.db import Database
+    from smartapp.core.schema import SchemaNotCurrentError
 
     async def prepared() -> None:
         database = Database(settings.database_dsn)

@@ -368,7 +368,8 @@ def test_migrations_run_on_their_own_and_a_server_told_not_to_migrate_refuses_an
     """For a rolling upgrade: `provenote migrate` once, then servers that do not migrate."""
     import asyncio
 
-    from smartapp.core.db import Database, SchemaNotCurrentError
+    from smartapp.core.db import Database
+    from smartapp.core.schema import SchemaNotCurrentError
 
     no_migrations = {"PROVENOTE_DATA_DIR": str(tmp_path), "PROVENOTE_MIGRATE_ON_START": "false"}
     refused = _provenote("serve", **no_migrations)

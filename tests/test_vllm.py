@@ -97,7 +97,7 @@ def test_the_launched_app_drafts_with_a_real_model_on_a_real_vllm_server(
     ):
         job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT), timeout_s=600)
         assert job["state"] == "done", job
-        backend = app.state.jobs.language_model.backend
+        backend = app.state.jobs.drafting.language_model.backend
         assert backend.response_format == "json_schema"  # vLLM enforces the schema itself
         stored = app.call(app.state.drafts.load(job["draft"]))
         summary, state = stored.summary, stored.evidence

@@ -15,10 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -33,20 +29,10 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from pipeline.errors import ProvenoteError
-
-MIGRATIONS = Path(__file__).parent / "migrations"
-
-
-class SchemaNotCurrentError(ProvenoteError):
-    """The schema is not the one this version runs on, and this process may not migrate it."""
-
-    status_code = 500
-
+from smartapp.core.schema import SchemaNotCurrentError, revisions_of, upgrade_to_newest
 
 MIGRATION_LOCK = 0x70726F6D
 
@@ -212,23 +198,6 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
-def _alembic_config(connection: Connection) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
-    return config
-
-
-def _upgrade(connection: Connection) -> None:
-    command.upgrade(_alembic_config(connection), "head")
-
-
-def _revisions(connection: Connection) -> tuple[str | None, str | None]:
-    """(the database's schema revision, this version's newest)."""
-    newest = ScriptDirectory.from_config(_alembic_config(connection)).get_current_head()
-    return MigrationContext.configure(connection).get_current_revision(), newest
-
-
 def libpq_dsn(sqlalchemy_dsn: str) -> str:
     """A SQLAlchemy URL (``postgresql+asyncpg://…``) as libpq, asyncpg and psycopg take it."""
     scheme, _, rest = sqlalchemy_dsn.partition("://")
@@ -263,12 +232,12 @@ class Database:
             if self.is_postgresql:
                 # Replicas starting together migrate one after the other (released at commit).
                 await connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
-            await connection.run_sync(_upgrade)
+            await connection.run_sync(upgrade_to_newest)
 
     async def revisions(self) -> tuple[str | None, str | None]:
         """(the schema's revision, or None for an empty database; this version's newest)."""
         async with self.engine.connect() as connection:
-            return await connection.run_sync(_revisions)
+            return await connection.run_sync(revisions_of)
 
     async def prepare(self, migrate: bool) -> None:
         """Ready the schema as a process starts: migrate it, or (when migrations are run on

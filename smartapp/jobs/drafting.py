@@ -12,16 +12,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from fhir_mapping.composition import MODEL_UNAVAILABLE
+from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
 from pipeline.errors import ModelError, ProvenoteError
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
+from pipeline.summarizing.summary_text import render_markdown
+from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
+from smartapp.drafts.service import DraftService
 
 # Told what the drafter is doing now, for the job's progress.
 Report = Callable[[str], Coroutine[Any, Any, Any]]
@@ -75,3 +79,23 @@ class Drafting:
             summarize_evidence, state, ratio=self.settings.focus_ratio, settings=self.settings
         )
         return summary.model_copy(update={"model_unavailable": unavailable}), state, unavailable
+
+    async def store(
+        self, job: JobRow, state: EvidenceState, drafts: DraftService, report: Report
+    ) -> DraftRow:
+        """The job's draft, stored: its summary (by the model where one is configured), the
+        Composition's bundle and the text, and an audit event when the model could not be
+        used."""
+        summary, state, unavailable = await self.summarize(job.id, state, report)
+        draft = await drafts.create(
+            job_id=job.id,
+            iss=job.iss,
+            patient=job.patient,
+            summary=summary,
+            state=state,
+            bundle=draft_bundle(summary, state, datetime.now(UTC)),
+            markdown=render_markdown(summary, state),
+        )
+        if unavailable is not None:
+            await drafts.audit(f"provenote job {job.id}", MODEL_UNAVAILABLE, draft.id, unavailable)
+        return draft

@@ -14,25 +14,21 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
 from fhir_mapping.resources import type_counts
 from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
 from pipeline.errors import InputError, ProvenoteError
-from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
-from pipeline.summarizing.summary_text import render_markdown
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID, REQUEST_ID
-from smartapp.core.metrics import JOBS_FINISHED, STAGE_SECONDS, WRITE_BACKS
+from smartapp.core.metrics import JOBS_FINISHED, WRITE_BACKS
 from smartapp.core.statuses import JobStage, JobState, WriteBackStatus
 from smartapp.drafts.service import DraftService
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
@@ -43,6 +39,7 @@ from smartapp.jobs.evidence import evidence_from_fhir, require_inpatient
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.jobs.repository import JobRepository, job_view
+from smartapp.jobs.stage_clock import StageClock
 
 StageHook = Callable[[str, str], Awaitable[None]]
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
@@ -82,12 +79,11 @@ class JobService:
         self.pipeline_settings = pipeline_settings
         # The model that drafts (None: evidence-only), loaded once per process, and what a job
         # does when it cannot be used: "evidence-only" (marked on the draft) or "fail".
-        self.language_model = language_model
         self.drafting = Drafting(self.pipeline_settings, language_model, model_fallback)
         # Which process runs a job, for operators (host:pid).
         self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
         self.jobs = JobRepository(database, self.lease, self.worker_name)
-        self._stage_clock: dict[str, tuple[str, float]] = {}
+        self.stage_clock = StageClock()
         # Jobs this process is running: never taken for dead by this process's own workers,
         # whose event loop a long synchronous step can hold past a short lease.
         self._running: set[str] = set()
@@ -187,16 +183,8 @@ class JobService:
         await self.progress.publish(job_id, job_view(job))
         return job
 
-    def _time_stage(self, job_id: str, stage: str | None) -> None:
-        """End the job's current stage on the clock (its duration observed), start ``stage``."""
-        started = self._stage_clock.pop(job_id, None)
-        if started is not None:
-            STAGE_SECONDS.labels(started[0]).observe(time.monotonic() - started[1])
-        if stage is not None:
-            self._stage_clock[job_id] = (stage, time.monotonic())
-
     async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
-        self._time_stage(job.id, stage)
+        self.stage_clock.change(job.id, stage)
         log.info("job %s: %s", job.id, stage, extra={"event": "job_stage", "stage": stage})
         job = await self._update(job.id, stage=stage, progress=progress, detail=detail)
         if self.stage_hook is not None:
@@ -234,7 +222,7 @@ class JobService:
             log.exception("job %s failed (error %s)", job.id, error_id)
             await self._fail(job, f"internal error while drafting (error {error_id})")
         finally:
-            self._time_stage(job.id, None)
+            self.stage_clock.change(job.id, None)
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
             self._running.discard(job.id)
@@ -279,7 +267,9 @@ class JobService:
                 raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
             require_inpatient(state, self.inpatient_classes)
             job = await self._stage(job, JobStage.SUMMARIZING, 0.6, "drafting the summary")
-            draft = await self._store_draft(job, state)
+            draft = await self.drafting.store(
+                job, state, self.drafts, lambda step: self._update(job.id, detail=step)
+            )
         job = await self._stage(
             job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
         )
@@ -307,22 +297,3 @@ class JobService:
 
     async def draft_of(self, job_id: str) -> DraftRow | None:
         return await self.drafts.of_job(job_id)
-
-    async def _store_draft(self, job: JobRow, state: EvidenceState) -> DraftRow:
-        summary, state, unavailable = await self.drafting.summarize(
-            job.id, state, lambda step: self._update(job.id, detail=step)
-        )
-        draft = await self.drafts.create(
-            job_id=job.id,
-            iss=job.iss,
-            patient=job.patient,
-            summary=summary,
-            state=state,
-            bundle=draft_bundle(summary, state, datetime.now(UTC)),
-            markdown=render_markdown(summary, state),
-        )
-        if unavailable is not None:
-            await self.drafts.audit(
-                f"provenote job {job.id}", MODEL_UNAVAILABLE, draft.id, unavailable
-            )
-        return draft
