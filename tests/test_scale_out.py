@@ -120,6 +120,17 @@ def _query(cluster: Cluster, sql: str, *args: object) -> list[asyncpg.Record]:
     return asyncio.run(run())
 
 
+def _running_worker(cluster: Cluster, job_id: str) -> int:
+    """The pid of the worker running the job, once one is."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        (row,) = _query(cluster, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
+        if row["state"] == "running" and row["worker"]:
+            return int(row["worker"].rsplit(":", 1)[1])
+        time.sleep(0.05)
+    raise AssertionError(f"no worker took job {job_id}")
+
+
 def _read_events(url: str, cookies: dict[str, str], into: list[dict]) -> None:
     with (
         httpx.Client(timeout=httpx.Timeout(60, read=60), cookies=cookies) as client,
@@ -156,13 +167,7 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
             )
             reader.start()
 
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                (row,) = _query(health_system, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
-                if row["state"] == "running" and row["worker"]:
-                    break
-                time.sleep(0.05)
-            killed_pid = int(row["worker"].rsplit(":", 1)[1])
+            killed_pid = _running_worker(health_system, job_id)
             os.kill(killed_pid, signal.SIGKILL)
             health_system.worker_by_pid(killed_pid).wait(timeout=10)
             sandbox.set_fault("none", count=0)
@@ -210,13 +215,7 @@ def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
     try:
         with httpx.Client(follow_redirects=True, timeout=120) as browser:
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                (row,) = _query(health_system, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
-                if row["state"] == "running" and row["worker"]:
-                    break
-                time.sleep(0.05)
-            stopped_pid = int(row["worker"].rsplit(":", 1)[1])
+            stopped_pid = _running_worker(health_system, job_id)
             stopped = health_system.worker_by_pid(stopped_pid)
             os.kill(stopped_pid, signal.SIGTERM)
             assert stopped.wait(timeout=60) == 0  # it ends, by itself and cleanly
