@@ -22,7 +22,7 @@ class SchemaNotCurrentError(ProvenoteError):
     status_code = 500
 
 
-def _alembic_config(connection: Connection) -> Config:
+def alembic_config(connection: Connection) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -30,10 +30,10 @@ def _alembic_config(connection: Connection) -> Config:
 
 
 def upgrade_to_newest(connection: Connection) -> None:
-    command.upgrade(_alembic_config(connection), "head")
+    command.upgrade(alembic_config(connection), "head")
 
 
 def revisions_of(connection: Connection) -> tuple[str | None, str | None]:
     """(the database's schema revision, this version's newest)."""
-    newest = ScriptDirectory.from_config(_alembic_config(connection)).get_current_head()
+    newest = ScriptDirectory.from_config(alembic_config(connection)).get_current_head()
     return MigrationContext.configure(connection).get_current_revision(), newest

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Result, func, null, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from smartapp.core.db import Database, JobRow
 from smartapp.core.logs import REQUEST_ID
@@ -62,45 +64,25 @@ class JobRepository:
 
         Joining a running job, a launch that may write lends the job its session; one that may
         not (a patient's) leaves the job as it is, so it never gains a right to write."""
-        async with self.database.sessions() as session, session.begin():
-            existing = (
-                (
-                    await session.execute(
-                        select(JobRow).where(
-                            JobRow.patient == patient,
-                            JobRow.encounter == encounter,
-                            JobRow.iss == iss,
-                            JobRow.state.in_(ACTIVE_JOB_STATES),
-                        )
-                    )
-                )
-                .scalars()
-                .first()
-            )
-            if existing is not None:
-                if origin == "launch" and may_write:
-                    existing.session_id, existing.may_write = session_id, True
-                if api_client is not None and existing.api_client is None:
-                    existing.api_client = api_client
+        try:
+            async with self.database.sessions() as session, session.begin():
+                existing = await _active_job(session, iss, patient, encounter)
+                if existing is None:
+                    job = _new_job(iss, patient, encounter, session_id, origin, api_client)
+                    job.may_write = may_write  # a patient's launch starts a job that never writes
+                    session.add(job)
+                    return job, True
+                _join(existing, session_id, origin, api_client, may_write)
                 return existing, False
-            job = JobRow(
-                id=str(uuid.uuid4()),
-                request_id=REQUEST_ID.get(),
-                session_id=session_id,
-                iss=iss,
-                patient=patient,
-                encounter=encounter,
-                state=JobState.QUEUED,
-                stage=JobStage.QUEUED,
-                progress=0.0,
-                detail="waiting for a worker",
-                attempts=0,
-                origin=origin,
-                api_client=api_client,
-                may_write=may_write,
-            )
-            session.add(job)
-        return job, True
+        except IntegrityError:
+            # Another process created the stay's job between our look and our insert (the
+            # database allows one active job per stay): join that one.
+            async with self.database.sessions() as session, session.begin():
+                existing = await _active_job(session, iss, patient, encounter)
+                if existing is None:
+                    raise
+                _join(existing, session_id, origin, api_client, may_write)
+                return existing, False
 
     async def latest_for(self, iss: str, patient: str, encounter: str | None) -> JobRow | None:
         """The newest job for a patient's stay on an EHR (a launch may share it)."""
@@ -259,3 +241,55 @@ class JobRepository:
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+async def _active_job(
+    session: AsyncSession, iss: str, patient: str, encounter: str | None
+) -> JobRow | None:
+    """The stay's queued or running job (the database allows one)."""
+    found = await session.execute(
+        select(JobRow).where(
+            JobRow.patient == patient,
+            JobRow.encounter == encounter,
+            JobRow.iss == iss,
+            JobRow.state.in_(ACTIVE_JOB_STATES),
+        )
+    )
+    return found.scalars().first()
+
+
+def _join(
+    job: JobRow, session_id: str, origin: str, api_client: str | None, may_write: bool
+) -> None:
+    """A launch joining a job: one that may write lends the job its session; one that may not
+    (a patient's) leaves the job as it is, so it never gains a right to write."""
+    if origin == "launch" and may_write:
+        job.session_id, job.may_write = session_id, True
+    if api_client is not None and job.api_client is None:
+        job.api_client = api_client
+
+
+def _new_job(
+    iss: str,
+    patient: str,
+    encounter: str | None,
+    session_id: str,
+    origin: str,
+    api_client: str | None,
+) -> JobRow:
+    return JobRow(
+        id=str(uuid.uuid4()),
+        request_id=REQUEST_ID.get(),
+        session_id=session_id,
+        iss=iss,
+        patient=patient,
+        encounter=encounter,
+        state=JobState.QUEUED,
+        stage=JobStage.QUEUED,
+        progress=0.0,
+        detail="waiting for a worker",
+        attempts=0,
+        origin=origin,
+        api_client=api_client,
+        may_write=True,
+    )
