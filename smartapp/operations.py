@@ -17,7 +17,7 @@ from litestar.response import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
-from smartapp.core.db import JobRow
+from smartapp.core.db import JobRow, stored_utc
 from smartapp.core.errors import logged
 from smartapp.core.metrics import JOBS, LIVE_WORKERS, OLDEST_QUEUED, SCRAPE_ERRORS
 from smartapp.core.statuses import JobState
@@ -67,9 +67,8 @@ async def _read_installation_gauges(provenote: AppState) -> None:
         )
     for name in JobState:
         JOBS.labels(name.value).set(by_state.get(name, 0))
-    if oldest is not None and oldest.tzinfo is None:
-        oldest = oldest.replace(tzinfo=UTC)
-    OLDEST_QUEUED.set((datetime.now(UTC) - oldest).total_seconds() if oldest else 0)
+    age = datetime.now(UTC) - stored_utc(oldest) if oldest is not None else None
+    OLDEST_QUEUED.set(age.total_seconds() if age is not None else 0)
     if provenote.jobs is not None:
         LIVE_WORKERS.set(await provenote.jobs.live_workers())
 

@@ -41,6 +41,12 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def stored_utc(moment: datetime) -> datetime:
+    """A time read back from the database, with its zone: SQLite returns the UTC times it
+    stored without one."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar = {datetime: DateTime(timezone=True), dict: JSON}
 

@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from fhir_mapping.signoff import signed_bundle
 from pipeline.summarizing.summary_text import render_markdown
-from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, utcnow
+from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, stored_utc, utcnow
 from smartapp.core.metrics import DRAFTS_SIGNED, WRITE_BACKS
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, moved
 from smartapp.drafts.review import (
@@ -204,9 +204,7 @@ async def reconcile_claim(
     if remote == "final":
         full = await load(database, row.id)
         assert full is not None
-        claimed = row.signing_at or utcnow()
-        if claimed.tzinfo is None:  # SQLite returns stored UTC times without a zone
-            claimed = claimed.replace(tzinfo=UTC)
+        claimed = stored_utc(row.signing_at) if row.signing_at else utcnow()
         signer = Signer(practitioner, row.signing_session or "", "")
         signed = _as_signed(full, reviewed(full), signer, claimed)
         await _finish_signature(

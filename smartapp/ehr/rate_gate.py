@@ -13,6 +13,7 @@ import asyncio
 from typing import Protocol
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from smartapp.core.db import Database
 
@@ -68,9 +69,7 @@ class SharedRateGate:
     async def take(self) -> float:
         """Take a token: 0 when one was taken, else how long until one may be."""
         async with self.database.engine.begin() as connection:
-            if not self._ensured:
-                await connection.execute(_ENSURE, self.values)
-                self._ensured = True
+            await self._ensure(connection)
             if (await connection.execute(_TAKE, self.values)).first() is not None:
                 return 0.0
             wait = (await connection.execute(_WAIT, self.values)).scalar_one()
@@ -78,7 +77,11 @@ class SharedRateGate:
 
     async def hold_off(self, seconds: float) -> None:
         async with self.database.engine.begin() as connection:
-            if not self._ensured:
-                await connection.execute(_ENSURE, self.values)
-                self._ensured = True
+            await self._ensure(connection)
             await connection.execute(_HOLD_OFF, self.values | {"seconds": seconds})
+
+    async def _ensure(self, connection: AsyncConnection) -> None:
+        """The EHR's row, a full bucket, the first time this gate asks."""
+        if not self._ensured:
+            await connection.execute(_ENSURE, self.values)
+            self._ensured = True

@@ -33,26 +33,23 @@ from smartapp.state import Jobs, Provenote
 
 # What a progress stream tells the browser when this process stops: reconnect after this long.
 RECONNECT_MS = 1000
-STOPPING: dict[str, Any] = {}
 
 
-async def _news_or_stop(
+async def _next_news(
     queue: asyncio.Queue[dict[str, Any]], stopping: asyncio.Event, timeout_s: float
 ) -> dict[str, Any] | None:
-    """The job's next progress, STOPPING when the process is stopping, None after
-    ``timeout_s`` of silence."""
+    """The job's next progress; None after ``timeout_s`` of silence, or as soon as the
+    process is stopping."""
     if stopping.is_set():
-        return STOPPING
+        return None
     news = asyncio.ensure_future(queue.get())
     stop = asyncio.ensure_future(stopping.wait())
     done, pending = await asyncio.wait(
-        {news, stop}, timeout=timeout_s, return_when="FIRST_COMPLETED"
+        {news, stop}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
     )
     for task in pending:
         task.cancel()
-    if news in done:
-        return news.result()
-    return STOPPING if stop in done else None
+    return news.result() if news in done else None
 
 
 async def _latest_job(
@@ -140,17 +137,17 @@ class JobController(Controller):
                 view = job_view(current) if current is not None else {}
                 yield ServerSentEventMessage(data=json.dumps(view), event="progress")
                 while view.get("state") not in {JobState.DONE, JobState.FAILED}:
-                    news = await _news_or_stop(queue, provenote.stopping, 15)
-                    if news is STOPPING:
+                    news = await _next_news(queue, provenote.stopping, 15)
+                    if news is not None:
+                        view = news
+                        yield ServerSentEventMessage(data=json.dumps(view), event="progress")
+                        continue
+                    if provenote.stopping.is_set():
                         # This process is stopping: the browser reconnects, to another one.
                         yield ServerSentEventMessage(
                             data="{}", event="reconnect", retry=RECONNECT_MS
                         )
                         return
-                    if news is not None:
-                        view = news
-                        yield ServerSentEventMessage(data=json.dumps(view), event="progress")
-                        continue
                     # No news: the job may have ended in another process, or the session.
                     current = await jobs.get(job_id)
                     view = job_view(current) if current else {"state": JobState.FAILED}

@@ -16,7 +16,7 @@ from sqlalchemy import CursorResult, Result, func, null, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from smartapp.core.db import Database, JobRow
+from smartapp.core.db import Database, JobRow, stored_utc
 from smartapp.core.logs import REQUEST_ID
 from smartapp.core.statuses import ACTIVE_JOB_STATES, JOB_MOVES, JobStage, JobState, moved
 
@@ -221,7 +221,7 @@ class JobRepository:
                     JobRow.state.in_([JobState.DONE, JobState.FAILED]),
                 )
             )
-            return [(job_id, _aware(ended)) for job_id, ended in found.all()]
+            return [(job_id, stored_utc(ended)) for job_id, ended in found.all()]
 
     async def forget_record(self, job_id: str) -> bool:
         """Remove an ended job's pulled record; False when it had none (or is running again)."""
@@ -237,10 +237,6 @@ class JobRepository:
                 .execution_options(synchronize_session=False)
             )
             return _changed_rows(result) == 1
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 async def _active_job(

@@ -16,14 +16,14 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 from sqlalchemy import delete, text, update
 
-from smartapp.core.db import Database, PendingLaunchRow, SessionRow, utcnow
+from smartapp.core.db import Database, PendingLaunchRow, SessionRow, stored_utc, utcnow
 from smartapp.launch.discovery import SmartConfiguration
 from smartapp.launch.oauth import TokenResponse
 
@@ -83,11 +83,6 @@ def _launch_again(pending: PendingLaunch) -> str | None:
     if not pending.launch:
         return None
     return f"/launch?{urlencode({'iss': pending.iss, 'launch': pending.launch})}"
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns stored UTC times without a zone."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class SessionStore:
@@ -155,7 +150,7 @@ class SessionStore:
             if row is None:
                 return Taken(None)
             await session.delete(row)
-        if _aware(row.expires_at) < utcnow():
+        if stored_utc(row.expires_at) < utcnow():
             return Taken(None)
         try:
             pending = PendingLaunch.model_validate_json(self._cipher.decrypt(row.sealed))
@@ -182,11 +177,11 @@ class SessionStore:
                 row.sealed_tokens = sealed
 
     def _expired(self, row: SessionRow, now: datetime) -> bool:
-        seen = _aware(row.last_seen_at or row.updated_at or row.created_at)
+        seen = stored_utc(row.last_seen_at or row.updated_at or row.created_at)
         grant_ends = row.context.get("grant_ends_at") if isinstance(row.context, dict) else None
         if isinstance(grant_ends, int | float) and grant_ends < time.time():
             return True
-        return now - _aware(row.created_at) > self.lifetime or now - seen > self.idle
+        return now - stored_utc(row.created_at) > self.lifetime or now - seen > self.idle
 
     async def end_grant(self, session_id: str) -> None:
         """The EHR's grant is over (a refresh was refused): the session ends with it."""
@@ -207,7 +202,7 @@ class SessionStore:
             if self._expired(row, now):
                 await session.delete(row)
                 return None
-            seen = _aware(row.last_seen_at or row.created_at)
+            seen = stored_utc(row.last_seen_at or row.created_at)
             interval = min(TOUCH_INTERVAL_S, self.idle.total_seconds() / 4)
             if touch and (now - seen).total_seconds() > interval:
                 await session.execute(
