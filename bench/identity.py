@@ -15,13 +15,22 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT
-from pipeline.ingestion.identity import check_identity
+from pipeline.ingestion.identity import ChartIdentity, check_identity
 from pipeline.ingestion.pdf import read_pdf
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
+
+
+def chart_of(patient: dict[str, Any]) -> ChartIdentity:
+    """The chart identity of a Patient given as JSON."""
+    return chart_identity_of(Patient.model_validate(patient))
+
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PDFS = DATA / "pdfs"
@@ -33,13 +42,13 @@ def main() -> None:
         print(f"identity: skipped, no {PDFS}")
         return
     settings = PipelineSettings()
-    other = chart_identity_of(OTHER_PATIENT)
+    other = chart_of(OTHER_PATIENT)
     caught = false_mismatches = 0
     print(f"{'document':<64} {'own chart':<11} {'other chart':<11}")
     for name, patient in DOCUMENT_PATIENTS.items():
         pages, _ = read_pdf((PDFS / name).read_bytes(), settings)
         readable = [page for page in pages if page.has_text]
-        own = check_identity(readable, chart_identity_of(patient))
+        own = check_identity(readable, chart_of(patient))
         theirs = check_identity(readable, other)
         caught += theirs.verdict == "mismatch"
         false_mismatches += own.verdict == "mismatch"

@@ -9,8 +9,23 @@ given and imaging studies belong to the episode by its encounters, else by their
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from fhir.resources.R4B.appointment import Appointment
+from fhir.resources.R4B.careplan import CarePlan
+from fhir.resources.R4B.codeableconcept import CodeableConcept
+from fhir.resources.R4B.condition import Condition
+from fhir.resources.R4B.diagnosticreport import DiagnosticReport
+from fhir.resources.R4B.goal import Goal
+from fhir.resources.R4B.imagingstudy import ImagingStudy
+from fhir.resources.R4B.immunization import Immunization
+from fhir.resources.R4B.medication import Medication
+from fhir.resources.R4B.medicationadministration import MedicationAdministration
+from fhir.resources.R4B.servicerequest import ServiceRequest
+
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     AdministrationAttributes,
@@ -25,8 +40,12 @@ _GIVEN = frozenset({"completed", "in-progress"})
 _IMAGING_CATEGORIES = frozenset({"RAD", "imaging", "LP29684-5"})
 
 
+def _code_of(condition: Condition | None) -> CodeableConcept | None:
+    return condition.code if condition is not None else None
+
+
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type("CarePlan"):
+    for item in scope.index.of_type(CarePlan):
         plan = item.model
         if not scope.is_patient(plan.subject):
             continue
@@ -57,13 +76,13 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             for reference in plan.addresses or []
             if (
                 text := reference.display
-                or concept_text(getattr(scope.index.resolve(reference.reference), "code", None))
+                or concept_text(_code_of(scope.index.resolve(reference.reference, Condition)))
             )
         ]
         goals = [
             text
             for reference in plan.goal or []
-            if (goal := scope.index.resolve(reference.reference)) is not None
+            if (goal := scope.index.resolve(reference.reference, Goal)) is not None
             and (text := concept_text(goal.description))
         ]
         mapped.facts.append(
@@ -84,47 +103,62 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
         )
 
 
+# When and what a request or appointment plans, or None when it is not this patient's.
+Planned = tuple[datetime | None, str | None] | None
+
+
+def _service_request(scope: Scope, model: ServiceRequest) -> Planned:
+    if not scope.is_patient(model.subject):
+        return None
+    return as_datetime(model.occurrenceDateTime or model.authoredOn), concept_text(model.code)
+
+
+def _appointment(scope: Scope, model: Appointment) -> Planned:
+    actors = [p.actor for p in model.participant or [] if p.actor is not None]
+    if not any(scope.is_patient(actor) for actor in actors):
+        return None
+    title = (
+        model.description
+        or concept_text(next(iter(model.serviceType or []), None))
+        or concept_text(model.appointmentType)
+    )
+    return as_datetime(model.start), title
+
+
 def _requests(scope: Scope, mapped: Mapped) -> None:
-    for kind, resource_type in (
-        ("service_request", "ServiceRequest"),
-        ("appointment", "Appointment"),
-    ):
-        for item in scope.index.of_type(resource_type):
-            model = item.model
-            if resource_type == "ServiceRequest":
-                if not scope.is_patient(model.subject):
-                    continue
-                when = as_datetime(model.occurrenceDateTime or model.authoredOn)
-                title = concept_text(model.code)
-            else:
-                actors = [p.actor for p in model.participant or [] if p.actor is not None]
-                if not any(scope.is_patient(actor) for actor in actors):
-                    continue
-                when = as_datetime(model.start)
-                title = (
-                    model.description
-                    or concept_text((model.serviceType or [None])[0])
-                    or concept_text(model.appointmentType)
-                )
-            status = model.status
-            upcoming = status in {"active", "booked", "pending", "proposed", "arrived"}
-            if not upcoming or when is None or not scope.after_discharge(when):
-                mapped.exclude(item, "out_of_scope", "not planned for after discharge")
-                continue
-            mapped.facts.append(
-                Fact(
-                    id=stable_id(kind, item.key),
-                    category="care_plan",
-                    attributes=CarePlanAttributes(
-                        kind=kind, title=title or kind.replace("_", " "), status=status, when=when
-                    ),
-                    sources=[ref(item, "code" if kind == "service_request" else "start")],
-                )
+    planned: list[tuple[str, ParsedResource[ServiceRequest | Appointment], Planned]] = [
+        *(
+            ("service_request", item, _service_request(scope, item.model))
+            for item in scope.index.of_type(ServiceRequest)
+        ),
+        *(
+            ("appointment", item, _appointment(scope, item.model))
+            for item in scope.index.of_type(Appointment)
+        ),
+    ]
+    for kind, item, plan in planned:
+        if plan is None:
+            continue
+        when, title = plan
+        status = item.model.status
+        upcoming = status in {"active", "booked", "pending", "proposed", "arrived"}
+        if not upcoming or when is None or not scope.after_discharge(when):
+            mapped.exclude(item, "out_of_scope", "not planned for after discharge")
+            continue
+        mapped.facts.append(
+            Fact(
+                id=stable_id(kind, item.key),
+                category="care_plan",
+                attributes=CarePlanAttributes(
+                    kind=kind, title=title or kind.replace("_", " "), status=status, when=when
+                ),
+                sources=[ref(item, "code" if kind == "service_request" else "start")],
             )
+        )
 
 
 def _administrations(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type("Immunization"):
+    for item in scope.index.of_type(Immunization):
         vaccine = item.model
         if not scope.is_patient(vaccine.patient):
             continue
@@ -144,8 +178,8 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
                 sources=[ref(item, "vaccineCode")],
             )
         )
-    for item in scope.index.of_type("MedicationAdministration"):
-        given = item.model
+    for administration in scope.index.of_type(MedicationAdministration):
+        given = administration.model
         if not scope.is_patient(given.subject):
             continue
         when = as_datetime(
@@ -156,12 +190,11 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
             continue
         concept = given.medicationCodeableConcept
         if concept is None and given.medicationReference is not None:
-            concept = getattr(
-                scope.index.resolve(given.medicationReference.reference), "code", None
-            )
+            medication = scope.index.resolve(given.medicationReference.reference, Medication)
+            concept = medication.code if medication is not None else None
         mapped.facts.append(
             Fact(
-                id=stable_id("administration", item.key),
+                id=stable_id("administration", administration.key),
                 category="administration",
                 attributes=AdministrationAttributes(
                     kind="medication",
@@ -171,7 +204,7 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
                 ),
                 sources=[
                     ref(
-                        item,
+                        administration,
                         "medicationCodeableConcept"
                         if given.medicationCodeableConcept
                         else "medicationReference",
@@ -182,7 +215,7 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
 
 
 def _imaging(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type("ImagingStudy"):
+    for item in scope.index.of_type(ImagingStudy):
         study = item.model
         if not scope.is_patient(study.subject):
             continue
@@ -204,8 +237,8 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
                 sources=[ref(item, "procedureCode")],
             )
         )
-    for item in scope.index.of_type("DiagnosticReport"):
-        report = item.model
+    for report_item in scope.index.of_type(DiagnosticReport):
+        report = report_item.model
         codes = {
             coding.code for concept in report.category or [] for coding in concept.coding or []
         }
@@ -222,14 +255,14 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
             continue
         mapped.facts.append(
             Fact(
-                id=stable_id("imaging", item.key),
+                id=stable_id("imaging", report_item.key),
                 category="imaging",
                 attributes=ImagingAttributes(
                     name=concept_text(report.code) or "imaging report",
                     started=effective,
                     conclusion=report.conclusion,
                 ),
-                sources=[ref(item, "conclusion")],
+                sources=[ref(report_item, "conclusion")],
             )
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from fhir.resources.R4B.allergyintolerance import AllergyIntolerance
 from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.procedure import Procedure
 
@@ -83,7 +84,7 @@ def map_conditions(scope: Scope) -> Mapped:
     """Encounter diagnoses, and other problems active at some time during the stay."""
     mapped = Mapped()
     principal_keys, principal_codes = _principal(scope)
-    for item in scope.index.of_type("Condition"):
+    for item in scope.index.of_type(Condition):
         condition = item.model
         if not scope.is_patient(condition.subject):
             continue
@@ -134,7 +135,7 @@ def map_conditions(scope: Scope) -> Mapped:
 def map_allergies(scope: Scope) -> Mapped:
     """Allergies recorded by the end of the stay and not refuted, inactive or resolved."""
     mapped = Mapped()
-    for item in scope.index.of_type("AllergyIntolerance"):
+    for item in scope.index.of_type(AllergyIntolerance):
         allergy = item.model
         if not scope.is_patient(allergy.patient):
             continue
@@ -188,7 +189,7 @@ def performed(procedure: Procedure) -> tuple[datetime | None, datetime | None]:
 def map_procedures(scope: Scope) -> Mapped:
     """Procedures performed in the stay: by encounter reference, else by performed time."""
     mapped = Mapped()
-    for item in scope.index.of_type("Procedure"):
+    for item in scope.index.of_type(Procedure):
         procedure = item.model
         if not scope.is_patient(procedure.subject):
             continue

@@ -13,9 +13,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
 
-from fhir.resources.R4B.bundle import Bundle
+from fhir.resources.R4B.bundle import Bundle, BundleEntry, BundleEntryRequest
+from fhir.resources.R4B.codeableconcept import CodeableConcept
+from fhir.resources.R4B.coding import Coding
+from fhir.resources.R4B.composition import Composition, CompositionSection
+from fhir.resources.R4B.device import Device, DeviceDeviceName, DeviceProperty, DeviceVersion
+from fhir.resources.R4B.domainresource import DomainResource
+from fhir.resources.R4B.extension import Extension
+from fhir.resources.R4B.identifier import Identifier
+from fhir.resources.R4B.meta import Meta
+from fhir.resources.R4B.narrative import Narrative
+from fhir.resources.R4B.provenance import Provenance, ProvenanceAgent, ProvenanceEntity
+from fhir.resources.R4B.quantity import Quantity
+from fhir.resources.R4B.reference import Reference
 
 from pipeline.evidence.model import EvidenceState, SourceRef
 from pipeline.evidence.summary import Sentence, Summary, SummarySection, cited_sources
@@ -27,11 +39,11 @@ REVIEW_FLAG_SYSTEM = f"{CANONICAL}/CodeSystem/review-flag"
 TARGET_ELEMENT = "http://hl7.org/fhir/StructureDefinition/targetElement"
 TARGET_PATH = "http://hl7.org/fhir/StructureDefinition/targetPath"
 LOINC = "http://loinc.org"
-AI_ASSERTED = {
-    "system": "http://terminology.hl7.org/CodeSystem/v3-ObservationValue",
-    "code": "AIAST",
-    "display": "Artificial Intelligence asserted",
-}
+AI_ASSERTED = Coding(
+    system="http://terminology.hl7.org/CodeSystem/v3-ObservationValue",
+    code="AIAST",
+    display="Artificial Intelligence asserted",
+)
 # The identifier system of every note Provenote writes to an EHR (its idempotency key).
 DRAFT_KEY_SYSTEM = f"{CANONICAL}/draft-key"
 DRAFT_TITLE = "AI DRAFT discharge summary: not reviewed, needs physician review and signature"
@@ -50,59 +62,57 @@ def section_id(section: SummarySection) -> str:
     return f"section-{section.key.replace('_', '-')}"
 
 
-def _source_reference(ref: SourceRef) -> dict[str, Any]:
-    return {
-        "reference": ref.resource,
-        "extension": [{"url": TARGET_PATH, "valueString": ref.path}],
-    }
+def _ai_asserted() -> Meta:
+    return Meta(security=[AI_ASSERTED.model_copy()])
 
 
-def sentence_extension(sentence: Sentence, state: EvidenceState) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [
-        {"url": "sentence", "valueString": sentence.id},
-        {"url": "text", "valueString": sentence.text},
+def _source_reference(ref: SourceRef) -> Reference:
+    return Reference(
+        reference=ref.resource, extension=[Extension(url=TARGET_PATH, valueString=ref.path)]
+    )
+
+
+def _flag(code: str, reason: str) -> Extension:
+    return Extension(
+        url="flag", valueCoding=Coding(system=REVIEW_FLAG_SYSTEM, code=code, display=reason)
+    )
+
+
+def sentence_extension(sentence: Sentence, state: EvidenceState) -> Extension:
+    parts = [
+        Extension(url="sentence", valueString=sentence.id),
+        Extension(url="text", valueString=sentence.text),
     ]
     for ref in cited_sources(sentence, state):
-        parts.append({"url": "source", "valueReference": _source_reference(ref)})
+        parts.append(Extension(url="source", valueReference=_source_reference(ref)))
         if ref.quote is not None:
             where = f"page {ref.page} [{ref.start}:{ref.end}]"
-            parts.append({"url": "quote", "valueString": f"{ref.resource} {where}: {ref.quote}"})
+            quote = f"{ref.resource} {where}: {ref.quote}"
+            parts.append(Extension(url="quote", valueString=quote))
     if sentence.grounding is not None:
-        parts.append({"url": "grounding", "valueDecimal": round(sentence.grounding, 4)})
-    parts.append({"url": "verdict", "valueCode": sentence.verdict})
+        grounding = Decimal(str(round(sentence.grounding, 4)))
+        parts.append(Extension(url="grounding", valueDecimal=grounding))
+    parts.append(Extension(url="verdict", valueCode=sentence.verdict))
     if sentence.review is not None:
-        parts.append({"url": "review", "valueCode": sentence.review})
+        parts.append(Extension(url="review", valueCode=sentence.review))
     if sentence.entailment is not None:
-        parts.append({"url": "entailment", "valueCode": sentence.entailment})
-    flags = list(sentence.flags)
+        parts.append(Extension(url="entailment", valueCode=sentence.entailment))
     for check in sentence.checks:
         if not check.passed:
-            flags_reason = f"{check.detail}: {', '.join(check.spans)}".strip(": ")
-            parts.append(
-                {
-                    "url": "flag",
-                    "valueCoding": {
-                        "system": REVIEW_FLAG_SYSTEM,
-                        "code": f"check-{check.check}",
-                        "display": flags_reason,
-                    },
-                }
-            )
-    for flag in flags:
-        parts.append(
-            {
-                "url": "flag",
-                "valueCoding": {
-                    "system": REVIEW_FLAG_SYSTEM,
-                    "code": flag.code,
-                    "display": flag.reason,
-                },
-            }
-        )
-    return {"url": SENTENCE_PROVENANCE, "extension": parts}
+            reason = f"{check.detail}: {', '.join(check.spans)}".strip(": ")
+            parts.append(_flag(f"check-{check.check}", reason))
+    parts.extend(_flag(flag.code, flag.reason) for flag in sentence.flags)
+    return Extension(url=SENTENCE_PROVENANCE, extension=parts)
 
 
-def _section(section: SummarySection, state: EvidenceState) -> dict[str, Any]:
+_NOT_DOCUMENTED = Coding(
+    system="http://terminology.hl7.org/CodeSystem/list-empty-reason",
+    code="unavailable",
+    display="Unavailable",
+)
+
+
+def _section(section: SummarySection, state: EvidenceState) -> CompositionSection:
     spec = section.spec
     entries = list(
         dict.fromkeys(
@@ -110,27 +120,29 @@ def _section(section: SummarySection, state: EvidenceState) -> dict[str, Any]:
         )
     )
     narrative = render("summary/narrative.xhtml.j2", section=section)
-    built: dict[str, Any] = {
-        "id": section_id(section),
-        "title": spec.title,
-        "code": {"coding": [{"system": LOINC, "code": spec.loinc, "display": spec.loinc_display}]},
-        "text": {"status": "generated", "div": narrative},
-    }
+    built = CompositionSection(
+        id=section_id(section),
+        title=spec.title,
+        code=CodeableConcept(
+            coding=[Coding(system=LOINC, code=spec.loinc, display=spec.loinc_display)]
+        ),
+        text=Narrative(status="generated", div=narrative),
+    )
     if section.sentences:
-        built["extension"] = [sentence_extension(s, state) for s in section.sentences]
-        built["entry"] = [{"reference": resource} for resource in entries]
+        built.extension = [sentence_extension(s, state) for s in section.sentences]
+        built.entry = [Reference(reference=resource) for resource in entries]
     else:
-        built["emptyReason"] = {
-            "coding": [
-                {
-                    "system": "http://terminology.hl7.org/CodeSystem/list-empty-reason",
-                    "code": "unavailable",
-                    "display": "Unavailable",
-                }
-            ],
-            "text": section.empty_reason or "Not documented",
-        }
+        built.emptyReason = CodeableConcept(
+            coding=[_NOT_DOCUMENTED.model_copy()], text=section.empty_reason or "Not documented"
+        )
     return built
+
+
+_AUTHOR = Coding(
+    system="http://terminology.hl7.org/CodeSystem/provenance-participant-type",
+    code="author",
+    display="Author",
+)
 
 
 def _provenance(
@@ -138,46 +150,33 @@ def _provenance(
     state: EvidenceState,
     composition_urn: str,
     device_urn: str,
-    recorded: str,
-) -> dict[str, Any]:
+    recorded: datetime,
+) -> Provenance:
     refs = {
         (ref.resource, ref.path): ref
         for sentence in section.sentences
         for ref in cited_sources(sentence, state)
     }
-    provenance: dict[str, Any] = {
-        "resourceType": "Provenance",
-        "meta": {"security": [AI_ASSERTED]},
-        "target": [
-            {
-                "reference": composition_urn,
-                "extension": [{"url": TARGET_ELEMENT, "valueUri": section_id(section)}],
-            }
-        ],
-        "recorded": recorded,
-        "agent": [
-            {
-                "type": {
-                    "coding": [
-                        {
-                            "system": "http://terminology.hl7.org/CodeSystem/provenance-participant-type",
-                            "code": "author",
-                            "display": "Author",
-                        }
-                    ]
-                },
-                "who": {"reference": device_urn},
-            }
-        ],
-    }
-    if refs:
-        provenance["entity"] = [
-            {"role": "source", "what": _source_reference(ref)} for ref in refs.values()
+    target = Reference(
+        reference=composition_urn,
+        extension=[Extension(url=TARGET_ELEMENT, valueUri=section_id(section))],
+    )
+    author = ProvenanceAgent(
+        type=CodeableConcept(coding=[_AUTHOR.model_copy()]), who=Reference(reference=device_urn)
+    )
+    return Provenance(
+        meta=_ai_asserted(),
+        target=[target],
+        recorded=recorded,
+        agent=[author],
+        entity=[
+            ProvenanceEntity(role="source", what=_source_reference(ref)) for ref in refs.values()
         ]
-    return provenance
+        or None,
+    )
 
 
-def _model_properties(summary: Summary) -> list[dict[str, Any]]:
+def _model_properties(summary: Summary) -> list[DeviceProperty]:
     """What drafting asked of the model, on its Device: calls, tokens, passes, why it stopped."""
     usage = summary.model_usage
     assert usage is not None
@@ -187,94 +186,85 @@ def _model_properties(summary: Summary) -> list[dict[str, Any]]:
         "completion-tokens": usage.completion_tokens,
         "passes": summary.iterations,
     }
-    properties: list[dict[str, Any]] = [
-        {"type": {"text": name}, "valueQuantity": [{"value": value}]}
+    properties = [
+        DeviceProperty(
+            type=CodeableConcept(text=name), valueQuantity=[Quantity(value=Decimal(value))]
+        )
         for name, value in counts.items()
     ]
     properties.append(
-        {"type": {"text": "stop-reason"}, "valueCode": [{"text": summary.stop_reason}]}
+        DeviceProperty(
+            type=CodeableConcept(text="stop-reason"),
+            valueCode=[CodeableConcept(text=summary.stop_reason)],
+        )
     )
     return properties
 
 
-def _device(summary: Summary) -> dict[str, Any]:
+def _device(summary: Summary) -> Device:
     """The drafting software (and model) as the author of the draft."""
-    device: dict[str, Any] = {
-        "resourceType": "Device",
-        "identifier": [
-            {
-                "system": f"{CANONICAL}/device",
-                "value": f"{summary.backend}-{summary.backend_version}",
-            }
+    return Device(
+        identifier=[
+            Identifier(
+                system=f"{CANONICAL}/device", value=f"{summary.backend}-{summary.backend_version}"
+            )
         ],
-        "deviceName": [{"name": summary.backend, "type": "model-name"}],
-        "version": [{"value": summary.backend_version}],
-        "type": {"text": "AI software drafting discharge summaries from the record"},
-    }
-    if summary.model_usage is not None:
-        device["property"] = _model_properties(summary)
-    return device
+        deviceName=[DeviceDeviceName(name=summary.backend, type="model-name")],
+        version=[DeviceVersion(value=summary.backend_version)],
+        type=CodeableConcept(text="AI software drafting discharge summaries from the record"),
+        property=_model_properties(summary) if summary.model_usage is not None else None,
+    )
 
 
 def _composition(
-    summary: Summary, state: EvidenceState, recorded: str, device_urn: str
-) -> dict[str, Any]:
+    summary: Summary, state: EvidenceState, recorded: datetime, device_urn: str
+) -> Composition:
     """The preliminary Composition, AI-asserted, saying when the model could not be used."""
-    composition: dict[str, Any] = {
-        "resourceType": "Composition",
-        "meta": {"security": [AI_ASSERTED]},
-        "status": "preliminary",
-        "type": {"coding": [{"system": LOINC, "code": "18842-5", "display": "Discharge summary"}]},
-        "subject": {"reference": summary.patient},
-        "date": recorded,
-        "author": [{"reference": device_urn}],
-        "title": DRAFT_TITLE,
-        "section": [_section(section, state) for section in summary.sections],
-    }
+    composition = Composition(
+        meta=_ai_asserted(),
+        status="preliminary",
+        type=CodeableConcept(
+            coding=[Coding(system=LOINC, code="18842-5", display="Discharge summary")]
+        ),
+        subject=Reference(reference=summary.patient),
+        date=recorded,
+        author=[Reference(reference=device_urn)],
+        title=DRAFT_TITLE,
+        section=[_section(section, state) for section in summary.sections],
+    )
     if summary.model_unavailable is not None:
-        composition["title"] = f"{DRAFT_TITLE} ({MODEL_UNAVAILABLE})"
-        composition["extension"] = [
-            {
-                "url": DRAFTING_NOTE,
-                "valueString": f"{MODEL_UNAVAILABLE}: {summary.model_unavailable}",
-            }
-        ]
+        composition.title = f"{DRAFT_TITLE} ({MODEL_UNAVAILABLE})"
+        note = f"{MODEL_UNAVAILABLE}: {summary.model_unavailable}"
+        composition.extension = [Extension(url=DRAFTING_NOTE, valueString=note)]
     if summary.encounter:
-        composition["encounter"] = {"reference": summary.encounter}
+        composition.encounter = Reference(reference=summary.encounter)
     return composition
 
 
-def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> dict[str, Any]:
-    """The transaction Bundle of the draft; validated with ``fhir.resources.R4B`` before return."""
+def transaction_entry(full_url: str, resource: DomainResource) -> BundleEntry:
+    """An entry that creates ``resource``, referenced in its bundle by ``full_url``."""
+    return BundleEntry(
+        fullUrl=full_url,
+        resource=resource,
+        request=BundleEntryRequest(method="POST", url=resource.get_resource_type()),
+    )
+
+
+def draft_bundle(summary: Summary, state: EvidenceState, generated_at: datetime) -> Bundle:
+    """The transaction Bundle of the draft."""
     if generated_at.tzinfo is None:
         raise ValueError("generated_at needs a time zone: FHIR instants carry one")
-    recorded = generated_at.isoformat()
-    key = f"{summary.patient}|{summary.encounter}|{summary.backend}|{recorded}"
+    key = f"{summary.patient}|{summary.encounter}|{summary.backend}|{generated_at.isoformat()}"
     device_urn, composition_urn = _urn(key, "device"), _urn(key, "composition")
-    device = _device(summary)
-    composition = _composition(summary, state, recorded, device_urn)
     entries = [
-        (device_urn, device),
-        (composition_urn, composition),
+        transaction_entry(device_urn, _device(summary)),
+        transaction_entry(composition_urn, _composition(summary, state, generated_at, device_urn)),
         *(
-            (
+            transaction_entry(
                 _urn(key, "provenance", section.key),
-                _provenance(section, state, composition_urn, device_urn, recorded),
+                _provenance(section, state, composition_urn, device_urn, generated_at),
             )
             for section in summary.sections
         ),
     ]
-    bundle = {
-        "resourceType": "Bundle",
-        "type": "transaction",
-        "entry": [
-            {
-                "fullUrl": full_url,
-                "resource": resource,
-                "request": {"method": "POST", "url": resource["resourceType"]},
-            }
-            for full_url, resource in entries
-        ],
-    }
-    Bundle.model_validate(bundle)
-    return bundle
+    return Bundle(type="transaction", entry=entries)

@@ -10,8 +10,9 @@ from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from fhir_mapping.mapped import ref
-from fhir_mapping.resources import ParsedResource
+from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     EncounterAttributes,
@@ -40,17 +41,19 @@ def _display_name(patient: object) -> str | None:
     return None
 
 
-def person_name(resource: dict[str, Any]) -> str | None:
-    """A person's name as people write it (``Dr. Sandra Box``), from the resource's JSON."""
-    for name in resource.get("name") or []:
-        if not isinstance(name, dict):
-            continue
-        if isinstance(name.get("text"), str) and name["text"].strip():
-            return str(name["text"]).strip()
-        parts = [*(name.get("prefix") or []), *(name.get("given") or []), name.get("family") or ""]
-        joined = " ".join(str(part) for part in parts if isinstance(part, str) and part)
-        if joined:
-            return joined
+def person_name(resource: JsonObject) -> str | None:
+    """A person's name as people write it (``Dr. Sandra Box``), from the resource's JSON (an
+    EHR's user resource, read for its name alone: it need not validate)."""
+    for name in objects_at(resource, "name"):
+        if text := (string_at(name, "text") or "").strip():
+            return text
+        parts = [
+            *strings_at(name, "prefix"),
+            *strings_at(name, "given"),
+            *strings_at(name, "family"),
+        ]
+        if parts:
+            return " ".join(parts)
     return None
 
 
@@ -74,10 +77,9 @@ def _identifiers(patient: object) -> list[str]:
     ]
 
 
-def chart_identity_of(patient: dict[str, Any]) -> ChartIdentity:
+def chart_identity_of(model: Patient) -> ChartIdentity:
     """Who a FHIR Patient is, as documents are compared with it
     (``pipeline.ingestion.identity``)."""
-    model = Patient.model_validate(patient)
     birth = model.birthDate if isinstance(model.birthDate, date) else None
     return ChartIdentity(
         names=_names(model),
@@ -119,8 +121,12 @@ def _admitted_from(scope: Scope) -> str | None:
     if source:
         return source
     for key, why in scope.episode.items():
-        model = scope.index.by_key[key].model
-        if model.class_fhir is not None and model.class_fhir.code == "EMER" and "before" in why:
+        encounter = as_type(scope.index.by_key[key], Encounter)
+        model = encounter.model if encounter is not None else None
+        emergency = (
+            model is not None and model.class_fhir is not None and model.class_fhir.code == "EMER"
+        )
+        if emergency and "before" in why:
             return "the emergency department"
     return None
 
@@ -169,16 +175,16 @@ def clinical_reasons(model: object) -> list[Any]:
     ]
 
 
-def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource]]:
+def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource[Encounter]]]:
     """The stay's own clinical reason codes; when it names none, those of an encounter of the
     episode (the emergency visit that led to the admission), with the encounter read."""
     own = clinical_reasons(scope.encounter.model)
     if own:
         return own, []
     for key in scope.episode:
-        item = scope.index.by_key[key]
-        found = clinical_reasons(item.model)
-        if key != scope.encounter.key and found:
+        item = as_type(scope.index.by_key[key], Encounter)
+        found = clinical_reasons(item.model) if item is not None else []
+        if item is not None and key != scope.encounter.key and found:
             return found, [item]
     return [], []
 

@@ -10,15 +10,18 @@ input; one that cannot be had still becomes a document, carrying the error. Read
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from fhir.resources.R4B.attachment import Attachment
+from fhir.resources.R4B.binary import Binary
+from fhir.resources.R4B.device import Device
 from fhir.resources.R4B.diagnosticreport import DiagnosticReport
 from fhir.resources.R4B.documentreference import DocumentReference
 
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM
+from fhir_mapping.json_values import JsonObject, objects_at, string_at
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, relative_key
 from fhir_mapping.scope import Scope
@@ -29,10 +32,12 @@ from pipeline.ingestion.documents import document_id
 OUTSIDE_EHR = "attachment outside the EHR, not fetched"
 AI_GENERATED = "AI-generated draft"
 AI_ASSERTED_CODE = "AIAST"
+# What carries notes as attachments: a note, or a report's presented form.
+Document = DocumentReference | DiagnosticReport
 
 
 def _attachment_bytes(
-    attachment: Attachment, path: str, item: ParsedResource, scope: Scope
+    attachment: Attachment, path: str, item: ParsedResource[Document], scope: Scope
 ) -> tuple[bytes, str | None, str | None]:
     """(data, content type, error) of one attachment, following ``url`` to a Binary."""
     if path in item.attachment_errors:
@@ -44,8 +49,8 @@ def _attachment_bytes(
         if url in scope.index.not_fetched:
             why = scope.index.not_fetched[url]
             return b"", attachment.contentType, OUTSIDE_EHR if "outside" in why else why
-        binary = scope.index.resolve(url)
-        if binary is None or binary.get_resource_type() != "Binary":
+        binary = scope.index.resolve(url, Binary)
+        if binary is None:
             return (
                 b"",
                 attachment.contentType,
@@ -58,7 +63,7 @@ def _attachment_bytes(
 def _collect(
     found: dict[str, PendingDocument],
     scope: Scope,
-    item: ParsedResource,
+    item: ParsedResource[Document],
     attachment: Attachment,
     path: str,
     title: str | None,
@@ -88,9 +93,7 @@ def _document_reference_in_stay(scope: Scope, document: DocumentReference) -> bo
     return scope.during_stay(as_datetime(period_start or document.date))
 
 
-def ai_generated(
-    document: DocumentReference | DiagnosticReport, scope: Scope, item: ParsedResource
-) -> bool:
+def ai_generated(document: Document, scope: Scope, item: ParsedResource[Document]) -> bool:
     """Whether a document is an AI-generated draft (HL7 AI Transparency's AIAST label,
     Provenote's own identifier, or a Device as author): such a note is never evidence, or a new
     draft would cite an earlier draft, its own words, as the record."""
@@ -102,8 +105,7 @@ def ai_generated(
     for author in getattr(document, "author", None) or []:
         reference = author.reference or ""
         if reference.startswith("#"):
-            target = scope.index.resolve(reference, container=item)
-            if target is not None and target.get_resource_type() == "Device":
+            if scope.index.resolve(reference, Device, container=item) is not None:
                 return True
         elif relative_key(reference).startswith("Device/"):
             return True
@@ -115,7 +117,7 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
     and the notes excluded with why."""
     mapped = Mapped()
     found: dict[str, PendingDocument] = {}
-    for item in scope.index.of_type("DocumentReference"):
+    for item in scope.index.of_type(DocumentReference):
         document = item.model
         if not scope.is_patient(document.subject):
             continue
@@ -139,8 +141,8 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
                 title,
                 as_datetime(document.date),
             )
-    for item in scope.index.of_type("DiagnosticReport"):
-        report = item.model
+    for report_item in scope.index.of_type(DiagnosticReport):
+        report = report_item.model
         if not report.presentedForm or not scope.is_patient(report.subject):
             continue
         effective = report.effectiveDateTime or (
@@ -149,14 +151,14 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
         in_stay = scope.in_stay(report.encounter, effective or report.issued)
         if not in_stay or report.status in {"cancelled", "entered-in-error"}:
             continue
-        if ai_generated(report, scope, item):
-            mapped.exclude(item, "ai_generated", AI_GENERATED)
+        if ai_generated(report, scope, report_item):
+            mapped.exclude(report_item, "ai_generated", AI_GENERATED)
             continue
         for position, attachment in enumerate(report.presentedForm):
             _collect(
                 found,
                 scope,
-                item,
+                report_item,
                 attachment,
                 f"presentedForm[{position}]",
                 concept_text(report.code),
@@ -165,12 +167,12 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
     return list(found.values()), mapped
 
 
-def _element(resource: dict[str, Any], path: str) -> Any:
+def _element(resource: JsonObject, path: str) -> object:
     """The element at a path such as ``content[0].attachment`` (None when absent)."""
-    found: Any = resource
+    found: object = resource
     for step in path.split("."):
         name, _, index = step.partition("[")
-        found = found.get(name) if isinstance(found, dict) else None
+        found = found.get(name) if isinstance(found, Mapping) else None
         if index:
             position = int(index.rstrip("]"))
             found = found[position] if isinstance(found, list) and position < len(found) else None
@@ -178,23 +180,23 @@ def _element(resource: dict[str, Any], path: str) -> Any:
 
 
 def attachment_in_record(
-    record: dict[str, Any], resource: str, path: str
+    record: JsonObject, resource: str, path: str
 ) -> tuple[bytes, str | None] | None:
-    """The bytes and content type of one attachment of a pulled record (a Bundle), inline or
-    in a Binary of the same record: what the review page shows as the page a quote is on.
-    None when the record does not hold it."""
+    """The bytes and content type of one attachment of a pulled record (a Bundle, as stored),
+    inline or in a Binary of the same record: what the review page shows as the page a quote is
+    on. None when the record does not hold it."""
     by_key = {
-        f"{found['resourceType']}/{found['id']}": found
-        for entry in record.get("entry", [])
-        if isinstance(found := entry.get("resource"), dict) and "id" in found
+        f"{found.get('resourceType')}/{found['id']}": found
+        for found in objects_at(record, "entry", "resource")
+        if "id" in found
     }
     attachment = _element(by_key.get(resource, {}), path)
-    if not isinstance(attachment, dict):
+    if not isinstance(attachment, Mapping):
         return None
-    content_type = attachment.get("contentType")
-    if attachment.get("data"):
-        return base64.b64decode(attachment["data"]), content_type
-    binary = by_key.get(relative_key(str(attachment.get("url", ""))))
-    if binary is None or not binary.get("data"):
+    content_type = string_at(attachment, "contentType")
+    if data := string_at(attachment, "data"):
+        return base64.b64decode(data), content_type
+    binary = by_key.get(relative_key(string_at(attachment, "url") or ""))
+    if binary is None or not (data := string_at(binary, "data")):
         return None
-    return base64.b64decode(binary["data"]), content_type or binary.get("contentType")
+    return base64.b64decode(data), content_type or string_at(binary, "contentType")

@@ -1,20 +1,22 @@
 """The draft as typed FHIR R4B resources: what the rest of Provenote gets instead of a bundle.
 
-A draft is stored as its transaction Bundle (the form other systems read back); whoever writes it
-to an EHR or serves it takes it apart here, once, into validated models, rather than picking
-entries out of JSON by ``resourceType``.
+A draft is built as R4B models (``fhir_mapping.composition``) and stored as its transaction
+Bundle's JSON (the form other systems read back). Whoever signs it or writes it to an EHR parses
+that JSON here, once (``stored_draft``), and takes the Bundle apart into validated models rather
+than picking entries out of JSON by ``resourceType``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from fhir.resources.R4B.bundle import Bundle
 from fhir.resources.R4B.composition import Composition
 from fhir.resources.R4B.device import Device
 from fhir.resources.R4B.provenance import Provenance
-from fhir.resources.R4B.resource import Resource
+
+from fhir_mapping.json_values import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,28 +39,28 @@ class DraftResources:
         return date
 
 
-def as_json(resource: Resource) -> dict[str, Any]:
-    """The resource as FHIR JSON, as sent to a server."""
-    return resource.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def draft_resources(bundle: dict[str, Any]) -> DraftResources:
-    """The typed resources of a stored draft bundle; ValueError when it is not a draft."""
+def draft_resources(bundle: Bundle) -> DraftResources:
+    """The typed resources of a draft bundle; ValueError when it is not a draft."""
     compositions: list[tuple[str, Composition]] = []
     devices: list[tuple[str, Device]] = []
     provenances: list[Provenance] = []
-    for entry in bundle.get("entry", []):
-        resource, url = entry.get("resource", {}), entry.get("fullUrl", "")
-        kind = resource.get("resourceType")
-        if kind == "Composition":
-            compositions.append((url, Composition.model_validate(resource)))
-        elif kind == "Device":
-            devices.append((url, Device.model_validate(resource)))
-        elif kind == "Provenance":
-            provenances.append(Provenance.model_validate(resource))
+    for entry in bundle.entry or []:
+        resource, url = entry.resource, entry.fullUrl or ""
+        if isinstance(resource, Composition):
+            compositions.append((url, resource))
+        elif isinstance(resource, Device):
+            devices.append((url, resource))
+        elif isinstance(resource, Provenance):
+            provenances.append(resource)
         else:
+            kind = resource.get_resource_type() if resource is not None else "empty entry"
             raise ValueError(f"a draft bundle holds no {kind}")
     if len(compositions) != 1 or len(devices) != 1:
         raise ValueError("a draft bundle holds one Composition and one Device")
     (composition_url, composition), (device_url, device) = compositions[0], devices[0]
     return DraftResources(composition_url, composition, device_url, device, tuple(provenances))
+
+
+def stored_draft(stored: JsonObject) -> Bundle:
+    """A draft bundle as stored (its JSON) parsed again; ValueError when it does not validate."""
+    return Bundle.model_validate(stored)

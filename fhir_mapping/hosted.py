@@ -8,6 +8,7 @@ software version (derived from its identifier, so every draft of that version na
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,13 +16,16 @@ from typing import Any
 from fhir.resources.R4B.bundle import Bundle
 
 from fhir_mapping.composition import CANONICAL
-from fhir_mapping.references import rewrite_references
+from fhir_mapping.json_values import JsonObject, objects_at, string_at
+from fhir_mapping.references import rewritten_json
 
 _DEVICE_NAMESPACE = uuid.UUID("0f3c2a4e-7d61-4c1f-9f2b-6a8e5d4c3b21")
 
 
 @dataclass(frozen=True, slots=True)
 class HostedDraft:
+    """The draft's resources as served: FHIR JSON, ready for the wire."""
+
     composition: dict[str, Any]
     device: dict[str, Any]
     provenances: list[dict[str, Any]]
@@ -32,33 +36,49 @@ def instant(moment: datetime) -> str:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
-def device_id(device: dict[str, Any]) -> str:
-    identifier = device["identifier"][0]
-    return str(uuid.uuid5(_DEVICE_NAMESPACE, f"{identifier['system']}|{identifier['value']}"))
+def device_id(device: JsonObject) -> str:
+    """The served id of a drafting Device: one per software version, from its identifier."""
+    identifier = next(iter(objects_at(device, "identifier")), {})
+    system, value = string_at(identifier, "system"), string_at(identifier, "value")
+    return str(uuid.uuid5(_DEVICE_NAMESPACE, f"{system}|{value}"))
+
+
+def _entries(bundle: JsonObject) -> dict[str, JsonObject]:
+    """The bundle's resources by full URL."""
+    return {
+        url: resource
+        for entry in objects_at(bundle, "entry")
+        if (url := string_at(entry, "fullUrl"))
+        for resource in objects_at(entry, "resource")
+    }
 
 
 def hosted_draft(
-    bundle: dict[str, Any], composition_id: str, version: int, last_updated: datetime
+    bundle: JsonObject, composition_id: str, version: int, last_updated: datetime
 ) -> HostedDraft:
-    """The draft's resources with server ids, the Composition at ``version``."""
-    by_url = {entry["fullUrl"]: entry["resource"] for entry in bundle["entry"]}
+    """The draft's resources with server ids, the Composition at ``version``.
+
+    Served from the stored JSON rather than from parsed models: this runs for every draft on
+    every page of a search, and a draft parsed and dumped again costs a tenth of a second."""
+    by_url = _entries(bundle)
     targets: dict[str, str] = {}
     for url, resource in by_url.items():
-        kind = resource["resourceType"]
+        kind = resource.get("resourceType")
         if kind == "Composition":
             targets[url] = f"Composition/{composition_id}"
         elif kind == "Device":
             targets[url] = f"Device/{device_id(resource)}"
-    served = {url: rewrite_references(resource, targets) for url, resource in by_url.items()}
     composition, device, provenances = None, None, []
-    for url, resource in served.items():
-        kind = resource["resourceType"]
+    for url, stored in by_url.items():
+        resource = rewritten_json(stored, targets)
+        kind = resource.get("resourceType")
         if kind == "Composition":
-            meta = resource.get("meta", {}) | {
+            meta = next(iter(objects_at(resource, "meta")), {})
+            served_meta = dict(meta) | {
                 "versionId": str(version),
                 "lastUpdated": instant(last_updated),
             }
-            composition = resource | {"id": composition_id, "meta": meta}
+            composition = resource | {"id": composition_id, "meta": served_meta}
         elif kind == "Device":
             device = resource | {"id": device_id(resource)}
         elif kind == "Provenance":
@@ -68,19 +88,20 @@ def hosted_draft(
     return HostedDraft(composition, device, provenances)
 
 
-def _reference_targets(value: Any) -> set[str]:
+def _reference_targets(value: object) -> set[str]:
+    """Every ``reference`` string anywhere in ``value``."""
     if isinstance(value, list):
-        return set().union(*(_reference_targets(item) for item in value)) if value else set()
-    if isinstance(value, dict):
-        found = set().union(*(_reference_targets(item) for item in value.values()))
-        reference = value.get("reference")
-        return found | {reference} if isinstance(reference, str) else found
-    return set()
+        return {found for item in value for found in _reference_targets(item)}
+    if not isinstance(value, Mapping):
+        return set()
+    found = {target for child in value.values() for target in _reference_targets(child)}
+    reference = value.get("reference")
+    return found | {reference} if isinstance(reference, str) else found
 
 
 def document_bundle(
     hosted: HostedDraft,
-    record: dict[str, Any],
+    record: JsonObject,
     *,
     api_base: str,
     ehr_base: str,
@@ -93,8 +114,8 @@ def document_bundle(
     """
     composition = hosted.composition
     held = {
-        f"{entry['resource']['resourceType']}/{entry['resource'].get('id')}": entry["resource"]
-        for entry in record.get("entry", [])
+        f"{resource.get('resourceType')}/{resource.get('id')}": resource
+        for resource in objects_at(record, "entry", "resource")
     }
     wanted = sorted(_reference_targets(composition) & held.keys())
     ehr = ehr_base.rstrip("/")
@@ -103,7 +124,7 @@ def document_bundle(
     entries = [
         {
             "fullUrl": f"{api}/Composition/{composition['id']}",
-            "resource": rewrite_references(composition, absolute),
+            "resource": rewritten_json(composition, absolute),
         },
         {"fullUrl": f"{api}/Device/{hosted.device['id']}", "resource": hosted.device},
         *({"fullUrl": absolute[reference], "resource": held[reference]} for reference in wanted),
@@ -122,10 +143,9 @@ def document_bundle(
     return document
 
 
-def served_device(bundle: dict[str, Any], served_id: str) -> dict[str, Any] | None:
+def served_device(bundle: JsonObject, served_id: str) -> dict[str, Any] | None:
     """The draft's Device as served under ``served_id``, if that is its id."""
-    for entry in bundle.get("entry", []):
-        resource = entry.get("resource", {})
+    for resource in objects_at(bundle, "entry", "resource"):
         if resource.get("resourceType") == "Device" and device_id(resource) == served_id:
             return dict(resource) | {"id": served_id}
     return None

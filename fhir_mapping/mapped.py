@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fhir.resources.R4B.resource import Resource
+
 from fhir_mapping.resources import ParsedResource
 from pipeline.evidence.model import Exclusion, ExclusionKind, Fact, SourceRef
 
@@ -13,7 +15,7 @@ class Mapped:
     facts: list[Fact] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
 
-    def exclude(self, resource: ParsedResource, kind: ExclusionKind, reason: str) -> None:
+    def exclude(self, resource: ParsedResource[Resource], kind: ExclusionKind, reason: str) -> None:
         self.exclusions.append(Exclusion(resource=resource.key, kind=kind, reason=reason))
 
     def extend(self, other: Mapped) -> None:
@@ -21,5 +23,5 @@ class Mapped:
         self.exclusions.extend(other.exclusions)
 
 
-def ref(resource: ParsedResource, path: str) -> SourceRef:
+def ref(resource: ParsedResource[Resource], path: str) -> SourceRef:
     return SourceRef(resource=resource.key, version=resource.version, path=path)

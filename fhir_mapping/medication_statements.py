@@ -34,7 +34,7 @@ def _effective(statement: MedicationStatement) -> tuple[datetime | None, datetim
 
 def map_medication_statements(scope: Scope) -> Mapped:
     mapped = Mapped()
-    for item in scope.index.of_type("MedicationStatement"):
+    for item in scope.index.of_type(MedicationStatement):
         statement = item.model
         if not scope.is_patient(statement.subject):
             continue

@@ -25,8 +25,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.dosage import Dosage
+from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationrequest import MedicationRequest
+from fhir.resources.R4B.medicationstatement import MedicationStatement
+from fhir.resources.R4B.observation import Observation
+from fhir.resources.R4B.resource import Resource
 from fhir.resources.R4B.timing import Timing
 
 from fhir_mapping.codes import (
@@ -49,6 +54,9 @@ from pipeline.evidence.model import (
     stable_id,
 )
 
+# What states a medication: an order, or a statement of what the patient takes.
+Order = MedicationRequest | MedicationStatement
+
 _NEVER_GIVEN = frozenset({"entered-in-error", "cancelled", "draft"})
 _UNIT_NAMES = {
     "s": "seconds",
@@ -70,7 +78,7 @@ class PhaseDecision:
 
 def classify_phase(
     *,
-    status: str,
+    status: str | None,
     inpatient_category: bool,
     authored: datetime | None,
     ordered_in_stay: bool,
@@ -193,21 +201,24 @@ def _reason(request: MedicationRequest, scope: Scope) -> str | None:
         if text:
             return text
     for reference in request.reasonReference or []:
-        target = scope.index.resolve(reference.reference)
-        text = concept_text(getattr(target, "code", None)) or reference.display
+        target = scope.index.resolve(reference.reference, Resource)
+        code = target.code if isinstance(target, (Condition, Observation)) else None
+        text = concept_text(code) or reference.display
         if text:
             return text
     return None
 
 
-def medication_concept(item: ParsedResource, scope: Scope) -> tuple[Any, list[SourceRef]] | str:
+def medication_concept(
+    item: ParsedResource[Order], scope: Scope
+) -> tuple[Any, list[SourceRef]] | str:
     """The medication concept and its sources, or why it cannot be read."""
     request = item.model
     if request.medicationCodeableConcept is not None:
         return request.medicationCodeableConcept, [ref(item, "medicationCodeableConcept")]
     reference = request.medicationReference.reference if request.medicationReference else None
-    target = scope.index.resolve(reference, container=item)
-    if target is None or getattr(target, "code", None) is None:
+    target = scope.index.resolve(reference, Medication, container=item)
+    if target is None or target.code is None:
         return f"medicationReference {reference!r} does not resolve to a coded Medication"
     sources = [ref(item, "medicationReference")]
     key = scope.index.resolve_key(reference)
@@ -220,7 +231,7 @@ def _earlier_orders(scope: Scope) -> dict[str, datetime]:
     """By RxNorm code: the latest order of the drug written before the episode began (any
     status but never given), so that an order of the stay can be told a renewal."""
     latest: dict[str, datetime] = {}
-    for item in scope.index.of_type("MedicationRequest"):
+    for item in scope.index.of_type(MedicationRequest):
         request = item.model
         authored = as_datetime(request.authoredOn)
         concept = request.medicationCodeableConcept
@@ -241,7 +252,7 @@ def _earlier_orders(scope: Scope) -> dict[str, datetime]:
 def map_medications(scope: Scope) -> Mapped:
     mapped = Mapped()
     earlier = _earlier_orders(scope)
-    for item in scope.index.of_type("MedicationRequest"):
+    for item in scope.index.of_type(MedicationRequest):
         request = item.model
         if not scope.is_patient(request.subject):
             continue
@@ -313,7 +324,7 @@ def dosage_attributes(dosage: Dosage | None, name: str) -> dict[str, Any]:
 
 
 def medication_fact(
-    item: ParsedResource, attributes: MedicationAttributes, sources: list[SourceRef]
+    item: ParsedResource[Order], attributes: MedicationAttributes, sources: list[SourceRef]
 ) -> Fact:
     """The medication fact of one order or statement."""
     return Fact(

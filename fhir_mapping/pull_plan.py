@@ -14,10 +14,11 @@ Pure: dates and search parameters in, a list of searches out; ``smartapp`` runs 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+
+from fhir_mapping.json_values import JsonObject, string_at, strings_at
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
 ACTIVE_CONDITION = "active,recurrence,relapse"
@@ -32,7 +33,7 @@ class Search:
     """One search: a resource type and its parameters (a list value repeats the parameter)."""
 
     resource_type: str
-    params: dict[str, Any]
+    params: Mapping[str, str | list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +65,17 @@ def _day(moment: datetime) -> str:
 
 
 def stay_window(
-    encounter: dict[str, Any],
+    encounter: JsonObject,
     window_h: float,
     lookback_days: int,
     now: datetime | None = None,
 ) -> StayWindow | None:
     """The stay's window from its Encounter; None when the encounter has no start date (the pull
     then cannot bound anything and takes the whole record)."""
-    period = encounter.get("period")
-    if not isinstance(period, dict):
-        return None
-    start, end = _parse(period.get("start")), _parse(period.get("end"))
+    start, end = (
+        _parse(string_at(encounter, "period", "start")),
+        _parse(string_at(encounter, "period", "end")),
+    )
     if start is None:
         return None
     return StayWindow(
@@ -194,7 +195,7 @@ def stay_search(patient: str, inpatient_classes: list[str]) -> list[Search]:
     ]
 
 
-def resource_key(resource: dict[str, Any]) -> str | None:
+def resource_key(resource: JsonObject) -> str | None:
     """``Type/id`` of a resource as JSON; None for one without both."""
     kind, resource_id = resource.get("resourceType"), resource.get("id")
     return (
@@ -202,49 +203,27 @@ def resource_key(resource: dict[str, Any]) -> str | None:
     )
 
 
-def _reference_values(resources: Iterable[dict[str, Any]], pick: Callable[..., Any]) -> set[str]:
-    """Reference strings found by ``pick``; malformed elements are skipped, not fatal."""
-    found = set()
-    for resource in resources:
-        try:
-            values = list(pick(resource))
-        except (AttributeError, TypeError):
-            continue
-        found |= {value for value in values if isinstance(value, str) and value}
-    return found
+# Where each type the pull follows points to what the mapping reads besides it.
+_FOLLOWED: dict[str, tuple[str, ...]] = {
+    "MedicationRequest": ("medicationReference", "reference"),
+    "MedicationStatement": ("medicationReference", "reference"),
+    "DiagnosticReport": ("result", "reference"),
+    "CarePlan": ("goal", "reference"),
+}
+_ATTACHMENT_URL = ("content", "attachment", "url")
 
 
-def _medication_reference(resource: dict[str, Any]) -> list[Any]:
-    return [resource.get("medicationReference", {}).get("reference")]
-
-
-def _result_references(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("reference") for item in resource.get("result", [])]
-
-
-def _goal_references(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("reference") for item in resource.get("goal", [])]
-
-
-def _attachment_urls(resource: dict[str, Any]) -> list[Any]:
-    return [item.get("attachment", {}).get("url") for item in resource.get("content", [])]
-
-
-def follow_ups(resources: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+def follow_ups(resources: Sequence[JsonObject]) -> tuple[set[str], set[str]]:
     """What the pulled resources point to that the mapping reads and the pull did not bring:
-    (medications, results and goals to read; attachments' Binaries to fetch)."""
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for resource in resources:
-        by_type.setdefault(str(resource.get("resourceType")), []).append(resource)
+    (medications, results and goals to read; attachments' Binaries to fetch). Malformed
+    elements are skipped, not fatal."""
     have = {key for key in map(resource_key, resources) if key}
-    orders = by_type.get("MedicationRequest", []) + by_type.get("MedicationStatement", [])
-    wanted = _reference_values(orders, _medication_reference)
-    wanted |= _reference_values(by_type.get("DiagnosticReport", []), _result_references)
-    wanted |= _reference_values(by_type.get("CarePlan", []), _goal_references)
-    wanted = {ref for ref in wanted if not ref.startswith("#") and ref not in have}
-    binaries = {
-        url
-        for url in _reference_values(by_type.get("DocumentReference", []), _attachment_urls)
-        if "Binary/" in url
-    }
-    return wanted, binaries
+    wanted: set[str] = set()
+    binaries: set[str] = set()
+    for resource in resources:
+        kind = resource.get("resourceType")
+        if isinstance(kind, str) and kind in _FOLLOWED:
+            wanted |= set(strings_at(resource, *_FOLLOWED[kind]))
+        elif kind == "DocumentReference":
+            binaries |= {url for url in strings_at(resource, *_ATTACHMENT_URL) if "Binary/" in url}
+    return {ref for ref in wanted if not ref.startswith("#") and ref not in have}, binaries

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from fhir.resources.R4B.observation import Observation
+from fhir.resources.R4B.procedure import Procedure
+
 from fhir_mapping.care import map_care
 from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures, performed
 from fhir_mapping.demographics import encounter_fact, patient_fact
@@ -46,13 +49,13 @@ def record_begins(scope: Scope) -> dict[str, datetime]:
     """The earliest procedure and laboratory result of the patient in what was read (whatever
     the stay): where the available record starts for each."""
     dated: dict[str, list[datetime]] = {"procedure": [], "lab_result": []}
-    for item in scope.index.of_type("Procedure"):
+    for item in scope.index.of_type(Procedure):
         procedure = item.model
         when, _ = performed(procedure)
         if when is not None and scope.is_patient(procedure.subject):
             dated["procedure"].append(aware(when))
-    for item in scope.index.of_type("Observation"):
-        observation = item.model
+    for result in scope.index.of_type(Observation):
+        observation = result.model
         when = observation_effective(observation)
         if (
             when is not None

@@ -14,12 +14,14 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from fhir.resources.R4B import get_fhir_model_class
+from fhir.resources.R4B.domainresource import DomainResource
 from fhir.resources.R4B.resource import Resource
 from pydantic import ValidationError
 
+from fhir_mapping.json_values import JsonObject, objects_at, string_at
 from pipeline.errors import InputError
 from pipeline.evidence.model import Exclusion
 
@@ -66,11 +68,18 @@ class EvidenceInputError(InputError):
     """The input as a whole cannot be mapped (not FHIR, no patient, unknown encounter)."""
 
 
+ResourceT = TypeVar("ResourceT", bound=Resource, covariant=True)
+TypedResourceT = TypeVar("TypedResourceT", bound=Resource)
+
+
 @dataclass(frozen=True, slots=True)
-class ParsedResource:
+class ParsedResource(Generic[ResourceT]):
+    """One resource of the input, parsed: ``ParsedResource[Encounter]`` holds an Encounter, so
+    mypy checks the FHIR element names the mapping reads."""
+
     key: str
     full_url: str | None
-    model: Any
+    model: ResourceT
     # Attachments whose base64 data was broken, by element path: the resource is kept without them.
     attachment_errors: dict[str, str] = field(default_factory=dict)
 
@@ -80,39 +89,49 @@ class ParsedResource:
 
     @property
     def version(self) -> str | None:
-        meta = getattr(self.model, "meta", None)
+        meta = self.model.meta
         return meta.versionId if meta is not None else None
 
 
 @dataclass(slots=True)
 class ResourceIndex:
-    resources: list[ParsedResource] = field(default_factory=list)
+    resources: list[ParsedResource[Resource]] = field(default_factory=list)
     failures: list[Exclusion] = field(default_factory=list)
-    by_key: dict[str, ParsedResource] = field(default_factory=dict)
-    by_url: dict[str, ParsedResource] = field(default_factory=dict)
+    by_key: dict[str, ParsedResource[Resource]] = field(default_factory=dict)
+    by_url: dict[str, ParsedResource[Resource]] = field(default_factory=dict)
     # References and URLs the record pull deliberately did not fetch, and why.
     not_fetched: dict[str, str] = field(default_factory=dict)
 
-    def add(self, resource: ParsedResource) -> None:
+    def add(self, resource: ParsedResource[Resource]) -> None:
         self.resources.append(resource)
         self.by_key.setdefault(resource.key, resource)
         if resource.full_url:
             self.by_url.setdefault(resource.full_url, resource)
 
-    def of_type(self, resource_type: str) -> list[ParsedResource]:
-        return [item for item in self.resources if item.resource_type == resource_type]
+    def of_type(self, kind: type[TypedResourceT]) -> list[ParsedResource[TypedResourceT]]:
+        """The resources of one R4B type: ``index.of_type(Encounter)``."""
+        return [typed for item in self.resources if (typed := as_type(item, kind)) is not None]
 
-    def resolve(self, reference: str | None, container: ParsedResource | None = None) -> Any:
-        """The model a reference points to: ``urn:uuid:``, ``Type/id``, absolute or ``#local``."""
+    def resolve(
+        self,
+        reference: str | None,
+        kind: type[TypedResourceT],
+        container: ParsedResource[Resource] | None = None,
+    ) -> TypedResourceT | None:
+        """The resource of ``kind`` a reference points to (``urn:uuid:``, ``Type/id``, absolute
+        or ``#local`` in ``container``); None when it points to nothing here, or to another type."""
+        found = self._target(reference, container)
+        return found if isinstance(found, kind) else None
+
+    def _target(
+        self, reference: str | None, container: ParsedResource[Resource] | None
+    ) -> Resource | None:
         if not reference:
             return None
         if reference.startswith("#"):
-            if container is None:
-                return None
-            for contained in getattr(container.model, "contained", None) or []:
-                if contained.id == reference[1:]:
-                    return contained
-            return None
+            model = container.model if container is not None else None
+            contained = model.contained if isinstance(model, DomainResource) else None
+            return next((c for c in contained or [] if c.id == reference[1:]), None)
         if reference in self.by_url:
             return self.by_url[reference].model
         found = self.by_key.get(relative_key(reference))
@@ -126,6 +145,13 @@ class ResourceIndex:
             return self.by_url[reference].key
         key = relative_key(reference)
         return key if key in self.by_key else None
+
+
+def as_type(
+    item: ParsedResource[Resource], kind: type[TypedResourceT]
+) -> ParsedResource[TypedResourceT] | None:
+    """``item`` as a resource of ``kind``; None when it holds another type."""
+    return cast(ParsedResource[TypedResourceT], item) if isinstance(item.model, kind) else None
 
 
 def relative_key(reference: str) -> str:
@@ -193,13 +219,10 @@ def _detach_broken_attachments(raw: dict[str, Any]) -> tuple[dict[str, Any], dic
     return (cleaned, errors) if errors else (raw, errors)
 
 
-def _record_not_fetched(index: ResourceIndex, outcome: dict[str, Any]) -> None:
-    issues = outcome.get("issue")
-    for issue in issues if isinstance(issues, list) else []:
-        expression = issue.get("expression") if isinstance(issue, dict) else None
-        what = expression[0] if isinstance(expression, list) and expression else None
-        why = issue.get("diagnostics") if isinstance(issue, dict) else None
-        if isinstance(what, str) and isinstance(why, str):
+def _record_not_fetched(index: ResourceIndex, outcome: JsonObject) -> None:
+    for issue in objects_at(outcome, "issue"):
+        what, why = string_at(issue, "expression"), string_at(issue, "diagnostics")
+        if what is not None and why is not None:
             index.not_fetched[what] = why
             index.failures.append(Exclusion(resource=what, kind="not_fetched", reason=why))
 

@@ -13,11 +13,12 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from fhir.resources.R4B.diagnosticreport import DiagnosticReport
 from fhir.resources.R4B.observation import Observation, ObservationComponent
 
 from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
-from fhir_mapping.resources import ParsedResource
+from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     Fact,
@@ -81,7 +82,9 @@ def observation_categories(observation: Observation) -> set[str]:
     }
 
 
-def observation_facts(item: ParsedResource, report_source: SourceRef | None) -> list[Fact]:
+def observation_facts(
+    item: ParsedResource[Observation], report_source: SourceRef | None
+) -> list[Fact]:
     """One fact per value of an Observation (its components included)."""
     observation = item.model
     effective = as_datetime(
@@ -148,8 +151,8 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         and f.attributes.code
         and "vital-signs" not in (f.attributes.observation_category or "")
     }
-    latest: dict[str, tuple[Any, ParsedResource]] = {}
-    for item in scope.index.of_type("Observation"):
+    latest: dict[str, tuple[Any, ParsedResource[Observation]]] = {}
+    for item in scope.index.of_type(Observation):
         observation = item.model
         code = first_coding(observation.code, LOINC) or first_coding(observation.code)
         when = observation_effective(observation)
@@ -176,7 +179,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
 def map_results(scope: Scope) -> Mapped:
     mapped = Mapped()
     reported: set[str] = set()
-    for item in scope.index.of_type("DiagnosticReport"):
+    for item in scope.index.of_type(DiagnosticReport):
         report = item.model
         if not scope.is_patient(report.subject):
             continue
@@ -205,15 +208,15 @@ def map_results(scope: Scope) -> Mapped:
             )
         for position, result in enumerate(report.result or []):
             key = scope.index.resolve_key(result.reference)
-            if key is None:
+            observation = as_type(scope.index.by_key[key], Observation) if key else None
+            if key is None or observation is None:
                 mapped.exclude(
                     item,
                     "unresolved",
-                    f"result[{position}] {result.reference!r} is not in the input",
+                    f"result[{position}] {result.reference!r} is not an Observation in the input",
                 )
                 continue
             reported.add(key)
-            observation = scope.index.by_key[key]
             if observation.model.status in _VOID or (
                 report.status in PENDING_REPORT and observation.model.status != "final"
             ):
@@ -228,7 +231,7 @@ def map_results(scope: Scope) -> Mapped:
 
 def _map_standalone_observations(scope: Scope, reported: set[str], mapped: Mapped) -> None:
     """The stay's laboratory results and vital signs that no report carries."""
-    for item in scope.index.of_type("Observation"):
+    for item in scope.index.of_type(Observation):
         observation = item.model
         if item.key in reported or not scope.is_encounter(observation.encounter):
             continue

@@ -16,16 +16,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeGuard
 
+from fhir.resources.R4B.encounter import Encounter
+from fhir.resources.R4B.patient import Patient
+from fhir.resources.R4B.procedure import Procedure
 from fhir.resources.R4B.reference import Reference
 
 from fhir_mapping.codes import as_datetime
-from fhir_mapping.resources import EvidenceInputError, ParsedResource, ResourceIndex, relative_key
+from fhir_mapping.resources import (
+    EvidenceInputError,
+    ParsedResource,
+    ResourceIndex,
+    as_type,
+    relative_key,
+)
 from pipeline.evidence.mapped import EPISODE_WINDOW_H
 
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 
 
-def _period(encounter: ParsedResource) -> tuple[datetime | None, datetime | None]:
+def _period(encounter: ParsedResource[Encounter]) -> tuple[datetime | None, datetime | None]:
     period = encounter.model.period
     if period is None:
         return None, None
@@ -35,9 +44,9 @@ def _period(encounter: ParsedResource) -> tuple[datetime | None, datetime | None
 @dataclass(frozen=True, slots=True)
 class Scope:
     index: ResourceIndex
-    patient: ParsedResource
+    patient: ParsedResource[Patient]
     # The inpatient encounter the summary is about (its discharge ends the episode).
-    encounter: ParsedResource
+    encounter: ParsedResource[Encounter]
     # Every encounter of the episode, the stay's own first, and why each belongs to it.
     episode: dict[str, str] = field(default_factory=dict)
 
@@ -47,7 +56,8 @@ class Scope:
         starts = [
             start
             for key in self.episode or {self.encounter.key: ""}
-            if (start := _period(self.index.by_key[key])[0]) is not None
+            if (encounter := as_type(self.index.by_key[key], Encounter)) is not None
+            and (start := _period(encounter)[0]) is not None
         ]
         return min(starts) if starts else None
 
@@ -70,9 +80,7 @@ class Scope:
 
     def is_patient(self, reference: Reference | None) -> bool:
         """Whether a Reference points at this patient; a missing subject is not this patient."""
-        if reference is None or not reference.reference:
-            return False
-        return self.index.resolve_key(reference.reference) == self.patient.key
+        return refers_to(self.index, reference, self.patient.key)
 
     def is_encounter(self, reference: Reference | None) -> bool:
         """Whether a Reference points at an encounter of the episode."""
@@ -100,18 +108,27 @@ class Scope:
         return f"{start} to {end}"
 
 
-def _encounter_start(encounter: ParsedResource) -> datetime:
+def _encounter_start(encounter: ParsedResource[Encounter]) -> datetime:
     period = encounter.model.period
     start = as_datetime(period.start) if period is not None else None
     return start or datetime.min.replace(tzinfo=UTC)
 
 
-def _patient_for(index: ResourceIndex, encounter: ParsedResource | None) -> ParsedResource:
-    patients = index.of_type("Patient")
+def refers_to(index: ResourceIndex, reference: Reference | None, key: str) -> bool:
+    """Whether a Reference points at the resource ``key``; a missing one points nowhere."""
+    if reference is None or not reference.reference:
+        return False
+    return index.resolve_key(reference.reference) == key
+
+
+def _patient_for(
+    index: ResourceIndex, encounter: ParsedResource[Encounter] | None
+) -> ParsedResource[Patient]:
+    patients = index.of_type(Patient)
     if encounter is not None and encounter.model.subject is not None:
         key = index.resolve_key(encounter.model.subject.reference)
-        if key is not None:
-            return index.by_key[key]
+        if key is not None and (patient := as_type(index.by_key[key], Patient)) is not None:
+            return patient
     if not patients:
         raise EvidenceInputError("no Patient resource in the input")
     if len(patients) > 1:
@@ -121,33 +138,36 @@ def _patient_for(index: ResourceIndex, encounter: ParsedResource | None) -> Pars
     return patients[0]
 
 
-def _find_encounter(index: ResourceIndex, requested: str) -> ParsedResource:
+def _find_encounter(index: ResourceIndex, requested: str) -> ParsedResource[Encounter]:
     wanted = requested.removeprefix("urn:uuid:")
     candidates = [wanted, f"Encounter/{wanted}", relative_key(requested)]
-    for key in candidates:
-        if key in index.by_key and index.by_key[key].resource_type == "Encounter":
-            return index.by_key[key]
+    found = [index.by_key[key] for key in candidates if key in index.by_key]
     if requested in index.by_url:
-        return index.by_url[requested]
+        found.append(index.by_url[requested])
+    for item in found:
+        if (encounter := as_type(item, Encounter)) is not None:
+            return encounter
     raise EvidenceInputError(f"encounter {requested!r} is not in the input")
 
 
 def episode_of(
-    index: ResourceIndex, patient: ParsedResource, stay: ParsedResource, window: timedelta
+    index: ResourceIndex,
+    patient: ParsedResource[Patient],
+    stay: ParsedResource[Encounter],
+    window: timedelta,
 ) -> dict[str, str]:
     """The stay's encounters, each with why it belongs to the episode: part of it, overlapping
     it, or ending within ``window`` before admission having done something (a procedure on
     it, a reason for it, or an emergency visit): a check-up the day before does not belong."""
-    probe = Scope(index, patient, stay)
     start, end = _period(stay)
     members = {stay.key: "the inpatient stay"}
     with_procedures = {
         index.resolve_key(item.model.encounter.reference)
-        for item in index.of_type("Procedure")
+        for item in index.of_type(Procedure)
         if item.model.encounter is not None and item.model.encounter.reference
     }
-    for item in index.of_type("Encounter"):
-        if item.key == stay.key or not probe.is_patient(item.model.subject):
+    for item in index.of_type(Encounter):
+        if item.key == stay.key or not refers_to(index, item.model.subject, patient.key):
             continue
         other_start, other_end = _period(item)
         part_of = item.model.partOf
@@ -168,7 +188,9 @@ def episode_of(
     return members
 
 
-def _what_it_did(encounter: ParsedResource, with_procedures: set[str | None]) -> str | None:
+def _what_it_did(
+    encounter: ParsedResource[Encounter], with_procedures: set[str | None]
+) -> str | None:
     """Why an encounter just before admission belongs to the episode, or None."""
     model = encounter.model
     if model.class_fhir is not None and model.class_fhir.code == "EMER":
@@ -190,9 +212,10 @@ def choose_scope(
         patient = _patient_for(index, encounter)
         return Scope(index, patient, encounter, episode_of(index, patient, encounter, window))
     patient = _patient_for(index, None)
-    probe = Scope(index, patient, patient)
     encounters = [
-        item for item in index.of_type("Encounter") if probe.is_patient(item.model.subject)
+        item
+        for item in index.of_type(Encounter)
+        if refers_to(index, item.model.subject, patient.key)
     ]
     if not encounters:
         raise EvidenceInputError(f"no Encounter of {patient.key} in the input")

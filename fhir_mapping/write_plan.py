@@ -21,12 +21,20 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
+
+from fhir.resources.R4B.composition import Composition
+from fhir.resources.R4B.device import Device
+from fhir.resources.R4B.documentreference import DocumentReference
+from fhir.resources.R4B.identifier import Identifier
+from fhir.resources.R4B.provenance import Provenance
+from fhir.resources.R4B.reference import Reference
 
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM, TARGET_ELEMENT
 from fhir_mapping.document_reference import draft_document_reference
-from fhir_mapping.draft_resources import DraftResources, as_json
-from fhir_mapping.references import rewrite_references
+from fhir_mapping.draft_resources import DraftResources
+from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
+from fhir_mapping.references import ResourceT, rewrite_references
 from fhir_mapping.signoff import verifier_provenance
 from fhir_mapping.smart_scopes import granted
 
@@ -63,8 +71,8 @@ def idempotency_key(installation: str, patient: str, encounter: str, version: in
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
-def key_identifier(key: str) -> dict[str, str]:
-    return {"system": DRAFT_KEY_SYSTEM, "value": key}
+def key_identifier(key: str) -> Identifier:
+    return Identifier(system=DRAFT_KEY_SYSTEM, value=key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,21 +84,24 @@ class Capability:
     document_statuses: frozenset[str] = frozenset()
 
     @classmethod
-    def from_statement(cls, statement: dict[str, Any]) -> Capability:
+    def from_statement(cls, statement: JsonObject) -> Capability:
+        """Read from the statement's JSON, not a parsed model: an EHR's statement need not
+        validate for the few elements read here to be right, and what is malformed reads as
+        absent (a type not known to be creatable is not written)."""
         creatable: set[str] = set()
         statuses: set[str] = set()
-        for rest in statement.get("rest", []):
-            for resource in rest.get("resource", []):
-                codes = {i.get("code") for i in resource.get("interaction", [])}
-                if "create" not in codes:
-                    continue
-                creatable.add(resource.get("type", ""))
-                if resource.get("type") == "DocumentReference":
-                    statuses |= {
-                        e.get("valueCode")
-                        for e in resource.get("extension", [])
-                        if e.get("url") == ACCEPTED_STATUS
-                    }
+        for resource in objects_at(statement, "rest", "resource"):
+            kind = string_at(resource, "type")
+            if kind is None or "create" not in strings_at(resource, "interaction", "code"):
+                continue
+            creatable.add(kind)
+            if kind == "DocumentReference":
+                statuses |= {
+                    code
+                    for extension in objects_at(resource, "extension")
+                    if extension.get("url") == ACCEPTED_STATUS
+                    for code in strings_at(extension, "valueCode")
+                }
         return cls(frozenset(creatable), frozenset(statuses))
 
     def allows(self, resource_type: str, scope: str) -> bool:
@@ -154,7 +165,7 @@ class WriteNote:
     (``If-Match`` the version written, so a copy changed in the EHR meanwhile is refused)."""
 
     resource_type: str
-    resource: dict[str, Any]
+    resource: Composition | DocumentReference
     condition: str
     update: WrittenCopy | None = None
 
@@ -163,7 +174,7 @@ class WriteNote:
 class CreateDevice:
     """Create the AI Device once (``If-None-Exist`` on its identifier); it becomes ``DEVICE``."""
 
-    resource: dict[str, Any]
+    resource: Device
     condition: str
 
 
@@ -171,7 +182,7 @@ class CreateDevice:
 class AddProvenances:
     """Create each Provenance not already on the written note (one per source element)."""
 
-    provenances: tuple[dict[str, Any], ...]
+    provenances: tuple[Provenance, ...]
 
 
 Step = WriteNote | CreateDevice | AddProvenances
@@ -188,29 +199,29 @@ class WritePlan:
     otherwise: WritePlan | None = None
 
 
-def provenance_key(provenance: dict[str, Any]) -> str:
+def provenance_key(provenance: Provenance) -> str:
     """What makes two Provenances on one note the same: the element they trace and what they
     record (the AI's authorship, or a physician's verification)."""
     element = next(
         (
-            extension.get("valueUri")
-            for item in provenance.get("target", [])
-            for extension in item.get("extension", [])
-            if extension.get("url") == TARGET_ELEMENT
+            extension.valueUri
+            for target in provenance.target
+            for extension in target.extension or []
+            if extension.url == TARGET_ELEMENT
         ),
         None,
     )
-    activity = [c.get("code") for c in provenance.get("activity", {}).get("coding", [])]
-    roles = [
-        c.get("code")
-        for a in provenance.get("agent", [])
-        for c in a.get("type", {}).get("coding", [])
-    ]
+    activity = [c.code for c in provenance.activity.coding or []] if provenance.activity else []
+    roles = [c.code for agent in provenance.agent if agent.type for c in agent.type.coding or []]
     return repr((element, activity, roles))
 
 
-def _contained_device(resources: DraftResources) -> dict[str, Any]:
-    return as_json(resources.device) | {"id": "device"}
+def _with_contained_device(resource: ResourceT, resources: DraftResources) -> ResourceT:
+    """``resource`` carrying the AI Device contained (``#device``), for an EHR that is not
+    asked to create Devices."""
+    device = resources.device.model_copy(update={"id": "device"})
+    with_device = resource.model_copy(update={"contained": [device]})
+    return rewrite_references(with_device, {resources.device_url: "#device"})
 
 
 def _composition_plan(
@@ -221,29 +232,25 @@ def _composition_plan(
     update: WrittenCopy | None,
 ) -> tuple[Step, ...]:
     device_url = resources.device_url
-    composition = rewrite_references(
-        as_json(resources.composition) | {"contained": [_contained_device(resources)]},
-        {device_url: "#device"},
-    ) | {"identifier": key_identifier(key)}
+    composition = _with_contained_device(resources.composition, resources).model_copy(
+        update={"identifier": key_identifier(key)}
+    )
     steps: list[Step] = [
         WriteNote("Composition", composition, f"identifier={DRAFT_KEY_SYSTEM}|{key}", update)
     ]
     if not with_provenance:
         return tuple(steps)
     targets = {resources.composition_url: NOTE}
+    device_created = False
     if granted(scope, "Device", "c", restricted_ok=True):
         identifier = resources.device.identifier[0] if resources.device.identifier else None
         if identifier is not None:
             condition = f"identifier={identifier.system}|{identifier.value}"
-            steps.append(CreateDevice(as_json(resources.device), condition))
+            steps.append(CreateDevice(resources.device, condition))
             targets[device_url] = DEVICE
+            device_created = True
     provenances = tuple(
-        rewrite_references(
-            as_json(p)
-            if device_url in targets
-            else as_json(p) | {"contained": [_contained_device(resources)]},
-            targets | ({} if device_url in targets else {device_url: "#device"}),
-        )
+        rewrite_references(p if device_created else _with_contained_device(p, resources), targets)
         for p in resources.provenances
     )
     steps.append(AddProvenances(provenances))
@@ -272,16 +279,17 @@ def _document_plan(
     ]
     if not with_provenance:
         return tuple(steps)
-    provenances: list[dict[str, Any]] = []
+    provenances: list[Provenance] = []
     if note.signed_by and note.signed_at:
         provenances.append(verifier_provenance(NOTE, note.signed_by, note.signed_at))
     authored = next(iter(resources.provenances), None)
     if authored is not None:
-        provenance = as_json(authored) | {"target": [{"reference": NOTE}]}
-        provenance["agent"] = [
-            agent | {"who": {"display": AI_AGENT_DISPLAY}} for agent in provenance["agent"]
-        ]
-        provenances.append(provenance)
+        # The whole note, by the AI named in words: no Device is written beside a plain note.
+        ai_agent = Reference(display=AI_AGENT_DISPLAY)
+        agents = [a.model_copy(update={"who": ai_agent}) for a in authored.agent]
+        provenances.append(
+            authored.model_copy(update={"target": [Reference(reference=NOTE)], "agent": agents})
+        )
     if provenances:
         steps.append(AddProvenances(tuple(provenances)))
     return tuple(steps)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fhir_mapping.composition import draft_bundle
+from fhir_mapping.json_values import as_json
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.errors import ModelError
 from pipeline.evidence.model import EncounterAttributes, EvidenceState, PatientInfoAttributes
@@ -250,7 +251,7 @@ def summarize(
     if output_format is SummaryFormat.markdown:
         text = render_markdown(summary, state)
     else:
-        text = json.dumps(draft_bundle(summary, state, datetime.now(UTC)), indent=2) + "\n"
+        text = json.dumps(as_json(draft_bundle(summary, state, datetime.now(UTC))), indent=2) + "\n"
     if output is None:
         typer.echo(text, nl=False)
         return

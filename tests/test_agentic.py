@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
+from fhir_mapping.json_values import as_json
 from pipeline.backends.chat import Metered, ModelOutputError, ask_json
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
@@ -127,7 +128,7 @@ def test_a_fix_that_changes_nothing_stops_with_no_new_flags_and_keeps_the_flag()
     assert summary.stop_reason == "no_new_flags" and summary.iterations == 2
     (sentence,) = summary.section("hospital_course").sentences
     assert sentence.entailment == "unsupported" and sentence.flags[0].code == "entailment"
-    bundle = draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC))
+    bundle = as_json(draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC)))
     composition = bundle["entry"][1]["resource"]
     course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
     parts = {p["url"]: p for p in course["extension"][0]["extension"] if p["url"] != "source"}

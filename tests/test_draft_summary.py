@@ -14,6 +14,7 @@ from fhir.resources.R4B import get_fhir_model_class
 from fhir.resources.R4B.bundle import Bundle
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, TARGET_ELEMENT, draft_bundle
+from fhir_mapping.json_values import as_json
 from pipeline.checking.checker import numeric_metrics
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
@@ -32,7 +33,7 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 def drafted(path: Path) -> tuple[EvidenceState, Summary, dict]:
     state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
     summary = summarize_evidence(state, settings=PipelineSettings())
-    return state, summary, draft_bundle(summary, state, WHEN)
+    return state, summary, as_json(draft_bundle(summary, state, WHEN))
 
 
 def resources_of(bundle: dict, kind: str) -> list[dict]:
@@ -111,7 +112,7 @@ def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> No
         settings=PipelineSettings(),
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    bundle = draft_bundle(summary, state, WHEN)
+    bundle = as_json(draft_bundle(summary, state, WHEN))
     (composition,) = resources_of(bundle, "Composition")
     review = next(s for s in composition["section"] if s["id"] == "section-needs-review")
     div = ET.fromstring(review["text"]["div"])
@@ -174,7 +175,7 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
         fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
     )
     summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
-    bundle = draft_bundle(summary, state, WHEN)
+    bundle = as_json(draft_bundle(summary, state, WHEN))
     (composition,) = resources_of(bundle, "Composition")
     course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
     div_text = course["text"]["div"]

@@ -3,19 +3,28 @@ another patient that never becomes evidence."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
 from pipeline.evidence.model import Page
-from pipeline.ingestion.identity import check_identity, find_identifiers
+from pipeline.ingestion.identity import ChartIdentity, check_identity, find_identifiers
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import PDFS
 
-JUSTIN = chart_identity_of(OTHER_PATIENT)  # Justin Norman, 1965-12-28, MRN-00417, male
+
+def chart_of(patient: dict[str, Any]) -> ChartIdentity:
+    """The chart identity of a Patient given as JSON."""
+    return chart_identity_of(Patient.model_validate(patient))
+
+
+JUSTIN = chart_of(OTHER_PATIENT)  # Justin Norman, 1965-12-28, MRN-00417, male
 
 
 def pages(*texts: str) -> list[Page]:
@@ -94,7 +103,7 @@ def test_the_charts_own_date_among_others_is_not_someone_elses() -> None:
 
 
 def test_every_name_of_the_chart_counts_maiden_names_and_nicknames() -> None:
-    chart = chart_identity_of(
+    chart = chart_of(
         {
             "resourceType": "Patient",
             "name": [
@@ -110,7 +119,7 @@ def test_every_name_of_the_chart_counts_maiden_names_and_nicknames() -> None:
 
 
 def test_synthea_names_with_digits_are_the_patients_own() -> None:
-    chart = chart_identity_of(
+    chart = chart_of(
         patient(["Susana117", "Guillermina633"], "Espino352", "1991-02-02", gender="female")
     )
     text = "Susana117 Guillermina633 is a 30 year-old hispanic white female."
@@ -162,7 +171,7 @@ def test_every_shared_pdf_matches_its_own_chart_and_no_other() -> None:
     for name, own in DOCUMENT_PATIENTS.items():
         read, _ = read_pdf((PDFS / name).read_bytes(), PipelineSettings())
         readable = [page for page in read if page.has_text]
-        assert check_identity(readable, chart_identity_of(own)).verdict != "mismatch", name
+        assert check_identity(readable, chart_of(own)).verdict != "mismatch", name
         assert check_identity(readable, JUSTIN).verdict == "mismatch", name
 
 

@@ -325,6 +325,7 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
     from fhir.resources.R4B.bundle import Bundle
 
     from fhir_mapping.composition import draft_bundle
+    from fhir_mapping.json_values import as_json
     from pipeline.summarizing.agentic import LoopSettings, draft_with_model
     from smartapp.jobs.evidence import evidence_from_fhir
     from tests import fhir_fixtures as fx
@@ -362,5 +363,5 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
         assert sentence.entailment in {"supported", "unsupported"}
         assert sentence.grounding is None or 0 <= sentence.grounding <= 1
         assert set(sentence.citations) <= known
-    Bundle.model_validate(draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC)))
+    Bundle.model_validate(as_json(draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC))))
     assert summary.backend == "transformers"

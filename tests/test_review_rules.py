@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from fhir.resources.R4B.bundle import Bundle
-from fhir.resources.R4B.composition import Composition
 
 from fhir_mapping.composition import SENTENCE_PROVENANCE, draft_bundle
+from fhir_mapping.draft_resources import draft_resources
 from fhir_mapping.hosted import device_id, document_bundle, hosted_draft, instant
+from fhir_mapping.json_values import as_json
 from fhir_mapping.signoff import signed_bundle
 from fhir_mapping.smart_scopes import granted, only_restricted
 from pipeline.checking.review import (
@@ -114,9 +115,7 @@ def test_the_composition_records_review_and_the_signature(drafted) -> None:
     flagged = awaiting_review(summary)[0]
     summary, _ = accept(summary, flagged.id)
     bundle = draft_bundle(summary, state, WHEN)
-    composition = next(
-        e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Composition"
-    )
+    composition = as_json(draft_resources(bundle).composition)
     parts = [
         part
         for section in composition["section"]
@@ -126,17 +125,13 @@ def test_the_composition_records_review_and_the_signature(drafted) -> None:
         for part in extension["extension"]
     ]
     assert {"url": "review", "valueCode": "accepted"} in parts
-    signed = signed_bundle(bundle, "Practitioner/dr-a", WHEN)
-    final = Composition.model_validate(
-        next(
-            e["resource"] for e in signed["entry"] if e["resource"]["resourceType"] == "Composition"
-        )
-    )
+    signed = draft_resources(signed_bundle(bundle, "Practitioner/dr-a", WHEN))
+    final = signed.composition
     assert final.status == "final"
     assert final.attester[0].mode == "legal"
     assert final.attester[0].party.reference == "Practitioner/dr-a"
-    verifier = signed["entry"][-1]["resource"]
-    assert verifier["agent"][0]["type"]["coding"][0]["code"] == "verifier"
+    verifier = signed.provenances[-1]
+    assert [c.code for a in verifier.agent for c in a.type.coding] == ["verifier"]
     with pytest.raises(ValueError, match="time zone"):
         signed_bundle(bundle, "Practitioner/dr-a", datetime(2026, 11, 30))
 
@@ -145,7 +140,7 @@ def test_served_resources_have_ids_and_the_document_resolves_on_its_own(
     drafted, record: dict
 ) -> None:
     summary, state = drafted
-    bundle = draft_bundle(summary, state, WHEN)
+    bundle = as_json(draft_bundle(summary, state, WHEN))
     hosted = hosted_draft(bundle, "draft-1", 3, datetime(2026, 11, 30, 13, 0))
     composition = hosted.composition
     assert composition["id"] == "draft-1" and composition["meta"]["versionId"] == "3"

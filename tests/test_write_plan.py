@@ -7,9 +7,12 @@ from datetime import UTC, datetime
 from functools import cache
 
 import pytest
+from fhir.resources.R4B.bundle import Bundle, BundleEntry
+from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM, draft_bundle
-from fhir_mapping.draft_resources import DraftResources, draft_resources
+from fhir_mapping.draft_resources import DraftResources, draft_resources, stored_draft
+from fhir_mapping.json_values import as_json
 from fhir_mapping.signoff import signed_bundle
 from fhir_mapping.write_plan import (
     ACCEPTED_STATUS,
@@ -56,7 +59,7 @@ EVERYTHING = Capability.from_statement(
 
 
 @cache
-def bundle() -> dict:
+def bundle() -> Bundle:
     state = evidence_from_fhir(json.loads(SAMPLE.read_bytes()), settings=PipelineSettings())
     return draft_bundle(summarize_evidence(state, settings=PipelineSettings()), state, WHEN)
 
@@ -75,10 +78,39 @@ def test_a_stored_draft_becomes_typed_r4b_resources() -> None:
 
 def test_a_bundle_that_is_not_a_draft_is_refused() -> None:
     with pytest.raises(ValueError, match="one Composition"):
-        draft_resources({"entry": []})
-    patient = {"fullUrl": "urn:uuid:1", "resource": {"resourceType": "Patient"}}
+        draft_resources(Bundle(type="transaction"))
+    patient = BundleEntry(fullUrl="urn:uuid:1", resource=Patient())
     with pytest.raises(ValueError, match="no Patient"):
-        draft_resources({"entry": [patient]})
+        draft_resources(Bundle(type="transaction", entry=[patient]))
+    with pytest.raises(ValueError, match="entry"):
+        stored_draft({"resourceType": "Bundle", "type": "transaction", "entry": "not a list"})
+
+
+def test_a_stored_draft_reads_back_as_the_same_resources() -> None:
+    assert draft_resources(stored_draft(as_json(bundle()))) == resources()
+
+
+def test_a_capability_statement_is_read_even_where_it_is_malformed() -> None:
+    statement = {
+        "rest": [
+            {"resource": "not a list"},
+            {
+                "resource": [
+                    {"type": "Composition", "interaction": [{"code": "create"}, "junk"]},
+                    {"type": 7, "interaction": [{"code": "create"}]},
+                    {"type": "Provenance", "interaction": {"code": "read"}},
+                    {
+                        "type": "DocumentReference",
+                        "interaction": [{"code": "create"}],
+                        "extension": [{"url": ACCEPTED_STATUS, "valueCode": "final"}, None],
+                    },
+                ]
+            },
+        ]
+    }
+    capability = Capability.from_statement(statement)
+    assert capability.creatable == {"Composition", "DocumentReference"}
+    assert capability.document_statuses == {"final"}
 
 
 def test_strategy_follows_the_capability_statement_scopes_and_overrides() -> None:
@@ -101,21 +133,21 @@ def test_a_composition_is_written_first_then_its_device_then_provenance_naming_b
     note, device, provenances = plan.steps
     assert isinstance(note, WriteNote) and note.resource_type == "Composition"
     assert note.condition == f"identifier={DRAFT_KEY_SYSTEM}|k1"
-    assert note.resource["identifier"] == {"system": DRAFT_KEY_SYSTEM, "value": "k1"}
+    assert as_json(note.resource)["identifier"] == {"system": DRAFT_KEY_SYSTEM, "value": "k1"}
     # The Device travels inside the note, so the note stands alone if nothing else is written.
-    assert note.resource["contained"][0]["id"] == "device"
+    assert as_json(note.resource)["contained"][0]["id"] == "device"
     assert isinstance(device, CreateDevice)
     assert isinstance(provenances, AddProvenances)
     assert len(provenances.provenances) == len(resources().provenances)
     for provenance in provenances.provenances:
-        assert provenance["target"][0]["reference"] == NOTE
-        assert {a["who"]["reference"] for a in provenance["agent"]} == {DEVICE}
+        assert as_json(provenance)["target"][0]["reference"] == NOTE
+        assert {a["who"]["reference"] for a in as_json(provenance)["agent"]} == {DEVICE}
     # Refused although advertised: the same draft as a DocumentReference.
     assert plan.refused == COMPOSITION_REFUSED
     assert plan.otherwise is not None and plan.otherwise.strategy == "document-reference"
     fallback_note = plan.otherwise.steps[0]
     assert isinstance(fallback_note, WriteNote)
-    assert fallback_note.resource["docStatus"] == "preliminary"
+    assert as_json(fallback_note.resource)["docStatus"] == "preliminary"
 
 
 def test_without_device_scope_the_provenance_carries_the_device_inside() -> None:
@@ -123,8 +155,8 @@ def test_without_device_scope_the_provenance_carries_the_device_inside() -> None
     plan = write_plan(resources(), NOTE_TEXT, EVERYTHING, scopes, key="k1", at=WHEN)
     assert [type(step) for step in plan.steps] == [WriteNote, AddProvenances]
     provenance = plan.steps[1].provenances[0]  # type: ignore[union-attr]
-    assert provenance["contained"][0]["id"] == "device"
-    assert {a["who"]["reference"] for a in provenance["agent"]} == {"#device"}
+    assert as_json(provenance)["contained"][0]["id"] == "device"
+    assert {a["who"]["reference"] for a in as_json(provenance)["agent"]} == {"#device"}
     # No DocumentReference grant: nothing to fall back to.
     assert plan.otherwise is None
 
@@ -138,7 +170,7 @@ def test_nothing_is_planned_where_nothing_may_be_written_or_only_final_notes_are
     signed = DraftNote("Signed summary", "p1", "e1", "Practitioner/dr", SIGNED_AT)
     at_signing = write_plan(resources(), signed, final_only, WRITE_ALL, key="k", at=SIGNED_AT)
     note = at_signing.steps[0]
-    assert isinstance(note, WriteNote) and note.resource["docStatus"] == "final"
+    assert isinstance(note, WriteNote) and as_json(note.resource)["docStatus"] == "final"
 
 
 def test_signing_updates_the_copy_written_before_in_its_own_strategy() -> None:
@@ -158,13 +190,14 @@ def test_signing_updates_the_copy_written_before_in_its_own_strategy() -> None:
     assert plan.strategy == "document-reference"
     note, provenances = plan.steps
     assert isinstance(note, WriteNote) and note.update == before
-    assert note.resource["docStatus"] == "final"
+    assert as_json(note.resource)["docStatus"] == "final"
     # The physician's verification and the AI's authorship: two records, both written.
     assert isinstance(provenances, AddProvenances)
     keys = {provenance_key(p) for p in provenances.provenances}
     assert len(keys) == 2
     assert any(
-        p["agent"][0]["who"].get("reference") == "Practitioner/dr" for p in provenances.provenances
+        as_json(p)["agent"][0]["who"].get("reference") == "Practitioner/dr"
+        for p in provenances.provenances
     )
 
 

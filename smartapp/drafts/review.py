@@ -17,7 +17,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import undefer
 
 from fhir_mapping.composition import draft_bundle
-from fhir_mapping.draft_resources import draft_resources
+from fhir_mapping.draft_resources import draft_resources, stored_draft
+from fhir_mapping.json_values import as_json
 from pipeline.checking.review import (
     ReviewAction,
     accept,
@@ -135,6 +136,13 @@ def _reviewed_sentence(
     return delete(draft.summary, sentence_id)
 
 
+def _bundle_of(summary: Summary, draft: ReviewedDraft) -> dict[str, Any]:
+    """The edited draft's bundle as stored, dated as the draft was (its sentences changed, not
+    when it was generated)."""
+    generated_at = draft_resources(stored_draft(draft.row.bundle)).generated_at
+    return as_json(draft_bundle(summary, draft.state, generated_at))
+
+
 def _edit_row(
     draft_id: str,
     revision: int,
@@ -175,9 +183,7 @@ async def apply_review(
     draft = reviewed(row)
     before = find_sentence(draft.summary, sentence_id)
     summary, after = _reviewed_sentence(draft, action, sentence_id, text)
-    bundle = await asyncio.to_thread(
-        draft_bundle, summary, draft.state, draft_resources(draft.row.bundle).generated_at
-    )
+    bundle = await asyncio.to_thread(_bundle_of, summary, draft)
     markdown = render_markdown(summary, draft.state)
     kept = None if action == "delete" else after
     new_revision, at = revision + 1, utcnow()

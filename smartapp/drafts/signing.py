@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 
+from fhir_mapping.draft_resources import stored_draft
+from fhir_mapping.json_values import as_json
 from fhir_mapping.signoff import signed_bundle
 from pipeline.summarizing.summary_text import render_markdown
 from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, stored_utc, utcnow
@@ -83,7 +85,7 @@ def signed_note(
 def _as_signed(row: DraftRow, draft: ReviewedDraft, signer: Signer, at: datetime) -> DraftRow:
     """``row`` (a detached snapshot) shaped as signed: what the EHR is sent and then kept."""
     practitioner = signer.practitioner
-    row.bundle = signed_bundle(row.bundle, practitioner, at)
+    row.bundle = as_json(signed_bundle(stored_draft(row.bundle), practitioner, at))
     row.markdown = signed_note(draft, practitioner, at, signer.name)
     row.signed_by, row.signed_at = practitioner, at
     row.signed_by_name = signer.name

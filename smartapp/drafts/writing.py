@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fhir_mapping.draft_resources import draft_resources
+from fhir_mapping.draft_resources import draft_resources, stored_draft
 from fhir_mapping.write_plan import (
     Capability,
     DraftNote,
@@ -143,7 +143,7 @@ async def _write(
     key = draft_key(draft, write.installation)
     capability = await capability_of(client)
     plan = write_plan(
-        draft_resources(draft.bundle),
+        draft_resources(stored_draft(draft.bundle)),
         _note(draft),
         capability,
         scope,

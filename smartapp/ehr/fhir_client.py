@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -179,11 +180,11 @@ class FhirClient:
         return await self._json("GET", reference, max_bytes=self.max_binary_bytes * 4 // 3 + 4096)
 
     async def search(
-        self, resource_type: str, params: dict[str, Any], *, pages: int = MAX_PAGES
+        self, resource_type: str, params: Mapping[str, Any], *, pages: int = MAX_PAGES
     ) -> SearchResult:
         """Every match, following ``next`` links page by page while they stay in the EHR; only
         the first ``pages`` pages when a caller wants the top of a sorted search."""
-        page = await self._json("GET", resource_type, params={"_count": self.page_size} | params)
+        page = await self._json("GET", resource_type, params={"_count": self.page_size, **params})
         result = SearchResult()
         for number in range(1, MAX_PAGES + 1):
             entries = page.get("entry")

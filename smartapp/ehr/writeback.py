@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fhir.resources.R4B.provenance import Provenance
+from pydantic import ValidationError
+
+from fhir_mapping.json_values import as_json
 from fhir_mapping.references import rewrite_references
 from fhir_mapping.write_plan import (
     DEVICE,
@@ -38,18 +42,29 @@ async def _write_note(client: FhirClient, step: WriteNote) -> dict[str, Any]:
     if step.update is not None:
         version = step.update.version
         return await client.update(
-            step.resource | {"id": step.update.resource_id},
+            as_json(step.resource) | {"id": step.update.resource_id},
             if_match=f'W/"{version}"' if version else None,
         )
-    return await client.create(step.resource, if_none_exist=step.condition)
+    return await client.create(as_json(step.resource), if_none_exist=step.condition)
+
+
+def _keys(existing: list[dict[str, Any]]) -> set[str]:
+    """What the Provenances already on the note record; one that does not validate is not one
+    Provenote wrote (it writes only valid ones) and is left out."""
+    keys = set()
+    for found in existing:
+        try:
+            keys.add(provenance_key(Provenance.model_validate(found)))
+        except ValidationError:
+            continue
+    return keys
 
 
 async def _add_provenances(client: FhirClient, step: AddProvenances, bound: dict[str, str]) -> None:
-    existing = (await client.search("Provenance", {"target": bound[NOTE]})).resources
-    present = {provenance_key(provenance) for provenance in existing}
+    present = _keys((await client.search("Provenance", {"target": bound[NOTE]})).resources)
     for provenance in step.provenances:
         if provenance_key(provenance) not in present:
-            await client.create(rewrite_references(provenance, bound))
+            await client.create(as_json(rewrite_references(provenance, bound)))
 
 
 async def execute(client: FhirClient, plan: WritePlan) -> Written:
@@ -68,7 +83,7 @@ async def execute(client: FhirClient, plan: WritePlan) -> Written:
             version = answer.get("meta", {}).get("versionId")
             written = Written(plan.strategy, step.resource_type, answer["id"], version)
         elif isinstance(step, CreateDevice):
-            answer = await client.create(step.resource, if_none_exist=step.condition)
+            answer = await client.create(as_json(step.resource), if_none_exist=step.condition)
             bound[DEVICE] = f"Device/{answer['id']}"
         else:
             await _add_provenances(client, step, bound)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fhir_mapping.composition import MODEL_UNAVAILABLE, draft_bundle
+from fhir_mapping.json_values import as_json
 from pipeline.errors import ModelError, ProvenoteError
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
@@ -93,7 +94,7 @@ class Drafting:
             patient=job.patient,
             summary=summary,
             state=state,
-            bundle=draft_bundle(summary, state, datetime.now(UTC)),
+            bundle=as_json(draft_bundle(summary, state, datetime.now(UTC))),
             markdown=render_markdown(summary, state),
         )
         if unavailable is not None:
