@@ -12,6 +12,10 @@ from litestar import Litestar
 
 from smartapp.state import AppState
 
+# How long an idle keep-alive connection stays open; nginx's upstream keepalive_timeout
+# (deploy/nginx/provenote.conf) must be shorter, or it may reuse one the app has just closed.
+APP_KEEP_ALIVE_S = 5
+
 
 class StoppingServer(uvicorn.Server):
     """uvicorn's server, which first tells the app it is stopping."""
@@ -36,6 +40,7 @@ def serve(app: Litestar, host: str, port: int, grace_s: float, **ssl: Any) -> No
         port=port,
         log_config=None,
         access_log=False,
+        timeout_keep_alive=APP_KEEP_ALIVE_S,
         timeout_graceful_shutdown=int(grace_s) or None,
         **ssl,
     )

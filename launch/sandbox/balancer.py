@@ -35,11 +35,11 @@ def site_for(upstreams: list[int], listen: int, certificate: Certificate | None)
     """The shipped site with loopback addresses (and a test certificate, or none: plain HTTP)."""
     site = SITE.read_text(encoding="utf-8")
     servers = "".join(f"    server 127.0.0.1:{port};\n" for port in upstreams)
+    # Only the servers change: the shipped upstream's keep-alive rules stay as deployed.
     site = re.sub(
-        r"upstream provenote \{.*?\}",
-        f"upstream provenote {{\n{servers}    keepalive 32;\n}}",
+        r"(upstream provenote \{\n)(?:    server [^\n]*\n)+",
+        lambda found: found.group(1) + servers,
         site,
-        flags=re.S,
     )
     # The redirect from port 80 is not the balancer's business on loopback.
     site = re.sub(r"server \{\n    listen 80;.*?\n\}\n", "", site, flags=re.S)
