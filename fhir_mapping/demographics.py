@@ -122,11 +122,8 @@ def _admitted_from(scope: Scope) -> str | None:
         return source
     for key, why in scope.episode.items():
         encounter = as_type(scope.index.by_key[key], Encounter)
-        model = encounter.model if encounter is not None else None
-        emergency = (
-            model is not None and model.class_fhir is not None and model.class_fhir.code == "EMER"
-        )
-        if emergency and "before" in why:
+        kind = encounter.model.class_fhir if encounter is not None else None
+        if kind is not None and kind.code == "EMER" and "before" in why:
             return "the emergency department"
     return None
 

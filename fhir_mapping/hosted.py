@@ -40,6 +40,8 @@ def device_id(device: JsonObject) -> str:
     """The served id of a drafting Device: one per software version, from its identifier."""
     identifier = next(iter(objects_at(device, "identifier")), {})
     system, value = string_at(identifier, "system"), string_at(identifier, "value")
+    if system is None or value is None:
+        raise ValueError("a drafting Device is identified by a system and a value")
     return str(uuid.uuid5(_DEVICE_NAMESPACE, f"{system}|{value}"))
 
 

@@ -24,7 +24,7 @@ PARTICIPANT_TYPE = "http://terminology.hl7.org/CodeSystem/provenance-participant
 DOCUMENT_COMPLETION = "http://terminology.hl7.org/CodeSystem/v3-DocumentCompletion"
 
 
-def _instant(at: datetime) -> datetime:
+def _zoned(at: datetime) -> datetime:
     if at.tzinfo is None:
         raise ValueError("a signature time needs a time zone: FHIR instants carry one")
     return at
@@ -33,10 +33,10 @@ def _instant(at: datetime) -> datetime:
 def signed_composition(composition: Composition, practitioner: str, at: datetime) -> Composition:
     """The Composition as signed: ``final``, attested (mode legal) by ``practitioner`` at ``at``."""
     attester = CompositionAttester(
-        mode="legal", time=_instant(at), party=Reference(reference=practitioner)
+        mode="legal", time=_zoned(at), party=Reference(reference=practitioner)
     )
     return composition.model_copy(
-        update={"status": "final", "title": SIGNED_TITLE, "attester": [attester]}, deep=True
+        update={"status": "final", "title": SIGNED_TITLE, "attester": [attester]}
     )
 
 
@@ -46,7 +46,7 @@ def verifier_provenance(target: str, practitioner: str, at: datetime) -> Provena
     authenticated = Coding(system=DOCUMENT_COMPLETION, code="LA", display="legally authenticated")
     return Provenance(
         target=[Reference(reference=target)],
-        recorded=_instant(at),
+        recorded=_zoned(at),
         activity=CodeableConcept(coding=[authenticated]),
         agent=[
             ProvenanceAgent(

@@ -217,11 +217,10 @@ def provenance_key(provenance: Provenance) -> str:
 
 
 def _with_contained_device(resource: ResourceT, resources: DraftResources) -> ResourceT:
-    """``resource`` carrying the AI Device contained (``#device``), for an EHR that is not
-    asked to create Devices."""
+    """``resource`` carrying the AI Device contained as ``#device`` (its references to the
+    Device are rewritten with the rest), for an EHR that is not asked to create Devices."""
     device = resources.device.model_copy(update={"id": "device"})
-    with_device = resource.model_copy(update={"contained": [device]})
-    return rewrite_references(with_device, {resources.device_url: "#device"})
+    return resource.model_copy(update={"contained": [device]})
 
 
 def _composition_plan(
@@ -232,25 +231,29 @@ def _composition_plan(
     update: WrittenCopy | None,
 ) -> tuple[Step, ...]:
     device_url = resources.device_url
-    composition = _with_contained_device(resources.composition, resources).model_copy(
-        update={"identifier": key_identifier(key)}
-    )
+    composition = rewrite_references(
+        _with_contained_device(resources.composition, resources),
+        {device_url: "#device"},
+    ).model_copy(update={"identifier": key_identifier(key)})
     steps: list[Step] = [
         WriteNote("Composition", composition, f"identifier={DRAFT_KEY_SYSTEM}|{key}", update)
     ]
     if not with_provenance:
         return tuple(steps)
     targets = {resources.composition_url: NOTE}
-    device_created = False
     if granted(scope, "Device", "c", restricted_ok=True):
         identifier = resources.device.identifier[0] if resources.device.identifier else None
         if identifier is not None:
             condition = f"identifier={identifier.system}|{identifier.value}"
             steps.append(CreateDevice(resources.device, condition))
             targets[device_url] = DEVICE
-            device_created = True
+    # Where the EHR gets no Device of its own, each Provenance carries it.
+    contained = device_url not in targets
     provenances = tuple(
-        rewrite_references(p if device_created else _with_contained_device(p, resources), targets)
+        rewrite_references(
+            _with_contained_device(p, resources) if contained else p,
+            targets | ({device_url: "#device"} if contained else {}),
+        )
         for p in resources.provenances
     )
     steps.append(AddProvenances(provenances))

@@ -353,6 +353,16 @@ def test_final_report_gives_results_citing_observation_and_report() -> None:
     ]
 
 
+def test_a_report_result_that_is_not_an_observation_is_unresolved_not_read_as_one() -> None:
+    report = fx.diagnostic_report("r1", "final", []) | {
+        "result": [{"reference": f"Patient/{fx.PATIENT_ID}"}]
+    }
+    state = evidence_from_fhir(fx.stay(report), settings=PipelineSettings())
+    assert state.facts.get("lab_result", []) == []
+    kind, reason = exclusion_of(state, "DiagnosticReport/r1")
+    assert kind == "unresolved" and "not an Observation" in reason
+
+
 def test_preliminary_report_is_a_pending_result() -> None:
     state = evidence_from_fhir(
         fx.stay(

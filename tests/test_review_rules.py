@@ -161,6 +161,8 @@ def test_served_resources_have_ids_and_the_document_resolves_on_its_own(
     assert f"https://ehr/fhir/Patient/{MANY_FLAGS}" in urls
     assert f'"reference": "https://ehr/fhir/Patient/{MANY_FLAGS}"' in served
     assert instant(WHEN) == "2026-11-30T12:00:00+00:00"
+    with pytest.raises(ValueError, match="identified"):
+        device_id({"resourceType": "Device", "identifier": [{"system": "s"}]})
 
 
 @pytest.mark.parametrize(

@@ -209,3 +209,11 @@ def test_why_nothing_is_written_names_the_operator_the_ehr_or_the_grant() -> Non
     assert why_nothing_is_written(takes_notes, "patient/*.read", "none") == "configured"
     assert why_nothing_is_written(takes_nothing, "patient/*.cruds") == "not-accepted"
     assert why_nothing_is_written(takes_notes, "patient/*.read") == "not-permitted"
+
+
+def test_provenances_on_the_written_note_are_known_by_key_and_a_malformed_one_is_not_ours() -> None:
+    from smartapp.ehr.writeback import written_provenance_keys
+
+    ours = resources().provenances
+    on_the_note = [as_json(p) for p in ours] + [{"resourceType": "Provenance", "target": "x"}]
+    assert written_provenance_keys(on_the_note) == {provenance_key(p) for p in ours}

@@ -48,7 +48,7 @@ async def _write_note(client: FhirClient, step: WriteNote) -> dict[str, Any]:
     return await client.create(as_json(step.resource), if_none_exist=step.condition)
 
 
-def _keys(existing: list[dict[str, Any]]) -> set[str]:
+def written_provenance_keys(existing: list[dict[str, Any]]) -> set[str]:
     """What the Provenances already on the note record; one that does not validate is not one
     Provenote wrote (it writes only valid ones) and is left out."""
     keys = set()
@@ -61,7 +61,8 @@ def _keys(existing: list[dict[str, Any]]) -> set[str]:
 
 
 async def _add_provenances(client: FhirClient, step: AddProvenances, bound: dict[str, str]) -> None:
-    present = _keys((await client.search("Provenance", {"target": bound[NOTE]})).resources)
+    on_the_note = await client.search("Provenance", {"target": bound[NOTE]})
+    present = written_provenance_keys(on_the_note.resources)
     for provenance in step.provenances:
         if provenance_key(provenance) not in present:
             await client.create(as_json(rewrite_references(provenance, bound)))
