@@ -4,6 +4,7 @@ import sys
 
 from bench import (
     checker_quality,
+    discharge_ahead,
     drafts,
     evidence,
     fabrications,
@@ -27,6 +28,7 @@ if __name__ == "__main__":
     drafts.main()
     fetch.main()
     launch_to_draft.main()
+    discharge_ahead.main()
     scale_out.main()
     review_api.main()
     review_ui.main()

@@ -346,7 +346,7 @@ def sandbox(
     ] = False,
 ) -> None:
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
-    from launch.sandbox.run import Sandbox, SandboxError, app_client
+    from launch.sandbox.run import Sandbox, SandboxError
 
     settings = get_settings()
     box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None, tls=tls)
@@ -359,8 +359,7 @@ def sandbox(
         box.stop()
         raise fail(str(error)) from None
     try:
-        box.register(app_client(settings, box.fhir_base))
-        registration = box.registration(settings)
+        registration = box.configure(settings).registrations[0]
         listed = registration.model_dump(mode="json", exclude_none=True)
         if registration.client_secret is not None:
             listed["client_secret"] = registration.client_secret.get_secret_value()
@@ -394,13 +393,21 @@ def demo(
             "such as smollm2 (the packaged SmolLM2: real language, not clinical quality)."
         ),
     ] = "evidence-only",
+    discharge: Annotated[
+        bool,
+        typer.Option(
+            "--discharge",
+            help="Show the card flow: Start discharge calls the CDS hook, which drafts ahead; "
+            "the card's link then opens the draft waiting.",
+        ),
+    ] = False,
 ) -> None:
     """Launch Provenote from the sandbox chart and show the draft it writes back."""
     from launch.demo import DemoError, run_demo
     from launch.sandbox.run import SandboxError
 
     try:
-        code = run_demo(data_dir, keep_running, llm)
+        code = run_demo(data_dir, keep_running, llm, discharge)
     except (DemoError, SandboxError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
@@ -555,6 +562,41 @@ def export_edits(
     lines = asyncio.run(collect())
     write_atomically(output, "".join(f"{line}\n" for line in lines))
     typer.echo(f"{len(lines)} edits written to {output}", err=True)
+
+
+@app.command()
+def predraft(
+    issuer: Annotated[
+        str | None,
+        typer.Option(
+            help="Draft ahead on this EHR (FHIR base) only. Default: every EHR "
+            'registered with "predraft": true.'
+        ),
+    ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            help="With the in-process queue, run the queued drafts here and wait up "
+            "to this many seconds for them (0: only queue them for `provenote serve`)."
+        ),
+    ] = 600.0,
+) -> None:
+    """Draft ahead the in-progress inpatient stays whose discharge is in sight, as Provenote
+    itself (SMART Backend Services): once per stay, again only when its record changed."""
+    import asyncio
+
+    from pipeline.errors import ProvenoteError
+    from smartapp.worker import run_predraft
+
+    settings = server_settings()
+    require_current_schema(settings)
+    try:
+        rounds = asyncio.run(run_predraft(settings, issuer, wait))
+    except ProvenoteError as error:
+        raise fail(str(error)) from error
+    for done in rounds:
+        counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(done.counts().items()))
+        typer.echo(f"{done.issuer}: {len(done.outcomes)} stays in sight ({counts or 'none'})")
 
 
 @app.command()

@@ -2,16 +2,21 @@
 
 Starts the sandbox EHR and the app, launches Provenote from the chart for a Synthea patient with
 an inpatient stay (following the redirects as a browser does), follows the job's progress over
-Server-Sent Events, then prints the draft and where to look at it.
+Server-Sent Events, then prints the draft and where to look at it. With ``--discharge`` it
+shows the card flow instead: the chart starts the discharge (the CDS hook), the hook's cards, and
+the card's link opening the draft that was made meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -60,7 +65,72 @@ def follow_progress(browser: httpx.Client, base_url: str, job_id: str) -> dict:
     return last
 
 
-def run_demo(data_dir: Path, keep_running: bool, summarizer: str = "evidence-only") -> int:
+def launched_draft(browser: httpx.Client, sandbox: Sandbox, base_url: str, encounter: str) -> str:
+    """Launch from the chart as a browser would, follow the job: the draft's id."""
+    landing = browser.post(
+        f"{sandbox.chart_url}/launch",
+        data={"patient": DEMO_PATIENT, "encounter": encounter},
+    )
+    found = re.search(r'data-job="([^"]+)"', landing.text)
+    if landing.status_code != 200 or found is None:
+        raise DemoError(f"the launch did not start a job (HTTP {landing.status_code})")
+    job = follow_progress(browser, base_url, found.group(1))
+    if job.get("state") != "done":
+        raise DemoError(f"the job failed at {job.get('stage')}: {job.get('error')}")
+    draft_id = re.search(r'href="/drafts/([^"]+)"', browser.get(f"{base_url}/").text)
+    if draft_id is None:
+        raise DemoError("the job finished without a stored draft")
+    return draft_id.group(1)
+
+
+def _card(sandbox: Sandbox, base_url: str, encounter: str) -> dict[str, Any]:
+    """ "Start discharge" in the chart: the one card the hook answered."""
+    answer = asyncio.run(
+        sandbox.hooks.discharge(base_url, DEMO_PATIENT, encounter, sandbox.practitioner)
+    )
+    if answer.status != 200 or len(answer.cards) != 1:
+        raise DemoError(f"the discharge hook answered {answer.status}: {answer.error or 'no card'}")
+    card = answer.cards[0]
+    print(f"card ({card['indicator']}): {card['summary']}", file=sys.stderr, flush=True)
+    return card
+
+
+def discharged_draft(browser: httpx.Client, sandbox: Sandbox, base_url: str, encounter: str) -> str:
+    """Start the discharge (the CDS hook drafts ahead), wait for the "ready" card, then launch
+    from its link straight into the draft: the draft's id."""
+    card = _card(sandbox, base_url, encounter)
+    deadline = time.monotonic() + 600
+    while "draft" not in json.loads(card["links"][0]["appContext"]):
+        if time.monotonic() > deadline:
+            raise DemoError("the hook's draft was not ready within 10 minutes")
+        time.sleep(1.0)
+        card = _card(sandbox, base_url, encounter)
+    named = card["links"][0]["appContext"]
+    opened = browser.post(
+        f"{sandbox.chart_url}/launch",
+        data={"patient": DEMO_PATIENT, "encounter": encounter, "app_context": named},
+    )
+    draft_id = json.loads(named)["draft"]
+    if opened.status_code != 200 or not str(opened.url).endswith(f"/drafts/{draft_id}"):
+        raise DemoError(f"the card's link did not open the draft (HTTP {opened.status_code})")
+    return str(draft_id)
+
+
+def written_draft(browser: httpx.Client, base_url: str, draft_id: str) -> dict[str, Any]:
+    """The draft once its write-back is recorded (a draft made ahead is written as it opens)."""
+    deadline = time.monotonic() + 60
+    while True:
+        draft: dict[str, Any] = browser.get(f"{base_url}/api/drafts/{draft_id}").json()
+        if draft.get("write_back") or time.monotonic() > deadline:
+            return draft
+        time.sleep(0.2)
+
+
+def run_demo(
+    data_dir: Path, keep_running: bool, summarizer: str = "evidence-only", discharge: bool = False
+) -> int:
+    """The demo; ``discharge``: the card flow (Start discharge, the hook's cards, the card's
+    link into the draft waiting) instead of a plain launch."""
     port = free_port()
     sandbox = Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch")
     # The app's FHIR API trusts the sandbox's authorization server, as a hospital's would its own.
@@ -84,21 +154,9 @@ def run_demo(data_dir: Path, keep_running: bool, summarizer: str = "evidence-onl
         try:
             with httpx.Client(follow_redirects=True, timeout=120) as browser:
                 encounter = inpatient_encounter(browser.get(sandbox.chart_url).text, DEMO_PATIENT)
-                landing = browser.post(
-                    f"{sandbox.chart_url}/launch",
-                    data={"patient": DEMO_PATIENT, "encounter": encounter},
-                )
-                found = re.search(r'data-job="([^"]+)"', landing.text)
-                if landing.status_code != 200 or found is None:
-                    raise DemoError(f"the launch did not start a job (HTTP {landing.status_code})")
-                job = follow_progress(browser, settings.base_url, found.group(1))
-                if job.get("state") != "done":
-                    raise DemoError(f"the job failed at {job.get('stage')}: {job.get('error')}")
-                page = browser.get(f"{settings.base_url}/").text
-                draft_id = re.search(r'href="/drafts/([^"]+)"', page)
-                if draft_id is None:
-                    raise DemoError("the job finished without a stored draft")
-                draft = browser.get(f"{settings.base_url}/api/drafts/{draft_id.group(1)}").json()
+                opened = discharged_draft if discharge else launched_draft
+                draft_id = opened(browser, sandbox, settings.base_url, encounter)
+                draft = written_draft(browser, settings.base_url, draft_id)
             written = draft.get("write_back") or {}
             print(draft["markdown"])
             print(f"Chart: {sandbox.chart_url}")

@@ -8,6 +8,7 @@ patient, and every failure goes through one handler (``smartapp.core.handlers``)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from litestar import Litestar
@@ -17,6 +18,7 @@ import templates
 from smartapp.api.auth import TokenVerifier
 from smartapp.api.controllers import FhirApiController
 from smartapp.api.guards import VERIFIER
+from smartapp.cds.controllers import CdsController
 from smartapp.core.errors import log, logged
 from smartapp.core.handlers import EXCEPTION_HANDLERS
 from smartapp.core.headers import security_headers
@@ -31,6 +33,7 @@ from smartapp.jobs.service import StageHook
 from smartapp.launch.controllers import LaunchController
 from smartapp.operations import OperationsController
 from smartapp.state import AppState, new_state, service_dependencies
+from smartapp.worker import predraft_schedule
 
 STATIC = Path(templates.__file__).parent / "app" / "static"
 
@@ -76,6 +79,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
     database = state.database
 
     background: list[asyncio.Task[None]] = []
+    schedule = contextlib.AsyncExitStack()
 
     async def start_up() -> None:
         state.loop = asyncio.get_running_loop()
@@ -87,8 +91,11 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
         )
         await state.jobs.start()
         background.append(asyncio.create_task(_sweep_signatures(state, settings)))
+        if settings.job_queue == "in_process":  # this process runs the jobs it drafts ahead
+            await schedule.enter_async_context(predraft_schedule(state))
 
     async def shut_down() -> None:
+        await schedule.aclose()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
@@ -105,6 +112,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
             DraftController,
             DraftSourceController,
             FhirApiController,
+            CdsController,
             OperationsController,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import httpx
 from litestar.di import NamedDependency, Provide
 
+from smartapp.cds.caller import HookKeys
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
 from smartapp.core.settings import Settings
@@ -42,6 +43,8 @@ class AppState:
     styles: StyleCache
     access: EhrAccess
     drafts: DraftService
+    # The registered EHRs' CDS Hooks keys, fetched as calls need them.
+    hook_keys: HookKeys
     jobs: JobService | None = None
     loop: asyncio.AbstractEventLoop | None = None
     installation: str = ""
@@ -50,7 +53,8 @@ class AppState:
     # When each session last pulled its record through /api/record (rate-limited).
     record_pulls: dict[str, list[float]] = field(default_factory=dict)
     # Per draft: whether the record pulled at its relaunch differs from the one it was drafted
-    # from (then "Draft again" is offered first); and the checks under way.
+    # from (then "Draft again" is offered first); and the work under way beside launches (those
+    # checks, and writing a draft made ahead as it is first opened).
     record_changed: dict[str, bool] = field(default_factory=dict)
     record_checks: set[asyncio.Task[None]] = field(default_factory=set)
     # The source pane's page images, rendered a few at a time and kept.
@@ -121,4 +125,5 @@ def new_state(settings: Settings) -> AppState:
         styles=StyleCache(http),
         access=EhrAccess(settings, store, http, database),
         drafts=DraftService(database),
+        hook_keys=HookKeys(http),
     )

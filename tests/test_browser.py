@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -257,4 +258,44 @@ def test_markup_in_a_note_never_runs_in_the_browser(
     assert page.title() != "pwned"
     assert page.evaluate("document.body.dataset.pwned") is None
     assert page.locator("#review img").count() == 0
+    page.close()
+
+
+def test_a_discharge_card_launches_straight_into_the_draft_waiting(
+    chromium, app: RunningApp, review_sandbox: Sandbox
+) -> None:
+    """Start discharge in the chart: the hook's card says the draft is being made; once made,
+    the card says so with its flags, and its link opens the draft's review at once."""
+    with httpx.Client() as client:
+        encounter = inpatient_encounter(client, review_sandbox, ONE_FLAG)
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+
+    def start_discharge() -> None:
+        page.goto(review_sandbox.chart_url)
+        stay = f'form:has(input[name="encounter"][value="{encounter}"]) button.discharge'
+        page.locator(stay).click()
+        page.wait_for_selector("section.card")
+
+    start_discharge()
+    assert page.locator("section.card .summary").text_content() == "Drafting the discharge summary"
+    issuer = app.settings.registrations[0].issuer
+    job = app.call(app.state.jobs.latest_for(issuer, ONE_FLAG, encounter))
+    assert job is not None
+    deadline = time.monotonic() + 120
+    while (draft := app.call(app.state.drafts.of_job(job.id))) is None:
+        assert time.monotonic() < deadline, "the hook's draft was never made"
+        time.sleep(0.3)
+
+    start_discharge()
+    card = page.locator("section.card")
+    assert card.locator(".summary").text_content() == (
+        "Discharge summary draft ready: 1 flag to review"
+    )
+    assert card.get_attribute("data-indicator") == "warning"  # an incomplete medication
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "discharge-card.png"))
+    card.locator("button.card-link").click()
+    page.wait_for_selector("#review")
+    assert page.url.endswith(f"/drafts/{draft.id}")
+    assert page.locator("li.sentence.flagged").count() == 1
     page.close()

@@ -188,10 +188,15 @@ def test_sandbox_command_prints_its_urls_serves_the_chart_and_stops_on_sigterm()
             process.kill()
 
 
-def test_demo_launches_drafts_writes_back_and_prints_the_urls(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flow", [[], ["--discharge"]], ids=["launch", "discharge-card"])
+def test_demo_launches_drafts_writes_back_and_prints_the_urls(
+    tmp_path: Path, flow: list[str]
+) -> None:
+    """The plain launch, and the card flow: Start discharge drafts ahead, the card's link opens
+    the draft waiting, which is then written to the chart."""
     script = Path(sys.executable).with_name("provenote")
     completed = subprocess.run(
-        [str(script), "demo", "--data-dir", str(tmp_path)],
+        [str(script), "demo", "--data-dir", str(tmp_path), *flow],
         capture_output=True,
         text=True,
         check=False,
@@ -205,7 +210,11 @@ def test_demo_launches_drafts_writes_back_and_prints_the_urls(tmp_path: Path) ->
     assert labels == ["Chart", "App", "Draft", "FHIR API", "Composition"]
     assert tail[3].split("/fhir/Composition/")[1] == tail[2].split("/drafts/")[1]
     assert "/fhir/R4/Composition/" in tail[4]
-    assert "done" in completed.stderr and "writing_back" in completed.stderr
+    if flow:
+        assert "card (info): Drafting the discharge summary" in completed.stderr
+        assert "Discharge summary draft ready: " in completed.stderr
+    else:
+        assert "done" in completed.stderr and "writing_back" in completed.stderr
 
 
 HEAVY = ("torch", "transformers", "litestar", "nltk")

@@ -70,6 +70,8 @@ class LaunchContext:
     encounter: str | None = None
     # Who launched (fhirUser); None: the sandbox's practitioner.
     user: str | None = None
+    # A CDS Hooks card's appContext, handed to the app with its tokens.
+    app_context: str | None = None
 
 
 @dataclass(slots=True)
@@ -145,9 +147,15 @@ class AuthorizationServer:
     def jwks(self) -> dict[str, Any]:
         return KeySet([self.key]).as_dict(private=False)
 
-    def new_launch(self, patient: str, encounter: str | None, user: str | None = None) -> str:
+    def new_launch(
+        self,
+        patient: str,
+        encounter: str | None,
+        user: str | None = None,
+        app_context: str | None = None,
+    ) -> str:
         launch = secrets.token_urlsafe(16)
-        self._launches[launch] = LaunchContext(patient, encounter, user)
+        self._launches[launch] = LaunchContext(patient, encounter, user, app_context)
         return launch
 
     # --- authorize -------------------------------------------------------------------------------
@@ -317,6 +325,8 @@ class AuthorizationServer:
             if context.encounter:
                 answer["encounter"] = context.encounter.split("/")[-1]
             answer["need_patient_banner"] = True
+            if context.app_context:
+                answer["appContext"] = context.app_context
             answer["smart_style_url"] = f"{self.issuer}/smart-style.json"
         if "openid" in scopes and "fhirUser" in scopes:
             user = context.user if context is not None else None

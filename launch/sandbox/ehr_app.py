@@ -12,6 +12,7 @@ from litestar.params import FromQuery
 from litestar.response import Redirect, Response
 
 from launch.sandbox.authorization import AuthorizationServer, OAuthError
+from launch.sandbox.cds_client import CdsClient
 from pipeline.text.rendering import render
 
 
@@ -73,7 +74,7 @@ async def _chart_patients(fhir_base: str, admin_token: str) -> list[dict[str, An
     return listed
 
 
-def _authorization_routes(server: AuthorizationServer) -> list[Any]:
+def _authorization_routes(server: AuthorizationServer, hooks: CdsClient) -> list[Any]:
     """/auth: SMART's authorize, token and JWKS endpoints, and the styling it offers apps."""
 
     async def authorize(params: dict[str, str]) -> Response[Any]:
@@ -113,7 +114,12 @@ def _authorization_routes(server: AuthorizationServer) -> list[Any]:
     async def smart_style() -> dict[str, Any]:
         return SMART_STYLE
 
-    return [authorize_get, authorize_post, token, jwks, smart_style]
+    @get("/auth/cds-jwks")
+    async def cds_jwks() -> dict[str, Any]:
+        """The keys that sign the chart's CDS Hooks calls."""
+        return hooks.jwks()
+
+    return [authorize_get, authorize_post, token, jwks, smart_style, cds_jwks]
 
 
 def create_ehr_app(
@@ -122,10 +128,12 @@ def create_ehr_app(
     fhir_base: str,
     admin_token: str,
     app_launch_url: Callable[[], str],
+    hooks: CdsClient,
 ) -> Litestar:
     """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
 
-    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed.
+    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed; the
+    app's CDS services are found beside it (its launch URL without ``/launch``).
     """
 
     @get("/chart")
@@ -148,12 +156,30 @@ def create_ehr_app(
             f"Patient/{form.get('patient')}",
             f"Encounter/{form.get('encounter')}" if form.get("encounter") else None,
             str(form.get("user")) if form.get("user") else None,
+            str(form.get("app_context")) if form.get("app_context") else None,
         )
         query = urlencode({"iss": fhir_base, "launch": launch_id})
         return Redirect(f"{app_launch_url()}?{query}", status_code=303)
 
+    @post("/chart/discharge")
+    async def discharge(request: Request, framed: FromQuery[bool] = False) -> Response[str]:
+        """ "Start discharge": the chart calls the app's encounter-discharge hook and shows the
+        cards it answers, each link a launch with the card's appContext."""
+        form = await request.form()
+        patient, encounter = str(form.get("patient", "")), str(form.get("encounter", ""))
+        app_base = app_launch_url().removesuffix("/launch")
+        answer = await hooks.discharge(app_base, patient, encounter, server.practitioner)
+        return _html(
+            "sandbox/cards.html.j2",
+            answer=answer,
+            patient=patient,
+            encounter=encounter,
+            launch_action="/chart/launch",
+            framed=framed,
+        )
+
     return Litestar(
-        route_handlers=[*_authorization_routes(server), chart, launch],
+        route_handlers=[*_authorization_routes(server, hooks), chart, launch, discharge],
         debug=False,
         logging_config=None,
     )

@@ -18,6 +18,7 @@ import httpx
 import uvicorn
 
 from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
+from launch.sandbox.cds_client import CdsClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
 from launch.sandbox.tls import Certificate, loopback_certificate
@@ -27,6 +28,9 @@ from smartapp.core.settings import Settings
 FHIR_SERVER_DIR = Path(__file__).parent / "fhir_server"
 SAMPLES = Path(__file__).parents[1] / "samples"
 PRACTITIONER_ID = "sandbox-physician"
+# The client id the sandbox registers for the app's SMART Backend Services (pre-drafting, hook
+# calls without a lent token), apart from the launch's client as EHRs keep them.
+BACKEND_CLIENT_ID = "provenote-backend"
 
 
 class SandboxError(RuntimeError):
@@ -135,6 +139,7 @@ class Sandbox:
             practitioner=self.practitioner,
             access_token_ttl_s=access_token_ttl_s,
         )
+        self.hooks = CdsClient(self.auth, self.fhir_base, self.admin_token)
         self.report = SeedReport()
         self._node: subprocess.Popen[bytes] | None = None
         self._web: ThreadedServer | None = None
@@ -157,12 +162,32 @@ class Sandbox:
             token_endpoint=self.auth.token_url,
             jwks_uri=f"{self.issuer}/jwks",
             openid_issuer=self.issuer,
+            backend_client_id=BACKEND_CLIENT_ID,
+            cds_hooks=True,
+            cds_issuer=self.issuer,
+            cds_jwks_uri=f"{self.issuer}/cds-jwks",
         )
 
     def configure(self, settings: Settings) -> Settings:
-        """``settings`` with this EHR allowed to launch the app, and the app registered here."""
-        self.register(app_client(settings, self.fhir_base))
+        """``settings`` with this EHR allowed to launch the app, and the app registered here:
+        its launch client, its backend-services client, and its CDS service (the chart's
+        "Start discharge" calls it)."""
+        launching = app_client(settings, self.fhir_base)
+        self.register(launching)
+        self.register(
+            RegisteredClient(BACKEND_CLIENT_ID, "private_key_jwt", jwks_url=launching.jwks_url)
+        )
+        self.hooks.app_client_id = settings.client_id
         return settings.model_copy(update={"registrations": [self.registration(settings)]})
+
+    def fhir_requests(self) -> int:
+        """How many requests the FHIR server has had from anyone but the sandbox itself."""
+        answer = httpx.get(
+            f"http://127.0.0.1:{self.fhir_port}/__admin/requests",
+            headers={"x-admin-token": self.admin_token},
+        )
+        answer.raise_for_status()
+        return int(answer.json()["count"])
 
     def _start_fhir_server(self) -> None:
         ensure_npm_packages()
@@ -216,6 +241,7 @@ class Sandbox:
             fhir_base=self.fhir_base,
             admin_token=self.admin_token,
             app_launch_url=lambda: self.app_launch_url,
+            hooks=self.hooks,
         )
         self._web = ThreadedServer(app, self.auth_port, self.tls)
         self._web.start()

@@ -37,7 +37,7 @@ from smartapp.api.fhir_api import (
 )
 from smartapp.api.guards import CALLER, api_token
 from smartapp.core.db import DraftRow
-from smartapp.core.statuses import DraftStatus, JobState
+from smartapp.core.statuses import DraftStatus, JobOrigin, JobState
 from smartapp.drafts.store import DraftQuery
 from smartapp.state import AppState, Jobs, Provenote
 
@@ -191,7 +191,7 @@ class FhirApiController(Controller):
             settings.api_ehr_base,
             patient,
             encounter_id,
-            origin="backend",
+            origin=JobOrigin.BACKEND,
             api_client=client.client_id,
         )
         body = {

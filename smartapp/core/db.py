@@ -99,6 +99,9 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     record: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The pulled record's digest (``fhir_mapping.resources.record_digest``), kept when the
+    # record itself is purged: pre-drafting compares it to tell a stay whose record changed.
+    record_digest: Mapped[str | None] = mapped_column(String(64))
     # "launch" (a user's launch; session_id is theirs) or "backend" (the API's $summarize,
     # run as Provenote itself for ``api_client``).
     origin: Mapped[str] = mapped_column(String(16), default="launch")
@@ -112,6 +115,17 @@ class JobRow(Base):
     request_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class HookCallRow(Base):
+    """A CDS Hooks call's JWT id, kept until the JWT expires: a replayed call is refused by
+    every process (the primary key), not only by the one that saw it first."""
+
+    __tablename__ = "cds_hook_calls"
+
+    issuer: Mapped[str] = mapped_column(Text, primary_key=True)
+    jti: Mapped[str] = mapped_column(String(255), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
 
 
 class DraftRow(Base):

@@ -64,6 +64,26 @@ MODEL_TOKENS = Counter(
     ["backend", "kind"],
 )
 DRAFTS_SIGNED = Counter("provenote_drafts_signed_total", "Drafts signed by a physician.")
+HOOK_CALLS = Counter(
+    "provenote_cds_hook_calls_total",
+    "CDS Hooks calls, by answer: ready, drafting, no_card, refused.",
+    ["answer"],
+)
+PREDRAFTS = Counter(
+    "provenote_predrafts_total",
+    "Stays pre-drafting looked at, by outcome: queued, redrafted, unchanged, drafting, signed.",
+    ["outcome"],
+)
+DRAFT_AT_LAUNCH = Counter(
+    "provenote_draft_at_launch_total",
+    "What a physician's launch found for the stay: ready (a draft waiting), drafting, none.",
+    ["found"],
+)
+DRAFT_AGE_AT_LAUNCH = Histogram(
+    "provenote_draft_age_at_launch_seconds",
+    "How long a draft had been waiting when a physician's launch opened it.",
+    buckets=(10, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 72 * 3600),
+)
 
 
 def serve_worker_metrics(port: int, host: str = "127.0.0.1") -> WSGIServer:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 ClientAuth = Literal["public", "client_secret_basic", "private_key_jwt"]
 SigningAlg = Literal["RS384", "ES384"]
@@ -48,6 +48,23 @@ class ClientRegistration(BaseModel):
     # has not registered (e.g. ["patient/*.read"] for read-only); default: what the app needs.
     scopes: list[str] | None = None
     refresh: RefreshAccess = "auto"
+    # SMART Backend Services (drafting with no user: a hook without fhirAuthorization,
+    # pre-drafting, the API's $summarize): the client id registered for it, when the EHR keeps
+    # backend clients apart from the launch's; always private_key_jwt. Default: client_id.
+    backend_client_id: str | None = None
+    # CDS Hooks (smartapp.cds): whether this EHR may call the discharge service, the ``iss`` of
+    # its hook JWTs (default: the FHIR base) and where it publishes their keys (a JWK Set).
+    cds_hooks: bool = False
+    cds_issuer: str | None = None
+    cds_jwks_uri: str | None = None
+    # Pre-drafting (``provenote predraft``): draft this EHR's in-progress inpatient stays ahead.
+    predraft: bool = False
+    # Stays at these locations (``Location/<id>``) are drafted ahead even before a discharge is
+    # recorded on them.
+    discharge_locations: list[str] = Field(default_factory=list)
+    # A draft made ahead (by a hook or pre-drafting) is written to the chart when a physician
+    # first opens it; True writes it as soon as it is made.
+    predraft_writes: bool = False
 
     @model_validator(mode="after")
     def _normalised(self) -> ClientRegistration:
@@ -58,8 +75,20 @@ class ClientRegistration(BaseModel):
 
     def named_origins(self) -> set[str]:
         """Origins this registration trusts beyond the issuer's own."""
-        named = (self.authorization_endpoint, self.token_endpoint, self.jwks_uri)
+        named = (self.authorization_endpoint, self.token_endpoint, self.jwks_uri, self.cds_jwks_uri)
         return {origin_of(url) for url in named if url}
+
+    @property
+    def hook_issuer(self) -> str:
+        """The ``iss`` this EHR's CDS Hooks JWTs carry."""
+        return normalise_issuer(self.cds_issuer or self.issuer)
+
+    def backend(self) -> ClientRegistration:
+        """The registration Provenote acts under without a user (SMART Backend Services)."""
+        if self.backend_client_id is None:
+            return self
+        update = {"client_id": self.backend_client_id, "client_auth": "private_key_jwt"}
+        return self.model_copy(update=update)
 
 
 def callback_id(issuer: str) -> str:

@@ -173,6 +173,10 @@ class JobSettings(BaseModel):
     # /ready answers 503 while no worker is alive (with procrastinate, workers are separate
     # processes: a web process alone would queue jobs nobody runs).
     ready_requires_worker: bool = False
+    # Pre-drafting on a schedule (off when unset): every this many seconds, the process that runs
+    # jobs (`provenote worker`, or `provenote serve` with the in-process queue) drafts ahead the
+    # in-progress inpatient stays of every EHR registered with "predraft": true.
+    predraft_every_s: float | None = Field(None, ge=60)
 
 
 class ModelSettings(BaseModel):

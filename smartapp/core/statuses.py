@@ -29,6 +29,26 @@ class JobStage(StrEnum):
     DONE = "done"
 
 
+class JobOrigin(StrEnum):
+    """Who asked for a job, which says whose tokens it acts with."""
+
+    # A user's launch: the job acts with their session.
+    LAUNCH = "launch"
+    # The FHIR API's $summarize: Provenote itself (SMART Backend Services).
+    BACKEND = "backend"
+    # A CDS Hooks call: the hook's fhirAuthorization, kept as a session of its own.
+    HOOK = "hook"
+    # Pre-drafting: Provenote itself, for an in-progress stay.
+    PREDRAFT = "predraft"
+
+
+# Jobs that act as Provenote itself, with a Backend Services token.
+ACTS_AS_PROVENOTE = frozenset({JobOrigin.BACKEND, JobOrigin.PREDRAFT})
+# Jobs that draft before any physician asked: their draft is written to the chart when a
+# physician first opens it (unless the EHR's registration asks for it at once).
+DRAFTED_AHEAD = frozenset({JobOrigin.HOOK, JobOrigin.PREDRAFT})
+
+
 class DraftStatus(StrEnum):
     PRELIMINARY = "preliminary"
     # A signature in progress: claimed, the EHR's copy being made final.

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fhir_mapping.hosted import served_device
+from fhir_mapping.write_plan import Strategy
 from pipeline.checking.review import ReviewAction
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary
@@ -18,6 +19,7 @@ from smartapp.core.db import (
     DraftRow,
     WriteBackRow,
 )
+from smartapp.core.metrics import WRITE_BACKS
 from smartapp.drafts import review, signing, store, writing
 from smartapp.drafts.store import DraftQuery
 from smartapp.drafts.writing import Write
@@ -89,10 +91,31 @@ class DraftService:
         return await store.write_back_of(self.database, draft_id)
 
     async def write_back(
-        self, client: FhirClient, draft: DraftRow, scope: str, write: Write
+        self, client: FhirClient, draft: DraftRow, scope: str, write: Write, actor: str
     ) -> WriteBackRow:
-        """Write a new draft to its EHR once; the recorded outcome."""
-        return await writing.write_back(self.database, client, draft, scope, write)
+        """Write a new draft to its EHR once; the recorded outcome, counted and audited as
+        done by ``actor``."""
+        outcome = await writing.write_back(self.database, client, draft, scope, write)
+        WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
+        where = f"{outcome.strategy} at {outcome.target}"
+        remote = f": {outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else ""
+        await self.audit(actor, f"write_back_{outcome.status}", draft.id, where + remote)
+        return outcome
+
+    async def write_unwritten(
+        self,
+        client: FhirClient,
+        draft: DraftRow,
+        scope: str,
+        installation: str,
+        forced: Strategy | None,
+        actor: str,
+    ) -> WriteBackRow | None:
+        """Write a draft that was never written (one made ahead, opened by a physician who may
+        write); None when it already was."""
+        if await self.write_back_of(draft.id) is not None:
+            return None
+        return await self.write_back(client, draft, scope, Write(installation, forced), actor)
 
     async def sign_outcome(
         self, client: FhirClient, draft: DraftRow, scope: str, write: Write

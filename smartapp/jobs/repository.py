@@ -18,7 +18,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from smartapp.core.db import Database, JobRow, stored_utc
 from smartapp.core.logs import REQUEST_ID
-from smartapp.core.statuses import ACTIVE_JOB_STATES, JOB_MOVES, JobStage, JobState, moved
+from smartapp.core.statuses import (
+    ACTIVE_JOB_STATES,
+    DRAFTED_AHEAD,
+    JOB_MOVES,
+    JobOrigin,
+    JobStage,
+    JobState,
+    moved,
+)
 
 
 def job_view(job: JobRow) -> dict[str, Any]:
@@ -56,7 +64,7 @@ class JobRepository:
         encounter: str | None,
         *,
         session_id: str,
-        origin: str,
+        origin: JobOrigin,
         api_client: str | None,
         may_write: bool,
     ) -> tuple[JobRow, bool]:
@@ -255,12 +263,15 @@ async def _active_job(
 
 
 def _join(
-    job: JobRow, session_id: str, origin: str, api_client: str | None, may_write: bool
+    job: JobRow, session_id: str, origin: JobOrigin, api_client: str | None, may_write: bool
 ) -> None:
-    """A launch joining a job: one that may write lends the job its session; one that may not
-    (a patient's) leaves the job as it is, so it never gains a right to write."""
-    if origin == "launch" and may_write:
+    """A launch joining a job: one that may write lends the job its session (a job drafted ahead
+    then acts for that physician); one that may not (a patient's) leaves the job as it is, so
+    it never gains a right to write."""
+    if origin == JobOrigin.LAUNCH and may_write:
         job.session_id, job.may_write = session_id, True
+        if job.origin in DRAFTED_AHEAD:
+            job.origin = JobOrigin.LAUNCH
     if api_client is not None and job.api_client is None:
         job.api_client = api_client
 
@@ -270,7 +281,7 @@ def _new_job(
     patient: str,
     encounter: str | None,
     session_id: str,
-    origin: str,
+    origin: JobOrigin,
     api_client: str | None,
 ) -> JobRow:
     return JobRow(

@@ -19,7 +19,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from fhir_mapping.resources import type_counts
+from fhir_mapping.resources import record_digest, type_counts
 from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
 from pipeline.errors import InputError, ProvenoteError
@@ -28,8 +28,8 @@ from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID, REQUEST_ID
-from smartapp.core.metrics import JOBS_FINISHED, WRITE_BACKS
-from smartapp.core.statuses import JobStage, JobState, WriteBackStatus
+from smartapp.core.metrics import JOBS_FINISHED
+from smartapp.core.statuses import DRAFTED_AHEAD, JobOrigin, JobStage, JobState, WriteBackStatus
 from smartapp.drafts.service import DraftService
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.ehr.fhir_client import FhirClient
@@ -42,6 +42,8 @@ from smartapp.jobs.repository import JobRepository, job_view
 from smartapp.jobs.stage_clock import StageClock
 
 StageHook = Callable[[str, str], Awaitable[None]]
+# What a draft made ahead says until a physician opens it.
+HELD_UNTIL_OPENED = "written to the chart when a physician opens it"
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 __all__ = ["ClientFactory", "JobService", "StageHook", "job_view"]
 
@@ -108,12 +110,14 @@ class JobService:
         encounter: str | None,
         *,
         session_id: str = "",
-        origin: str = "launch",
+        origin: JobOrigin = JobOrigin.LAUNCH,
         api_client: str | None = None,
         may_write: bool = True,
+        record: dict[str, Any] | None = None,
     ) -> JobRow:
         """A new job, or the one already queued or running for this patient and encounter
-        (``JobRepository.find_or_create``)."""
+        (``JobRepository.find_or_create``). A new job given the ``record`` its caller has just
+        pulled drafts from it rather than pulling it again."""
         job, created = await self.jobs.find_or_create(
             iss,
             patient,
@@ -126,6 +130,10 @@ class JobService:
         # The rest of the request's log lines (its access line among them) name the job.
         JOB_ID.set(job.id)
         if created:
+            if record is not None:
+                job = await self.jobs.update(
+                    job.id, record=record, record_digest=record_digest(record)
+                )
             await self.queue.enqueue(job.id)
             log.info("job %s queued", job.id, extra={"event": "job_queued"})
         return job
@@ -250,7 +258,7 @@ class JobService:
         if job.record is None:
             job = await self._stage(job, JobStage.FETCHING, 0.05, "pulling the record from the EHR")
             record = await pull_record(client, job.patient, job.encounter, self.pull_bounds)
-            job = await self._update(job.id, record=record)
+            job = await self._update(job.id, record=record, record_digest=record_digest(record))
         draft = await self.draft_of(job.id)
         if draft is None:
             documents = type_counts(job.record)["DocumentReference"]
@@ -270,26 +278,29 @@ class JobService:
             draft = await self.drafting.store(
                 job, state, self.drafts, lambda step: self._update(job.id, detail=step)
             )
+        if job.origin in DRAFTED_AHEAD and not job.may_write:
+            await self._done(job, f"draft {draft.id} stored; {HELD_UNTIL_OPENED}")
+            return
         job = await self._stage(
             job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
         )
         write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
-        outcome = await self.drafts.write_back(client, draft, scope, write)
-        WRITE_BACKS.labels(outcome.strategy, outcome.status).inc()
-        await self.drafts.audit(
-            f"provenote job {job.id}",
-            f"write_back_{outcome.status}",
-            draft.id,
-            f"{outcome.strategy} at {outcome.target}"
-            + (f": {outcome.remote_type}/{outcome.remote_id}" if outcome.remote_id else ""),
+        outcome = await self.drafts.write_back(
+            client, draft, scope, write, f"provenote job {job.id}"
         )
+        await self._done(
+            job,
+            f"draft {draft.id} stored; write-back {outcome.strategy}: "
+            + WRITE_BACK_WORDS.get(WriteBackStatus(outcome.status), outcome.status),
+        )
+
+    async def _done(self, job: JobRow, detail: str) -> None:
         await self._update(
             job.id,
             state=JobState.DONE,
             stage=JobStage.DONE,
             progress=1.0,
-            detail=f"draft {draft.id} stored; write-back {outcome.strategy}: "
-            + WRITE_BACK_WORDS.get(WriteBackStatus(outcome.status), outcome.status),
+            detail=detail,
             lease_until=None,
         )
         JOBS_FINISHED.labels(JobState.DONE).inc()

@@ -84,6 +84,7 @@ async def exchange(
         smart_style_url=tokens.smart_style_url,
         scope=tokens.scope,
         grant_ends_at=grant_ends_at(tokens),
+        app_context=tokens.app_context,
     )
     stored = StoredTokens(config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in))
     return context, stored

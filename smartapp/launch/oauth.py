@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import httpx
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fhir_mapping.resources import RECORD_TYPES
 from smartapp.core.errors import logged, logged_answer
@@ -45,7 +45,7 @@ WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 
 
 class TokenResponse(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     access_token: str
     token_type: str = "Bearer"
@@ -57,6 +57,8 @@ class TokenResponse(BaseModel):
     encounter: str | None = None
     need_patient_banner: bool | None = None
     smart_style_url: str | None = None
+    # A CDS Hooks card's link context, passed through by the EHR (CDS Hooks 2.0, SMART links).
+    app_context: str | None = Field(None, alias="appContext")
 
 
 def new_pkce() -> tuple[str, str]:

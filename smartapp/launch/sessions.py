@@ -47,10 +47,14 @@ class LaunchContext(BaseModel):
     # When the EHR's grant ends (epoch seconds): the access token's expiry where no refresh
     # token came with it. The session ends then, whatever its own limits say.
     grant_ends_at: float | None = None
+    # What the EHR launched the app for, when a CDS Hooks card's link said (its ``appContext``:
+    # the draft or job the card was about).
+    app_context: str | None = None
 
 
 class StoredTokens(BaseModel):
-    config: SmartConfiguration
+    # None: a token a CDS hook handed over (fhirAuthorization), which is never refreshed.
+    config: SmartConfiguration | None
     tokens: TokenResponse
     expires_at: float | None
 
@@ -175,6 +179,15 @@ class SessionStore:
             else:
                 row.context = context.model_dump()
                 row.sealed_tokens = sealed
+
+    async def update_context(self, session_id: str, context: LaunchContext) -> None:
+        """The session's launch context, completed after the callback (its tokens unchanged)."""
+        async with self._database.sessions() as session, session.begin():
+            await session.execute(
+                update(SessionRow)
+                .where(SessionRow.id == session_id)
+                .values(context=context.model_dump())
+            )
 
     def _expired(self, row: SessionRow, now: datetime) -> bool:
         seen = stored_utc(row.last_seen_at or row.updated_at or row.created_at)

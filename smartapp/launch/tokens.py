@@ -18,6 +18,7 @@ from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
+from smartapp.core.statuses import ACTS_AS_PROVENOTE
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.rate_gate import SharedRateGate
@@ -76,15 +77,16 @@ class EhrAccess:
         self.http = http
         # Where the installation's per-EHR request budget lives (PostgreSQL only).
         self.database = database
-        self._keys: dict[str, RSAKey | ECKey | None] = {}
+        self._keys: dict[tuple[str, str, str], RSAKey | ECKey | None] = {}
         # SMART Backend Services tokens per EHR: (access token, scope, expiry).
         self._backend: dict[str, tuple[str, str, float | None]] = {}
 
     def key_for(self, registration: ClientRegistration) -> RSAKey | ECKey | None:
-        """The private_key_jwt key for an EHR (loaded once)."""
-        if registration.issuer not in self._keys:
-            self._keys[registration.issuer] = registration_key(self.settings, registration)
-        return self._keys[registration.issuer]
+        """The private_key_jwt key for an EHR's client (loaded once)."""
+        client = (registration.issuer, registration.client_id, registration.client_auth)
+        if client not in self._keys:
+            self._keys[client] = registration_key(self.settings, registration)
+        return self._keys[client]
 
     def registration(self, iss: str) -> ClientRegistration:
         registration = self.settings.registration_for(iss)
@@ -128,7 +130,7 @@ class EhrAccess:
 
     async def _refresh(self, session_id: str, stored: StoredTokens) -> str | None:
         context = await self.store.stored_context(session_id)
-        if context is None or stored.tokens.refresh_token is None:
+        if context is None or stored.tokens.refresh_token is None or stored.config is None:
             raise GrantEndedError
         registration = self.registration(context.iss)
         try:
@@ -176,10 +178,19 @@ class EhrAccess:
         """A client for the session's EHR, acting with the session's tokens."""
         return self._client(iss, self.token_getter(session_id))
 
+    def client_with_token(self, iss: str, access_token: str) -> FhirClient:
+        """A client acting with a token the EHR lent for one call (a CDS hook's
+        fhirAuthorization): never refreshed, and sent only under ``iss`` like any other."""
+
+        async def lent(force_refresh: bool) -> str | None:
+            return access_token
+
+        return self._client(iss, lent)
+
     async def backend_client(self, iss: str) -> tuple[FhirClient, str]:
         """A client acting as the app itself (client_credentials), and the scope it was
         granted."""
-        registration = self.registration(iss)
+        registration = self.registration(iss).backend()
 
         async def fetch(force_refresh: bool) -> str | None:
             cached = self._backend.get(iss)
@@ -202,7 +213,7 @@ class EhrAccess:
     async def client_for_job(self, job: JobRow) -> tuple[FhirClient, str]:
         """A client for a job's EHR: as Provenote itself for the API's jobs, else with the
         tokens of the launch behind the job; and the scope it acts with."""
-        if job.origin == "backend":
+        if job.origin in ACTS_AS_PROVENOTE:
             return await self.backend_client(job.iss)
         context = await self.store.stored_context(job.session_id)
         if context is None:

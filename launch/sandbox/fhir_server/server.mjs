@@ -247,6 +247,7 @@ async function admin(req, res, path) {
     faults.match = body?.match ?? '';
     return send(res, 200, { ...faults });
   }
+  if (path === '/__admin/requests') return send(res, 200, { count: appRequests });
   if (path === '/__admin/reset') {
     repo.clear();
     return send(res, 200, { reset: true });
@@ -273,7 +274,11 @@ async function injectFault(req, res, rest) {
   return true;
 }
 
+// Requests made with anything but the admin token: tests check that a refused caller caused none.
+let appRequests = 0;
+
 async function handleFhir(req, res, url) {
+  if (!isAdmin(req)) appRequests += 1;
   const rest = url.pathname.slice(BASE_PATH.length) || '/';
   if (rest === '/metadata' && req.method === 'GET') return send(res, 200, capabilityStatement());
   if (rest === '/.well-known/smart-configuration' && req.method === 'GET') {

@@ -1,0 +1,175 @@
+"""Who is calling the CDS service: the EHR's JWT, checked as CDS Hooks 2.0 asks.
+
+Each call carries a JWT that a registered EHR signed (``Authorization: Bearer``). It is accepted
+only when its ``iss`` names a registration that publishes hook keys (``cds_jwks_uri``), its
+``kid`` is one of those keys and the signature holds (ES384 or RS384), its ``aud`` is the
+service's own URL, it has not expired and lives at most five minutes, and its ``jti`` was never
+seen before (kept in the database until the JWT expires, so a replay is refused by every
+process). Nothing else in the call is read before that.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+
+from smartapp.core.db import Database, HookCallRow, utcnow
+from smartapp.core.errors import logged
+from smartapp.core.registrations import ClientRegistration, normalise_issuer
+from smartapp.core.settings import Settings
+
+# The algorithms CDS Hooks 2.0 names for the EHR's JWT.
+ALGORITHMS = ["ES384", "RS384"]
+MAX_LIFETIME_S = 300
+CLOCK_SKEW_S = 30
+KEYS_TTL_S = 300
+
+
+class HookRefusedError(Exception):
+    """A call refused: the HTTP status, an error code (OAuth's, for a bearer JWT: RFC 6750)
+    and words for the EHR's integrators. Never anything the caller sent."""
+
+    def __init__(self, status: int, error: str, description: str) -> None:
+        super().__init__(description)
+        self.status, self.error, self.description = status, error, description
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.error, "error_description": self.description}
+
+
+def _refused(description: str) -> HookRefusedError:
+    return HookRefusedError(401, "invalid_token", description)
+
+
+def _unverified_part(token: str, index: int) -> dict[str, Any]:
+    """The JWT's header (0) or payload (1) before the signature is checked: only to find whose
+    key checks it."""
+    try:
+        part = token.split(".")[index]
+        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (IndexError, ValueError) as error:
+        raise _refused("the bearer token is not a JWT") from error
+    if not isinstance(value, dict):
+        raise _refused("the bearer token is not a JWT")
+    return value
+
+
+@dataclass(slots=True)
+class HookKeys:
+    """The registered EHRs' hook keys, fetched from their ``cds_jwks_uri`` and kept a few
+    minutes; fetched again at once for a ``kid`` not seen yet (the EHR rotated its keys)."""
+
+    http: httpx.AsyncClient
+    _cached: dict[str, tuple[KeySet, float]] = field(default_factory=dict)
+
+    async def key_set(self, registration: ClientRegistration, kid: str) -> KeySet:
+        url = registration.cds_jwks_uri
+        if url is None:
+            raise _refused("the EHR publishes no keys for CDS Hooks")
+        cached = self._cached.get(url)
+        fresh = cached is not None and time.monotonic() - cached[1] < KEYS_TTL_S
+        if cached is not None and fresh and _holds(cached[0], kid):
+            return cached[0]
+        try:
+            response = await self.http.get(url)
+            response.raise_for_status()
+            keys = KeySet.import_key_set(response.json())
+        except (httpx.HTTPError, ValueError, JoseError) as failure:
+            logged("fetching an EHR's CDS Hooks keys", repr(failure))
+            raise HookRefusedError(
+                503, "temporarily_unavailable", "the EHR's keys could not be read"
+            ) from failure
+        self._cached[url] = (keys, time.monotonic())
+        return keys
+
+
+def _holds(keys: KeySet, kid: str) -> bool:
+    try:
+        keys.get_by_kid(kid)
+    except JoseError:
+        return False
+    return True
+
+
+def hook_registration(settings: Settings, iss: str) -> ClientRegistration | None:
+    """The registration whose hook JWTs carry ``iss``; only one that publishes hook keys."""
+    issuer = normalise_issuer(iss)
+    for registration in settings.registrations:
+        if registration.cds_jwks_uri and registration.hook_issuer == issuer:
+            return registration
+    return None
+
+
+async def _first_use(database: Database, issuer: str, jti: str, expires: float) -> bool:
+    """Whether ``jti`` is new for this issuer (it is then kept until the JWT expires)."""
+    now = utcnow()
+    try:
+        async with database.sessions() as session, session.begin():
+            await session.execute(delete(HookCallRow).where(HookCallRow.expires_at < now))
+            session.add(
+                HookCallRow(issuer=issuer, jti=jti, expires_at=datetime.fromtimestamp(expires, UTC))
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def _checked_claims(claims: dict[str, Any], audience: str) -> tuple[float, str]:
+    """The JWT's expiry and jti, once its audience and times hold."""
+    audiences = claims.get("aud")
+    listed = audiences if isinstance(audiences, list) else [audiences]
+    if audience not in listed:
+        raise _refused("the JWT's aud is not this service's URL")
+    now = time.time()
+    expires, issued = claims.get("exp"), claims.get("iat")
+    if not isinstance(expires, int | float) or expires <= now - CLOCK_SKEW_S:
+        raise _refused("the JWT has expired or has no exp")
+    if not isinstance(issued, int | float) or issued > now + CLOCK_SKEW_S:
+        raise _refused("the JWT has no iat, or one in the future")
+    if expires - now > MAX_LIFETIME_S + CLOCK_SKEW_S:
+        raise _refused("the JWT lives longer than five minutes")
+    jti = claims.get("jti")
+    if not isinstance(jti, str) or not 0 < len(jti) <= 255:
+        raise _refused("the JWT has no jti")
+    return float(expires), jti
+
+
+async def verified_caller(
+    authorization: str | None,
+    audience: str,
+    settings: Settings,
+    keys: HookKeys,
+    database: Database,
+) -> ClientRegistration:
+    """The registration of the EHR that signed this call; HookRefusedError otherwise."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _refused("the call carries no bearer JWT")
+    token = token.strip()
+    header, claims = _unverified_part(token, 0), _unverified_part(token, 1)
+    issuer = claims.get("iss")
+    registration = hook_registration(settings, issuer) if isinstance(issuer, str) else None
+    if registration is None:
+        raise _refused("the JWT's issuer is not a registered EHR")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid:
+        raise _refused("the JWT names no kid")
+    try:
+        verified = jwt.decode(token, await keys.key_set(registration, kid), algorithms=ALGORITHMS)
+    except (JoseError, ValueError) as failure:
+        raise _refused(f"the JWT's signature does not hold ({type(failure).__name__})") from None
+    expires, jti = _checked_claims(dict(verified.claims), audience)
+    if not await _first_use(database, registration.hook_issuer, jti, expires):
+        raise _refused("the JWT's jti was used before (a replayed call)")
+    return registration

@@ -1,0 +1,184 @@
+"""The ``encounter-discharge`` service: what one hook call does and which card it answers.
+
+It never waits for a draft. A stay whose draft is waiting gets the "ready" card, with its open
+flags counted and the card's indicator set by the worst of them; a stay being drafted gets the
+"drafting" card; any other inpatient stay is queued for drafting (with the token the hook lent,
+or as Provenote itself when it lent none) and gets the "drafting" card. A stay that is not
+inpatient, one already signed, and an EHR whose registration turns the service off get no card.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pipeline.evidence.summary import Sentence
+from smartapp.cds.caller import HookRefusedError
+from smartapp.cds.hook_request import HookRequest
+from smartapp.core.db import DraftRow, JobRow
+from smartapp.core.errors import LaunchError
+from smartapp.core.registrations import ClientRegistration, normalise_issuer
+from smartapp.core.settings import Settings
+from smartapp.core.statuses import ACTIVE_JOB_STATES, DraftStatus, JobOrigin
+from smartapp.drafts.review import reviewed
+from smartapp.drafts.service import DraftService
+from smartapp.ehr.fhir_client import FhirClient, FhirError
+from smartapp.jobs.service import JobService
+from smartapp.launch.oauth import TokenResponse
+from smartapp.launch.sessions import LaunchContext, SessionStore, StoredTokens
+from smartapp.launch.smart_errors import SmartError
+from smartapp.launch.tokens import EhrAccess
+
+SERVICE_ID = "provenote-discharge-summary"
+Indicator = Literal["info", "warning", "critical"]
+# Flags that can change what the patient is sent home with, or say the draft may describe the
+# wrong patient: a card with one open is "critical".
+CRITICAL_FLAGS = frozenset(
+    {
+        "allergy_conflict",
+        "conflict",
+        "critical_result",
+        "acute_kidney_injury",
+        "medication_discrepancy",
+        "therapeutic_duplication",
+        "wrong_patient_document",
+        "note_instruction",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HookCard:
+    """The one card a call answers: a draft ready to review, or one being drafted."""
+
+    kind: Literal["ready", "drafting"]
+    # What the card's SMART link hands the launch (``appContext``): the draft or the job.
+    app_context: str
+    flags: int = 0
+    indicator: Indicator = "info"
+    uuid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What a hook call works with (the process's, handed over by the controller)."""
+
+    settings: Settings
+    access: EhrAccess
+    store: SessionStore
+    drafts: DraftService
+    jobs: JobService
+
+
+def indicator_for(open_flags: list[Sentence]) -> Indicator:
+    """The card's urgency: critical for a flag that can harm (or an unsupported statement),
+    warning for any other open flag, info when none is open."""
+    if any(sentence.verdict == "unsupported" for sentence in open_flags) or any(
+        flag.code in CRITICAL_FLAGS for sentence in open_flags for flag in sentence.flags
+    ):
+        return "critical"
+    return "warning" if open_flags else "info"
+
+
+def _card(kind: Literal["ready", "drafting"], named: dict[str, str], **fields: Any) -> HookCard:
+    return HookCard(kind, json.dumps(named), uuid=str(uuid.uuid4()), **fields)
+
+
+async def _encounter(
+    services: Services, iss: str, call: HookRequest, patient: str, encounter: str
+) -> dict[str, Any]:
+    """The stay, from the prefetch when the EHR sent it, else read; it must be the patient's."""
+    found = call.prefetched("encounter", "Encounter", encounter)
+    if found is None:
+        try:
+            found = await (await _client(services, iss, call)).read("Encounter", encounter)
+        except (FhirError, SmartError, LaunchError) as failure:
+            # CDS Hooks: 412 when the service cannot get the data it needs.
+            raise HookRefusedError(
+                412, "precondition_failed", "the encounter could not be read from the EHR"
+            ) from failure
+    subject = found.get("subject")
+    reference = subject.get("reference") if isinstance(subject, dict) else None
+    if not isinstance(reference, str) or reference.split("/")[-2:] != ["Patient", patient]:
+        raise HookRefusedError(400, "invalid_request", "the encounter is not the patient's")
+    return found
+
+
+async def _client(services: Services, iss: str, call: HookRequest) -> FhirClient:
+    lent = call.fhir_authorization
+    if lent is not None:
+        return services.access.client_with_token(iss, lent.access_token)
+    client, _ = await services.access.backend_client(iss)
+    return client
+
+
+async def _ready(services: Services, draft: DraftRow) -> HookCard:
+    loaded = await services.drafts.load(draft.id)
+    open_flags = reviewed(loaded).open_flags if loaded is not None else []
+    return _card(
+        "ready", {"draft": draft.id}, flags=len(open_flags), indicator=indicator_for(open_flags)
+    )
+
+
+async def _queue(services: Services, registration: ClientRegistration, call: HookRequest) -> JobRow:
+    """The stay's drafting job: with the hook's token, kept as a session no browser holds, or
+    as Provenote itself; written to the chart only as the registration allows."""
+    iss, context, lent = registration.issuer, call.context, call.fhir_authorization
+    stay = (iss, context.patient_id, context.encounter_id)
+    if lent is None:
+        return await services.jobs.submit(
+            *stay, origin=JobOrigin.PREDRAFT, may_write=registration.predraft_writes
+        )
+    session_id = SessionStore.new_id()
+    ends = time.time() + lent.expires_in
+    launch = LaunchContext(
+        iss=iss,
+        patient=context.patient_id,
+        encounter=context.encounter_id,
+        fhir_user=f"{iss}/{context.user_id}",
+        scope=lent.scope,
+        grant_ends_at=ends,
+    )
+    tokens = TokenResponse(access_token=lent.access_token, expires_in=lent.expires_in)
+    await services.store.save(
+        session_id, launch, StoredTokens(config=None, tokens=tokens, expires_at=ends)
+    )
+    job = await services.jobs.submit(
+        *stay,
+        session_id=session_id,
+        origin=JobOrigin.HOOK,
+        may_write=registration.predraft_writes,
+    )
+    if job.session_id != session_id:  # joined a job under way: the lent token is not needed
+        await services.store.end(session_id)
+    return job
+
+
+async def discharge_card(
+    services: Services, registration: ClientRegistration, call: HookRequest
+) -> HookCard | None:
+    """The card for this call, or None (no card); HookRefusedError when it cannot be served."""
+    iss = registration.issuer
+    if call.fhir_server is not None and normalise_issuer(call.fhir_server) != iss:
+        # The lent token is never sent anywhere but the registered EHR's FHIR base.
+        raise HookRefusedError(403, "access_denied", "fhirServer is not this EHR's FHIR base")
+    if not registration.cds_hooks:
+        return None
+    patient, encounter = call.context.patient_id, call.context.encounter_id
+    stay = await _encounter(services, iss, call, patient, encounter)
+    kind = stay.get("class")
+    if not isinstance(kind, dict) or kind.get("code") not in services.settings.inpatient_classes:
+        return None
+    draft = await services.drafts.latest_for_stay(iss, patient, encounter)
+    if draft is not None and draft.status in {DraftStatus.FINAL, DraftStatus.SIGNING}:
+        return None
+    job = await services.jobs.latest_for(iss, patient, encounter)
+    if job is not None and job.state in ACTIVE_JOB_STATES:
+        return _card("drafting", {"job": job.id})
+    if draft is not None and draft.status == DraftStatus.PRELIMINARY:
+        return await _ready(services, draft)
+    job = await _queue(services, registration, call)
+    return _card("drafting", {"job": job.id})
