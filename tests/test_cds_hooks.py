@@ -17,8 +17,11 @@ from joserfc.jwk import KeySet
 
 from launch.sandbox.cds_client import HookAnswer, new_hook_key, signed_hook_jwt
 from launch.sandbox.run import Sandbox
+from smartapp.cds.caller import HookKeys, HookRefusedError, verified_caller
 from smartapp.cds.controllers import service_url
 from smartapp.cds.discharge import SERVICE_ID, indicator_for
+from smartapp.core.db import Database
+from smartapp.core.settings import Settings
 from smartapp.core.statuses import JobState
 from smartapp.drafts.review import reviewed
 from tests.attack_support import recording_server, seed_stay
@@ -358,3 +361,31 @@ def test_a_launch_into_a_waiting_draft_is_counted_with_its_age(
     assert "/drafts/" in str(opened.url)
     assert ready_launches() == before + 1
     assert ages() == aged + 1
+
+
+def test_a_replayed_jwt_is_refused_by_another_process_on_the_same_database(
+    sandbox: Sandbox, tmp_path: Path, database_url: str | None
+) -> None:
+    """Two processes (two engines) on one database, SQLite or PostgreSQL: a JWT the first
+    accepted, the second refuses."""
+    settings = Settings(
+        base_url="http://127.0.0.1:8765", data_dir=tmp_path, database_url=database_url
+    )
+    settings = sandbox.configure(settings)
+    audience = service_url(settings)
+    bearer = f"Bearer {signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, audience)}"
+
+    async def twice() -> str:
+        first, second = Database(settings.database_dsn), Database(settings.database_dsn)
+        await first.prepare(True)
+        try:
+            async with httpx.AsyncClient(timeout=30) as http:
+                accepted = await verified_caller(bearer, audience, settings, HookKeys(http), first)
+                with pytest.raises(HookRefusedError, match="replayed"):
+                    await verified_caller(bearer, audience, settings, HookKeys(http), second)
+        finally:
+            await first.dispose()
+            await second.dispose()
+        return accepted.issuer
+
+    assert asyncio.run(twice()) == sandbox.fhir_base

@@ -274,3 +274,18 @@ def test_the_schedule_drafts_ahead_without_being_asked(ward: Sandbox, tmp_path: 
         draft = drafts_of(app, registration, stay)
         job = app.call(app.state.jobs.get(draft.job_id))
         assert job.origin == "predraft"
+
+
+def test_a_registration_may_ask_for_drafts_made_ahead_to_be_written_at_once(
+    ward: Sandbox, tmp_path: Path
+) -> None:
+    stay = in_progress(ward, "ahead-written", hospitalization=GOING_HOME)
+    with running_app(ward, tmp_path) as app:
+        registration = ahead(app).model_copy(update={"predraft_writes": True})
+        app.settings.registrations[0] = registration
+        done = run_round(app, registration)
+        assert done.outcomes[stay] == "queued"
+        draft = drafts_of(app, registration, stay)
+        written = app.call(app.state.drafts.write_back_of(draft.id))
+        assert written is not None and written.status == "done"
+        assert notes_on_the_chart(ward, stay.patient) == 1
