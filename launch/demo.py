@@ -84,7 +84,7 @@ def launched_draft(browser: httpx.Client, sandbox: Sandbox, base_url: str, encou
 
 
 def _card(sandbox: Sandbox, base_url: str, encounter: str) -> dict[str, Any]:
-    """ "Start discharge" in the chart: the one card the hook answered."""
+    """Start discharge in the chart: the one card the hook answered."""
     answer = asyncio.run(
         sandbox.hooks.discharge(base_url, DEMO_PATIENT, encounter, sandbox.practitioner)
     )

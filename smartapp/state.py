@@ -125,5 +125,5 @@ def new_state(settings: Settings) -> AppState:
         styles=StyleCache(http),
         access=EhrAccess(settings, store, http, database),
         drafts=DraftService(database),
-        hook_keys=HookKeys(http),
+        hook_keys=HookKeys(http, settings),
     )

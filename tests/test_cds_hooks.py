@@ -24,7 +24,7 @@ from smartapp.core.db import Database
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import JobState
 from smartapp.drafts.review import reviewed
-from tests.attack_support import recording_server, seed_stay
+from tests.attack_support import as_json, recording_server, seed_stay
 from tests.review_support import accept_all, form_values
 from tests.smart_support import RunningApp, running_app
 
@@ -380,12 +380,54 @@ def test_a_replayed_jwt_is_refused_by_another_process_on_the_same_database(
         await first.prepare(True)
         try:
             async with httpx.AsyncClient(timeout=30) as http:
-                accepted = await verified_caller(bearer, audience, settings, HookKeys(http), first)
+                accepted = await verified_caller(
+                    bearer, audience, settings, HookKeys(http, settings), first
+                )
                 with pytest.raises(HookRefusedError, match="replayed"):
-                    await verified_caller(bearer, audience, settings, HookKeys(http), second)
+                    await verified_caller(
+                        bearer, audience, settings, HookKeys(http, settings), second
+                    )
         finally:
             await first.dispose()
             await second.dispose()
         return accepted.issuer
 
     assert asyncio.run(twice()) == sandbox.fhir_base
+
+
+def test_a_flood_of_calls_signed_by_unknown_keys_fetches_the_ehrs_keys_once(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """JWTs naming keys the EHR never published are refused from the cache: the EHR's key set
+    is fetched once, not once per forged call (smartapp.core.jwks, as for the FHIR API)."""
+    with recording_server() as ehr_keys:
+        ehr_keys.routes["/jwks"] = lambda request: as_json(sandbox.hooks.jwks())
+        settings = sandbox.configure(Settings(base_url="http://127.0.0.1:8765", data_dir=tmp_path))
+        registration = settings.registrations[0].model_copy(
+            update={"cds_jwks_uri": f"{ehr_keys.url}/jwks"}
+        )
+        settings = settings.model_copy(update={"registrations": [registration]})
+        audience = service_url(settings)
+        issuer = sandbox.hooks.issuer
+
+        async def flood() -> list[str]:
+            database = Database(settings.database_dsn)
+            await database.prepare(True)
+            refusals = []
+            try:
+                async with httpx.AsyncClient(timeout=30) as http:
+                    keys = HookKeys(http, settings)
+                    good = f"Bearer {signed_hook_jwt(sandbox.hooks.key, issuer, audience)}"
+                    await verified_caller(good, audience, settings, keys, database)
+                    for _ in range(20):
+                        forged = f"Bearer {signed_hook_jwt(new_hook_key(), issuer, audience)}"
+                        with pytest.raises(HookRefusedError) as refused:
+                            await verified_caller(forged, audience, settings, keys, database)
+                        refusals.append(refused.value.description)
+            finally:
+                await database.dispose()
+            return refusals
+
+        refusals = asyncio.run(flood())
+        assert set(refusals) == {"the JWT is signed by a key the EHR does not publish"}
+        assert [request.path for request in ehr_keys.requests] == ["/jwks"]

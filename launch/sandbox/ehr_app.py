@@ -163,7 +163,7 @@ def create_ehr_app(
 
     @post("/chart/discharge")
     async def discharge(request: Request, framed: FromQuery[bool] = False) -> Response[str]:
-        """ "Start discharge": the chart calls the app's encounter-discharge hook and shows the
+        """The chart's Start discharge: it calls the app's encounter-discharge hook and shows the
         cards it answers, each link a launch with the card's appContext."""
         form = await request.form()
         patient, encounter = str(form.get("patient", "")), str(form.get("encounter", ""))

@@ -10,8 +10,6 @@ process). Nothing else in the call is read before that.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +23,13 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
 from smartapp.core.db import Database, HookCallRow, utcnow
-from smartapp.core.errors import logged
+from smartapp.core.jwks import (
+    KeysUnavailableError,
+    PublishedKeys,
+    UnknownKeyError,
+    bearer_token,
+    unverified_parts,
+)
 from smartapp.core.registrations import ClientRegistration, normalise_issuer
 from smartapp.core.settings import Settings
 
@@ -33,7 +37,6 @@ from smartapp.core.settings import Settings
 ALGORITHMS = ["ES384", "RS384"]
 MAX_LIFETIME_S = 300
 CLOCK_SKEW_S = 30
-KEYS_TTL_S = 300
 
 
 class HookRefusedError(Exception):
@@ -52,54 +55,28 @@ def _refused(description: str) -> HookRefusedError:
     return HookRefusedError(401, "invalid_token", description)
 
 
-def _unverified_part(token: str, index: int) -> dict[str, Any]:
-    """The JWT's header (0) or payload (1) before the signature is checked: only to find whose
-    key checks it."""
-    try:
-        part = token.split(".")[index]
-        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (IndexError, ValueError) as error:
-        raise _refused("the bearer token is not a JWT") from error
-    if not isinstance(value, dict):
-        raise _refused("the bearer token is not a JWT")
-    return value
-
-
 @dataclass(slots=True)
 class HookKeys:
-    """The registered EHRs' hook keys, fetched from their ``cds_jwks_uri`` and kept a few
-    minutes; fetched again at once for a ``kid`` not seen yet (the EHR rotated its keys)."""
+    """The registered EHRs' hook keys: one published key set per ``cds_jwks_uri``, fetched and
+    refetched as ``smartapp.core.jwks`` allows (a flood of JWTs naming unknown keys fetches
+    nothing)."""
 
     http: httpx.AsyncClient
-    _cached: dict[str, tuple[KeySet, float]] = field(default_factory=dict)
+    settings: Settings
+    _published: dict[str, PublishedKeys] = field(default_factory=dict)
 
     async def key_set(self, registration: ClientRegistration, kid: str) -> KeySet:
         url = registration.cds_jwks_uri
         if url is None:
             raise _refused("the EHR publishes no keys for CDS Hooks")
-        cached = self._cached.get(url)
-        fresh = cached is not None and time.monotonic() - cached[1] < KEYS_TTL_S
-        if cached is not None and fresh and _holds(cached[0], kid):
-            return cached[0]
+        if url not in self._published:
+            self._published[url] = PublishedKeys(url, self.http, self.settings)
         try:
-            response = await self.http.get(url)
-            response.raise_for_status()
-            keys = KeySet.import_key_set(response.json())
-        except (httpx.HTTPError, ValueError, JoseError) as failure:
-            logged("fetching an EHR's CDS Hooks keys", repr(failure))
-            raise HookRefusedError(
-                503, "temporarily_unavailable", "the EHR's keys could not be read"
-            ) from failure
-        self._cached[url] = (keys, time.monotonic())
-        return keys
-
-
-def _holds(keys: KeySet, kid: str) -> bool:
-    try:
-        keys.get_by_kid(kid)
-    except JoseError:
-        return False
-    return True
+            return await self._published[url].key_set(kid)
+        except KeysUnavailableError as failure:
+            raise HookRefusedError(503, "temporarily_unavailable", f"the EHR's {failure}") from None
+        except UnknownKeyError:
+            raise _refused("the JWT is signed by a key the EHR does not publish") from None
 
 
 def hook_registration(settings: Settings, iss: str) -> ClientRegistration | None:
@@ -153,11 +130,13 @@ async def verified_caller(
     database: Database,
 ) -> ClientRegistration:
     """The registration of the EHR that signed this call; HookRefusedError otherwise."""
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer_token(authorization)
+    if token is None:
         raise _refused("the call carries no bearer JWT")
-    token = token.strip()
-    header, claims = _unverified_part(token, 0), _unverified_part(token, 1)
+    try:
+        header, claims = unverified_parts(token)
+    except ValueError:
+        raise _refused("the bearer token is not a JWT") from None
     issuer = claims.get("iss")
     registration = hook_registration(settings, issuer) if isinstance(issuer, str) else None
     if registration is None:
@@ -166,7 +145,8 @@ async def verified_caller(
     if not isinstance(kid, str) or not kid:
         raise _refused("the JWT names no kid")
     try:
-        verified = jwt.decode(token, await keys.key_set(registration, kid), algorithms=ALGORITHMS)
+        keyset = await keys.key_set(registration, kid)
+        verified = jwt.decode(token, keyset, algorithms=ALGORITHMS)
     except (JoseError, ValueError) as failure:
         raise _refused(f"the JWT's signature does not hold ({type(failure).__name__})") from None
     expires, jti = _checked_claims(dict(verified.claims), audience)

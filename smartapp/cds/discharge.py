@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from uuid import uuid4
 
 from pipeline.evidence.summary import Sentence
 from smartapp.cds.caller import HookRefusedError
@@ -59,7 +59,7 @@ class HookCard:
     app_context: str
     flags: int = 0
     indicator: Indicator = "info"
-    uuid: str = ""
+    uuid: str = field(default_factory=lambda: str(uuid4()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ def indicator_for(open_flags: list[Sentence]) -> Indicator:
 
 
 def _card(kind: Literal["ready", "drafting"], named: dict[str, str], **fields: Any) -> HookCard:
-    return HookCard(kind, json.dumps(named), uuid=str(uuid.uuid4()), **fields)
+    return HookCard(kind, json.dumps(named), **fields)
 
 
 async def _encounter(
