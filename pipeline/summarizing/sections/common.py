@@ -1,0 +1,86 @@
+"""What every section of the evidence-only draft shares: how a sentence is made from the facts
+it cites, time order, and which procedures are significant."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    ProcedureAttributes,
+    attributes_as,
+    aware,
+    stable_id,
+)
+from pipeline.evidence.summary import (
+    SectionKey,
+    Sentence,
+)
+
+# Sorts before every date; only ever compared when a dated fact's date is typed as optional.
+NEVER = datetime.min.replace(tzinfo=UTC)
+
+# Values are "at discharge" only when taken in the stay's last day.
+DISCHARGE_WINDOW = timedelta(hours=24)
+
+FLAG_ORDER = ("critical high", "critical low", "high", "low", "abnormal")
+
+
+def cited_sentence(section: SectionKey, text: str, citations: Sequence[str]) -> Sentence:
+    cited = list(dict.fromkeys(citations))
+    return Sentence(
+        id=stable_id("s", section, text, *cited),
+        section=section,
+        text=text.strip(),
+        citations=cited,
+    )
+
+
+def by_time(facts: Iterable[Fact], when: Callable[[Fact], datetime | None]) -> list[Fact]:
+    """Facts in time order, the undated last (a stable sort keeps their order among themselves)."""
+    dated = sorted((f for f in facts if when(f) is not None), key=lambda f: when(f) or NEVER)
+    return dated + [f for f in facts if when(f) is None]
+
+
+def performed(fact: Fact) -> datetime | None:
+    return attributes_as(fact, ProcedureAttributes).performed_start
+
+
+def procedure_code_and_name(fact: Fact) -> tuple[str | None, str]:
+    procedure = attributes_as(fact, ProcedureAttributes)
+    return (procedure.code.code if procedure.code else None), procedure.name
+
+
+def effective(fact: Fact) -> datetime | None:
+    return attributes_as(fact, LabResultAttributes).effective
+
+
+def significant_procedures(state: EvidenceState, routine: CodeTable) -> list[Fact]:
+    """The episode's clinically significant procedures: the index procedures (an operation or
+    intervention, ``index_keywords``) first, then the rest, each group by date; administrative
+    and routine care (admission, assessment, screening…) left out (the evidence keeps it)."""
+    significant = [
+        f
+        for f in by_time(state.facts["procedure"], performed)
+        if not routine.matches(*procedure_code_and_name(f))
+    ]
+    words = routine.extra.get("index_keywords", [])
+
+    def is_index(fact: Fact) -> bool:
+        return any(word in procedure_code_and_name(fact)[1].lower() for word in words)
+
+    return [f for f in significant if is_index(f)] + [f for f in significant if not is_index(f)]
+
+
+def last_moment(taken: datetime | None, stay: Fact | None) -> str:
+    """ "discharge" for values taken in the last day of the stay; otherwise they are only the
+    latest, and a reader must see that they are older."""
+    end = stay.attributes.end if stay and isinstance(stay.attributes, EncounterAttributes) else None
+    if taken is None or end is None or aware(end) - aware(taken) > DISCHARGE_WINDOW:
+        return "latest"
+    return "discharge"

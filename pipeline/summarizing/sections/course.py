@@ -1,0 +1,170 @@
+"""The hospital course (as the structured record tells it, then the note sentences FOCUS keeps),
+the condition at discharge, and the significant procedures."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pipeline.clinical.results import is_vital_sign
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    NarrativeAttributes,
+    attributes_as,
+)
+from pipeline.evidence.summary import (
+    Sentence,
+)
+from pipeline.summarizing.focus import (
+    Candidate,
+    TokenSalience,
+    default_salience,
+    select,
+    sentence_scores,
+)
+from pipeline.summarizing.sections.common import (
+    FLAG_ORDER,
+    NEVER,
+    cited_sentence,
+    effective,
+    last_moment,
+    significant_procedures,
+)
+from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
+
+
+def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
+    ref = next(ref for ref in fact.sources if ref.is_text)
+    document = state.document(ref.document or "")
+    return (document.date is None, document.date, document.id, ref.page, ref.start)
+
+
+def structured_course_section(
+    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+) -> list[Sentence]:
+    """The course as the structured record tells it: admission and its reason, significant
+    procedures, abnormal results, medications started and stopped, discharge."""
+    if stay is None or not isinstance(stay.attributes, EncounterAttributes):
+        return []
+    sentences = [cited_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
+    procedures = significant_procedures(state, routine)
+    if procedures:
+        text = render.course_procedures([f.attributes for f in procedures])
+        sentences.append(cited_sentence("hospital_course", text, [f.id for f in procedures]))
+    abnormal = [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and not f.attributes.baseline
+        and not is_vital_sign(f.attributes)
+        and f.attributes.flag in FLAG_ORDER
+    ]
+    if abnormal:
+        worst: dict[str, tuple[LabResultAttributes, str | None, list[str]]] = {}
+        for fact in abnormal:
+            result = attributes_as(fact, LabResultAttributes)
+            seen = worst.get(result.name)
+            flag = (
+                result.flag if seen is None else min((seen[1], result.flag), key=FLAG_ORDER.index)
+            )
+            worst[result.name] = (result, flag, [*(seen[2] if seen else []), fact.id])
+        text = render.course_results([(r, flag) for r, flag, _ in worst.values()])
+        cited = [fact_id for _, _, ids in worst.values() for fact_id in ids]
+        sentences.append(cited_sentence("hospital_course", text, cited))
+    changes = state.medications.changes
+    started = [c for c in changes if c.kind == "new" and c.discharge]
+    stopped = [c for c in changes if c.kind == "stopped" and c.admission]
+    if started or stopped:
+        text = render.course_medications([c.name for c in started], [c.name for c in stopped])
+        changed = [c.discharge for c in started] + [c.admission for c in stopped]
+        sentences.append(cited_sentence("hospital_course", text, [c for c in changed if c]))
+    if stay.attributes.end is not None:
+        sentences.append(
+            cited_sentence("hospital_course", render.discharged(stay.attributes), [stay.id])
+        )
+    return sentences
+
+
+def condition_at_discharge_section(
+    state: EvidenceState, render: Any, stay: Fact | None
+) -> list[Sentence]:
+    """The Joint Commission's condition at discharge: disposition, the last vital signs, and
+    what the notes say of it, quoted."""
+    sentences = []
+    if (
+        stay is not None
+        and isinstance(stay.attributes, EncounterAttributes)
+        and stay.attributes.discharge_disposition
+    ):
+        text = render.disposition(stay.attributes)
+        sentences.append(cited_sentence("condition_at_discharge", text, [stay.id]))
+    vitals = [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and is_vital_sign(f.attributes)
+        and f.attributes.effective is not None
+    ]
+    if vitals:
+        last = max(effective(f) or NEVER for f in vitals)
+        latest = [f for f in vitals if effective(f) == last]
+        moment = last_moment(last, stay)
+        text = render.vital_signs(moment, last, [f.attributes for f in latest])
+        sentences.append(cited_sentence("condition_at_discharge", text, [f.id for f in latest]))
+    sentences += [
+        cited_sentence("condition_at_discharge", render.quote(f.attributes), [f.id])
+        for f in state.facts["condition_statement"]
+    ]
+    return sentences
+
+
+def hospital_course_section(
+    state: EvidenceState, salience: TokenSalience | None, ratio: float, render: Any
+) -> list[Sentence]:
+    """Note sentences FOCUS keeps, quoted verbatim, in the order they were written; each once
+    (templated notes repeat lines), never a line that only restates the patient's demographics."""
+    facts = [
+        fact
+        for fact in state.facts["course"]
+        if any(ref.is_text for ref in fact.sources)
+        and not (
+            isinstance(fact.attributes, NarrativeAttributes)
+            and DEMOGRAPHIC_LINE.match(fact.attributes.text.strip())
+        )
+    ]
+    if not facts:
+        return []
+    scorer = salience or default_salience()
+    by_page: dict[tuple[str, int], list[Fact]] = defaultdict(list)
+    for fact in facts:
+        ref = next(ref for ref in fact.sources if ref.is_text)
+        by_page[(ref.document or "", ref.page or 1)].append(fact)
+    kept: list[Fact] = []
+    for (document_id, page_number), page_facts in by_page.items():
+        text = state.document(document_id).page(page_number).text
+        refs = [next(ref for ref in f.sources if ref.is_text) for f in page_facts]
+        candidates = [Candidate(ref.start or 0, ref.end or 0, ref.quote or "") for ref in refs]
+        offsets, token_scores = scorer(text)
+        scores = sentence_scores(text, candidates, offsets, token_scores)
+        kept += [page_facts[index] for index in select(candidates, scores, ratio)]
+    kept.sort(key=lambda fact: _course_order(fact, state))
+    said: set[str] = set()
+    sentences = []
+    for fact in kept:
+        text = render.quote(fact.attributes)
+        words = " ".join(text.lower().split())
+        if words not in said:
+            said.add(words)
+            sentences.append(cited_sentence("hospital_course", text, [fact.id]))
+    return sentences
+
+
+def procedures_section(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+    return [
+        cited_sentence("procedures", render.procedure(f.attributes), [f.id])
+        for f in significant_procedures(state, routine)
+    ]

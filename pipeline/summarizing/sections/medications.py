@@ -1,0 +1,95 @@
+"""The discharge medications with their changes, and the allergy list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.evidence.model import (
+    AdministrationAttributes,
+    AllergyAttributes,
+    EvidenceState,
+    MedicationAttributes,
+    attributes_as,
+)
+from pipeline.evidence.summary import (
+    Sentence,
+)
+from pipeline.summarizing.sections.common import by_time, cited_sentence
+
+
+def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
+    sentences = []
+    unconfirmed = state.medications.unconfirmed()
+    held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
+    prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
+    for change in state.medications.changes:
+        if change.kind in ("unconfirmed", "held_or_stopped", "prescribed_not_ordered"):
+            continue
+        before = state.fact(change.admission).attributes if change.admission else None
+        after = state.fact(change.discharge).attributes if change.discharge else None
+        citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
+        text = render.medication_change(change, before, after)
+        sentences.append(cited_sentence("medications", text, citations))
+    if unconfirmed:
+        stale = [state.fact(fact_id) for fact_id in unconfirmed]
+        text = render.not_renewed([f.attributes for f in stale])
+        sentences.append(cited_sentence("medications", text, [f.id for f in stale]))
+    for listed, macro in (
+        (prescribed, render.prescribed_not_ordered),
+        (held, render.held_or_stopped),
+    ):
+        if listed:
+            cited = [i for c in listed for i in (c.admission, c.noted, *c.stay_orders) if i]
+            sentences.append(cited_sentence("medications", macro(listed), cited))
+    # A drug a note prescribes is never "not continued": it has its line above.
+    prescribed_orders = {i for c in prescribed for i in c.stay_orders}
+    given = [
+        f
+        for f in state.facts["medication"]
+        if isinstance(f.attributes, MedicationAttributes)
+        and f.attributes.phase == "inpatient"
+        and f.id not in prescribed_orders
+    ]
+    if given:
+        text = render.given_during_stay([f.attributes for f in given])
+        sentences.append(cited_sentence("medications", text, [f.id for f in given]))
+    administered = by_time(
+        state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
+    )
+    if administered:
+        text = render.administered([f.attributes for f in administered])
+        sentences.append(cited_sentence("medications", text, [f.id for f in administered]))
+    return sentences
+
+
+def allergies_section(state: EvidenceState, render: Any) -> list[Sentence]:
+    facts = state.facts["allergy"]
+    none_known = [
+        f
+        for f in facts
+        if isinstance(f.attributes, AllergyAttributes) and f.attributes.no_known_allergies
+    ]
+    recorded = [f for f in facts if f not in none_known]
+    # One line, as a clinician writes an allergy list.
+    sentences = (
+        [
+            cited_sentence(
+                "allergies",
+                render.allergies([f.attributes for f in recorded]),
+                [f.id for f in recorded],
+            )
+        ]
+        if recorded
+        else []
+    )
+    # "No known allergies" beside recorded ones (a templated note) is the Needs review
+    # conflict, said once there, never a line of the list that contradicts it.
+    if none_known and not sentences:
+        sentences.append(
+            cited_sentence(
+                "allergies",
+                render.none_known(none_known[0].attributes),
+                [none_known[0].id],  # the statement quoted; other notes repeat a template
+            )
+        )
+    return sentences

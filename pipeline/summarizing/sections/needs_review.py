@@ -1,0 +1,125 @@
+"""Needs review: one line per flag, most dangerous first, and what is not documented."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.clinical.record_conflicts import instruction_like
+from pipeline.evidence.model import (
+    EvidenceState,
+    FactCategory,
+    ReviewFlag,
+)
+from pipeline.evidence.summary import (
+    SECTION_SPECS,
+    SectionKey,
+    Sentence,
+    SentenceFlag,
+)
+from pipeline.summarizing.sections.common import cited_sentence
+
+CATEGORY_SECTIONS: dict[str, SectionKey] = {
+    "diagnosis": "diagnoses",
+    "medication": "medications",
+    "allergy": "allergies",
+    "procedure": "procedures",
+    "lab_result": "results",
+    "pending_result": "pending_results",
+    "follow_up": "follow_up",
+    "course": "hospital_course",
+}
+
+# Needs review, most dangerous first: a document about another patient, allergy conflicts,
+# therapeutic duplication, medication
+# discrepancies, then the rest; data quality last.
+SEVERITY = (
+    "wrong_patient_document",
+    "note_instruction",
+    "allergy_conflict",
+    "critical_result",
+    "acute_kidney_injury",
+    "conflict",
+    "therapeutic_duplication",
+    "regimen_risk",
+    "medication_discrepancy",
+    "prescribed_not_ordered",
+    "home_medication_not_ordered",
+    "no_discharge_medications",
+    "medication_not_renewed",
+    "unexplained_medication_change",
+    "medication_phase_unknown",
+    "incomplete_medication",
+    "document_error",
+    "page_unread",
+    "fact_rejected",
+    "stale_condition",
+    "loop_budget_exhausted",
+)
+
+
+def _severity(sentence: Sentence) -> int:
+    codes = [flag.code for flag in sentence.flags]
+    return min((SEVERITY.index(c) for c in codes if c in SEVERITY), default=len(SEVERITY))
+
+
+NOTE_STATEMENTS: tuple[FactCategory, ...] = (
+    "course",
+    "follow_up",
+    "medication_list",
+    "condition_statement",
+)
+
+
+def _instructions(state: EvidenceState, render: Any) -> list[Sentence]:
+    """One line per note statement that addresses an AI rather than the patient's care."""
+    lines = []
+    for category in NOTE_STATEMENTS:
+        for fact in state.facts[category]:
+            addressed = instruction_like(getattr(fact.attributes, "text", ""))
+            if addressed is None:
+                continue
+            sentence = cited_sentence("needs_review", render.instruction(addressed), [fact.id])
+            flag = SentenceFlag(code="note_instruction", reason="note text addressed to an AI")
+            lines.append(sentence.model_copy(update={"flags": [flag]}))
+    return lines
+
+
+def needs_review_section(
+    state: EvidenceState, render: Any, stay_fact: str | None
+) -> list[Sentence]:
+    """One line per flag (incomplete medications grouped by what they lack), most severe first;
+    what is not documented at the end."""
+    sentences = []
+    known = {fact.id for fact in state.all_facts()}
+    incomplete: list[ReviewFlag] = []
+    for flag in state.flags_for_review:
+        if flag.code == "incomplete_medication":
+            incomplete.append(flag)
+            continue
+        # A rejected fact is not evidence: its flag cites the stay instead.
+        citations = [f for f in flag.fact_ids if f in known] or ([stay_fact] if stay_fact else [])
+        sentence = cited_sentence("needs_review", render.review(flag.reason + "."), citations)
+        sentences.append(
+            sentence.model_copy(
+                update={"flags": [SentenceFlag(code=flag.code, reason=flag.reason)]}
+            )
+        )
+    if incomplete:  # one cause, one line: the orders that lack part of their dosage
+        orders = [tuple(flag.reason.rsplit(": ", 1)) for flag in incomplete]
+        text = render.incomplete_medications(orders)
+        citations = [fact_id for flag in incomplete for fact_id in flag.fact_ids]
+        sentence = cited_sentence("needs_review", text, citations)
+        flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
+        sentences.append(sentence.model_copy(update={"flags": flag_list}))
+    sentences += _instructions(state, render)
+    sentences.sort(key=_severity)
+    missing = [
+        SECTION_SPECS[CATEGORY_SECTIONS[c]].title
+        for c in state.missing_fields
+        if c in CATEGORY_SECTIONS
+    ]
+    if missing and stay_fact:
+        sentences.append(
+            cited_sentence("needs_review", render.not_documented(missing), [stay_fact])
+        )
+    return sentences
