@@ -15,8 +15,9 @@ from datetime import datetime
 from fhir.resources.R4B.medicationstatement import MedicationStatement
 
 from fhir_mapping.codes import RXNORM, as_datetime, concept_text, first_coding
+from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.mapped import Mapped
-from fhir_mapping.medications import dosage_attributes, medication_concept, medication_fact
+from fhir_mapping.medications import medication_concept, medication_fact
 from fhir_mapping.pull_plan import CURRENT_STATEMENT
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import MedicationAttributes

@@ -528,7 +528,7 @@ def test_an_ai_generated_draft_is_never_evidence(marking: dict) -> None:
 def test_timings_read_as_a_clinician_writes_them() -> None:
     from fhir.resources.R4B.timing import Timing
 
-    from fhir_mapping.medications import timing_text
+    from fhir_mapping.dosage import timing_text
 
     def written(frequency: int, period: float, unit: str) -> str | None:
         repeat = {"frequency": frequency, "period": period, "periodUnit": unit}

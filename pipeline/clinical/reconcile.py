@@ -35,6 +35,7 @@ from pipeline.clinical.medications import (
     normalise_route,
 )
 from pipeline.clinical.note_medications import NotedDrug, noted_drugs
+from pipeline.clinical.reconcile_flags import left_out_flags, not_renewed, unexplained
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
@@ -43,7 +44,6 @@ from pipeline.evidence.model import (
     MedicationLists,
     ReviewFlag,
     aware,
-    stable_id,
 )
 from pipeline.settings import RENEWAL_WINDOW
 
@@ -199,7 +199,7 @@ def reconcile_medications(
     lists = MedicationLists(
         admission=[fact.id for fact in admission], discharge=discharge_ids, changes=changes
     )
-    return lists, _unexplained(changes) + _not_renewed(changes) + _left_out_flags(changes)
+    return lists, unexplained(changes) + not_renewed(changes) + left_out_flags(changes)
 
 
 _ORDERED_AT_DISCHARGE = frozenset({"continued", "new", "changed"})
@@ -241,82 +241,6 @@ def _prescribed_not_ordered(
             )
         )
     return found
-
-
-def _left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
-    """One flag for the home drugs held or stopped, one for the drugs prescribed in a note but
-    not ordered (the medication list names each; the flag says what to decide)."""
-    asks = {
-        "held_or_stopped": (
-            "home_medication_not_ordered",
-            "Home medications with no discharge order: confirm whether each is held or stopped",
-        ),
-        "prescribed_not_ordered": (
-            "prescribed_not_ordered",
-            "Prescribed in a note of this stay with no order active at discharge: confirm "
-            "whether each continues",
-        ),
-    }
-    flags = []
-    for kind, (code, reason) in asks.items():
-        cited = [
-            fact_id
-            for change in changes
-            if change.kind == kind
-            for fact_id in (change.admission, change.noted, *change.stay_orders)
-            if fact_id
-        ]
-        if cited:
-            flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", code, *cited),
-                    code=code,
-                    reason=reason,
-                    raised_by="reconcile",
-                    fact_ids=list(dict.fromkeys(cited)),
-                )
-            )
-    return flags
-
-
-def _unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
-    flags = []
-    for change in changes:
-        if change.kind not in {"changed", "stopped"} or change.reason:
-            continue
-        fact_ids = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
-        what = "; ".join(change.differences) if change.differences else "stopped"
-        flags.append(
-            ReviewFlag(
-                id=stable_id("flag", "unexplained", *fact_ids),
-                code="unexplained_medication_change",
-                reason=f"{change.name}: {what}, with no documented reason",
-                raised_by="reconcile",
-                fact_ids=fact_ids,
-            )
-        )
-    return flags
-
-
-def _not_renewed(changes: list[MedicationChange]) -> list[ReviewFlag]:
-    """One flag for all the unconfirmed orders (the medication list names each with its date)."""
-    stale = [change for change in changes if change.kind == "unconfirmed" and change.admission]
-    if not stale:
-        return []
-    fact_ids = [change.admission for change in stale if change.admission]
-    # No number in the text: every number a draft states must be one of the evidence's.
-    return [
-        ReviewFlag(
-            id=stable_id("flag", "not_renewed", *fact_ids),
-            code="medication_not_renewed",
-            reason=(
-                "Home orders last written long before admission (beyond the renewal window) "
-                "and not mentioned in this stay's notes: confirm whether still taken"
-            ),
-            raised_by="reconcile",
-            fact_ids=fact_ids,
-        )
-    ]
 
 
 def stay_context(state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDOW) -> StayContext:
