@@ -1,0 +1,226 @@
+"""The attributes of each kind of fact (diagnosis, medication, procedure, result, encounter…), one
+model per category, discriminated by ``category``."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from pipeline.evidence.base import Coding, MedicationPhase, StrictModel
+
+DiagnosisListing = Literal["principal", "episode", "active", "social", "stale"]
+
+
+class DiagnosisAttributes(StrictModel):
+    category: Literal["diagnosis"] = "diagnosis"
+    display: str
+    code: Coding | None = None
+    role: Literal["encounter_diagnosis", "active_problem", "documented_in_note"]
+    clinical_status: str | None = None
+    verification_status: str | None = None
+    onset: datetime | None = None
+    abatement: datetime | None = None
+    # The stay's own reason (Encounter.reasonReference/reasonCode, or its principal diagnosis).
+    principal: bool = False
+    # Where a physician lists it (pipeline.clinical.diagnoses): the principal diagnosis, a
+    # diagnosis that began in the episode, an active problem, a social finding, or a stale acute
+    # event.
+    listing: DiagnosisListing | None = None
+    # "History of X" where X was done in the episode: the procedure, and when.
+    status_post: str | None = None
+    status_post_on: datetime | None = None
+
+
+class MedicationAttributes(StrictModel):
+    category: Literal["medication"] = "medication"
+    name: str
+    code: Coding | None = None
+    strength: str | None = None
+    dose: str | None = None
+    frequency: str | None = None
+    route: str | None = None
+    # Where the route came from: the order's route element, or the dose form in the name.
+    route_source: Literal["order", "dose form"] | None = None
+    as_needed: bool | None = None
+    # "as needed for pain": the condition a PRN order names, when it names one.
+    as_needed_for: str | None = None
+    duration: str | None = None
+    dosage_text: str | None = None
+    status: str
+    intent: str | None = None
+    request_category: str | None = None
+    authored_on: datetime | None = None
+    phase: MedicationPhase
+    phase_rule: str
+    reason: str | None = None
+    # Who ordered it, as the order names them (``requester.display``).
+    prescriber: str | None = None
+    # An order of the stay: when the same drug (RxNorm code) was last ordered before the
+    # episode, whatever became of that order; a renewal is CONTINUED, not NEW.
+    last_ordered_before: datetime | None = None
+    # A MedicationStatement says the patient takes it; only an order makes it a prescription.
+    recorded_as: Literal["order", "statement"] = "order"
+
+
+class AllergyAttributes(StrictModel):
+    category: Literal["allergy"] = "allergy"
+    substance: str
+    code: Coding | None = None
+    no_known_allergies: bool = False
+    reactions: list[str] = Field(default_factory=list)
+    criticality: str | None = None
+    clinical_status: str | None = None
+    verification_status: str | None = None
+
+
+class ProcedureAttributes(StrictModel):
+    category: Literal["procedure"] = "procedure"
+    name: str
+    code: Coding | None = None
+    status: str
+    performed_start: datetime | None = None
+    performed_end: datetime | None = None
+
+
+ResultFlag = Literal["normal", "high", "low", "critical high", "critical low", "abnormal"]
+
+
+class LabResultAttributes(StrictModel):
+    category: Literal["lab_result"] = "lab_result"
+    name: str
+    code: Coding | None = None
+    value: Decimal | None = None
+    value_text: str | None = None
+    unit: str | None = None
+    reference_low: Decimal | None = None
+    reference_high: Decimal | None = None
+    reference_text: str | None = None
+    interpretation: str | None = None
+    effective: datetime | None = None
+    observation_category: str | None = None
+    # Computed in code (pipeline.clinical.results): the value at clinically sensible precision (the
+    # citation keeps the stored one), where the range came from, and how the value reads.
+    shown_value: str | None = None
+    range_source: Literal["observation", "adult default"] | None = None
+    flag: ResultFlag | None = None
+    # The latest value before admission, kept to compare the stay against.
+    baseline: bool = False
+
+
+class PendingResultAttributes(StrictModel):
+    category: Literal["pending_result"] = "pending_result"
+    name: str
+    code: Coding | None = None
+    status: str
+    ordered: datetime | None = None
+
+
+class NarrativeAttributes(StrictModel):
+    """A statement taken verbatim from a note (hospital course, follow-up, a medication list)."""
+
+    category: Literal["course", "follow_up", "medication_list", "condition_statement"]
+    text: str
+    section: str | None = None
+    # A medication list says either what the patient took at home (an H&P's "Medications") or
+    # what was prescribed ("The patient was prescribed the following medications").
+    list_kind: Literal["home", "prescribed"] | None = None
+
+
+class PersonName(StrictModel):
+    """One of a patient's names (official, maiden, nickname…) as the chart holds it."""
+
+    given: list[str] = Field(default_factory=list)
+    family: str | None = None
+
+
+class PatientInfoAttributes(StrictModel):
+    category: Literal["patient_info"] = "patient_info"
+    name: str | None = None
+    # Every name and identifier of the Patient, to tell whose a document is.
+    names: list[PersonName] = Field(default_factory=list)
+    identifiers: list[str] = Field(default_factory=list)
+    gender: str | None = None
+    birth_date: date | None = None
+    age_at_encounter: int | None = None
+    deceased: bool | None = None
+    # Patient.identifier of type MR (the hospital's medical record number).
+    mrn: str | None = None
+
+
+class EncounterAttributes(StrictModel):
+    category: Literal["encounter"] = "encounter"
+    kind: Literal["stay", "chief_complaint"] = "stay"
+    class_code: str | None = None
+    types: list[str] = Field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+    reasons: list[str] = Field(default_factory=list)
+    discharge_disposition: str | None = None
+    # The attending (Encounter.participant ATND, else the primary performer).
+    attending: str | None = None
+    # Admitted from: the emergency visit of the episode, or the admit source.
+    admitted_from: str | None = None
+    # Calendar days from admission to discharge, computed in code.
+    length_of_stay_days: int | None = None
+    # When the episode began, if before the stay (the emergency visit, the surgery the day
+    # before), and its calendar days to discharge.
+    episode_start: datetime | None = None
+    episode_days: int | None = None
+    # What kind of place the stay was in: "hospital", or "skilled nursing facility" when its
+    # class, type or location says so.
+    facility: str = "hospital"
+    text: str | None = None
+
+
+class CarePlanAttributes(StrictModel):
+    """What the patient is to do or have after discharge: a care plan, a service request or an
+    appointment."""
+
+    category: Literal["care_plan"] = "care_plan"
+    kind: Literal["care_plan", "service_request", "appointment"]
+    title: str
+    status: str | None = None
+    activities: list[str] = Field(default_factory=list)
+    addresses: list[str] = Field(default_factory=list)
+    goals: list[str] = Field(default_factory=list)
+    when: datetime | None = None
+
+
+class AdministrationAttributes(StrictModel):
+    """A vaccine or a medication given in the episode."""
+
+    category: Literal["administration"] = "administration"
+    kind: Literal["immunization", "medication"]
+    name: str
+    status: str | None = None
+    when: datetime | None = None
+
+
+class ImagingAttributes(StrictModel):
+    """An imaging study of the episode, with its report's conclusion when there is one."""
+
+    category: Literal["imaging"] = "imaging"
+    name: str
+    modality: str | None = None
+    started: datetime | None = None
+    conclusion: str | None = None
+
+
+FactAttributes = Annotated[
+    DiagnosisAttributes
+    | MedicationAttributes
+    | AllergyAttributes
+    | ProcedureAttributes
+    | LabResultAttributes
+    | PendingResultAttributes
+    | NarrativeAttributes
+    | PatientInfoAttributes
+    | EncounterAttributes
+    | CarePlanAttributes
+    | AdministrationAttributes
+    | ImagingAttributes,
+    Field(discriminator="category"),
+]
