@@ -223,6 +223,11 @@ def encounter_fact(scope: Scope) -> Fact:
         episode_days=(end.date() - episode_start.date()).days if episode_start and end else None,
         facility=_facility(encounter, types),
         reasons=reasons,
+        arranged_reasons=[
+            text
+            for text in map(concept_text, encounter.reasonCode or [])
+            if text and NOT_A_REASON.search(text)
+        ],
         discharge_disposition=disposition,
         attending=_attending(encounter),
         admitted_from=_admitted_from(scope),

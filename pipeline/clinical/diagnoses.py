@@ -2,8 +2,9 @@
 
 1. A social or administrative finding (employment, education, housing, stress, refugee status…,
    the ``social_findings`` table) is not a diagnosis: it goes to Social history.
-2. The stay's own reason (``principal``) comes first; "History of X" is never the principal
-   diagnosis (it says what is past), only a diagnosis of the episode.
+2. The stay's own reason (``principal``) comes first; a status or administrative term ("History
+   of X", "Awaiting X", "X requested", a transfer) is never the principal diagnosis (it says
+   what is past or arranged), only a diagnosis of the episode.
 3. Then the diagnoses that began in the episode (onset from the window before admission to
    discharge, or recorded on one of its encounters).
 4. An acute event (``acute_events`` table: sepsis, infarction, fracture…) recorded active since
@@ -35,6 +36,14 @@ from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
 
 HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
+# A status or administrative term says where the patient stands or what was arranged, not what
+# is wrong: "History of X", "Awaiting X", "Status post X", "X requested", a transfer or an
+# admission. It is never the principal diagnosis on its own (the summary then names the clinical
+# problem when the record has one, or says that it is not documented, and flags it).
+STATUS_TERM = re.compile(
+    r"^(?:history of|h/o|awaiting|status post|s/p)\b|\brequested\b|\btransfer\b|\badmission\b",
+    re.IGNORECASE,
+)
 # Words too general to tie two clinical terms together.
 _GENERIC = frozenset(
     "acute chronic disorder finding situation procedure history of the and with without due "
@@ -78,7 +87,7 @@ def listing_of(
     code = diagnosis.code.code if diagnosis.code else None
     if social.matches(code, diagnosis.display):
         return "social"
-    if diagnosis.principal and not HISTORY_OF.match(plain_term(diagnosis.display)):
+    if diagnosis.principal and not STATUS_TERM.search(plain_term(diagnosis.display)):
         return "principal"
     onset = diagnosis.onset
     began_in_episode = (

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from pipeline.clinical.indicated_therapy import indicated_therapy_flags
+from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.regimen_risks import regimen_risk_flags
 from pipeline.clinical.tables import CodeTable, table
@@ -44,39 +46,63 @@ def classes_of(name: str, drug_table: CodeTable) -> set[str]:
     }
 
 
-def _ingredient(name: str, drug_table: CodeTable) -> str:
-    words = re.findall(r"[a-z]+", name.lower())
+def _ingredients(name: str, drug_table: CodeTable) -> set[str]:
+    """The classed ingredients of a drug (each part of a combination), else its main one."""
     known = {i for members in drug_table.extra["classes"].values() for i in members}
-    return next((word for word in words if word in known), name.lower())
+    parts = set(ingredients(name))
+    return (parts & known) or parts
+
+
+def _named(facts: list[Fact], unconfirmed: frozenset[str]) -> str:
+    return "; ".join(
+        _drug_name(f) + (" (order to confirm)" if f.id in unconfirmed else "") for f in facts
+    )
 
 
 def duplication_flags(
     discharge: list[Fact], drug_table: CodeTable, unconfirmed: frozenset[str] = frozenset()
 ) -> list[ReviewFlag]:
-    """Two different ingredients of one duplicated class group among discharge medications
-    (and orders to confirm, which may still be taken: named as such)."""
+    """The same ingredient in two orders (metoprolol succinate beside metoprolol tartrate, an
+    ingredient alone and inside a combination), and two different ingredients of one duplicated
+    class group, among discharge medications and orders to confirm (which may still be taken:
+    named as such)."""
+    by_ingredient: dict[str, list[Fact]] = defaultdict(list)
+    for fact in discharge:
+        for ingredient in ingredients(_drug_name(fact)):
+            by_ingredient[ingredient].append(fact)
+    flags = [
+        ReviewFlag(
+            id=stable_id("flag", "same-drug", *(f.id for f in facts)),
+            code="therapeutic_duplication",
+            reason=f"The same drug twice at discharge ({ingredient}): {_named(facts, unconfirmed)}",
+            raised_by=RAISED_BY,
+            fact_ids=[f.id for f in facts],
+        )
+        for ingredient, facts in by_ingredient.items()
+        if len(facts) > 1
+    ]
     by_group: dict[str, list[Fact]] = defaultdict(list)
     groups = [tuple(group) for group in drug_table.extra["duplications"]]
     for fact in discharge:
-        attributes = fact.attributes
-        assert isinstance(attributes, MedicationAttributes)
-        found = classes_of(attributes.name, drug_table)
+        found = classes_of(_drug_name(fact), drug_table)
         for group in groups:
             if found & set(group):
                 by_group[" or ".join(group)].append(fact)
-    flags = []
     for group_name, facts in by_group.items():
-        ingredients = {_ingredient(_drug_name(f), drug_table) for f in facts}
-        if len(ingredients) < 2:
+        members = set(drug_table.extra["classes"].get(group_name.split(" or ")[0], []))
+        for name in group_name.split(" or ")[1:]:
+            members |= set(drug_table.extra["classes"].get(name, []))
+        found_ingredients = {
+            i for f in facts for i in _ingredients(_drug_name(f), drug_table) if i in members
+        }
+        if len(found_ingredients) < 2:
             continue
-        names = "; ".join(
-            _drug_name(f) + (" (order to confirm)" if f.id in unconfirmed else "") for f in facts
-        )
         flags.append(
             ReviewFlag(
                 id=stable_id("flag", "duplication", *(f.id for f in facts)),
                 code="therapeutic_duplication",
-                reason=f"Therapeutic duplication at discharge ({group_name}): {names}",
+                reason=f"Therapeutic duplication at discharge ({group_name}): "
+                f"{_named(facts, unconfirmed)}",
                 raised_by=RAISED_BY,
                 fact_ids=[f.id for f in facts],
             )
@@ -151,6 +177,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += allergy_class_flags(state, discharge, drug_table)
     flags += duplication_flags(discharge, drug_table, unconfirmed)
     flags += regimen_risk_flags(state, discharge, table("regimen_risks", settings))
+    flags += indicated_therapy_flags(state, discharge, table("indicated_therapy", settings))
     flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})

@@ -266,3 +266,13 @@ def main_ingredient(name: str) -> str:
 
 def same_quantity(left: str | None, right: str | None) -> bool:
     return normalise_quantity(left) == normalise_quantity(right)
+
+
+def ingredients(name: str) -> list[str]:
+    """Every ingredient of a drug name, in order: RxNorm names a combination product's parts
+    with " / " ("Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet" → hydrochlorothiazide,
+    lisinopril), so a rule that reads only the first would miss the ACE inhibitor in it."""
+    without_brand = re.sub(r"\[[^\]]*\]", " ", name)
+    parts = [part for part in re.split(r"\s/\s", without_brand) if part.strip()]
+    found = [main_ingredient(part) for part in parts] or [main_ingredient(name)]
+    return list(dict.fromkeys(found))

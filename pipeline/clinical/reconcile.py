@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 
 from pipeline.clinical.medications import (
     drug_key,
-    main_ingredient,
+    ingredients,
     normalise_frequency,
     normalise_quantity,
     normalise_route,
@@ -79,9 +79,12 @@ class StayContext:
 
 
 def mentioned(name: str, text: str) -> bool:
-    """Whether the drug's main ingredient appears as a word in ``text``."""
-    pattern = rf"\b{re.escape(main_ingredient(name))}\b"
-    return re.search(pattern, text, re.IGNORECASE) is not None
+    """Whether every ingredient of the drug appears as a word in ``text``: a note naming
+    hydrochlorothiazide does not confirm an old hydrochlorothiazide/lisinopril order."""
+    return all(
+        re.search(rf"\b{re.escape(ingredient)}\b", text, re.IGNORECASE) is not None
+        for ingredient in ingredients(name)
+    )
 
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

@@ -182,18 +182,21 @@ def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[Review
 
 
 def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    """One flag per drug, so that each doubt can sit on that drug's own line."""
     as_needed = [
         f
         for f in _having(going_home, risks.extra["chronic_cardiac"])
         if attributes_as(f, MedicationAttributes).as_needed
     ]
-    if not as_needed:
-        return []
-    reason = (
-        f"{_names(as_needed)} at discharge as needed, though a heart drug is taken on a "
-        "schedule: confirm the instruction"
-    )
-    return [_flag("as-needed", reason, as_needed)]
+    return [
+        _flag(
+            "as-needed",
+            f"{_names([fact])} at discharge as needed, though a heart drug is taken on a "
+            "schedule: confirm the instruction",
+            [fact],
+        )
+        for fact in as_needed
+    ]
 
 
 def renal_dosing(

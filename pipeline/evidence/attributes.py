@@ -158,6 +158,9 @@ class EncounterAttributes(StrictModel):
     start: datetime | None = None
     end: datetime | None = None
     reasons: list[str] = Field(default_factory=list)
+    # The stay's own reason codes that say what was arranged, not why ("Sterilization
+    # requested", a transfer): never a reason or a diagnosis, but what the stay was coded as.
+    arranged_reasons: list[str] = Field(default_factory=list)
     discharge_disposition: str | None = None
     # The attending (Encounter.participant ATND, else the primary performer).
     attending: str | None = None

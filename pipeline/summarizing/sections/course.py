@@ -3,6 +3,7 @@ the condition at discharge, and the significant procedures."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -35,6 +36,16 @@ from pipeline.summarizing.sections.common import (
     significant_procedures,
 )
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
+
+# A note line that carries SNOMED CT semantic tags ("Patient is presenting with history of tubal
+# ligation (situation).") was generated from the coded record: the draft states those codes from
+# the record itself, dated and listed where they belong; quoted as course it repeats them undated
+# and reads a procedure of this stay as a past event.
+CODED_LINE = re.compile(
+    r"\((?:disorder|finding|situation|procedure|morphologic abnormality|regime/therapy|"
+    r"observable entity|event)\)",
+    re.IGNORECASE,
+)
 
 
 def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
@@ -133,7 +144,10 @@ def hospital_course_section(
         if any(ref.is_text for ref in fact.sources)
         and not (
             isinstance(fact.attributes, NarrativeAttributes)
-            and DEMOGRAPHIC_LINE.match(fact.attributes.text.strip())
+            and (
+                DEMOGRAPHIC_LINE.match(fact.attributes.text.strip())
+                or CODED_LINE.search(fact.attributes.text)
+            )
         )
     ]
     if not facts:

@@ -9,12 +9,38 @@ from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
     MedicationAttributes,
+    ReviewFlag,
     attributes_as,
 )
-from pipeline.evidence.summary import (
-    Sentence,
-)
+from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import by_time, cited_sentence
+
+# A doubt about one drug (a heart drug ordered "as needed", a drug past its age limit) is shown on
+# that drug's line as well as in Needs review (where the checker reads its words): a list line
+# that says "as needed" is read as an instruction by whoever copies it.
+LINE_DOUBTS = frozenset({"regimen_risk"})
+
+
+def _one_drug_doubts(state: EvidenceState, fact_id: str | None) -> list[ReviewFlag]:
+    medications = {f.id for f in state.facts["medication"]}
+    return [
+        flag
+        for flag in state.flags_for_review
+        if fact_id is not None
+        and flag.code in LINE_DOUBTS
+        and [i for i in flag.fact_ids if i in medications] == [fact_id]
+    ]
+
+
+def with_its_doubts(line: Sentence, state: EvidenceState, fact_id: str | None) -> Sentence:
+    """The line with each doubt about its drug alone."""
+    doubts = [
+        SentenceFlag(code=flag.code, reason=flag.reason)
+        for flag in _one_drug_doubts(state, fact_id)
+    ]
+    if not doubts:
+        return line
+    return line.model_copy(update={"flags": [*line.flags, *doubts]})
 
 
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
@@ -29,7 +55,8 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         after = state.fact(change.discharge).attributes if change.discharge else None
         citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
         text = render.medication_change(change, before, after)
-        sentences.append(cited_sentence("medications", text, citations))
+        line = cited_sentence("medications", text, citations)
+        sentences.append(with_its_doubts(line, state, change.discharge))
     if unconfirmed:
         stale = [state.fact(fact_id) for fact_id in unconfirmed]
         text = render.not_renewed([f.attributes for f in stale])

@@ -4,8 +4,11 @@ problems and the social history."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
+from pipeline.clinical.diagnoses import STATUS_TERM
+from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
@@ -16,8 +19,10 @@ from pipeline.evidence.model import (
 )
 from pipeline.evidence.summary import (
     Sentence,
+    SentenceFlag,
 )
-from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.common import cited_sentence, significant_procedures
+from pipeline.text.rendering import plain_term
 
 # A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")
 # belongs to the header, which says it from the record; templated notes repeat it in every note.
@@ -79,14 +84,62 @@ def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
     )
 
 
-def diagnoses_section(state: EvidenceState, render: Any) -> list[Sentence]:
-    """The principal diagnosis first, then the diagnoses that began in the episode."""
-    return [
+def diagnoses_section(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+    """The principal diagnosis first, then the diagnoses that began in the episode; when the
+    record names no clinical problem for the stay, a flagged line says so first."""
+    return _principal_not_documented(state, render, routine) + [
         cited_sentence(
             "diagnoses", render.diagnosis(f.attributes), [f.id, *_status_post_of(state, f)]
         )
         for f in _listed(state, "principal", "episode")
     ]
+
+
+def _principal_not_documented(
+    state: EvidenceState, render: Any, routine: CodeTable
+) -> list[Sentence]:
+    """When the stay has no principal diagnosis and no clinical reason (only status or
+    administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
+    flagged line: what the stay was coded as, and what the episode's procedures say was done (or
+    that the record documents none), for the physician to name the problem."""
+    stay = state.stay()
+    if _listed(state, "principal") or stay is None:
+        return []
+    if any(not STATUS_TERM.search(plain_term(reason)) for reason in stay.reasons):
+        return []
+    coded = [
+        f
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and (f.attributes.principal or f.attributes.listing == "episode")
+        and STATUS_TERM.search(plain_term(f.attributes.display))
+    ]
+    done = significant_procedures(state, routine)
+    stay_fact = [f.id for f in state.facts["encounter"] if f.attributes.category == "encounter"]
+    # A status recorded during the stay ("History of renal transplant", onset on day 2) is a
+    # treatment the record implies but does not document: shown with its date.
+    implied = [
+        (attributes_as(f, DiagnosisAttributes).display, attributes_as(f, DiagnosisAttributes).onset)
+        for f in coded
+    ]
+    said: dict[str, tuple[str, datetime | None]] = {}
+    stated = [*stay.reasons, *stay.arranged_reasons]
+    for term, onset in [(reason, None) for reason in stated] + implied:
+        key = plain_term(term).lower()
+        if key not in said or onset is not None:
+            said[key] = (term, onset)
+    text = render.principal_not_documented(
+        list(said.values()),
+        [f.attributes for f in done],
+        stay.start,
+    )
+    flag = SentenceFlag(
+        code="principal_not_documented",
+        reason="no clinical diagnosis is recorded as the reason for this stay"
+        + ("" if done else ", and no procedure of the episode is recorded"),
+    )
+    line = cited_sentence("diagnoses", text, [*stay_fact[:1], *(f.id for f in coded + done)])
+    return [line.model_copy(update={"flags": [flag]})]
 
 
 def _status_post_of(state: EvidenceState, fact: Fact) -> list[str]:

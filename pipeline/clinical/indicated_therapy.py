@@ -1,0 +1,170 @@
+"""What the stay's conditions call for at discharge, and what they rule out.
+
+From the shipped ``indicated_therapy`` table (its header names the guidelines), one Needs review
+line per finding, never a decision:
+
+- **Expected therapy missing**: an indication of the episode (a diagnosis listed as principal or
+  of the episode, a procedure of the episode, a reason of the stay; for a transplant also a
+  recipient's status on the problem list) whose drug groups have no member among the medications
+  going home (secondary prevention after myocardial infarction, PCI or CABG; an antithrombotic
+  after a valve replacement; immunosuppression after a solid-organ transplant).
+- **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
+  out (an opioid or benzodiazepine after a substance-use admission).
+- **Age limits**: a drug the table limits by age (prasugrel from 75 years).
+
+Matching is by keyword in the clinical term, with the table's words that cancel a match
+("History of", "Awaiting"), and by ingredient word in the drug's name, so every ingredient of a
+combination counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    DiagnosisAttributes,
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    PatientInfoAttributes,
+    ProcedureAttributes,
+    ReviewFlag,
+    attributes_as,
+    stable_id,
+)
+from pipeline.text.rendering import plain_term
+
+RAISED_BY = "medication_safety"
+CODE = "regimen_risk"
+# Where an indication may be read: what the stay was for and what was done in it. A transplant
+# recipient stays one for life, so for that indication the problem list counts too.
+_EPISODE_LISTINGS = frozenset({"principal", "episode"})
+
+
+def _names(facts: Sequence[Fact]) -> str:
+    return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
+
+
+def _having(facts: Sequence[Fact], ingredients: Sequence[str]) -> list[Fact]:
+    wanted = set(ingredients)
+    return [
+        f
+        for f in facts
+        if set(re.findall(r"[a-z]+", attributes_as(f, MedicationAttributes).name.lower())) & wanted
+    ]
+
+
+def _names_it(term: str, rule: dict[str, Any]) -> bool:
+    text = plain_term(term).lower()
+    if any(word in text for word in rule.get("except_keywords", [])):
+        return False
+    return any(keyword in text for keyword in rule["keywords"])
+
+
+def _terms(state: EvidenceState, with_problem_list: bool) -> list[tuple[Fact, str]]:
+    """The clinical terms an indication may be read from, each with its fact."""
+    found: list[tuple[Fact, str]] = []
+    listings = _EPISODE_LISTINGS | ({"active"} if with_problem_list else set())
+    for fact in state.facts["diagnosis"]:
+        diagnosis = fact.attributes
+        if isinstance(diagnosis, DiagnosisAttributes) and (diagnosis.listing in listings):
+            found.append((fact, diagnosis.display))
+    found += [
+        (fact, attributes_as(fact, ProcedureAttributes).name) for fact in state.facts["procedure"]
+    ]
+    for fact in state.facts["encounter"]:
+        encounter = attributes_as(fact, EncounterAttributes)
+        if encounter.kind == "stay":
+            found += [(fact, reason) for reason in encounter.reasons]
+    return found
+
+
+def _indication(
+    state: EvidenceState, rule: dict[str, Any], with_problem_list: bool = False
+) -> list[tuple[Fact, str]]:
+    return [(f, term) for f, term in _terms(state, with_problem_list) if _names_it(term, rule)]
+
+
+def expected_therapy(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    flags = []
+    for name, rule in therapy.extra["expected"].items():
+        indications = _indication(state, rule, with_problem_list="transplant" in name)
+        if not indications:
+            continue
+        missing = [
+            group for group, drugs in rule["groups"].items() if not _having(going_home, drugs)
+        ]
+        if not missing:
+            continue
+        named = "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
+        reason = (
+            f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it was "
+            "considered, or why it is not given"
+        )
+        cited = [fact for fact, _ in indications]
+        flags.append(_flag(f"expected-{name}", reason, cited))
+    return flags
+
+
+def avoided_therapy(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    flags = []
+    for name, rule in therapy.extra["avoid"].items():
+        indications = _indication(state, rule)
+        if not indications:
+            continue
+        given = [f for drugs in rule["groups"].values() for f in _having(going_home, drugs)]
+        if not given:
+            continue
+        named = "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
+        reason = (
+            f"{_names(given)} going home after an admission for {name} ({named}): confirm the "
+            "indication, the supply and an overdose plan"
+        )
+        flags.append(_flag(f"avoid-{name}", reason, [*(f for f, _ in indications), *given]))
+    return flags
+
+
+def age_limits(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    patient = next(iter(state.facts["patient_info"]), None)
+    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter if patient else None
+    if patient is None or age is None:
+        return []
+    flags = []
+    for limit in therapy.extra["age_limits"]:
+        given = _having(going_home, [limit["ingredient"]])
+        if given and age >= limit["age"]:
+            reason = f"{_names(given)} at discharge for a {age}-year-old: {limit['why']}"
+            flags.append(_flag(f"age-{limit['ingredient']}", reason, [patient, *given]))
+    return flags
+
+
+def _flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
+    ids = list(dict.fromkeys(f.id for f in facts))
+    return ReviewFlag(
+        id=stable_id("flag", "therapy", key, *ids),
+        code=CODE,
+        reason=reason,
+        raised_by=RAISED_BY,
+        fact_ids=ids,
+    )
+
+
+def indicated_therapy_flags(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    """Every rule's flags: what is ruled out first, then what is missing, then age limits."""
+    return [
+        *avoided_therapy(state, going_home, therapy),
+        *expected_therapy(state, going_home, therapy),
+        *age_limits(state, going_home, therapy),
+    ]

@@ -1,0 +1,86 @@
+"""What a stay's conditions call for at discharge, and what they rule out, on hand-built records:
+each rule fires where its indication is, and stays silent where it is not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+
+
+def going_home(request_id: str, name: str) -> dict[str, Any]:
+    return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **FULL)  # type: ignore[arg-type]
+
+
+def state_of(*resources: dict[str, Any], born: str = "1950-06-15") -> EvidenceState:
+    record = fx.bundle(fx.patient() | {"birthDate": born}, fx.encounter(), *resources)
+    return evidence_from_fhir(record, settings=PipelineSettings())
+
+
+def risks(state: EvidenceState) -> list[str]:
+    return [flag.reason for flag in state.flags_for_review if flag.code == "regimen_risk"]
+
+
+def test_a_transplant_recipient_going_home_without_immunosuppression_is_flagged() -> None:
+    recipient = fx.condition("t", "History of renal transplant (situation)")
+    flagged = risks(state_of(recipient, going_home("a", "amlodipine 5 MG Oral Tablet")))
+    assert flagged == [
+        "No immunosuppressant at discharge after solid-organ transplant (History of renal "
+        "transplant): confirm it was considered, or why it is not given"
+    ]
+    treated = state_of(recipient, going_home("k", "tacrolimus 1 MG Oral Capsule"))
+    assert risks(treated) == []
+
+
+def test_awaiting_a_transplant_is_not_having_one() -> None:
+    waiting = fx.condition("w", "Awaiting transplantation of kidney (situation)")
+    assert risks(state_of(waiting, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
+
+
+def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> None:
+    infarction = fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)")
+    only_aspirin = state_of(infarction, going_home("a", "aspirin 81 MG Oral Tablet"))
+    assert risks(only_aspirin) == [
+        "No statin and no beta blocker at discharge after myocardial infarction or coronary "
+        "revascularization (Acute ST segment elevation myocardial infarction): confirm it was "
+        "considered, or why it is not given"
+    ]
+    complete = state_of(
+        infarction,
+        going_home("a", "aspirin 81 MG Oral Tablet"),
+        going_home("s", "atorvastatin 80 MG Oral Tablet"),
+        going_home("b", "metoprolol tartrate 25 MG Oral Tablet"),
+    )
+    assert risks(complete) == []
+
+
+def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
+    old = fx.condition("old", "History of myocardial infarction (situation)", encounter_id=None)
+    assert risks(state_of(old, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
+
+
+def test_opioids_after_a_substance_use_admission_are_flagged_but_treatment_is_not() -> None:
+    reason = fx.condition("d", "Dependent drug abuse (disorder)")
+    with_opioid = state_of(reason, going_home("o", "tramadol hydrochloride 50 MG Oral Tablet"))
+    assert [r for r in risks(with_opioid) if "substance use" in r] == [
+        "tramadol hydrochloride 50 MG Oral Tablet going home after an admission for substance "
+        "use (Dependent drug abuse): confirm the indication, the supply and an overdose plan"
+    ]
+    treatment = state_of(reason, going_home("b", "buprenorphine 2 MG Sublingual Tablet"))
+    assert [r for r in risks(treatment) if "substance use" in r] == []
+
+
+def test_prasugrel_past_the_labels_age_limit_is_flagged_with_the_patients_age() -> None:
+    prasugrel = going_home("p", "prasugrel 10 MG Oral Tablet")
+    old = risks(state_of(prasugrel, born="1940-01-01"))
+    assert [r for r in old if r.startswith("prasugrel")] == [
+        "prasugrel 10 MG Oral Tablet at discharge for a 84-year-old: past the label's age limit, "
+        "where it is generally not recommended (bleeding risk): confirm the indication or "
+        "consider another P2Y12 inhibitor"
+    ]
+    assert [r for r in risks(state_of(prasugrel)) if r.startswith("prasugrel")] == []

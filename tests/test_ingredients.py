@@ -1,0 +1,66 @@
+"""Medications by ingredient: every part of a combination product counts, and the same drug
+twice at discharge is flagged, on hand-built records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.clinical.medications import ingredients
+from pipeline.clinical.reconcile import mentioned
+from pipeline.settings import PipelineSettings
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+
+
+def going_home(request_id: str, name: str) -> dict[str, Any]:
+    return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **FULL)  # type: ignore[arg-type]
+
+
+def test_a_combination_product_names_each_of_its_ingredients() -> None:
+    assert ingredients("Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet") == [
+        "hydrochlorothiazide",
+        "lisinopril",
+    ]
+    assert ingredients("Acetaminophen 325 MG / Oxycodone Hydrochloride 10 MG [Percocet]") == [
+        "acetaminophen",
+        "oxycodone",
+    ]
+    assert ingredients("24 HR Metoprolol Succinate 100 MG Extended Release Oral Tablet") == [
+        "metoprolol"
+    ]
+    # A ratio in a brand's name is no combination.
+    assert ingredients("Levora 0.15/30 28 Day Pack") == ["levora"]
+
+
+def test_a_note_confirms_a_combination_only_when_it_names_every_ingredient() -> None:
+    combination = "Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet"
+    assert not mentioned(combination, "Continues hydrochlorothiazide daily.")
+    assert mentioned(combination, "Takes lisinopril and hydrochlorothiazide.")
+
+
+def _duplications(*orders: dict[str, Any]) -> list[str]:
+    state = evidence_from_fhir(fx.stay(*orders), settings=PipelineSettings())
+    return [f.reason for f in state.flags_for_review if f.code == "therapeutic_duplication"]
+
+
+def test_the_same_drug_in_two_orders_is_flagged() -> None:
+    assert _duplications(
+        going_home("a", "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet"),
+        going_home("b", "metoprolol tartrate 25 MG Oral Tablet"),
+    ) == [
+        "The same drug twice at discharge (metoprolol): 24 HR metoprolol succinate 100 MG "
+        "Extended Release Oral Tablet; metoprolol tartrate 25 MG Oral Tablet"
+    ]
+    assert _duplications(going_home("a", "metoprolol tartrate 25 MG Oral Tablet")) == []
+
+
+def test_an_ace_inhibitor_inside_a_combination_duplicates_an_arb() -> None:
+    assert _duplications(
+        going_home("c", "Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet"),
+        going_home("l", "losartan potassium 50 MG Oral Tablet"),
+    ) == [
+        "Therapeutic duplication at discharge (ACE inhibitor or ARB): Hydrochlorothiazide 25 MG "
+        "/ Lisinopril 10 MG Oral Tablet; losartan potassium 50 MG Oral Tablet"
+    ]

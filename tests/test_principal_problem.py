@@ -1,0 +1,73 @@
+"""The principal problem: a status or administrative term is never the principal diagnosis on
+its own; when the record names no clinical problem, a flagged line says what the stay was coded
+as and what was done. Coded template lines are not quoted as course."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.evidence.summary import Summary
+from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+
+def summary_of(*resources: dict[str, Any], reason: str | None = None) -> Summary:
+    stay = fx.encounter() | ({"reasonCode": [{"text": reason}]} if reason else {})
+    state = evidence_from_fhir(
+        fx.bundle(fx.patient(), stay, *resources), settings=PipelineSettings()
+    )
+    return summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+
+
+def test_a_requested_procedure_is_no_diagnosis_and_the_line_says_what_was_done() -> None:
+    summary = summary_of(
+        fx.procedure("p", "Ligation of bilateral fallopian tubes (procedure)"),
+        reason="Sterilization requested (situation)",
+    )
+    first = summary.section("diagnoses").sentences[0]
+    assert first.text == (
+        "Principal diagnosis not documented: the stay is coded only as Sterilization requested; "
+        "done in the episode: Ligation of bilateral fallopian tubes on 2024-03-01."
+    )
+    assert [flag.code for flag in first.flags] == ["principal_not_documented"]
+
+
+def test_a_status_recorded_during_the_stay_is_shown_as_an_implied_treatment() -> None:
+    summary = summary_of(
+        fx.condition("h", "History of renal transplant (situation)", onset="2024-03-02T09:00:00Z"),
+        reason="Awaiting transplantation of kidney (situation)",
+    )
+    first = summary.section("diagnoses").sentences[0]
+    assert first.text == (
+        "Principal diagnosis not documented: the stay is coded only as Awaiting transplantation "
+        "of kidney; History of renal transplant (recorded 2024-03-02, during this stay: a "
+        "treatment the record implies); procedures of the episode: not documented."
+    )
+    assert first.flagged
+
+
+def test_a_clinical_reason_is_the_principal_diagnosis_and_no_line_is_added() -> None:
+    summary = summary_of(
+        fx.condition("a", "Acute appendicitis (disorder)"), reason="Acute appendicitis (disorder)"
+    )
+    texts = [s.text for s in summary.section("diagnoses").sentences]
+    assert not any(text.startswith("Principal diagnosis not documented") for text in texts)
+
+
+def test_a_note_line_generated_from_codes_is_not_quoted_as_course() -> None:
+    note = fx.document_reference(
+        "n",
+        fx.attachment(
+            "# Assessment and Plan\n"
+            "Patient is presenting with history of tubal ligation (situation).\n"
+            "She tolerated a regular diet on the second day."
+        ),
+    )
+    stay = fx.encounter()
+    state = evidence_from_fhir(fx.bundle(fx.patient(), stay, note), settings=PipelineSettings())
+    summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert "She tolerated a regular diet on the second day." in course
+    assert not any("(situation)" in text for text in course)
