@@ -12,7 +12,7 @@ Without ``--generate``, the checker (``pipeline.checking.verify.verify_text``, a
 verify``) judges every labelled sentence against its dialogue, and the table gives, per label, the
 share judged unsupported (hard), the share flagged at all (hard or soft), the share passed
 unflagged, and the share the agentic loop would let into a draft at all
-(``pipeline.summarizing.agentic.kept_in_draft``: no meta text, no sentence without a claim).
+(``pipeline.summarizing.draft_agent.kept_in_draft``: no meta text, no sentence without a claim).
 Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
 sentences flagged at all, no sentence without a claim passed unflagged.
 
@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pipeline.checking.verify import verify_text
-from pipeline.summarizing.agentic import kept_in_draft
+from pipeline.summarizing.draft_agent import kept_in_draft
 from pipeline.text.sentences import split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]

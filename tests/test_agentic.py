@@ -268,7 +268,7 @@ def test_a_judgement_or_fix_that_stays_unusable_keeps_the_sentence_flagged_not_t
 
 
 def test_the_draft_prompt_fits_the_models_window_keeping_the_most_relevant_facts() -> None:
-    from pipeline.summarizing.agentic import fitted_facts
+    from pipeline.summarizing.draft_agent import fitted_facts
 
     facts = [{"id": f"f{n}", "text": f"fact number {n} " * 20} for n in range(40)]
     notes = [{"id": "n1", "text": "Admitted with pneumonia."}]

@@ -76,7 +76,8 @@ class TransformersBackend:
         self._cache_argument = (
             "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         )
-        # The prompt and its answer must fit here (``pipeline.summarizing.agentic.fitted_facts``).
+        # The prompt and its answer must fit here
+        # (``pipeline.summarizing.draft_agent.fitted_facts``).
         self.context_tokens: int | None = getattr(model.config, "max_position_embeddings", None)
         self._compiler: xgrammar.GrammarCompiler | None = None
         self._vocab_size = getattr(model.config, "vocab_size", None) or len(tokenizer)

@@ -6,6 +6,7 @@ and AgenticSum's loop (draft, detect, fix, supervise).
 
 __all__ = [
     "agentic",
+    "draft_agent",
     "evidence_summary",
     "extraction",
     "focus",

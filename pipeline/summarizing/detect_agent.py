@@ -1,0 +1,86 @@
+"""The detector: per sentence, the fact checker against its cited facts, entailment judged by the
+model against the cited evidence and the nearest note sentences, and AURA when a grounding
+scorer is given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.backends.answer_schemas import entailment_schema
+from pipeline.backends.chat import (
+    ChatBackend,
+    ModelOutputError,
+    in_parallel,
+)
+from pipeline.backends.retrieval import nearest
+from pipeline.checking.checker import check_cited_sentence
+from pipeline.evidence.model import EvidenceState
+from pipeline.summarizing.agent_calls import Draft, GroundingScorer, LoopSettings, ask_agent
+from pipeline.text.rendering import render
+
+
+def evidence_lines(
+    sentence: Draft, facts: dict[str, str], notes: list[str], settings: LoopSettings
+) -> list[str]:
+    lines = [facts[c] for c in sentence.citations if c in facts]
+    if settings.top_k and notes:
+        (found,) = nearest([sentence.text], notes, settings.top_k)
+        lines += [notes[i] for i in found if notes[i] not in lines]
+    return lines
+
+
+def detect(
+    sentences: list[Draft],
+    state: EvidenceState,
+    backend: ChatBackend,
+    facts: dict[str, str],
+    notes: list[str],
+    settings: LoopSettings,
+    grounding: GroundingScorer | None,
+    context: str,
+    source_spans: list[tuple[int, int]],
+) -> None:
+    for sentence in sentences:
+        sentence.checks = check_cited_sentence(
+            sentence.text, sentence.citations, state, free_text=True
+        )
+    prompts = [
+        render(
+            "prompts/entailment.txt.j2",
+            sentence=sentence.text,
+            evidence=evidence_lines(sentence, facts, notes, settings),
+        )
+        for sentence in sentences
+    ]
+
+    schema = entailment_schema(settings.limits)
+
+    def judge(prompt: str) -> dict[str, Any]:
+        try:
+            return ask_agent(backend, prompt, ["label"], schema, settings)
+        except ModelOutputError:
+            # No usable verdict: the sentence is not judged supported, so it stays flagged.
+            return {"label": "unsupported", "spans": ["the model gave no usable verdict"]}
+
+    for sentence, verdict in zip(
+        sentences, in_parallel(judge, prompts, settings.concurrency), strict=True
+    ):
+        sentence.entailment = "supported" if verdict.get("label") == "supported" else "unsupported"
+        sentence.spans = [str(span) for span in verdict.get("spans", []) if str(span).strip()]
+        if sentence.entailment == "supported":
+            sentence.spans = []
+    if grounding is not None and sentences:
+        summary = " ".join(sentence.text for sentence in sentences)
+        spans, cursor = [], 0
+        for sentence in sentences:
+            start = summary.index(sentence.text, cursor)
+            spans.append((start, start + len(sentence.text)))
+            cursor = start + len(sentence.text)
+        for sentence, score in zip(
+            sentences, grounding(context, source_spans, summary, spans), strict=True
+        ):
+            sentence.grounding = score
+
+
+def low_grounding(sentence: Draft, settings: LoopSettings) -> bool:
+    return sentence.grounding is not None and sentence.grounding < settings.tau
