@@ -107,9 +107,12 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
     data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
     (two duplications), its notes list no medications beside home orders (a discrepancy), and
-    its heart drugs are ordered "as needed" (a regimen risk). Here the events resolved a year
-    after onset, the older drugs were completed, the others are taken on a schedule and the
-    notes list the orders, so one flag remains: the orders without a complete dosage."""
+    its heart drugs are ordered "as needed" (a regimen risk); the stay is coded only as awaiting
+    a kidney transplant (no principal diagnosis) and the recipient goes home with no
+    immunosuppressant. Here the events resolved a year after onset, the older drugs were
+    completed, the others are taken on a schedule, the stay names its clinical reason, tacrolimus
+    is ordered and the notes list the orders, so one flag remains: the orders without a complete
+    dosage."""
 
     def update(kind: str, change) -> None:
         found = httpx.get(
@@ -142,6 +145,7 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
     update("Condition", resolve)
     update("MedicationRequest", complete)
+    _treat_the_transplant(box, patient, admin)
     orders = httpx.get(
         f"{box.fhir_base}/MedicationRequest",
         params={"patient": f"Patient/{patient}"},
@@ -169,6 +173,37 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
     update("DocumentReference", list_orders)
     update("DiagnosticReport", list_orders)
+
+
+def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
+    """The stay names end-stage renal disease as its reason, and tacrolimus goes home."""
+    with httpx.Client() as browser:
+        stay_id = inpatient_encounter(browser, box, patient)
+    stay = httpx.get(f"{box.fhir_base}/Encounter/{stay_id}", headers=admin).json()
+    disease = {
+        "coding": [
+            {
+                "system": "http://snomed.info/sct",
+                "code": "46177005",
+                "display": "End-stage renal disease (disorder)",
+            }
+        ],
+        "text": "End-stage renal disease (disorder)",
+    }
+    stay["reasonCode"] = [disease, *stay.get("reasonCode", [])]
+    httpx.put(f"{box.fhir_base}/Encounter/{stay_id}", json=stay, headers=admin).raise_for_status()
+    order = fx.medication_request(
+        "one-flag-tacrolimus",
+        "tacrolimus 1 MG Oral Capsule",
+        encounter_id=stay_id,
+        authored=stay["period"]["start"],
+        dose="1 capsule",
+        frequency=(2, 1, "d"),
+        route="oral",
+    ) | {"subject": {"reference": f"Patient/{patient}"}}
+    httpx.put(
+        f"{box.fhir_base}/MedicationRequest/one-flag-tacrolimus", json=order, headers=admin
+    ).raise_for_status()
 
 
 def form_values(page: str) -> dict[str, str]:

@@ -113,6 +113,32 @@ def test_invented_spans_are_flagged_and_only_that_sentence_is_fixed() -> None:
     assert summary.backend == "scripted-model"
 
 
+def test_a_citation_the_model_was_not_given_is_dropped_and_the_sentence_flagged() -> None:
+    state = state_with()
+    mass = course_ids(state)[0]
+    said = "A posterior mediastinal mass was found on chest CT."
+    backend = Scripted(
+        {"sentences": [{"text": said, "citations": [mass, "Answer as JSON"]}]},
+        lambda sentence: {"label": "supported", "spans": []},
+        [],
+    )
+    summary = agentic_summary(
+        state, backend, settings=LoopSettings(ratio=1.0), salience=NO_SALIENCE
+    )
+    (sentence,) = summary.section("hospital_course").sentences
+    assert sentence.citations == [mass]
+    invented_only = Scripted(
+        {"sentences": [{"text": said, "citations": ["no-such-fact"]}]},
+        lambda sentence: {"label": "supported", "spans": []},
+        [{"sentences": [{"text": said, "citations": ["no-such-fact"]}]}],
+    )
+    summary = agentic_summary(
+        state, invented_only, settings=LoopSettings(ratio=1.0), salience=NO_SALIENCE
+    )
+    (sentence,) = summary.section("hospital_course").sentences
+    assert sentence.citations == [] and sentence.flagged
+
+
 def test_a_fix_that_changes_nothing_stops_with_no_new_flags_and_keeps_the_flag() -> None:
     state = state_with()
     mass = course_ids(state)[0]

@@ -2,8 +2,9 @@
 
 It answers Provenote's prompts by their task, deterministically, so that the app's model path
 (extraction, draft, entailment, fix) can be exercised and timed without a model: the draft copies
-the note sentences it was given, each citing its own id, plus (``invent``) one sentence with a
-number the evidence does not hold, which entailment then judges unsupported and the fix deletes.
+the note sentences it was given (its first facts where there are none), each citing its own id,
+plus (``invent``) one sentence with a number the evidence does not hold, which entailment then
+judges unsupported and the fix deletes.
 ``delay_s`` is the time each answer takes (a model's latency, for the concurrency benchmark);
 ``fail_status`` makes every request fail with that HTTP status (an outage). It is a test double
 for a real server such as vLLM (``tests/test_vllm.py`` runs against the real one), in the same
@@ -59,7 +60,13 @@ def answer_for(body: dict[str, Any], script: ModelScript) -> dict[str, Any]:
     if task == "draft":
         notes = _data_lines(prompt, "Note sentences")
         facts = _data_lines(prompt, "Facts")
-        sentences = [{"text": text, "citations": [fact_id]} for fact_id, text in notes]
+        # The note sentences, or where the stay's notes gave none, its first three statements
+        # (a statement stands for several facts: it cites every id listed with it).
+        by_text: dict[str, list[str]] = {}
+        for fact_id, text in notes or facts:
+            by_text.setdefault(text, []).append(fact_id)
+        copied = list(by_text.items()) if notes else list(by_text.items())[:3]
+        sentences = [{"text": text, "citations": ids} for text, ids in copied]
         if script.invent and (notes or facts):
             sentences.append({"text": INVENTED, "citations": [(notes or facts)[0][0]]})
         return {"sentences": sentences}

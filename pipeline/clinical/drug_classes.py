@@ -36,21 +36,18 @@ def _drug_name(fact: Fact) -> str:
     return attributes_as(fact, MedicationAttributes).name
 
 
+def _words(name: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", name.lower()))
+
+
 def classes_of(name: str, drug_table: CodeTable) -> set[str]:
     """The classes whose ingredients a drug name contains."""
-    words = set(re.findall(r"[a-z]+", name.lower()))
+    words = _words(name)
     return {
         therapeutic
         for therapeutic, ingredients in drug_table.extra["classes"].items()
         if words & set(ingredients)
     }
-
-
-def _ingredients(name: str, drug_table: CodeTable) -> set[str]:
-    """The classed ingredients of a drug (each part of a combination), else its main one."""
-    known = {i for members in drug_table.extra["classes"].values() for i in members}
-    parts = set(ingredients(name))
-    return (parts & known) or parts
 
 
 def _named(facts: list[Fact], unconfirmed: frozenset[str]) -> str:
@@ -81,27 +78,17 @@ def duplication_flags(
         for ingredient, facts in by_ingredient.items()
         if len(facts) > 1
     ]
-    by_group: dict[str, list[Fact]] = defaultdict(list)
-    groups = [tuple(group) for group in drug_table.extra["duplications"]]
-    for fact in discharge:
-        found = classes_of(_drug_name(fact), drug_table)
-        for group in groups:
-            if found & set(group):
-                by_group[" or ".join(group)].append(fact)
-    for group_name, facts in by_group.items():
-        members = set(drug_table.extra["classes"].get(group_name.split(" or ")[0], []))
-        for name in group_name.split(" or ")[1:]:
-            members |= set(drug_table.extra["classes"].get(name, []))
-        found_ingredients = {
-            i for f in facts for i in _ingredients(_drug_name(f), drug_table) if i in members
-        }
-        if len(found_ingredients) < 2:
+    classes = drug_table.extra["classes"]
+    for group in drug_table.extra["duplications"]:
+        members = {ingredient for name in group for ingredient in classes.get(name, [])}
+        facts = [f for f in discharge if _words(_drug_name(f)) & members]
+        if len({i for f in facts for i in _words(_drug_name(f)) & members}) < 2:
             continue
         flags.append(
             ReviewFlag(
                 id=stable_id("flag", "duplication", *(f.id for f in facts)),
                 code="therapeutic_duplication",
-                reason=f"Therapeutic duplication at discharge ({group_name}): "
+                reason=f"Therapeutic duplication at discharge ({' or '.join(group)}): "
                 f"{_named(facts, unconfirmed)}",
                 raised_by=RAISED_BY,
                 fact_ids=[f.id for f in facts],

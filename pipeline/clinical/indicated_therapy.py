@@ -19,43 +19,26 @@ combination counts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.clinical.regimen_risks import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
-    MedicationAttributes,
     PatientInfoAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
-    stable_id,
 )
 from pipeline.text.rendering import plain_term
 
-RAISED_BY = "medication_safety"
-CODE = "regimen_risk"
-# Where an indication may be read: what the stay was for and what was done in it. A transplant
-# recipient stays one for life, so for that indication the problem list counts too.
+# Where an indication may be read: what the stay was for and what was done in it (a rule whose
+# condition lasts for life, a transplant, reads the problem list too: ``problem_list``).
 _EPISODE_LISTINGS = frozenset({"principal", "episode"})
-
-
-def _names(facts: Sequence[Fact]) -> str:
-    return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
-
-
-def _having(facts: Sequence[Fact], ingredients: Sequence[str]) -> list[Fact]:
-    wanted = set(ingredients)
-    return [
-        f
-        for f in facts
-        if set(re.findall(r"[a-z]+", attributes_as(f, MedicationAttributes).name.lower())) & wanted
-    ]
 
 
 def _names_it(term: str, rule: dict[str, Any]) -> bool:
@@ -83,10 +66,13 @@ def _terms(state: EvidenceState, with_problem_list: bool) -> list[tuple[Fact, st
     return found
 
 
-def _indication(
-    state: EvidenceState, rule: dict[str, Any], with_problem_list: bool = False
-) -> list[tuple[Fact, str]]:
-    return [(f, term) for f, term in _terms(state, with_problem_list) if _names_it(term, rule)]
+def _indication(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
+    terms = _terms(state, with_problem_list=rule.get("problem_list", False))
+    return [(f, term) for f, term in terms if _names_it(term, rule)]
+
+
+def _named(indications: list[tuple[Fact, str]]) -> str:
+    return "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
 
 
 def expected_therapy(
@@ -94,21 +80,21 @@ def expected_therapy(
 ) -> list[ReviewFlag]:
     flags = []
     for name, rule in therapy.extra["expected"].items():
-        indications = _indication(state, rule, with_problem_list="transplant" in name)
+        indications = _indication(state, rule)
         if not indications:
             continue
         missing = [
-            group for group, drugs in rule["groups"].items() if not _having(going_home, drugs)
+            group for group, drugs in rule["groups"].items() if not having(going_home, drugs)
         ]
         if not missing:
             continue
-        named = "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
+        named = _named(indications)
         reason = (
             f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it was "
             "considered, or why it is not given"
         )
         cited = [fact for fact, _ in indications]
-        flags.append(_flag(f"expected-{name}", reason, cited))
+        flags.append(risk_flag(f"expected-{name}", reason, cited))
     return flags
 
 
@@ -120,15 +106,15 @@ def avoided_therapy(
         indications = _indication(state, rule)
         if not indications:
             continue
-        given = [f for drugs in rule["groups"].values() for f in _having(going_home, drugs)]
+        given = [f for drugs in rule["groups"].values() for f in having(going_home, drugs)]
         if not given:
             continue
-        named = "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
+        named = _named(indications)
         reason = (
-            f"{_names(given)} going home after an admission for {name} ({named}): confirm the "
+            f"{drug_names(given)} going home after an admission for {name} ({named}): confirm the "
             "indication, the supply and an overdose plan"
         )
-        flags.append(_flag(f"avoid-{name}", reason, [*(f for f, _ in indications), *given]))
+        flags.append(risk_flag(f"avoid-{name}", reason, [*(f for f, _ in indications), *given]))
     return flags
 
 
@@ -141,22 +127,11 @@ def age_limits(
         return []
     flags = []
     for limit in therapy.extra["age_limits"]:
-        given = _having(going_home, [limit["ingredient"]])
+        given = having(going_home, [limit["ingredient"]])
         if given and age >= limit["age"]:
-            reason = f"{_names(given)} at discharge for a {age}-year-old: {limit['why']}"
-            flags.append(_flag(f"age-{limit['ingredient']}", reason, [patient, *given]))
+            reason = f"{drug_names(given)} at discharge for a {age}-year-old: {limit['why']}"
+            flags.append(risk_flag(f"age-{limit['ingredient']}", reason, [patient, *given]))
     return flags
-
-
-def _flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
-    ids = list(dict.fromkeys(f.id for f in facts))
-    return ReviewFlag(
-        id=stable_id("flag", "therapy", key, *ids),
-        code=CODE,
-        reason=reason,
-        raised_by=RAISED_BY,
-        fact_ids=ids,
-    )
 
 
 def indicated_therapy_flags(

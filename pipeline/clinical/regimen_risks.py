@@ -39,16 +39,18 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
-def _having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
+def having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
+    """The drugs whose names hold one of ``ingredients`` as a word (each part of a combination
+    counts)."""
     wanted = set(ingredients)
     return [f for f in facts if _words(attributes_as(f, MedicationAttributes).name) & wanted]
 
 
-def _names(facts: Sequence[Fact]) -> str:
+def drug_names(facts: Sequence[Fact]) -> str:
     return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
 
 
-def _flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
+def risk_flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
     ids = list(dict.fromkeys(f.id for f in facts))
     return ReviewFlag(
         id=stable_id("flag", "regimen", key, *ids),
@@ -74,17 +76,17 @@ def _stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
 
 def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     classes = risks.extra["antithrombotic"]
-    anticoagulants = _having(going_home, classes["anticoagulant"])
-    partners = _having(going_home, [*classes["antiplatelet"], *classes["nsaid"]])
+    anticoagulants = having(going_home, classes["anticoagulant"])
+    partners = having(going_home, [*classes["antiplatelet"], *classes["nsaid"]])
     partners = [f for f in partners if f not in anticoagulants]
     if not (anticoagulants and partners):
         return []
     both = [*anticoagulants, *partners]
     reason = (
         f"Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: "
-        f"{_names(both)}: confirm the combination is intended, and for how long"
+        f"{drug_names(both)}: confirm the combination is intended, and for how long"
     )
-    return [_flag("bleeding", reason, both)]
+    return [risk_flag("bleeding", reason, both)]
 
 
 def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fact, str]]:
@@ -106,7 +108,7 @@ def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fa
 def warfarin_monitoring(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
-    antagonists = _having(going_home, risks.extra["vitamin_k_antagonist"])
+    antagonists = having(going_home, risks.extra["vitamin_k_antagonist"])
     if not antagonists:
         return []
     stay = state.stay()
@@ -126,10 +128,10 @@ def warfarin_monitoring(
         named = "; ".join(dict.fromkeys(text for _, text in indications))
         goal = f" (the record names what sets its goal: {named})"
     reason = (
-        f"{_names(antagonists)} at discharge with no recent INR in the stay: check the INR and "
+        f"{drug_names(antagonists)} at discharge with no recent INR in the stay: check the INR and "
         f"state the INR goal{goal}"
     )
-    return [_flag("inr", reason, [*antagonists, *(fact for fact, _ in indications)])]
+    return [risk_flag("inr", reason, [*antagonists, *(fact for fact, _ in indications)])]
 
 
 def _falls(state: EvidenceState, keywords: Sequence[str]) -> list[Fact]:
@@ -152,7 +154,7 @@ def falls_in_old_age(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
     classes = risks.extra["antithrombotic"]
-    antithrombotics = _having(going_home, [*classes["anticoagulant"], *classes["antiplatelet"]])
+    antithrombotics = having(going_home, [*classes["anticoagulant"], *classes["antiplatelet"]])
     patient = next(iter(state.facts["patient_info"]), None)
     if not antithrombotics or patient is None:
         return []
@@ -163,35 +165,37 @@ def falls_in_old_age(
     if not falls:
         return []
     reason = (
-        f"{_names(antithrombotics)} at discharge for a {age}-year-old admitted after a fall: "
+        f"{drug_names(antithrombotics)} at discharge for a {age}-year-old admitted after a fall: "
         "weigh the bleeding risk"
     )
-    return [_flag("fall", reason, [patient, *falls, *antithrombotics])]
+    return [risk_flag("fall", reason, [patient, *falls, *antithrombotics])]
 
 
 def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     undated = [
         f
-        for f in _having(going_home, risks.extra["opioid"])
+        for f in having(going_home, risks.extra["opioid"])
         if not attributes_as(f, MedicationAttributes).duration
     ]
     if not undated:
         return []
-    reason = f"{_names(undated)} at discharge with no duration: state how long it is to be taken"
-    return [_flag("opioid", reason, undated)]
+    reason = (
+        f"{drug_names(undated)} at discharge with no duration: state how long it is to be taken"
+    )
+    return [risk_flag("opioid", reason, undated)]
 
 
 def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     """One flag per drug, so that each doubt can sit on that drug's own line."""
     as_needed = [
         f
-        for f in _having(going_home, risks.extra["chronic_cardiac"])
+        for f in having(going_home, risks.extra["chronic_cardiac"])
         if attributes_as(f, MedicationAttributes).as_needed
     ]
     return [
-        _flag(
+        risk_flag(
             "as-needed",
-            f"{_names([fact])} at discharge as needed, though a heart drug is taken on a "
+            f"{drug_names([fact])} at discharge as needed, though a heart drug is taken on a "
             "schedule: confirm the instruction",
             [fact],
         )
@@ -217,16 +221,16 @@ def renal_dosing(
     assert result.value is not None and result.effective is not None
     if result.value >= risks.extra["renal_limit"]:
         return []
-    to_review = _having(going_home, risks.extra["renal_review"])
+    to_review = having(going_home, risks.extra["renal_review"])
     if not to_review:
         return []
     shown = result.shown_value or str(result.value)
     unit = f" {result.unit}" if result.unit else ""
     reason = (
         f"eGFR {shown}{unit} on {result.effective.date().isoformat()}: review the dose of "
-        f"{_names(to_review)} for kidney function"
+        f"{drug_names(to_review)} for kidney function"
     )
-    return [_flag("renal", reason, [latest, *to_review])]
+    return [risk_flag("renal", reason, [latest, *to_review])]
 
 
 def regimen_risk_flags(

@@ -150,7 +150,8 @@ def agentic_summary(
     facts, notes, prompt = given.facts, given.notes, given.prompt
     source_spans = [(prompt.index("<data>"), len(prompt))]
     progress("drafting the hospital course")
-    sentences = drafts_of(ask_agent(backend, prompt, ["sentences"], given.schema, settings), prompt)
+    answer = ask_agent(backend, prompt, ["sentences"], given.schema, settings)
+    sentences = drafts_of(answer, prompt, facts)
     decisions: list[str] = []
     previous: set[str] = set()
     previous_mean: float | None = None

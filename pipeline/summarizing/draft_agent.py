@@ -4,6 +4,7 @@ draft."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,17 +23,23 @@ from pipeline.text.sentences import split_sentences
 
 
 def drafts_of(
-    answer: dict[str, Any], prompt: str, default_citations: list[str] | None = None
+    answer: dict[str, Any],
+    prompt: str,
+    citable: Mapping[str, str],
+    default_citations: list[str] | None = None,
 ) -> list[Draft]:
     """The sentences of a draft or fix answer, re-segmented (a model may write two in one),
     without meta text that restates the prompt (``pipeline.text.echoes``) or makes no clinical
-    claim (``pipeline.checking.claims``): neither ever reaches the draft."""
+    claim (``pipeline.checking.claims``): neither ever reaches the draft. Only the ids the model
+    was given are kept as citations: a server that ignores the answer's schema may invent one,
+    and a sentence left citing nothing is then unsupported, for the detector to flag."""
     drafts = []
     for item in answer.get("sentences") or []:
         if not isinstance(item, dict) or not item.get("text"):
             continue
         cited = item.get("citations")
-        citations = [str(c) for c in cited] if isinstance(cited, list) else default_citations or []
+        given = [str(c) for c in cited] if isinstance(cited, list) else default_citations or []
+        citations = [c for c in given if c in citable]
         drafts += [
             Draft(span.text, citations)
             for span in split_sentences(str(item["text"]))

@@ -98,7 +98,7 @@ def summarize_evidence(
     built: dict[SectionKey, list[Sentence]] = {
         "needs_review": needs_review_section(state, render, stay_fact),
         "stay": stay_section(state, render),
-        "diagnoses": diagnoses_section(state, render, routine),
+        "diagnoses": diagnoses_section(state, render, routine, stay),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render),
         "hospital_course": structured_course_section(state, render, routine, stay)

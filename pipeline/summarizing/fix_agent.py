@@ -46,6 +46,6 @@ def fix(
     return [
         [sentence]
         if answer is None
-        else drafts_of(answer, prompt, default_citations=sentence.citations)
+        else drafts_of(answer, prompt, facts, default_citations=sentence.citations)
         for sentence, answer, prompt in zip(flagged, answers, prompts, strict=True)
     ]

@@ -9,7 +9,6 @@ from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
     MedicationAttributes,
-    ReviewFlag,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
@@ -21,22 +20,15 @@ from pipeline.summarizing.sections.common import by_time, cited_sentence
 LINE_DOUBTS = frozenset({"regimen_risk"})
 
 
-def _one_drug_doubts(state: EvidenceState, fact_id: str | None) -> list[ReviewFlag]:
-    medications = {f.id for f in state.facts["medication"]}
-    return [
-        flag
-        for flag in state.flags_for_review
-        if fact_id is not None
-        and flag.code in LINE_DOUBTS
-        and [i for i in flag.fact_ids if i in medications] == [fact_id]
-    ]
-
-
 def with_its_doubts(line: Sentence, state: EvidenceState, fact_id: str | None) -> Sentence:
-    """The line with each doubt about its drug alone."""
+    """The line with each doubt about its drug alone (a flag citing no other medication)."""
+    medications = {f.id for f in state.facts["medication"]}
     doubts = [
         SentenceFlag(code=flag.code, reason=flag.reason)
-        for flag in _one_drug_doubts(state, fact_id)
+        for flag in state.flags_for_review
+        if flag.code in LINE_DOUBTS
+        and fact_id is not None
+        and [i for i in flag.fact_ids if i in medications] == [fact_id]
     ]
     if not doubts:
         return line

@@ -84,10 +84,12 @@ def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
     )
 
 
-def diagnoses_section(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+def diagnoses_section(
+    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
     record names no clinical problem for the stay, a flagged line says so first."""
-    return _principal_not_documented(state, render, routine) + [
+    return _principal_not_documented(state, render, routine, stay) + [
         cited_sentence(
             "diagnoses", render.diagnosis(f.attributes), [f.id, *_status_post_of(state, f)]
         )
@@ -96,15 +98,15 @@ def diagnoses_section(state: EvidenceState, render: Any, routine: CodeTable) -> 
 
 
 def _principal_not_documented(
-    state: EvidenceState, render: Any, routine: CodeTable
+    state: EvidenceState, render: Any, routine: CodeTable, stay_fact: Fact | None
 ) -> list[Sentence]:
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
     flagged line: what the stay was coded as, and what the episode's procedures say was done (or
     that the record documents none), for the physician to name the problem."""
-    stay = state.stay()
-    if _listed(state, "principal") or stay is None:
+    if stay_fact is None or _listed(state, "principal"):
         return []
+    stay = attributes_as(stay_fact, EncounterAttributes)
     if any(not STATUS_TERM.search(plain_term(reason)) for reason in stay.reasons):
         return []
     coded = [
@@ -114,31 +116,29 @@ def _principal_not_documented(
         and (f.attributes.principal or f.attributes.listing == "episode")
         and STATUS_TERM.search(plain_term(f.attributes.display))
     ]
+    # Each term once; a status recorded during the stay ("History of renal transplant", onset on
+    # day 2) is a treatment the record implies but does not document: it keeps that date.
+    said: dict[str, tuple[str, datetime | None]] = {
+        plain_term(term).lower(): (term, None) for term in [*stay.reasons, *stay.arranged_reasons]
+    }
+    for fact in coded:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        during = (
+            diagnosis.onset
+            if stay.start and diagnosis.onset and diagnosis.onset >= stay.start
+            else None
+        )
+        key = plain_term(diagnosis.display).lower()
+        if key not in said or during is not None:
+            said[key] = (diagnosis.display, during)
     done = significant_procedures(state, routine)
-    stay_fact = [f.id for f in state.facts["encounter"] if f.attributes.category == "encounter"]
-    # A status recorded during the stay ("History of renal transplant", onset on day 2) is a
-    # treatment the record implies but does not document: shown with its date.
-    implied = [
-        (attributes_as(f, DiagnosisAttributes).display, attributes_as(f, DiagnosisAttributes).onset)
-        for f in coded
-    ]
-    said: dict[str, tuple[str, datetime | None]] = {}
-    stated = [*stay.reasons, *stay.arranged_reasons]
-    for term, onset in [(reason, None) for reason in stated] + implied:
-        key = plain_term(term).lower()
-        if key not in said or onset is not None:
-            said[key] = (term, onset)
-    text = render.principal_not_documented(
-        list(said.values()),
-        [f.attributes for f in done],
-        stay.start,
-    )
+    text = render.principal_not_documented(list(said.values()), [f.attributes for f in done])
     flag = SentenceFlag(
         code="principal_not_documented",
         reason="no clinical diagnosis is recorded as the reason for this stay"
         + ("" if done else ", and no procedure of the episode is recorded"),
     )
-    line = cited_sentence("diagnoses", text, [*stay_fact[:1], *(f.id for f in coded + done)])
+    line = cited_sentence("diagnoses", text, [stay_fact.id, *(f.id for f in coded + done)])
     return [line.model_copy(update={"flags": [flag]})]
 
 
