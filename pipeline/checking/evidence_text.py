@@ -1,0 +1,97 @@
+"""What a sentence is checked against: the texts, values and dates of its evidence.
+
+Built from texts (a dialogue, a note's sentences) or from facts (every value of a fact's
+attributes, and the quotes that cite it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+
+from pipeline.checking.mentions import (
+    find_dates,
+    find_numbers,
+    normal_number,
+    spelled_numbers,
+    spoken_dates,
+)
+from pipeline.evidence.model import Fact
+from pipeline.text.words import WORD, stem
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What a sentence may be checked against: texts, and the values and dates they hold."""
+
+    texts: list[str] = field(default_factory=list)
+    values: set[str] = field(default_factory=set)
+    quantities: set[str] = field(default_factory=set)
+    dates: set[date] = field(default_factory=set)
+    # For each value, what it counts where the evidence states it ("" where bare).
+    kinds: dict[str, set[str]] = field(default_factory=dict)
+
+    def _add_number(self, value: str, kind: str | None = None) -> None:
+        self.values.add(value)
+        self.kinds.setdefault(value, set()).add(kind or "")
+
+    def add_text(self, text: str) -> None:
+        self.texts.append(text)
+        for mention in find_numbers(text):
+            self._add_number(mention.value, mention.kind)
+            if mention.quantity:
+                self.quantities.add(mention.quantity)
+        for value in spelled_numbers(text):
+            self._add_number(value)
+        self.dates |= {found for _, _, found in find_dates(text)} | spoken_dates(text)
+
+    def add_value(self, value: object) -> None:
+        if isinstance(value, datetime):
+            self.dates.add(value.date())
+        elif isinstance(value, date):
+            self.dates.add(value)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, (int, Decimal, float)):
+            self._add_number(normal_number(str(value)))
+        elif isinstance(value, str):
+            self.add_text(value)
+
+    @property
+    def joined(self) -> str:
+        return "\n".join(self.texts)
+
+    @property
+    def stems(self) -> set[str]:
+        return {stem(word) for word in WORD.findall(self.joined)}
+
+    @classmethod
+    def of_text(cls, *texts: str) -> Evidence:
+        evidence = cls()
+        for text in texts:
+            evidence.add_text(text)
+        return evidence
+
+    @classmethod
+    def of_facts(cls, facts: Iterable[Fact]) -> Evidence:
+        evidence = cls()
+        for fact in facts:
+            _walk(fact.attributes.model_dump(), evidence)
+            for ref in fact.sources:
+                if ref.quote:
+                    evidence.add_text(ref.quote)
+        return evidence
+
+
+def _walk(value: object, evidence: Evidence) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key not in {"category", "system", "phase_rule"}:
+                _walk(item, evidence)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, evidence)
+    elif value is not None:
+        evidence.add_value(value)
