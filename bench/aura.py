@@ -18,9 +18,9 @@ import statistics
 from pathlib import Path
 
 from bench.focus_speed import llama_shape, measure
+from bench.synthea import SYNTHEA
 from pipeline.settings import PipelineSettings
 
-SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 SUMMARY_TOKENS = 64
 
 

@@ -27,11 +27,11 @@ from pathlib import Path
 import httpx
 
 from bench.launch_to_draft import stays
+from bench.synthea import SYNTHEA
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 
-SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 STAYS = 6
 Stay = tuple[str, str]
 

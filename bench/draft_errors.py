@@ -22,17 +22,18 @@ not from the rule that is meant to prevent it, so a rule that regresses shows he
 - duplicate or self-repeating flag: a Needs review line twice, or a flag repeating its sentence;
 - citations per line (most) and the citations' share of the markdown's words (goal ≤ 15 %).
 
-Run: ``python -m bench.draft_errors``.
+Run: ``python -m bench.draft_errors [--split california_validation]`` (the stays the rules are
+tuned on by default).
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from bench.synthea import bundles
+from bench.synthea import SPLITS, bundles, read_bundle
 from fhir_mapping.demographics import NOT_A_REASON
 from pipeline.clinical.medications import main_ingredient
 from pipeline.clinical.results import CRITICAL
@@ -235,7 +236,10 @@ def citation_load(markdown: str) -> tuple[int, float, float]:
 
 
 def main() -> None:
-    print("Error classes in the evidence-only drafts of the Synthea stays (goal: all 0)")
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=SPLITS, default="california")
+    split = parser.parse_args().split
+    print(f"Error classes in the evidence-only drafts of the Synthea stays, {split} (goal: all 0)")
     print(
         f"| stay | {' | '.join(COLUMNS)} | most citations on a line | citation share "
         "| with the Sources list |"
@@ -243,8 +247,8 @@ def main() -> None:
     print(f"|{'---|' * (len(COLUMNS) + 4)}")
     totals = dict.fromkeys(COLUMNS, 0)
     shares, with_sources = [], []
-    for path in bundles():
-        data = json.loads(path.read_bytes())
+    for path in bundles(split):
+        data = read_bundle(path)
         state = evidence_from_fhir(data, settings=PipelineSettings())
         summary = summarize_evidence(state, settings=PipelineSettings())
         counts = count_errors(data, state, summary)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.synthea import SYNTHEA
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
@@ -28,7 +29,6 @@ from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 
-SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 STAYS = 10
 
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 
+from bench.synthea import SYNTHEA
 from launch.demo import DemoError, charted_patients, inpatient_encounter
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 
-SYNTHEA = Path(__file__).resolve().parents[2] / "shared" / "data" / "synthea" / "california"
 CHROMIUM = os.environ.get("PROVENOTE_CHROMIUM") or shutil.which("chromium")
 LOADS = 5
 OLD_ACTIONS = 4

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.launch_to_draft import SYNTHEA, stays
+from bench.launch_to_draft import stays
+from bench.synthea import SYNTHEA
 from launch.sandbox.cluster import cluster, temporary_postgres
 from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app

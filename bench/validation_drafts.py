@@ -12,34 +12,15 @@ Run: ``python -m bench.validation_drafts OUT_DIR [--split california_validation]
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from bench.chart_extract import chart
-from bench.synthea import SYNTHEA
+from bench.synthea import bundles, read_bundle
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from pipeline.summarizing.summary_text import render_markdown
 from smartapp.jobs.evidence import evidence_from_fhir
-
-
-def stays(split: str) -> list[Path]:
-    """The split's patient bundles (gzipped or not), without hospital and practitioner files."""
-    folder = SYNTHEA.parent / split
-    return sorted(
-        path
-        for path in folder.glob("*.json*")
-        if not path.name.startswith(("hospitalInformation", "practitionerInformation", "metadata"))
-    )
-
-
-def read_bundle(path: Path) -> Any:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        return json.load(handle)
 
 
 def main() -> None:
@@ -50,7 +31,7 @@ def main() -> None:
     settings = PipelineSettings()
     for folder in ("drafts", "charts"):
         (args.out / folder).mkdir(parents=True, exist_ok=True)
-    for path in stays(args.split):
+    for path in bundles(args.split):
         name = path.name.split(".")[0][:8]
         bundle = read_bundle(path)
         state = evidence_from_fhir(bundle, settings=settings)

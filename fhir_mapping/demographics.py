@@ -13,10 +13,11 @@ from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from fhir_mapping.mapped import ref
 from fhir_mapping.resources import ParsedResource, as_type
-from fhir_mapping.scope import Scope
+from fhir_mapping.scope import Scope, encounter_start
 from pipeline.evidence.model import (
     EncounterAttributes,
     Fact,
+    OtherEncounter,
     PatientInfoAttributes,
     PersonName,
     stable_id,
@@ -199,6 +200,37 @@ def _facility(encounter: Encounter, types: list[str]) -> str:
     return "hospital"
 
 
+def _other_encounter(item: ParsedResource[Encounter], why: str | None) -> OtherEncounter:
+    model = item.model
+    return OtherEncounter(
+        class_code=model.class_fhir.code if model.class_fhir else None,
+        start=as_datetime(model.period.start) if model.period else None,
+        end=as_datetime(model.period.end) if model.period else None,
+        reasons=[text for text in map(concept_text, model.reasonCode or []) if text],
+        types=[text for text in map(concept_text, model.type or []) if text],
+        why=why,
+    )
+
+
+def _beside_the_stay(
+    scope: Scope,
+) -> tuple[list[OtherEncounter], list[OtherEncounter], list[ParsedResource[Encounter]]]:
+    """The episode's other encounters, the recent acute care before it, and their resources."""
+    joined = [
+        (item, why)
+        for key, why in scope.episode.items()
+        if key != scope.encounter.key
+        and (item := as_type(scope.index.by_key[key], Encounter)) is not None
+    ]
+    joined.sort(key=lambda pair: encounter_start(pair[0]))
+    recent = scope.recent_acute_care()
+    return (
+        [_other_encounter(item, why) for item, why in joined],
+        [_other_encounter(item, None) for item in recent],
+        [item for item, _ in joined] + recent,
+    )
+
+
 def encounter_fact(scope: Scope) -> Fact:
     encounter = scope.encounter.model
     hospitalization = encounter.hospitalization
@@ -212,6 +244,7 @@ def encounter_fact(scope: Scope) -> Fact:
     episode_start = (
         scope.start if scope.start and start and scope.start.date() < start.date() else None
     )
+    joined, recent, beside = _beside_the_stay(scope)
     attributes = EncounterAttributes(
         kind="stay",
         class_code=encounter.class_fhir.code if encounter.class_fhir else None,
@@ -231,11 +264,14 @@ def encounter_fact(scope: Scope) -> Fact:
         discharge_disposition=disposition,
         attending=_attending(encounter),
         admitted_from=_admitted_from(scope),
+        joined=joined,
+        recent_acute_care=recent,
     )
     return Fact(
         id=stable_id("encounter", scope.encounter.key),
         category="encounter",
         attributes=attributes,
         sources=[ref(scope.encounter, "Encounter")]
-        + [ref(item, "Encounter.reasonCode") for item in read_from],
+        + [ref(item, "Encounter.reasonCode") for item in read_from]
+        + [ref(item, "Encounter") for item in beside if item not in read_from],
     )

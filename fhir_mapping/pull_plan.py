@@ -2,12 +2,12 @@
 
 A real patient has thousands of resources over decades; a discharge summary reads one stay. The
 searches are bounded four ways: by the episode's encounters (what references them, dated or not),
-by date around the episode (notes, results, reports,
-administrations, procedures, imaging: what the mapping keeps only when it falls in the stay), by a
-look-back before admission (baseline results, social history, recently ended problems and
-orders), and by status for what matters whatever its age (active problems, allergies, active
-orders, care plans). Every bound is wider than the mapping's own rule, so the mapping decides
-exactly as it would on the whole record.
+by date around the episode (notes, results, reports, administrations, procedures, imaging: what
+the mapping keeps only when it falls in the stay), by a look-back before admission (baseline
+results, social history, recently ended problems and orders, the emergency visits and stays of
+the weeks before), and by status for what matters whatever its age (active problems, allergies,
+active orders, care plans). Every bound is wider than the mapping's own rule, so the mapping
+decides exactly as it would on the whole record.
 
 Pure: dates and search parameters in, a list of searches out; ``smartapp`` runs them.
 """
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from fhir_mapping.json_values import JsonObject, string_at, strings_at
+from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS, RECENT_ACUTE_CARE_DAYS
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
 ACTIVE_CONDITION = "active,recurrence,relapse"
@@ -26,6 +27,7 @@ LIVE_ORDER = "active,on-hold,draft,unknown"
 LIVE_PLAN = "active,on-hold,draft"
 UPCOMING_APPOINTMENT = "proposed,pending,booked,arrived"
 CURRENT_STATEMENT = "active,intended,on-hold,unknown"
+ACUTE_CARE = "EMER,IMP,ACUTE,NONAC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,16 @@ class StayWindow:
 
     @property
     def episode_from(self) -> str:
-        """Earliest date an encounter of the episode may end on (the episode window)."""
-        return _day(self.start - self.window)
+        """Earliest date an encounter of the episode may end on: the episode window, or the
+        readmission window for an inpatient stay just before, whichever is wider."""
+        return _day(self.start - max(self.window, timedelta(days=READMISSION_WINDOW_DAYS)))
+
+    @property
+    def recent_care_from(self) -> str:
+        """Earliest date of the acute care a draft names as recent: counted from the episode's
+        start, which a readmission may move back by the readmission window."""
+        days = RECENT_ACUTE_CARE_DAYS + READMISSION_WINDOW_DAYS
+        return _day(self.start - timedelta(days=days))
 
     @property
     def lookback_from(self) -> str:
@@ -130,6 +140,12 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
         Search("MedicationRequest", who | {"status": LIVE_ORDER}),
         Search("MedicationRequest", who | {"authoredon": lookback}),
         Search("MedicationStatement", who | {"status": CURRENT_STATEMENT}),
+        # Emergency visits and inpatient stays of the weeks before: named, not joined.
+        Search(
+            "Encounter",
+            who
+            | {"class": ACUTE_CARE, "date": [f"ge{window.recent_care_from}", f"le{window.until}"]},
+        ),
         # What follows the stay: plans, referrals, appointments.
         Search("CarePlan", who | {"status": LIVE_PLAN}),
         Search("CarePlan", who | {"date": [f"ge{window.episode_from}"]}),

@@ -3,9 +3,11 @@
 Default encounter: the most recent inpatient stay (class IMP, ACUTE or NONAC), else the most recent
 encounter of any class; an explicit encounter id overrides. The hospitalization is an **episode**:
 that encounter plus every encounter of the patient that overlaps it, is ``partOf`` it, or ends
-within a window (default 24 h) before it starts (the emergency visit before admission, a procedure
-or step-down encounter). A resource belongs to the episode when it references one of its
-encounters, or, where it references none, when its own time falls inside the episode. Everything is
+within a window (default 48 h) before it starts (the emergency visit before admission, a procedure
+or step-down encounter), and an inpatient stay that ended within ``READMISSION_WINDOW_DAYS``
+before it (a readmission continues that stay's care). A resource belongs to the episode when it
+references one of its encounters, or, where it references none, when its own time falls inside
+the episode. Everything is
 read **as of discharge** (the stay's ``period.end``; now for a stay still open): nothing dated after
 discharge belongs to the episode.
 """
@@ -29,9 +31,14 @@ from fhir_mapping.resources import (
     as_type,
     relative_key,
 )
-from pipeline.evidence.mapped import EPISODE_WINDOW_H
+from pipeline.evidence.mapped import (
+    EPISODE_WINDOW_H,
+    READMISSION_WINDOW_DAYS,
+    RECENT_ACUTE_CARE_DAYS,
+)
 
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
+ACUTE_CARE_CLASSES = INPATIENT_CLASSES | {"EMER"}
 
 
 def _period(encounter: ParsedResource[Encounter]) -> tuple[datetime | None, datetime | None]:
@@ -102,13 +109,37 @@ class Scope:
             return self.is_encounter(encounter) and not self.after_discharge(when)
         return self.during_stay(when)
 
+    def recent_acute_care(self) -> list[ParsedResource[Encounter]]:
+        """The patient's emergency visits and inpatient stays outside the episode that ended
+        within ``RECENT_ACUTE_CARE_DAYS`` before it began, oldest first."""
+        start = self.start
+        if start is None:
+            return []
+        since = start - timedelta(days=RECENT_ACUTE_CARE_DAYS)
+        found = [
+            item
+            for item in self.index.of_type(Encounter)
+            if item.key not in self.episode
+            and item.key != self.encounter.key
+            and _class_code(item) in ACUTE_CARE_CLASSES
+            and self.is_patient(item.model.subject)
+            and (ended := _period(item)[1]) is not None
+            and since <= ended < start
+        ]
+        return sorted(found, key=encounter_start)
+
     def describe_period(self) -> str:
         start = self.start.isoformat() if self.start else "?"
         end = self.end.isoformat() if self.end else "ongoing"
         return f"{start} to {end}"
 
 
-def _encounter_start(encounter: ParsedResource[Encounter]) -> datetime:
+def _class_code(encounter: ParsedResource[Encounter]) -> str | None:
+    kind = encounter.model.class_fhir
+    return kind.code if kind is not None else None
+
+
+def encounter_start(encounter: ParsedResource[Encounter]) -> datetime:
     period = encounter.model.period
     start = as_datetime(period.start) if period is not None else None
     return start or datetime.min.replace(tzinfo=UTC)
@@ -157,8 +188,9 @@ def episode_of(
     window: timedelta,
 ) -> dict[str, str]:
     """The stay's encounters, each with why it belongs to the episode: part of it, overlapping
-    it, or ending within ``window`` before admission having done something (a procedure on
-    it, a reason for it, or an emergency visit): a check-up the day before does not belong."""
+    it, ending within ``window`` before admission having done something (a procedure on it, a
+    reason for it, or an emergency visit: a check-up the day before does not belong), or an
+    inpatient stay that ended within the readmission window before admission."""
     start, end = _period(stay)
     members = {stay.key: "the inpatient stay"}
     with_procedures = {
@@ -185,7 +217,31 @@ def episode_of(
             if did is not None:
                 hours = (start - other_end).total_seconds() / 3600
                 members[item.key] = f"{did}, ended {hours:.1f} h before admission"
+        if item.key not in members and _continued_by(item, stay):
+            members[item.key] = "the inpatient stay just before (a readmission)"
     return members
+
+
+def _reasons(encounter: ParsedResource[Encounter]) -> set[str]:
+    return {
+        (coding.code or coding.display or "").lower()
+        for concept in encounter.model.reasonCode or []
+        for coding in concept.coding or []
+    } | {concept.text.lower() for concept in encounter.model.reasonCode or [] if concept.text}
+
+
+def _continued_by(earlier: ParsedResource[Encounter], stay: ParsedResource[Encounter]) -> bool:
+    """An inpatient stay that ended within the readmission window before the stay began, whose
+    care the stay continues: the same reason, or a stay that names no reason of its own (the
+    ward stay after the operation)."""
+    admitted, ended = _period(stay)[0], _period(earlier)[1]
+    return (
+        admitted is not None
+        and ended is not None
+        and _class_code(earlier) in INPATIENT_CLASSES
+        and admitted - timedelta(days=READMISSION_WINDOW_DAYS) <= ended < admitted
+        and (not _reasons(stay) or bool(_reasons(stay) & _reasons(earlier)))
+    )
 
 
 def _what_it_did(
@@ -224,5 +280,5 @@ def choose_scope(
         for item in encounters
         if item.model.class_fhir is not None and item.model.class_fhir.code in INPATIENT_CLASSES
     ]
-    chosen = max(inpatient or encounters, key=_encounter_start)
+    chosen = max(inpatient or encounters, key=encounter_start)
     return Scope(index, patient, chosen, episode_of(index, patient, chosen, window))

@@ -106,7 +106,8 @@ def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
 def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharged: str) -> None:
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
     data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
-    (two duplications), its notes list no medications beside home orders (a discrepancy), and
+    (two duplications), naproxen beside aspirin and prasugrel (an NSAID with antiplatelets), its
+    notes list no medications beside home orders (a discrepancy), and
     its heart drugs are ordered "as needed" (a regimen risk); the stay is coded only as awaiting
     a kidney transplant (no principal diagnosis) and the recipient goes home with no
     immunosuppressant. Here the events resolved a year after onset, the older drugs were
@@ -135,7 +136,7 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
     def complete(order: dict) -> dict | None:
         name = order.get("medicationCodeableConcept", {}).get("text", "")
-        if name.startswith(("Clopidogrel", "Simva")):
+        if name.startswith(("Clopidogrel", "Simva", "Naproxen")):
             return order | {"status": "completed"}
         scheduled = [
             {key: value for key, value in dosage.items() if key != "asNeededBoolean"}

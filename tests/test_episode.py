@@ -17,6 +17,7 @@ from pipeline.evidence.model import (
     ProcedureAttributes,
 )
 from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
@@ -125,6 +126,58 @@ def test_an_encounter_that_did_something_in_the_two_days_before_admission_joins(
     assert reasons["Encounter/cabg"] == "a procedure, ended 44.0 h before admission"
     assert "Encounter/checkup" not in reasons
     assert "Coronary artery bypass graft" in {p.name for p in facts_of(state, ProcedureAttributes)}
+
+
+def reason(text: str) -> dict:
+    return {"reasonCode": [{"text": text}]}
+
+
+def stay_lines(state: EvidenceState) -> list[str]:
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    return [sentence.text for sentence in summary.section("stay").sentences]
+
+
+def test_an_inpatient_stay_days_before_that_the_stay_continues_joins_as_a_readmission() -> None:
+    """The ward stay after the operation (no reason of its own), or the same reason again, within
+    a week: one episode, and the draft says which encounters it joined; another reason stays out."""
+    valve_stay = fx.encounter(
+        "valve-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | reason("Aortic valve stenosis")
+    valve = fx.procedure(
+        "avr", "Replacement of aortic valve", "valve-stay", "2024-02-21T09:00:00+00:00"
+    )
+    state = evidence_from_fhir(fx.stay(valve_stay, valve), settings=PipelineSettings())
+    reasons = {member.resource: member.reason for member in state.episode}
+    assert reasons["Encounter/valve-stay"] == "the inpatient stay just before (a readmission)"
+    assert "Replacement of aortic valve" in {p.name for p in facts_of(state, ProcedureAttributes)}
+    assert (
+        "Joined to this stay as one episode: inpatient stay from 2024-02-20 to 2024-02-26 "
+        "(Aortic valve stenosis), a readmission." in stay_lines(state)
+    )
+    other = fx.bundle(fx.patient(), fx.encounter() | reason("Pneumonia"), valve_stay, valve)
+    apart = evidence_from_fhir(other, settings=PipelineSettings())
+    assert "Encounter/valve-stay" not in {member.resource for member in apart.episode}
+
+
+def test_emergency_visits_and_stays_of_the_weeks_before_are_named_not_joined() -> None:
+    overdose = fx.encounter(
+        "overdose", "2024-02-14T20:00:00+00:00", "2024-02-15T02:00:00+00:00", "EMER"
+    ) | reason("Overdose")
+    long_ago = fx.encounter(
+        "long-ago", "2023-12-01T20:00:00+00:00", "2023-12-01T23:00:00+00:00", "EMER"
+    ) | reason("Fall")
+    clinic = fx.encounter("clinic", "2024-02-20T09:00:00+00:00", "2024-02-20T10:00:00+00:00", "AMB")
+    state = evidence_from_fhir(fx.stay(overdose, long_ago, clinic), settings=PipelineSettings())
+    assert "Encounter/overdose" not in {member.resource for member in state.episode}
+    lines = stay_lines(state)
+    assert (
+        "Acute care in the weeks before this stay (not part of it): emergency visit from "
+        "2024-02-14 to 2024-02-15 (Overdose)." in lines
+    )
+    assert not any("Fall" in line or "ambulatory" in line for line in lines)
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("stay").sentences if s.text.startswith("Acute care")]
+    assert line.verdict == "supported", line.review_reasons()
 
 
 def test_the_window_before_admission_is_a_setting() -> None:

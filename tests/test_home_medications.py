@@ -4,6 +4,7 @@ note of the stay prescribes is never "not continued" (#23)."""
 
 from __future__ import annotations
 
+from pipeline.checking.checker import check_cited_sentence
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
@@ -170,3 +171,14 @@ def test_a_prescribed_drug_with_a_discharge_order_needs_nothing_more() -> None:
     state, sections = drafted(PRESCRIBING_NOTE, *orders)
     assert not any(line.startswith("Prescribed in") for line in sections["medications"])
     assert "prescribed_not_ordered" not in codes(state)
+
+
+def test_the_held_or_stopped_line_carries_no_checker_note_of_its_own_words() -> None:
+    """The template's "no discharge order" is no denial of the note's "Medications": a rendered
+    line is not checked for denials, while a physician's edit of it is."""
+    state = evidence_from_fhir(fx.stay(HP_LISTING_LISINOPRIL), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    (line,) = [s for s in summary.section("medications").sentences if "held or stopped" in s.text]
+    assert not line.weakly_grounded, line.review_reasons()
+    edited = check_cited_sentence("No medications were taken at home.", line.citations, state)
+    assert any(check.check == "denials" and not check.passed for check in edited)

@@ -84,3 +84,14 @@ def test_prasugrel_past_the_labels_age_limit_is_flagged_with_the_patients_age() 
         "consider another P2Y12 inhibitor"
     ]
     assert [r for r in risks(state_of(prasugrel)) if r.startswith("prasugrel")] == []
+
+
+def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagged() -> None:
+    reason = fx.condition("d", "Dependent drug abuse (disorder)")
+    home = fx.medication_statement("s", "tramadol hydrochloride 50 MG Oral Tablet")
+    flagged = [r for r in risks(state_of(reason, home)) if "substance use" in r]
+    assert flagged == [
+        "tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?) going home after an "
+        "admission for substance use (Dependent drug abuse): confirm the indication, the supply "
+        "and an overdose plan"
+    ]

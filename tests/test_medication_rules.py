@@ -59,16 +59,17 @@ def test_an_order_completed_during_the_stay_is_given_during_the_stay_never_new()
 
 
 def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_missing() -> None:
-    statin = prn(
+    # (A heart drug "as needed" is a doubt of its own: test_regimen_risks.)
+    pain = prn(
         fx.medication_request(
-            "statin",
-            "Atorvastatin 20 MG Oral Tablet",
+            "pain",
+            "Acetaminophen 325 MG Oral Tablet",
             authored=IN_STAY,
             encounter_id=fx.ENCOUNTER_ID,
         )
     )
-    state, sections = drafted(statin)
-    (line,) = [m for m in sections["medications"] if "Atorvastatin" in m]
+    state, sections = drafted(pain)
+    (line,) = [m for m in sections["medications"] if "Acetaminophen" in m]
     assert "(as needed, oral;" in line
     assert 'instructions "Take as needed."' in line  # the order's own words, quoted
     assert "frequency" not in line and "route not documented" not in line
@@ -241,13 +242,22 @@ def test_a_notes_medication_list_is_compared_with_the_orders_by_ingredient() -> 
 
 def test_a_note_listing_no_medications_beside_home_orders_is_a_discrepancy_too() -> None:
     note = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
-    state, _ = drafted(
+    state, sections = drafted(
         note, fx.medication_request("home", "Metformin 500 MG Oral Tablet", authored=BEFORE)
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
     assert "leaves out Metformin 500 MG Oral Tablet" in flag.reason
+    # The note and the order disagree: the order is to confirm, never CONTINUED.
+    assert not any(line.startswith("CONTINUED") for line in sections["medications"])
+    assert any(
+        line.startswith("Active orders that this stay's home medication list leaves out (confirm")
+        and "Metformin 500 MG Oral Tablet" in line
+        for line in sections["medications"]
+    )
+    assert state.medications.discharge == []
     agreeing = fx.document_reference("hp", fx.attachment("# Medications\nmetformin 500 mg\n"))
-    state, _ = drafted(
+    state, sections = drafted(
         agreeing, fx.medication_request("home", "Metformin 500 MG Oral Tablet", authored=BEFORE)
     )
     assert not [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
+    assert any(line.startswith("CONTINUED: Metformin") for line in sections["medications"])

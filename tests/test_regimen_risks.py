@@ -104,9 +104,30 @@ def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -
     assert risks(state) == [
         "oxycodone hydrochloride 5 MG Oral Tablet at discharge with no duration: state how long "
         "it is to be taken",
-        "lisinopril 10 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
-        "schedule: confirm the instruction",
     ]
+    (doubt,) = [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"]
+    assert doubt == (
+        "lisinopril 10 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
+        "schedule: confirm the instruction"
+    )
+
+
+def test_a_heart_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() -> None:
+    as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("l", "lisinopril 10 MG Oral Tablet") | as_needed,
+            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet") | as_needed,
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = {s.text.split(" (")[0]: s for s in summary.section("medications").sentences}
+    heart = lines["NEW: lisinopril 10 MG Oral Tablet"]
+    assert 'schedule to confirm (ordered "as needed")' in heart.text
+    assert "Take as needed" not in heart.text and "(as needed" not in heart.text
+    assert [flag.code for flag in heart.flags] == ["schedule_in_doubt"]
+    assert "(as needed" in lines["NEW: oxycodone hydrochloride 5 MG Oral Tablet"].text
 
 
 def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
@@ -149,3 +170,21 @@ def test_every_risk_line_is_supported_by_the_checker() -> None:
     assert all(s.verdict == "supported" for s in lines), [
         (s.text, s.review_reasons()) for s in lines
     ]
+
+
+def test_an_nsaid_with_an_antiplatelet_is_flagged_unless_the_stomach_is_protected() -> None:
+    aspirin = going_home("a", "aspirin 81 MG Oral Tablet")
+    naproxen = going_home("n", "Naproxen sodium 220 MG Oral Tablet")
+    state = evidence_from_fhir(fx.stay(aspirin, naproxen), settings=PipelineSettings())
+    assert risks(state) == [
+        "Bleeding risk at discharge, an NSAID with an antiplatelet and no proton pump inhibitor: "
+        "Naproxen sodium 220 MG Oral Tablet; aspirin 81 MG Oral Tablet: confirm the NSAID is "
+        "needed, and protect the stomach if it is"
+    ]
+    protected = going_home("p", "pantoprazole 40 MG Delayed Release Oral Tablet")
+    protected_state = evidence_from_fhir(
+        fx.stay(aspirin, naproxen, protected), settings=PipelineSettings()
+    )
+    assert risks(protected_state) == []
+    alone = evidence_from_fhir(fx.stay(naproxen), settings=PipelineSettings())
+    assert risks(alone) == []

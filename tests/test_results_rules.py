@@ -232,6 +232,42 @@ def test_a_rise_to_one_and_a_half_times_the_baseline_within_a_week_is_acute_kidn
     assert line.verdict == "supported", line.review_reasons()
 
 
+@pytest.mark.parametrize(("measured", "flagged"), [("2024-01-05", True), ("2023-10-20", False)])
+def test_a_baseline_from_the_three_months_before_admission_counts(
+    measured: str, flagged: bool
+) -> None:
+    """KDIGO's presumed baseline: the latest value of the 90 days before, not only of the week."""
+    clinic = fx.encounter("old", f"{measured}T07:00:00+00:00", f"{measured}T09:00:00+00:00", "AMB")
+    baseline = lab("base", "Creatinine", 0.96, "mg/dL", CREATININE, f"{measured}T08:00:00+00:00")
+    lines = kidney_lines(
+        clinic,
+        baseline | {"encounter": {"reference": "Encounter/old"}},
+        lab("cr", "Creatinine", 2.7, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
+    )
+    assert bool(lines) is flagged
+    if flagged:
+        assert f"creatinine 0.96 mg/dL on {measured} → 2.70 mg/dL on 2024-03-02" in lines[0].text
+        assert lines[0].verdict == "supported", lines[0].review_reasons()
+
+
+def test_a_critical_value_that_recurs_is_one_flag_with_its_first_and_last() -> None:
+    days = ["2024-03-01T08:00:00+00:00", "2024-03-02T08:00:00+00:00", "2024-03-03T08:00:00+00:00"]
+    state = evidence_from_fhir(
+        fx.stay(
+            *(
+                lab(f"k{i}", "Potassium", 6.9 + i / 10, "mmol/L", POTASSIUM, d)
+                for i, d in enumerate(days)
+            )
+        ),
+        settings=PipelineSettings(),
+    )
+    (flag,) = [f for f in state.flags_for_review if f.code == "critical_result"]
+    assert flag.reason == (
+        "Critical result: Potassium: first 6.9 mmol/L on 2024-03-01, last 7.1 mmol/L on 2024-03-03"
+    )
+    assert len(flag.fact_ids) == 3
+
+
 @pytest.mark.parametrize(
     ("first", "second", "apart_hours"),
     [

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.checking.certainty import check_certainty, check_disease_class
 from pipeline.checking.claims import check_claim
-from pipeline.checking.evidence_text import Evidence
+from pipeline.checking.evidence_text import Evidence, FactIndex
 from pipeline.checking.mentions import find_dates, find_numbers
 from pipeline.checking.sentence_checks import (
     check_citations,
@@ -54,6 +54,7 @@ from pipeline.evidence.summary import CheckResult, Sentence, Verdict, hard_verdi
 # The checker's vocabulary, one import away for the loop, the review and the tests.
 __all__ = [
     "Evidence",
+    "FactIndex",
     "SentenceReport",
     "VerificationReport",
     "check_cited_sentence",
@@ -98,23 +99,27 @@ def check_cited_sentence(
     *,
     free_text: bool = False,
     against_record: bool = True,
+    index: FactIndex | None = None,
+    rendered: bool = False,
 ) -> list[CheckResult]:
     """All checks of one summary sentence against its cited facts and the whole state; with
     ``against_record``, also against what the structured record says (a Needs review line,
-    which quotes a conflict in order to report it, is not)."""
-    facts = {fact.id: fact for fact in state.all_facts()}
-    cited = Evidence.of_facts(facts[c] for c in citations if c in facts)
-    whole = Evidence.of_facts(facts.values())
+    which quotes a conflict in order to report it, is not). ``index``: the state's, when many
+    sentences of one state are checked. A ``rendered`` sentence (written by the evidence-only
+    summarizer from facts, or quoted from a note) is not checked for denials: its "no" is the
+    template's ("no discharge order"), and the soft check would only tell the physician noise."""
+    index = index or FactIndex.of_state(state)
+    cited = index.cited(citations)
     checks = [
         check_numbers(text, cited),
         check_dates(text, cited),
-        check_drugs(text, whole),
+        check_drugs(text, index.whole),
         check_negation(text, cited),
-        check_denials(text, cited),
-        check_demographics(text, whole),
+        *([] if rendered else [check_denials(text, cited)]),
+        check_demographics(text, index.whole),
         check_certainty(text, cited.joined),
         check_disease_class(text, cited.joined),
-        check_citations(citations, state),
+        check_citations(citations, index.facts),
     ]
     if against_record:
         checks.append(check_record(text, state))
@@ -177,7 +182,9 @@ def report_of(texts: Sequence[str], checks: Sequence[list[CheckResult]]) -> Veri
 
 
 def check_summary_sentences(sentences: Sequence[Sentence], state: EvidenceState) -> list[Sentence]:
-    """The sentences with their checks filled in (structured mode)."""
+    """The sentences the evidence-only summarizer rendered, with their checks filled in (the
+    state indexed once for all of them)."""
+    index = FactIndex.of_state(state)
     return [
         sentence.model_copy(
             update={
@@ -186,6 +193,8 @@ def check_summary_sentences(sentences: Sequence[Sentence], state: EvidenceState)
                     sentence.citations,
                     state,
                     against_record=sentence.section != "needs_review",
+                    index=index,
+                    rendered=True,
                 )
             }
         )

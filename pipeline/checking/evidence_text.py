@@ -18,7 +18,7 @@ from pipeline.checking.mentions import (
     spelled_numbers,
     spoken_dates,
 )
-from pipeline.evidence.model import Fact
+from pipeline.evidence.model import EvidenceState, Fact
 from pipeline.text.words import WORD, stem
 
 
@@ -95,3 +95,20 @@ def _walk(value: object, evidence: Evidence) -> None:
             _walk(item, evidence)
     elif value is not None:
         evidence.add_value(value)
+
+
+@dataclass(slots=True)
+class FactIndex:
+    """The state's facts by id and the whole state's evidence, built once per draft: checking a
+    sentence then costs what its own citations cost, not a walk of every fact of the stay."""
+
+    facts: dict[str, Fact]
+    whole: Evidence
+
+    @classmethod
+    def of_state(cls, state: EvidenceState) -> FactIndex:
+        facts = {fact.id: fact for fact in state.all_facts()}
+        return cls(facts=facts, whole=Evidence.of_facts(facts.values()))
+
+    def cited(self, citations: Iterable[str]) -> Evidence:
+        return Evidence.of_facts(self.facts[c] for c in citations if c in self.facts)

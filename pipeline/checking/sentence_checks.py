@@ -6,14 +6,13 @@ checker (``pipeline.checking.checker``) runs them together and decides nothing i
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from functools import lru_cache
 from importlib import resources
 
 from pipeline.checking.evidence_text import Evidence
 from pipeline.checking.mentions import NumberMention, find_dates, find_numbers
 from pipeline.checking.polarity import polarities
-from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import CheckResult, check_result
 from pipeline.text.words import WORD, content_word, stem
 
@@ -151,8 +150,7 @@ def check_terms(text: str, evidence: Evidence) -> CheckResult:
     return check_result("terms", failing, "words the evidence does not contain")
 
 
-def check_citations(citations: Sequence[str], state: EvidenceState) -> CheckResult:
-    known = {fact.id for fact in state.all_facts()}
+def check_citations(citations: Sequence[str], known: Container[str]) -> CheckResult:
     missing = [citation for citation in citations if citation not in known]
     if not citations:
         return CheckResult(check="citations", passed=False, detail="the sentence cites nothing")

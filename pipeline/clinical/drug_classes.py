@@ -174,13 +174,14 @@ def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
     """A home medication list written in a note of the stay against the orders, by ingredient:
     an order active at admission that the list leaves out. (A drug the list names that no
     discharge order carries is a "held or stopped?" line of the reconciliation.)"""
+    stale = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
     orders = [
         fact
         for fact in state.facts.get("medication", [])
         if isinstance(fact.attributes, MedicationAttributes)
         and fact.attributes.recorded_as == "order"
         and fact.id in state.medications.admission
-        and fact.id not in state.medications.unconfirmed()
+        and fact.id not in stale
     ]
     home = [
         fact

@@ -9,7 +9,8 @@ line per finding, never a decision:
   going home (secondary prevention after myocardial infarction, PCI or CABG; an antithrombotic
   after a valve replacement; immunosuppression after a solid-organ transplant).
 - **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
-  out (an opioid or benzodiazepine after a substance-use admission).
+  out (an opioid or benzodiazepine after a substance-use admission). A home drug with no discharge
+  order (held or stopped?) counts: the patient has it at home, so it may still be taken.
 - **Age limits**: a drug the table limits by age (prasugrel from 75 years).
 
 Matching is by keyword in the clinical term, with the table's words that cancel a match
@@ -19,6 +20,7 @@ combination counts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,6 +100,19 @@ def expected_therapy(
     return flags
 
 
+def _held_at_home(state: EvidenceState, drugs: Sequence[str]) -> list[tuple[Fact, str]]:
+    """Home drugs with no discharge order (held or stopped?) that hold one of ``drugs`` as a
+    word, each with the fact that names it (the statement or the note's line)."""
+    wanted = set(drugs)
+    found = []
+    for change in state.medications.changes:
+        cited = change.admission or change.noted
+        words = set(re.findall(r"[a-z]+", change.name.lower()))
+        if change.kind == "held_or_stopped" and cited and words & wanted:
+            found.append((state.fact(cited), f"{change.name} (at home, held or stopped?)"))
+    return found
+
+
 def avoided_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
@@ -107,14 +122,16 @@ def avoided_therapy(
         if not indications:
             continue
         given = [f for drugs in rule["groups"].values() for f in having(going_home, drugs)]
-        if not given:
+        held = [found for drugs in rule["groups"].values() for found in _held_at_home(state, drugs)]
+        if not (given or held):
             continue
-        named = _named(indications)
+        drugs = "; ".join(filter(None, [drug_names(given), "; ".join(text for _, text in held)]))
         reason = (
-            f"{drug_names(given)} going home after an admission for {name} ({named}): confirm the "
-            "indication, the supply and an overdose plan"
+            f"{drugs} going home after an admission for {name} ({_named(indications)}): confirm "
+            "the indication, the supply and an overdose plan"
         )
-        flags.append(risk_flag(f"avoid-{name}", reason, [*(f for f, _ in indications), *given]))
+        cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
+        flags.append(risk_flag(f"avoid-{name}", reason, cited))
     return flags
 
 

@@ -13,7 +13,10 @@ order completed, as yearly renewals are) is a renewal: *continued*, not new.
 An order's status says what the EHR last recorded, not what the patient takes: an order still
 "active" that was last written longer ago than the renewal window (12 months by default) before
 admission, and that no note of the stay mentions, is *unconfirmed*, never continued: it is
-listed with the date it was last ordered and flagged once, for the physician to confirm.
+listed with the date it was last ordered and flagged once, for the physician to confirm. So is
+an active order that the stay's own home medication list leaves out ("No Active Medications"
+beside active orders): the note and the order disagree, and only the physician can say which is
+right (the list's flag names the orders it leaves out).
 
 A home drug that no discharge order carries (a MedicationStatement, or a drug an H&P's
 medication list names) is *held or stopped?*: never dropped silently, never decided. A drug a
@@ -42,6 +45,7 @@ from pipeline.evidence.model import (
     MedicationAttributes,
     MedicationChange,
     MedicationLists,
+    NarrativeAttributes,
     ReviewFlag,
     aware,
 )
@@ -58,6 +62,9 @@ class StayContext:
     admitted: datetime | None = None
     renewal_window: timedelta = RENEWAL_WINDOW
     notes_text: str = ""
+    # The first line of the stay's home medication list and the drugs the list names; None when
+    # no note of the stay lists home medications.
+    home_list: tuple[str, tuple[NotedDrug, ...]] | None = None
 
     def recent(self, ordered: datetime) -> bool:
         """Ordered within the window before admission (or since)."""
@@ -76,6 +83,12 @@ class StayContext:
         if self.admitted is None or ordered is None or self.recent(ordered):
             return False
         return not mentioned(attributes.name, self.notes_text)
+
+    def left_off_home_list(self, attributes: MedicationAttributes) -> bool:
+        """The stay's home medication list names no ingredient of the drug."""
+        return self.home_list is not None and not any(
+            drug.matches(attributes.name) for drug in self.home_list[1]
+        )
 
 
 def mentioned(name: str, text: str) -> bool:
@@ -167,6 +180,13 @@ def _admission_change(admitted: Fact, unmatched: list[Fact], stay: StayContext) 
         return MedicationChange(kind="held_or_stopped", name=before.name, admission=admitted.id)
     if before.status in ACTIVE_STATUSES and stay.stale(before):
         return MedicationChange(kind="unconfirmed", name=before.name, admission=admitted.id)
+    if before.status in ACTIVE_STATUSES and stay.home_list and stay.left_off_home_list(before):
+        return MedicationChange(
+            kind="not_on_home_list",
+            name=before.name,
+            admission=admitted.id,
+            noted=stay.home_list[0],
+        )
     if before.status in ACTIVE_STATUSES:
         return MedicationChange(
             kind="continued", name=before.name, admission=admitted.id, discharge=admitted.id
@@ -256,7 +276,16 @@ def stay_context(state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDO
         for page in document.pages
     )
     admitted = stay.start if stay is not None else None
-    return StayContext(admitted=admitted, renewal_window=renewal_window, notes_text=notes)
+    lines = [
+        fact
+        for fact in state.facts.get("medication_list", [])
+        if isinstance(fact.attributes, NarrativeAttributes)
+        and (fact.attributes.list_kind or "home") == "home"
+    ]
+    home_list = (lines[0].id, tuple(noted_drugs(lines, "home"))) if lines else None
+    return StayContext(
+        admitted=admitted, renewal_window=renewal_window, notes_text=notes, home_list=home_list
+    )
 
 
 def reconcile(
@@ -272,6 +301,7 @@ def reconcile(
             "stopped",
             "continued",
             "unconfirmed",
+            "not_on_home_list",
             "held_or_stopped",
             "prescribed_not_ordered",
         )

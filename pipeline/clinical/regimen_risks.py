@@ -2,7 +2,8 @@
 
 Each rule is one Needs review line over the medications that go home (and the orders to confirm,
 which may still be taken), from the shipped ``regimen_risks`` table (its header names the
-guidelines): an anticoagulant with an antiplatelet or NSAID; warfarin with no recent INR (and
+guidelines): an anticoagulant with an antiplatelet or NSAID; an NSAID with an antiplatelet and no
+gastric protection; warfarin with no recent INR (and
 what sets its goal, when the record names it); an antithrombotic for a patient of the table's
 age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; drugs to
 review for the dose when the stay's latest eGFR is below the table's limit. Computed in code,
@@ -21,6 +22,7 @@ from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
     Fact,
+    FlagCode,
     LabResultAttributes,
     MedicationAttributes,
     PatientInfoAttributes,
@@ -32,7 +34,7 @@ from pipeline.evidence.model import (
 )
 
 RAISED_BY = "medication_safety"
-CODE = "regimen_risk"
+CODE: FlagCode = "regimen_risk"
 
 
 def _words(text: str) -> set[str]:
@@ -50,11 +52,11 @@ def drug_names(facts: Sequence[Fact]) -> str:
     return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
 
 
-def risk_flag(key: str, reason: str, facts: Sequence[Fact]) -> ReviewFlag:
+def risk_flag(key: str, reason: str, facts: Sequence[Fact], code: FlagCode = CODE) -> ReviewFlag:
     ids = list(dict.fromkeys(f.id for f in facts))
     return ReviewFlag(
         id=stable_id("flag", "regimen", key, *ids),
-        code=CODE,
+        code=code,
         reason=reason,
         raised_by=RAISED_BY,
         fact_ids=ids,
@@ -87,6 +89,23 @@ def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
         f"{drug_names(both)}: confirm the combination is intended, and for how long"
     )
     return [risk_flag("bleeding", reason, both)]
+
+
+def nsaid_with_antiplatelet(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    """STOPP C11. With an anticoagulant as well, the bleeding rule above says it already."""
+    classes = risks.extra["antithrombotic"]
+    if having(going_home, classes["anticoagulant"]):
+        return []
+    nsaids = having(going_home, classes["nsaid"])
+    antiplatelets = [f for f in having(going_home, classes["antiplatelet"]) if f not in nsaids]
+    if not (nsaids and antiplatelets) or having(going_home, risks.extra["gastroprotection"]):
+        return []
+    both = [*nsaids, *antiplatelets]
+    reason = (
+        f"Bleeding risk at discharge, an NSAID with an antiplatelet and no proton pump inhibitor: "
+        f"{drug_names(both)}: confirm the NSAID is needed, and protect the stomach if it is"
+    )
+    return [risk_flag("nsaid-antiplatelet", reason, both)]
 
 
 def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fact, str]]:
@@ -186,7 +205,8 @@ def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[Review
 
 
 def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
-    """One flag per drug, so that each doubt can sit on that drug's own line."""
+    """One flag per drug, so that each doubt can sit on that drug's own line, whose schedule then
+    reads as a question, never as the instruction "as needed"."""
     as_needed = [
         f
         for f in having(going_home, risks.extra["chronic_cardiac"])
@@ -198,6 +218,7 @@ def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[
             f"{drug_names([fact])} at discharge as needed, though a heart drug is taken on a "
             "schedule: confirm the instruction",
             [fact],
+            code="schedule_in_doubt",
         )
         for fact in as_needed
     ]
@@ -239,6 +260,7 @@ def regimen_risk_flags(
     """Every rule's flags, most dangerous first."""
     return [
         *bleeding(going_home, risks),
+        *nsaid_with_antiplatelet(going_home, risks),
         *warfarin_monitoring(state, going_home, risks),
         *falls_in_old_age(state, going_home, risks),
         *renal_dosing(state, going_home, risks),

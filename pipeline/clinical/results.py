@@ -12,7 +12,7 @@ there to read, but nothing else in the record says that the kidneys failed durin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -23,11 +23,14 @@ from pipeline.evidence.model import (
     LabResultAttributes,
     ResultFlag,
     ReviewFlag,
+    attributes_as,
+    aware,
     stable_id,
 )
 from pipeline.settings import PipelineSettings
 
 SIGNIFICANT_DIGITS = 4
+NEVER = datetime.min.replace(tzinfo=UTC)
 # The FHIR R4 vital-signs profile's codes (observation-vitalsigns), and pain severity, which
 # Synthea and many EHRs record as a vital sign. An Observation filed under the vital-signs
 # category with another code (an NT-proBNP, say) is a result, never "a vital sign at discharge".
@@ -166,6 +169,8 @@ def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | No
     absolute_window = timedelta(hours=criteria.extra["absolute_window_hours"])
     relative = Decimal(str(criteria.extra["relative_rise"]))
     relative_window = timedelta(days=criteria.extra["relative_window_days"])
+    # A value from before the stay is the baseline: within its own, longer window.
+    baseline_window = timedelta(days=criteria.extra.get("baseline_window_days", 0))
     measured: list[tuple[datetime, Decimal, Fact, bool]] = []
     for fact in facts:
         result = fact.attributes
@@ -182,11 +187,12 @@ def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | No
     for index, (later_at, later_value, later_fact, baseline) in enumerate(measured):
         if baseline:
             continue
-        for earlier_at, earlier_value, earlier_fact, _ in measured[:index]:
+        for earlier_at, earlier_value, earlier_fact, before_stay in measured[:index]:
             elapsed = later_at - earlier_at
+            window = max(relative_window, baseline_window) if before_stay else relative_window
             if elapsed <= absolute_window and later_value - earlier_value >= absolute:
                 criterion = "absolute rise"
-            elif elapsed <= relative_window and later_value >= relative * earlier_value > 0:
+            elif elapsed <= window and later_value >= relative * earlier_value > 0:
                 criterion = "relative rise"
             else:
                 continue
@@ -205,29 +211,52 @@ def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | No
     return None
 
 
+def _at(result: LabResultAttributes) -> str:
+    when = result.effective.date().isoformat() if result.effective else "date unknown"
+    return f"{result.shown_value}{' ' + result.unit if result.unit else ''} on {when}"
+
+
+def critical_flags(facts: Sequence[Fact]) -> list[ReviewFlag]:
+    """One flag per analyte with a critical value in the stay: the value, or the first and the
+    last when it recurred (six days of the same low saturation are one question, not six)."""
+    by_analyte: dict[str, list[Fact]] = {}
+    for fact in facts:
+        result = fact.attributes
+        if (
+            isinstance(result, LabResultAttributes)
+            and result.flag in CRITICAL
+            and not result.baseline
+        ):
+            by_analyte.setdefault(result.name, []).append(fact)
+    flags = []
+    for name, found in by_analyte.items():
+        found.sort(key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or NEVER))
+        first = attributes_as(found[0], LabResultAttributes)
+        last = attributes_as(found[-1], LabResultAttributes)
+        said = _at(first) if len(found) == 1 else f"first {_at(first)}, last {_at(last)}"
+        flags.append(
+            ReviewFlag(
+                id=stable_id("flag", "critical", *(f.id for f in found)),
+                code="critical_result",
+                reason=f"Critical result: {name}{':' if len(found) > 1 else ''} {said}",
+                raised_by="results",
+                fact_ids=[f.id for f in found],
+            )
+        )
+    return flags
+
+
 def interpret_results(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
     """Every result interpreted; a critical value of the stay flagged for the physician."""
     ranges = table("reference_ranges", settings).extra["ranges"]
-    facts = []
+    facts = [
+        fact.model_copy(update={"attributes": interpret(fact.attributes, ranges)})
+        if isinstance(fact.attributes, LabResultAttributes)
+        else fact
+        for fact in state.facts.get("lab_result", [])
+    ]
     flags = [flag for flag in state.flags_for_review if flag.raised_by != "results"]
-    for fact in state.facts.get("lab_result", []):
-        if not isinstance(fact.attributes, LabResultAttributes):
-            facts.append(fact)
-            continue
-        result = interpret(fact.attributes, ranges)
-        facts.append(fact.model_copy(update={"attributes": result}))
-        if result.flag in CRITICAL and not result.baseline:
-            when = result.effective.date().isoformat() if result.effective else "date unknown"
-            flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", "critical", fact.id),
-                    code="critical_result",
-                    reason=f"Critical result: {result.name} {result.shown_value}"
-                    f"{' ' + result.unit if result.unit else ''} on {when}",
-                    raised_by="results",
-                    fact_ids=[fact.id],
-                )
-            )
+    flags += critical_flags(facts)
     injury = kidney_injury(facts, table("acute_kidney_injury", settings))
     if injury is not None:
         flags.append(injury)

@@ -150,6 +150,18 @@ class PatientInfoAttributes(StrictModel):
     mrn: str | None = None
 
 
+class OtherEncounter(StrictModel):
+    """An encounter beside the stay that the draft names: one joined to the episode (and why), or
+    recent acute care before it."""
+
+    class_code: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    reasons: list[str] = Field(default_factory=list)
+    types: list[str] = Field(default_factory=list)
+    why: str | None = None
+
+
 class EncounterAttributes(StrictModel):
     category: Literal["encounter"] = "encounter"
     kind: Literal["stay", "chief_complaint"] = "stay"
@@ -176,6 +188,10 @@ class EncounterAttributes(StrictModel):
     # class, type or location says so.
     facility: str = "hospital"
     text: str | None = None
+    # The other encounters of the episode (the emergency visit, the surgery, the stay just
+    # before), and the emergency visits and stays of the weeks before it, not joined.
+    joined: list[OtherEncounter] = Field(default_factory=list)
+    recent_acute_care: list[OtherEncounter] = Field(default_factory=list)
 
 
 class CarePlanAttributes(StrictModel):

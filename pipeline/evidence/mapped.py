@@ -16,6 +16,13 @@ from pipeline.evidence.model import Exclusion, Fact, SourceRef
 # Hours before admission within which an encounter that did something (a procedure, a reason,
 # an emergency visit) belongs to the hospitalization: the surgery the day before the ward stay.
 EPISODE_WINDOW_H = 48.0
+# Days before admission within which an inpatient stay that ended belongs to the hospitalization
+# (a readmission: the ward stay days after a valve replacement continues that stay's care).
+READMISSION_WINDOW_DAYS = 7
+# Days before the episode within which emergency visits and inpatient stays are named as recent
+# acute care, not joined (the window of CMS's 30-day readmission measures): an overdose two weeks
+# before a detoxification admission is what the discharge plan must answer.
+RECENT_ACUTE_CARE_DAYS = 30
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from pipeline.evidence.attributes import (
     LabResultAttributes,
     MedicationAttributes,
     NarrativeAttributes,
+    OtherEncounter,
     PatientInfoAttributes,
     PendingResultAttributes,
     PersonName,
@@ -115,7 +116,8 @@ class RejectedFact(StrictModel):
 
 # "unconfirmed": an order from before the stay, still active, but last ordered long ago and not
 # mentioned in the stay's notes: whether it is still taken is for the physician to confirm.
-
+# "not_on_home_list": an order from before the stay, still active, that the stay's own home
+# medication list leaves out: the note and the order disagree, so it is confirmed, not continued.
 
 MedicationChangeKind = Literal[
     "new",
@@ -123,6 +125,7 @@ MedicationChangeKind = Literal[
     "changed",
     "continued",
     "unconfirmed",
+    "not_on_home_list",
     "held_or_stopped",
     "prescribed_not_ordered",
 ]
@@ -135,10 +138,14 @@ class MedicationChange(StrictModel):
     discharge: str | None = None
     differences: list[str] = Field(default_factory=list)
     reason: str | None = None
-    # The line of a note's medication list that names the drug (home or prescribed).
+    # The line of a note's medication list that names the drug (home or prescribed), or, for an
+    # order the stay's home list leaves out, that list's line.
     noted: str | None = None
     # A drug a note prescribes: the stay's own orders of it (none active at discharge).
     stay_orders: list[str] = Field(default_factory=list)
+
+
+_TO_CONFIRM = frozenset({"unconfirmed", "not_on_home_list"})
 
 
 class MedicationLists(StrictModel):
@@ -147,9 +154,10 @@ class MedicationLists(StrictModel):
     changes: list[MedicationChange] = Field(default_factory=list)
 
     def unconfirmed(self) -> list[str]:
-        """The orders to confirm (too old to count as taken): every rule about what the
-        patient takes leaves them out; their own flag asks about them."""
-        return [c.admission for c in self.changes if c.kind == "unconfirmed" and c.admission]
+        """The orders to confirm (too old to count as taken, or left out by the stay's home
+        list): every rule about what the patient takes leaves them out; their own flag asks
+        about them."""
+        return [c.admission for c in self.changes if c.kind in _TO_CONFIRM and c.admission]
 
 
 class EpisodeEncounter(StrictModel):
@@ -246,6 +254,7 @@ __all__ = [
     "MedicationLists",
     "MedicationPhase",
     "NarrativeAttributes",
+    "OtherEncounter",
     "Page",
     "PatientInfoAttributes",
     "PendingResultAttributes",

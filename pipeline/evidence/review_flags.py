@@ -46,6 +46,7 @@ FlagCode = Literal[
     "acute_kidney_injury",
     "medication_not_renewed",
     "regimen_risk",
+    "schedule_in_doubt",
     "home_medication_not_ordered",
     "prescribed_not_ordered",
 ]

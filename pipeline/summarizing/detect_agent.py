@@ -13,7 +13,7 @@ from pipeline.backends.chat import (
     in_parallel,
 )
 from pipeline.backends.retrieval import nearest
-from pipeline.checking.checker import check_cited_sentence
+from pipeline.checking.checker import FactIndex, check_cited_sentence
 from pipeline.evidence.model import EvidenceState
 from pipeline.summarizing.agent_calls import Draft, GroundingScorer, LoopSettings, ask_agent
 from pipeline.text.rendering import render
@@ -40,9 +40,10 @@ def detect(
     context: str,
     source_spans: list[tuple[int, int]],
 ) -> None:
+    index = FactIndex.of_state(state)
     for sentence in sentences:
         sentence.checks = check_cited_sentence(
-            sentence.text, sentence.citations, state, free_text=True
+            sentence.text, sentence.citations, state, free_text=True, index=index
         )
     prompts = [
         render(

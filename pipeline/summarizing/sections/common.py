@@ -4,6 +4,7 @@ it cites, time order, and which procedures are significant."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pipeline.clinical.tables import CodeTable
@@ -75,6 +76,31 @@ def significant_procedures(state: EvidenceState, routine: CodeTable) -> list[Fac
         return any(word in procedure_code_and_name(fact)[1].lower() for word in words)
 
     return [f for f in significant if is_index(f)] + [f for f in significant if not is_index(f)]
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedProcedure:
+    """One procedure as a draft names it: the first time, and the last when it was repeated on
+    later days (oxygen by mask each day of the stay is one line, not one per day)."""
+
+    first: ProcedureAttributes
+    last_on: datetime | None
+    fact_ids: list[str]
+
+
+def each_procedure_once(procedures: list[Fact]) -> list[RepeatedProcedure]:
+    """The procedures in their order, each code (or name) once, with its facts."""
+    groups: dict[tuple[str | None, str], list[Fact]] = {}
+    for fact in procedures:
+        groups.setdefault(procedure_code_and_name(fact), []).append(fact)
+    named = []
+    for facts in groups.values():
+        first = attributes_as(facts[0], ProcedureAttributes)
+        dates = [d for f in facts if (d := attributes_as(f, ProcedureAttributes).performed_start)]
+        started, last = first.performed_start, max(dates, default=None)
+        repeated = last if started and last and last.date() > started.date() else None
+        named.append(RepeatedProcedure(first, repeated, [f.id for f in facts]))
+    return named
 
 
 def last_moment(taken: datetime | None, stay: Fact | None) -> str:

@@ -31,6 +31,7 @@ from pipeline.summarizing.sections.common import (
     FLAG_ORDER,
     NEVER,
     cited_sentence,
+    each_procedure_once,
     effective,
     last_moment,
     significant_procedures,
@@ -62,10 +63,11 @@ def structured_course_section(
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
     sentences = [cited_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
-    procedures = significant_procedures(state, routine)
+    procedures = each_procedure_once(significant_procedures(state, routine))
     if procedures:
-        text = render.course_procedures([f.attributes for f in procedures])
-        sentences.append(cited_sentence("hospital_course", text, [f.id for f in procedures]))
+        text = render.course_procedures(procedures)
+        cited = [fact_id for p in procedures for fact_id in p.fact_ids]
+        sentences.append(cited_sentence("hospital_course", text, cited))
     abnormal = [
         f
         for f in state.facts["lab_result"]
@@ -179,6 +181,6 @@ def hospital_course_section(
 
 def procedures_section(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
     return [
-        cited_sentence("procedures", render.procedure(f.attributes), [f.id])
-        for f in significant_procedures(state, routine)
+        cited_sentence("procedures", render.procedure(p), p.fact_ids)
+        for p in each_procedure_once(significant_procedures(state, routine))
     ]

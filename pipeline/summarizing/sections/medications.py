@@ -8,6 +8,7 @@ from pipeline.evidence.model import (
     AdministrationAttributes,
     AllergyAttributes,
     EvidenceState,
+    Fact,
     MedicationAttributes,
     attributes_as,
 )
@@ -17,42 +18,52 @@ from pipeline.summarizing.sections.common import by_time, cited_sentence
 # A doubt about one drug (a heart drug ordered "as needed", a drug past its age limit) is shown on
 # that drug's line as well as in Needs review (where the checker reads its words): a list line
 # that says "as needed" is read as an instruction by whoever copies it.
-LINE_DOUBTS = frozenset({"regimen_risk"})
+LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt"})
 
 
-def with_its_doubts(line: Sentence, state: EvidenceState, fact_id: str | None) -> Sentence:
-    """The line with each doubt about its drug alone (a flag citing no other medication)."""
+def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
+    """Each doubt about one drug alone (a flag citing no other medication)."""
     medications = {f.id for f in state.facts["medication"]}
-    doubts = [
+    return [
         SentenceFlag(code=flag.code, reason=flag.reason)
         for flag in state.flags_for_review
         if flag.code in LINE_DOUBTS
         and fact_id is not None
         and [i for i in flag.fact_ids if i in medications] == [fact_id]
     ]
-    if not doubts:
-        return line
-    return line.model_copy(update={"flags": [*line.flags, *doubts]})
 
 
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
-    unconfirmed = state.medications.unconfirmed()
+    unconfirmed = [c.admission for c in state.medications.changes if c.kind == "unconfirmed"]
+    left_off = [c for c in state.medications.changes if c.kind == "not_on_home_list"]
     held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
     prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
     for change in state.medications.changes:
-        if change.kind in ("unconfirmed", "held_or_stopped", "prescribed_not_ordered"):
+        if change.kind in (
+            "unconfirmed",
+            "not_on_home_list",
+            "held_or_stopped",
+            "prescribed_not_ordered",
+        ):
             continue
         before = state.fact(change.admission).attributes if change.admission else None
         after = state.fact(change.discharge).attributes if change.discharge else None
         citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
-        text = render.medication_change(change, before, after)
+        doubts = doubts_about(state, change.discharge)
+        in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
+        text = render.medication_change(change, before, after, in_doubt)
         line = cited_sentence("medications", text, citations)
-        sentences.append(with_its_doubts(line, state, change.discharge))
+        sentences.append(line.model_copy(update={"flags": [*line.flags, *doubts]}))
     if unconfirmed:
-        stale = [state.fact(fact_id) for fact_id in unconfirmed]
+        stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
         text = render.not_renewed([f.attributes for f in stale])
         sentences.append(cited_sentence("medications", text, [f.id for f in stale]))
+    if left_off:
+        orders = [state.fact(c.admission) for c in left_off if c.admission]
+        text = render.not_on_home_list([f.attributes for f in orders])
+        cited = [*(f.id for f in orders), *dict.fromkeys(c.noted for c in left_off if c.noted)]
+        sentences.append(cited_sentence("medications", text, cited))
     for listed, macro in (
         (prescribed, render.prescribed_not_ordered),
         (held, render.held_or_stopped),
@@ -76,9 +87,24 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
     )
     if administered:
-        text = render.administered([f.attributes for f in administered])
+        text = render.administered(each_drug_once(administered))
         sentences.append(cited_sentence("medications", text, [f.id for f in administered]))
     return sentences
+
+
+def each_drug_once(administered: list[Fact]) -> list[tuple[AdministrationAttributes, str | None]]:
+    """Each drug given once, at its first time, with the day of its last when later (furosemide
+    twice a day for a week is one entry, not fourteen)."""
+    by_name: dict[tuple[str, str], list[AdministrationAttributes]] = {}
+    for fact in administered:
+        given = attributes_as(fact, AdministrationAttributes)
+        by_name.setdefault((given.name, given.kind), []).append(given)
+    named = []
+    for times in by_name.values():
+        first, last = times[0], times[-1]
+        later = first.when and last.when and last.when.date() > first.when.date()
+        named.append((first, last.when.date().isoformat() if later and last.when else None))
+    return named
 
 
 def allergies_section(state: EvidenceState, render: Any) -> list[Sentence]:

@@ -41,6 +41,7 @@ SEVERITY = (
     "conflict",
     "therapeutic_duplication",
     "regimen_risk",
+    "schedule_in_doubt",
     "medication_discrepancy",
     "prescribed_not_ordered",
     "home_medication_not_ordered",

@@ -49,6 +49,10 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
                 complaints.setdefault(said.lower(), fact)
             continue
         sentences.append(cited_sentence("stay", render.stay(stay), [fact.id]))
+        if stay.joined:
+            sentences.append(cited_sentence("stay", render.joined(stay), [fact.id]))
+        if stay.recent_acute_care:
+            sentences.append(cited_sentence("stay", render.recent_acute_care(stay), [fact.id]))
         if stay.reasons:
             sentences.append(cited_sentence("stay", render.reasons(stay), [fact.id]))
         if stay.attending:
