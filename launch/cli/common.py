@@ -1,0 +1,134 @@
+"""What every ``provenote`` command shares: the Typer app, the errors it exits with, reading the
+inputs and the settings, and writing outputs whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fhir_mapping.resources import EvidenceInputError
+from pipeline.evidence.model import EvidenceState
+from smartapp.core.settings import ConfigurationError, Settings, get_settings
+from smartapp.jobs.evidence import evidence_from_fhir
+
+SAMPLES = Path(__file__).parents[1] / "samples"
+DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
+INPUT_ERROR = 2
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Provenote: discharge summary drafts in which every statement shows where it came from.",
+)
+
+
+@app.callback()
+def main() -> None:
+    """Provenote command line."""
+
+
+def fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(INPUT_ERROR)
+
+
+def checked_settings() -> tuple[Settings | None, list[str]]:
+    """The settings, and every reason they cannot work: unknown PROVENOTE_* variables, values
+    that cannot work, and what cannot work across processes (smartapp.core.deployment)."""
+    from smartapp.core.deployment import deployment_problems
+
+    try:
+        settings = get_settings(strict=True)
+    except ConfigurationError as error:
+        return None, [str(error)]
+    return settings, deployment_problems(settings)
+
+
+def server_settings() -> Settings:
+    """The settings a server starts with: a configuration that cannot work stops it at once,
+    with a short paragraph per problem, never a traceback."""
+    settings, problems = checked_settings()
+    if settings is None or problems:
+        raise fail("the configuration cannot work:\n- " + "\n- ".join(problems))
+    return settings
+
+
+def require_current_schema(settings: Settings) -> None:
+    """Where a server may not migrate (PROVENOTE_MIGRATE_ON_START=false), a schema that is not
+    this version's stops it before it starts, in one sentence."""
+    import asyncio
+
+    from smartapp.core.db import Database
+    from smartapp.core.schema import SchemaNotCurrentError
+
+    async def prepared() -> None:
+        database = Database(settings.database_dsn)
+        try:
+            await database.prepare(migrate=False)
+        finally:
+            await database.dispose()
+
+    if not settings.migrate_on_start:
+        try:
+            asyncio.run(prepared())
+        except SchemaNotCurrentError as error:
+            raise fail(str(error)) from None
+
+
+BundleArgument = Annotated[
+    Path | None,
+    typer.Argument(help="FHIR R4 Bundle (or resource list) JSON. Default: a shipped sample."),
+]
+EncounterOption = Annotated[
+    str | None,
+    typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
+]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise fail(f"{path}: no such file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as error:
+        raise fail(f"{path}: not a UTF-8 text file: {error}") from None
+
+
+def load_evidence(bundle: Path | None, encounter: str | None, settings: Settings) -> EvidenceState:
+    source = bundle or DEFAULT_SAMPLE
+    if bundle is None:
+        typer.echo(f"Using the shipped sample patient {source.name}", err=True)
+    data = read_json(source)
+    try:
+        return evidence_from_fhir(data, encounter, settings=settings)
+    except EvidenceInputError as error:
+        raise fail(f"{source}: {error}") from None
+
+
+def read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise fail(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise fail(f"{path}: is a directory, not a JSON file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise fail(f"{path}: not valid JSON: {error}") from None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write the whole file or nothing: a reader never sees half an output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
