@@ -238,3 +238,21 @@ def test_help_and_evidence_start_without_the_heavy_libraries(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     ).stdout.strip()
     assert loaded == ""
+
+
+def test_help_loads_neither_the_fhir_models_nor_the_pipeline_nor_the_settings() -> None:
+    """--help answers from the command modules alone: each command imports what it needs when
+    it runs (bench/startup.py measures the cost against importing pydantic)."""
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from launch.cli import app\n"
+        "result = CliRunner().invoke(app, ['--help'])\n"
+        "assert result.exit_code == 0 and 'summarize' in result.output, result.output\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('fhir', 'pipeline', "
+        "'smartapp', 'rich')))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
+    assert loaded == ""

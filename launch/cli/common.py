@@ -1,5 +1,9 @@
 """What every ``provenote`` command shares: the Typer app, the errors it exits with, reading the
-inputs and the settings, and writing outputs whole."""
+inputs and the settings, and writing outputs whole.
+
+Nothing heavy at import, here or in any command module: the FHIR models, the pipeline, the
+settings and the app load inside the command that needs them, so ``provenote --help`` starts
+at once (bench/startup.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +11,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fhir_mapping.resources import EvidenceInputError
-from pipeline.evidence.model import EvidenceState
-from smartapp.core.settings import ConfigurationError, Settings, get_settings
-from smartapp.jobs.evidence import evidence_from_fhir
+if TYPE_CHECKING:
+    from pipeline.evidence.model import EvidenceState
+    from smartapp.core.settings import Settings
 
 SAMPLES = Path(__file__).parents[1] / "samples"
 DEFAULT_SAMPLE = SAMPLES / "97da660e-b895-3740-a6fc-f8cb48dcf20c.json"
@@ -23,6 +26,8 @@ INPUT_ERROR = 2
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    # Plain help: rich's help formatting costs more than the rest of --help together.
+    rich_markup_mode=None,
     help="Provenote: discharge summary drafts in which every statement shows where it came from.",
 )
 
@@ -41,12 +46,20 @@ def checked_settings() -> tuple[Settings | None, list[str]]:
     """The settings, and every reason they cannot work: unknown PROVENOTE_* variables, values
     that cannot work, and what cannot work across processes (smartapp.core.deployment)."""
     from smartapp.core.deployment import deployment_problems
+    from smartapp.core.settings import ConfigurationError, get_settings
 
     try:
         settings = get_settings(strict=True)
     except ConfigurationError as error:
         return None, [str(error)]
     return settings, deployment_problems(settings)
+
+
+def current_settings() -> Settings:
+    """The PROVENOTE_* settings, read once per process."""
+    from smartapp.core.settings import get_settings
+
+    return get_settings()
 
 
 def server_settings() -> Settings:
@@ -103,6 +116,9 @@ def load_evidence(bundle: Path | None, encounter: str | None, settings: Settings
     source = bundle or DEFAULT_SAMPLE
     if bundle is None:
         typer.echo(f"Using the shipped sample patient {source.name}", err=True)
+    from fhir_mapping.resources import EvidenceInputError
+    from smartapp.jobs.evidence import evidence_from_fhir
+
     data = read_json(source)
     try:
         return evidence_from_fhir(data, encounter, settings=settings)

@@ -8,26 +8,23 @@ from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fhir_mapping.composition import draft_bundle
-from fhir_mapping.json_values import as_json
 from launch.cli.common import (
     BundleArgument,
     EncounterOption,
     app,
+    current_settings,
     fail,
     load_evidence,
     read_text,
     write_atomically,
 )
-from pipeline.errors import ModelError
-from pipeline.evidence.model import EncounterAttributes, EvidenceState, PatientInfoAttributes
-from pipeline.summarizing.summary_text import render_markdown
-from pipeline.text.rendering import render
-from smartapp.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from pipeline.evidence.model import EvidenceState
 
 
 class SummaryFormat(StrEnum):
@@ -36,6 +33,9 @@ class SummaryFormat(StrEnum):
 
 
 def overview(state: EvidenceState) -> str:
+    from pipeline.evidence.model import EncounterAttributes, PatientInfoAttributes
+    from pipeline.text.rendering import render
+
     patient = next(
         (
             f.attributes
@@ -75,7 +75,7 @@ def evidence(
     ] = None,
 ) -> None:
     """Build the evidence state of one stay and print an overview of it."""
-    state = load_evidence(bundle, encounter, get_settings())
+    state = load_evidence(bundle, encounter, current_settings())
     if output is not None:
         write_atomically(output, state.model_dump_json(indent=2))
     typer.echo(overview(state), nl=False)
@@ -108,10 +108,14 @@ def summarize(
     ] = None,
 ) -> None:
     """Draft the discharge summary of one stay (evidence-only unless a model is configured)."""
+    from fhir_mapping.composition import draft_bundle
+    from fhir_mapping.json_values import as_json
+    from pipeline.errors import ModelError
     from pipeline.summarizing.evidence_summary import summarize_evidence
+    from pipeline.summarizing.summary_text import render_markdown
     from smartapp.core.language_models import language_model
 
-    settings = get_settings()
+    settings = current_settings()
     if scorer is not None:
         settings = settings.model_copy(update={"aura_scorer": scorer})
     try:

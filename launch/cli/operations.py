@@ -10,8 +10,14 @@ from typing import Annotated
 
 import typer
 
-from launch.cli.common import app, checked_settings, fail, server_settings, write_atomically
-from smartapp.core.settings import get_settings
+from launch.cli.common import (
+    app,
+    checked_settings,
+    current_settings,
+    fail,
+    server_settings,
+    write_atomically,
+)
 
 
 @app.command()
@@ -116,7 +122,7 @@ def export_edits(
     from smartapp.core.keys import pseudonym_secret
     from smartapp.drafts.edits_export import edit_records
 
-    settings = get_settings()
+    settings = current_settings()
 
     async def collect() -> list[str]:
         database = Database(settings.database_dsn)

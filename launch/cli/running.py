@@ -11,8 +11,7 @@ from typing import Annotated
 
 import typer
 
-from launch.cli.common import app, fail, require_current_schema, server_settings
-from smartapp.core.settings import get_settings
+from launch.cli.common import app, current_settings, fail, require_current_schema, server_settings
 
 
 @app.command()
@@ -33,7 +32,7 @@ def sandbox(
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
     from launch.sandbox.run import Sandbox, SandboxError
 
-    settings = get_settings()
+    settings = current_settings()
     box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None, tls=tls)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
