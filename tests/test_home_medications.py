@@ -182,3 +182,18 @@ def test_the_held_or_stopped_line_carries_no_checker_note_of_its_own_words() -> 
     assert not line.weakly_grounded, line.review_reasons()
     edited = check_cited_sentence("No medications were taken at home.", line.citations, state)
     assert any(check.check == "denials" and not check.passed for check in edited)
+
+
+def test_a_combination_on_the_home_list_is_its_own_drug_not_its_shared_ingredient() -> None:
+    """Oxycodone alone and acetaminophen/oxycodone are two drugs: each gets its line."""
+    hp = fx.document_reference(
+        "hp",
+        fx.attachment(
+            "# Medications\nabuse-deterrent 12 hr oxycodone hydrochloride 10 mg extended release "
+            "oral tablet [oxycontin]; acetaminophen 325 mg / oxycodone hydrochloride 10 mg oral "
+            "tablet [percocet]\n"
+        ),
+    )
+    _, sections = drafted(hp)
+    (line,) = [s for s in sections["medications"] if s.startswith("Home medications")]
+    assert "[oxycontin]" in line and "[percocet]" in line

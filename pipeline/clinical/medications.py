@@ -23,6 +23,7 @@ _FORM_WORDS = frozenset(
     chewable disintegrating film coated injectable injection suspension solution inhalation
     inhaler powder spray mucosal topical cream ointment gel patch transdermal prefilled syringe
     pen auto-injector metered dose dry nasal ophthalmic otic rectal suppository vaginal enteric
+    abuse-deterrent
     hr 24 12 actuat mg ml mcg g unt units unit iu meq for product kit pack
     """.split()
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.clinical.medications import drug_key
+from pipeline.clinical.medications import ingredients as all_ingredients
 from pipeline.evidence.model import Fact, NarrativeAttributes
 
 _NONE_LISTED = re.compile(r"\bno (active |current |home )?medications\b|^none\b", re.IGNORECASE)
@@ -47,7 +48,9 @@ class NotedDrug:
     line: Fact
 
     def matches(self, name: str) -> bool:
-        return bool(self.words & ingredients(name))
+        """The same drug: every ingredient of each is one of the other's (a combination is each
+        of its parts: the note's oxycodone is not the order's acetaminophen/oxycodone)."""
+        return set(all_ingredients(self.text)) == set(all_ingredients(name))
 
 
 def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> list[NotedDrug]:
