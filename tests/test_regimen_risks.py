@@ -188,3 +188,22 @@ def test_an_nsaid_with_an_antiplatelet_is_flagged_unless_the_stomach_is_protecte
     assert risks(protected_state) == []
     alone = evidence_from_fhir(fx.stay(naproxen), settings=PipelineSettings())
     assert risks(alone) == []
+
+
+def test_an_ace_inhibitor_beside_an_arb_carries_the_duplication_on_both_lines() -> None:
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("a", "lisinopril 20 MG Oral Tablet"),
+            going_home("b", "losartan potassium 50 MG Oral Tablet"),
+            going_home("c", "amlodipine 5 MG Oral Tablet"),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    flagged = {
+        s.text.split(" (")[0]: [f.code for f in s.flags]
+        for s in summary.section("medications").sentences
+    }
+    assert flagged["NEW: lisinopril 20 MG Oral Tablet"] == ["therapeutic_duplication"]
+    assert flagged["NEW: losartan potassium 50 MG Oral Tablet"] == ["therapeutic_duplication"]
+    assert flagged["NEW: amlodipine 5 MG Oral Tablet"] == []

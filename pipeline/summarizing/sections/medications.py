@@ -19,17 +19,24 @@ from pipeline.summarizing.sections.common import by_time, cited_sentence
 # that drug's line as well as in Needs review (where the checker reads its words): a list line
 # that says "as needed" is read as an instruction by whoever copies it.
 LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt"})
+# A duplication names every drug it involves, and sits on each of their lines: an ACE inhibitor
+# CONTINUED beside an ARB must not read as settled where the list is copied.
+SHARED_DOUBTS = frozenset({"therapeutic_duplication"})
 
 
 def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
-    """Each doubt about one drug alone (a flag citing no other medication)."""
+    """Each doubt about one drug alone (a flag citing no other medication), and each
+    duplication the drug is part of."""
+    if fact_id is None:
+        return []
     medications = {f.id for f in state.facts["medication"]}
     return [
         SentenceFlag(code=flag.code, reason=flag.reason)
         for flag in state.flags_for_review
-        if flag.code in LINE_DOUBTS
-        and fact_id is not None
-        and [i for i in flag.fact_ids if i in medications] == [fact_id]
+        if (
+            flag.code in LINE_DOUBTS and [i for i in flag.fact_ids if i in medications] == [fact_id]
+        )
+        or (flag.code in SHARED_DOUBTS and fact_id in flag.fact_ids)
     ]
 
 
