@@ -3,6 +3,7 @@
 import sys
 
 from bench import (
+    addressed_text,
     checker_quality,
     discharge_ahead,
     drafts,
@@ -20,6 +21,7 @@ from bench import (
     scale_out,
     startup,
 )
+from bench.claim_verifier import evaluate as claim_verifier_evaluate
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
@@ -36,6 +38,8 @@ if __name__ == "__main__":
     focus_speed.main()
     checker_quality.main()
     fabrications.main()
+    claim_verifier_evaluate.main([])
+    addressed_text.evaluate()
     model_quality.main()
     identity.main()
     model_concurrency.main()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pipeline.checking.addressed_text import set_aside
 from pipeline.clinical.agent import run_agent_loop
 from pipeline.clinical.diagnoses import classify_diagnoses
 from pipeline.clinical.drug_classes import medication_safety
@@ -82,6 +83,11 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> Evidence
         # A document that names another patient is kept to show, never as evidence.
         if not document.other_patient:
             facts.extend(facts_from_document(document))
+    # Note text addressed to a summarizing tool is never evidence: only its flag is kept.
+    named = {
+        d.id: (d.title or "A note") + (f" ({d.date:%Y-%m-%d})" if d.date else "") for d in documents
+    }
+    facts, addressed = set_aside(facts, named)
     trace = [
         TraceEvent(
             step=0,
@@ -106,6 +112,7 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> Evidence
         documents=documents,
         facts=group_facts(facts),
         exclusions=mapped.exclusions,
+        flags_for_review=addressed,
         trace=trace,
     )
     state = interpret_results(classify_diagnoses(state, settings), settings)

@@ -73,6 +73,11 @@ class PipelineSettings(BaseModel):
     aura_tau: float | None = Field(None, ge=0, le=1)
     aura_epsilon: float = Field(0.01, ge=0)
     max_iterations: int = Field(3, ge=1, le=10)
+    # The trained claim verifier judges every model sentence; with this, the drafting model also
+    # judges each one (span-level, AgenticSum's annotation). None: a model served
+    # OpenAI-compatibly does (a large model's judgement adds spans), a local one does not
+    # (SmolLM2 called every sentence it was shown supported).
+    model_entailment: bool | None = None
     # Model calls for independent sentences (entailment, fixes) in flight at once.
     model_concurrency: int = Field(4, ge=1, le=64)
     # The model's extraction stops after this many seconds, keeps what it has, and the draft

@@ -191,10 +191,13 @@ PAPER_SUMMARY = (
 
 def test_the_papers_example_is_flagged_on_every_invented_span() -> None:
     report = verify_text(PAPER_SOURCE, PAPER_SUMMARY)
-    # Age and sex are hard failures; an invented finding with no number, drug or negation in it
-    # is a soft one: weakly grounded, for the physician (and the model's entailment) to judge.
-    assert [s.verdict for s in report.sentences] == ["unsupported", "supported"]
-    assert [s.weakly_grounded for s in report.sentences] == [True, True]
+    # Age and sex are hard failures of the word checks. An invented finding with no number,
+    # drug or negation in it is only weakly grounded to them; the claim verifier reads that the
+    # pending pathology showed nothing, and makes it unsupported.
+    assert [s.verdict for s in report.sentences] == ["unsupported", "unsupported"]
+    words_only = verify_text(PAPER_SOURCE, PAPER_SUMMARY, meaning=False)
+    assert [s.verdict for s in words_only.sentences] == ["unsupported", "supported"]
+    assert [s.weakly_grounded for s in words_only.sentences] == [True, True]
     spans = " | ".join(span for s in report.sentences for span in s.spans)
     for invented in ("10-year-old", "male", "metastatic", "benign neurogenic tumor"):
         assert invented in spans
@@ -341,3 +344,17 @@ def test_invented_demographics_are_flagged_in_every_reference() -> None:
         assert "47-year-old" in spans and "woman" in spans, reference
         perturbed += 1
     assert perturbed >= 20
+
+
+def test_digits_inside_an_identifier_are_never_read_as_numbers() -> None:
+    """A Needs review line naming a rejected fact by its id was flagged for "numbers not in the
+    evidence": the id's digits."""
+    from pipeline.checking.mentions import find_numbers
+
+    line = "medication fact llm-3f2a9c1d0b7e4411 rejected; see note-0123456789abcdef"
+    assert find_numbers(line) == []
+    assert [m.text for m in find_numbers("aspirin 81 mg for 3 days, 10mg")] == [
+        "81 mg",
+        "3 days",
+        "10mg",
+    ]

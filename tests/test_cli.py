@@ -150,7 +150,7 @@ def test_verify_exits_1_with_json_verdicts_when_a_sentence_is_unsupported(tmp_pa
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert [s["verdict"] for s in report["sentences"]] == ["unsupported", "supported"]
-    assert report["sentences"][0]["spans"] == ["fever"]
+    assert "fever" in report["sentences"][0]["spans"]
     assert set(report) == {"sentences", "numeric_precision", "hallucination_rate"}
     summary.write_text("Started aspirin 81 mg daily.")
     assert (

@@ -177,7 +177,8 @@ def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept()
     state = evidence_from_fhir(
         fx.stay(fx.document_reference("d1", fx.attachment(NOTE))), settings=PipelineSettings()
     )
-    echo = {"category": "diagnosis", "text": "atrial fibrillation", "quote": "pneumonia"}
+    # The prompt holds no clinical example any more; a small model echoes its wording instead.
+    echo = {"category": "diagnosis", "text": "facts this part of a note", "quote": "pneumonia"}
     real = {
         "category": "diagnosis",
         "text": "community acquired pneumonia",
@@ -190,8 +191,8 @@ def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept()
     assert rejected.reason.startswith("echoes the prompt")
     prompt = backend.conversations[0][-1]["content"]
     assert "the fact in a few words" not in prompt  # no copyable placeholder
-    assert echoes_prompt("atrial fibrillation", prompt, NOTE)
-    assert not echoes_prompt("atrial fibrillation", prompt, "History of atrial fibrillation.")
+    assert echoes_prompt("facts this part of a note", prompt, NOTE)
+    assert not echoes_prompt("facts this part of a note", prompt, "The facts this part of a note")
 
 
 def test_a_sentence_that_restates_the_instructions_is_meta_text() -> None:

@@ -223,10 +223,10 @@ def test_the_sentence_provenance_structure_definition_is_valid_fhir() -> None:
     assert definition.url == SENTENCE_PROVENANCE
 
 
-def test_a_note_line_addressed_to_the_summarizer_is_flagged_never_followed() -> None:
+def test_a_note_line_addressed_to_the_summarizer_is_set_aside_and_flagged_never_followed() -> None:
     """The security review's injection: the note tells the summarizer the patient has no
-    allergies while penicillin is on file. The sentence is unsupported (the record contradicts
-    it) and the instruction is a Needs review line of its own."""
+    allergies while penicillin is on file. The line is never evidence (no section quotes or
+    cites it) and is the first Needs review line, naming the note."""
     note = (
         "# Hospital Course\n"
         "Patient admitted with community acquired pneumonia and treated with antibiotics.\n"
@@ -237,20 +237,17 @@ def test_a_note_line_addressed_to_the_summarizer_is_flagged_never_followed() -> 
         fx.stay(fx.allergy("a1", "penicillin"), fx.document_reference("d1", fx.attachment(note))),
         settings=PipelineSettings(),
     )
+    texts = [getattr(fact.attributes, "text", None) or "" for fact in state.all_facts()]
+    assert not any("SUMMARIZER" in text for text in texts)
     summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
+    drafted = [s for section in summary.sections for s in section.sentences]
     course = summary.section("hospital_course").sentences
-    (injected,) = [s for s in course if "SUMMARIZER" in s.text]
-    assert injected.verdict == "unsupported" and injected.flagged
-    record = next(check for check in injected.checks if check.check == "record")
-    assert "penicillin" in record.detail and "addressed to an AI" in record.detail
-    others = [s for s in course if s is not injected]
-    assert others and all(
-        check.passed for s in others for check in s.checks if check.check == "record"
-    )
-    review = summary.section("needs_review").sentences
-    (warning,) = [s for s in review if "addressed to an AI summarizer" in s.text]
-    assert warning.citations == injected.citations
-    assert summary.section("needs_review").sentences[0] is warning  # first: most severe
+    assert any("pneumonia" in s.text for s in course)
+    assert not any("no known drug allergies" in s.text.lower() for s in course)
+    warning = summary.section("needs_review").sentences[0]  # first: most severe
+    assert "addressed to an AI summarizer" in warning.text and "set aside" in warning.text
+    assert [flag.code for flag in warning.flags] == ["note_instruction"]
+    assert [s for s in drafted if "addressed to an AI" in s.text] == [warning]
     assert summary.section("allergies").sentences[0].text.startswith("penicillin")
 
 

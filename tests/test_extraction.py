@@ -144,3 +144,17 @@ def test_note_text_stays_data_in_the_extraction_prompt() -> None:
     user = backend.prompts[0][1]["content"]
     outside = re.sub(r"<data>.*?</data>", "", user, flags=re.S)
     assert "Ignore previous instructions" in user and "Ignore previous instructions" not in outside
+
+
+def test_the_extraction_prompt_holds_no_clinical_example_a_model_could_copy() -> None:
+    """A small model copied the prompt's own example ("metoprolol 25 mg twice daily", "atrial
+    fibrillation") as a fact of every stay: the instructions name no drug and no condition."""
+    from pipeline.checking.checker import drug_lexicon
+    from pipeline.text.rendering import render
+
+    prompt = render("prompts/extract.txt.j2", page=1, title="Progress note", text="Walked today.")
+    instructions = re.sub(r"<data>.*?</data>", " ", prompt, flags=re.S).lower()
+    words = set(re.findall(r"[a-z]+", instructions))
+    assert not words & drug_lexicon()
+    for condition in ("fibrillation", "pneumonia", "diabetes", "hypertension", "failure"):
+        assert condition not in words

@@ -106,7 +106,7 @@ def test_a_launch_with_a_model_drafts_checks_and_repairs_the_hospital_course(
         assert formats == {"json_schema"}
 
         page = browser.get(f"{app.base_url}/drafts/{draft['id']}").text
-        assert "model entailment: supported" in page
+        assert "entailment: supported" in page
         assert 'id="model-usage"' in page and "stopped: no_flags" in page
 
 
@@ -194,5 +194,5 @@ def test_the_review_page_shows_the_models_verdicts_beside_the_checkers() -> None
         draft=None,
     )
     assert "checker: supported, weak grounding" in page
-    assert "model entailment: unsupported" in page
+    assert "entailment: unsupported" in page
     assert 'data-grounding="0.42"' in page and "grounding (AURA): 0.42" in page

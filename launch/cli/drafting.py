@@ -194,17 +194,26 @@ def verify(
     source: Annotated[Path, typer.Option("--source", help="The source text (UTF-8).")],
     summary: Annotated[Path, typer.Option("--summary", help="The summary to check (UTF-8).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    words_only: Annotated[
+        bool, typer.Option("--words-only", help="Skip the claim verifier: word checks only.")
+    ] = False,
 ) -> None:
-    """Check a free-text summary against a free-text source; exit 1 if any sentence is flagged."""
+    """Check a free-text summary against a free-text source, by the word checks and the trained
+    claim verifier; exit 1 if any sentence is unsupported."""
     from pipeline.checking.verify import verify_text
 
-    report = verify_text(read_text(source), read_text(summary))
+    report = verify_text(read_text(source), read_text(summary), meaning=not words_only)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
         for sentence in report.sentences:
-            spans = f"  <- {'; '.join(sentence.spans)}" if sentence.spans else ""
-            typer.echo(f"{sentence.verdict.upper():<12} {sentence.text}{spans}")
+            reasons = [
+                check.detail if check.check == "entailment" else "; ".join(check.spans)
+                for check in sentence.checks
+                if not check.passed
+            ]
+            said = f"  <- {' | '.join(reasons)}" if reasons else ""
+            typer.echo(f"{sentence.verdict.upper():<12} {sentence.text}{said}")
         typer.echo(
             f"numeric precision {report.numeric_precision:.3f}, "
             f"numeric hallucination rate {report.hallucination_rate:.3f}"

@@ -128,9 +128,12 @@ def check_cited_sentence(
     return checks
 
 
-def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list[CheckResult]:
+def check_free_sentence(
+    text: str, retrieved: Evidence, whole: Evidence, meaning: CheckResult | None = None
+) -> list[CheckResult]:
     """Checks of a sentence with no citations: the content words against what was retrieved for
-    it; the rest against the whole source (a dialogue's answer may be far from the question)."""
+    it; the rest against the whole source (a dialogue's answer may be far from the question);
+    ``meaning``, the claim verifier's check, where it was run."""
     return [
         check_numbers(text, whole),
         check_dates(text, whole),
@@ -142,6 +145,7 @@ def check_free_sentence(text: str, retrieved: Evidence, whole: Evidence) -> list
         check_disease_class(text, whole.joined),
         check_claim(text),
         check_terms(text, retrieved),
+        *([meaning] if meaning is not None else []),
     ]
 
 

@@ -122,12 +122,23 @@ class NumberMention:
     kind: str | None = None
 
 
+# An identifier, not a quantity: Provenote's own ids ("note-3f2a9c1d0b7e4411") and other runs
+# of hex digits mixing letters and digits. Their digits are never read as numbers.
+_IDENTIFIER = re.compile(
+    r"\b[a-z][a-z_]*-[0-9a-f]{8,}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,}\b",
+    re.IGNORECASE,
+)
+
+
 def find_numbers(text: str) -> list[NumberMention]:
-    """Numbers outside dates and list numbering, with their unit or what they count."""
-    dates = find_dates(text)
+    """Numbers outside dates, identifiers and list numbering, with their unit or what they
+    count."""
+    skipped = [(start, end, "") for start, end, _ in find_dates(text)] + [
+        (found.start(), found.end(), "") for found in _IDENTIFIER.finditer(text)
+    ]
     mentions = []
     for match in _NUMBER.finditer(text):
-        if any(start <= match.start() < end for start, end, _ in dates):
+        if any(start <= match.start() < end for start, end, _ in skipped):
             continue
         if _ENUMERATOR.match(text, match.start()) and _LINE_START.search(text[: match.start()]):
             continue

@@ -49,6 +49,7 @@ FlagCode = Literal[
     "schedule_in_doubt",
     "home_medication_not_ordered",
     "prescribed_not_ordered",
+    "note_instruction",
 ]
 
 

@@ -33,6 +33,8 @@ class LoopSettings(BaseModel):
     max_iterations: int = Field(3, ge=1, le=10)
     ratio: float = Field(0.5, gt=0, le=1)
     top_k: int = Field(3, ge=0)
+    # The drafting model judges entailment too, beside the trained verifier.
+    model_entailment: bool = True
     json_retries: int = Field(2, ge=0, le=5)
     concurrency: int = Field(4, ge=1, le=64)
     limits: SchemaLimits = Field(default_factory=SchemaLimits)
@@ -44,15 +46,22 @@ class LoopSettings(BaseModel):
 
     @classmethod
     def from_settings(
-        cls, settings: PipelineSettings, model_tau: float | None = None
+        cls,
+        settings: PipelineSettings,
+        model_tau: float | None = None,
+        model_judges: bool = False,
     ) -> LoopSettings:
         """The deployment's settings; τ, unless the deployment sets it, is the drafting model's
-        own calibrated one (``model_tau``), else AgenticSum's."""
+        own calibrated one (``model_tau``), else AgenticSum's; the model judges entailment,
+        unless the deployment says, where ``model_judges`` (it is served remotely)."""
         tau = settings.aura_tau if settings.aura_tau is not None else model_tau
         return cls(
             tau=DEFAULT_AURA_TAU if tau is None else tau,
             epsilon=settings.aura_epsilon,
             max_iterations=settings.max_iterations,
+            model_entailment=(
+                model_judges if settings.model_entailment is None else settings.model_entailment
+            ),
             ratio=settings.focus_ratio,
             concurrency=settings.model_concurrency,
             limits=settings.answer_limits,

@@ -92,9 +92,9 @@ def _narrative(sentences: list[Draft], settings: LoopSettings) -> list[Sentence]
     for sentence in sentences:
         flags = []
         if sentence.entailment == "unsupported":
-            flags.append(
-                SentenceFlag(code="entailment", reason="; ".join(sentence.spans) or "unsupported")
-            )
+            verifier = [c.detail for c in sentence.checks if c.check == "entailment" and c.detail]
+            reason = "; ".join([*sentence.spans, *verifier]) or "unsupported"
+            flags.append(SentenceFlag(code="entailment", reason=reason))
         if low_grounding(sentence, settings):
             flags.append(
                 SentenceFlag(

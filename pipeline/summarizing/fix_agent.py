@@ -30,6 +30,7 @@ def fix(
             text=sentence.text,
             spans=sentence.spans
             + [span for check in sentence.checks if not check.passed for span in check.spans],
+            reasons=[check.detail for check in sentence.checks if not check.passed],
             evidence=evidence_lines(sentence, facts, notes, settings),
         )
         for sentence in flagged

@@ -43,6 +43,8 @@ class LanguageModel:
     grounding: GroundingScorer | None
     # AURA's threshold calibrated for this model (bench/aura_calibration.py), where known.
     tau: float | None = None
+    # Whether its entailment judgement is asked beside the trained verifier's by default.
+    judges: bool = False
 
     def draft(
         self, state: EvidenceState, settings: PipelineSettings, progress: Progress = no_progress
@@ -52,7 +54,7 @@ class LanguageModel:
         return draft_with_model(
             state,
             self.backend,
-            settings=LoopSettings.from_settings(settings, self.tau),
+            settings=LoopSettings.from_settings(settings, self.tau, self.judges),
             max_agent_steps=settings.max_agent_steps,
             grounding=self.grounding,
             progress=progress,
@@ -98,5 +100,7 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
     )
     scorer = settings.aura_scorer
     return LanguageModel(
-        remote, TransformersBackend.from_directory(scorer).grounding if scorer else None
+        remote,
+        TransformersBackend.from_directory(scorer).grounding if scorer else None,
+        judges=True,
     )

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.clinical.record_conflicts import instruction_like
 from pipeline.evidence.model import (
     EvidenceState,
-    FactCategory,
     ReviewFlag,
 )
 from pipeline.evidence.summary import (
@@ -63,28 +61,6 @@ def _severity(sentence: Sentence) -> int:
     return min((SEVERITY.index(c) for c in codes if c in SEVERITY), default=len(SEVERITY))
 
 
-NOTE_STATEMENTS: tuple[FactCategory, ...] = (
-    "course",
-    "follow_up",
-    "medication_list",
-    "condition_statement",
-)
-
-
-def _instructions(state: EvidenceState, render: Any) -> list[Sentence]:
-    """One line per note statement that addresses an AI rather than the patient's care."""
-    lines = []
-    for category in NOTE_STATEMENTS:
-        for fact in state.facts[category]:
-            addressed = instruction_like(getattr(fact.attributes, "text", ""))
-            if addressed is None:
-                continue
-            sentence = cited_sentence("needs_review", render.instruction(addressed), [fact.id])
-            flag = SentenceFlag(code="note_instruction", reason="note text addressed to an AI")
-            lines.append(sentence.model_copy(update={"flags": [flag]}))
-    return lines
-
-
 def needs_review_section(
     state: EvidenceState, render: Any, stay_fact: str | None
 ) -> list[Sentence]:
@@ -112,7 +88,6 @@ def needs_review_section(
         sentence = cited_sentence("needs_review", text, citations)
         flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
-    sentences += _instructions(state, render)
     sentences.sort(key=_severity)
     missing = [
         SECTION_SPECS[CATEGORY_SECTIONS[c]].title

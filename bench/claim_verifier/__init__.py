@@ -1,0 +1,1 @@
+"""The trained claim verifier: its training pairs, its training, and its measurement."""

@@ -1,0 +1,133 @@
+"""The claim verifier: a cross-encoder over the packaged all-MiniLM-L6-v2 whose trained part
+ships small and loads offline, and which reads meaning where the word checks read words.
+
+The dialogues and claims here were written for these tests; none is in the training pairs or
+the validation sets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pipeline.backends.claim_judge import (
+    JudgeConfig,
+    Judgement,
+    base_model,
+    base_path,
+    default_judge,
+    encode_pairs,
+    shipped_weights,
+)
+from pipeline.backends.lora import adapter_state
+from pipeline.checking.entailment import check_entailment, evidence_window
+from pipeline.checking.verify import verify_text
+
+CONFIG = JudgeConfig(
+    rank=4, alpha=8, max_length=64, unsupported_below=0.1, contradicted_above=0.8, weak_below=0.4
+)
+DIALOGUE = (
+    "Doctor: What brings you in today?\n"
+    "Patient: I've had a dry cough for about three weeks.\n"
+    "Doctor: Any fever or chest pain?\n"
+    "Patient: No, nothing like that.\n"
+    "Doctor: Do you smoke?\n"
+    "Patient: I quit ten years ago.\n"
+    "Doctor: Does anyone in your family have lung problems?\n"
+    "Patient: My father had emphysema.\n"
+)
+
+
+def test_an_untrained_adapter_leaves_the_packaged_encoder_unchanged() -> None:
+    from transformers import AutoModel
+
+    tokenizer, model = base_model(CONFIG)
+    packaged = AutoModel.from_pretrained(str(base_path()), local_files_only=True).eval()
+    inputs = encode_pairs(tokenizer, [("a dry cough", DIALOGUE)], CONFIG.max_length)
+    with torch.no_grad():
+        adapted = model.eval().encoder(**inputs).last_hidden_state
+        plain = packaged(**inputs).last_hidden_state
+    assert torch.allclose(adapted, plain, atol=1e-5)
+
+
+def test_only_the_adapters_and_the_head_are_trained_and_shipped() -> None:
+    _, model = base_model(CONFIG)
+    trained = adapter_state(model)
+    assert trained and all("lora_" in name or name.startswith("head.") for name in trained)
+    total = sum(parameter.numel() for parameter in model.parameters())
+    assert sum(tensor.numel() for tensor in trained.values()) < 0.05 * total
+
+
+def test_the_shipped_weights_are_small_and_load_once() -> None:
+    weights = shipped_weights()
+    assert (weights / "adapter.safetensors").stat().st_size <= 10 * 1024 * 1024
+    for card in ("MODEL_CARD.md", "DATA_CARD.md", "config.json", "training.json"):
+        assert (weights / card).is_file(), card
+    assert default_judge() is default_judge()
+
+
+def test_the_cutoffs_make_a_confident_no_hard_and_an_unsure_one_soft() -> None:
+    contradicted = check_entailment("x", Judgement(entailed=0.1, contradicted=0.85), CONFIG)
+    invented = check_entailment("x", Judgement(entailed=0.05, contradicted=0.1), CONFIG)
+    unsure = check_entailment("x", Judgement(entailed=0.3, contradicted=0.1), CONFIG)
+    supported = check_entailment("x", Judgement(entailed=0.9, contradicted=0.05), CONFIG)
+    assert (contradicted.passed, contradicted.severity) == (False, "hard")
+    assert "contradicts" in contradicted.detail
+    assert (invented.passed, invented.severity) == (False, "hard")
+    assert (unsure.passed, unsure.severity) == (False, "soft")
+    assert supported.passed
+
+
+def test_a_short_source_is_read_whole_and_a_long_one_through_the_nearest_in_order() -> None:
+    short = ["Cough for three weeks.", "No fever."]
+    assert evidence_window(short, [1]) == "Cough for three weeks.\nNo fever."
+    long = [f"Sentence {n} says something rather long about the visit." for n in range(40)]
+    assert evidence_window(long, [7, 2, 7]) == f"{long[2]}\n{long[7]}"
+    huge = [" ".join(["word"] * 250), "The claim itself, short.", " ".join(["more"] * 250)]
+    assert evidence_window(huge, [1, 0, 2]) == "The claim itself, short."  # nothing cut
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The patient has had a dry cough for three weeks.",
+        "He denies fever and chest pain.",
+        "The patient quit smoking ten years ago.",
+    ],
+)
+def test_what_the_patient_said_is_entailed(claim: str) -> None:
+    judge = default_judge()
+    (judgement,) = judge.judge([(claim, DIALOGUE)])
+    assert check_entailment(claim, judgement, judge.config).passed
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The patient was admitted to the hospital for pneumonia.",
+        "The patient was started on inhaled steroids last month.",
+        "She underwent a bronchoscopy that showed a tumour.",
+    ],
+)
+def test_what_nobody_said_is_unsupported(claim: str) -> None:
+    judge = default_judge()
+    (judgement,) = judge.judge([(claim, DIALOGUE)])
+    check = check_entailment(claim, judgement, judge.config)
+    assert not check.passed and check.severity == "hard", check.detail
+
+
+def test_verify_makes_an_invention_unsupported_that_the_word_checks_only_mark_weak() -> None:
+    claim = "The patient was admitted to the hospital for pneumonia."
+    words_only = verify_text(DIALOGUE, claim, meaning=False).sentences[0]
+    with_meaning = verify_text(DIALOGUE, claim).sentences[0]
+    assert words_only.verdict == "supported" and words_only.weakly_grounded
+    assert with_meaning.verdict == "unsupported"
+    failed = [c for c in with_meaning.checks if not c.passed and c.check == "entailment"]
+    assert failed and "does not say this" in failed[0].detail
+
+
+def test_a_contradiction_the_word_checks_catch_stays_unsupported_with_the_verifier() -> None:
+    """A deterministic contradiction always wins: the verifier never clears it."""
+    claim = "The patient reports chest pain."
+    report = verify_text(DIALOGUE, claim).sentences[0]
+    assert report.verdict == "unsupported"
+    assert any(c.check == "negation" and not c.passed for c in report.checks)
