@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from fhir.resources.R4B.attachment import Attachment
 from fhir.resources.R4B.binary import Binary
@@ -54,10 +55,17 @@ def _attachment_bytes(
             return (
                 b"",
                 attachment.contentType,
-                f"attachment url {attachment.url!r} is not in the input",
+                f"{_attachment_place(url)} is not in the input",
             )
         return binary.data or b"", attachment.contentType or binary.contentType, None
     return b"", attachment.contentType, "attachment has neither data nor url"
+
+
+def _attachment_place(url: str) -> str:
+    """Where an attachment was said to be, for a Needs review line: the host alone, never the
+    URL (it may carry a signature or a token, and the line must not become a link)."""
+    host = urlsplit(url).hostname
+    return f"the attachment on host {host}" if host else "the attachment's Binary"
 
 
 def _collect(

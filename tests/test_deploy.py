@@ -45,7 +45,7 @@ def test_nginx_drops_idle_app_connections_before_the_app_does() -> None:
 def test_the_nginx_site_passes_nginx_t(tmp_path: Path) -> None:
     certificate = loopback_certificate(tmp_path)
     site = tmp_path / "provenote.conf"
-    site.write_text(site_for([8000, 8001], free_port(), certificate))
+    site.write_text(site_for([8000, 8001], free_port(), certificate, tmp_path))
     config = tmp_path / "nginx.conf"
     config.write_text(main_config(tmp_path, site))
     checked = subprocess.run(
@@ -53,6 +53,28 @@ def test_the_nginx_site_passes_nginx_t(tmp_path: Path) -> None:
     )
     assert checked.returncode == 0, checked.stderr
     assert "test is successful" in checked.stderr
+
+
+@needs_nginx
+def test_the_shipped_access_log_names_the_path_never_the_launch_or_oauth_values(
+    tmp_path: Path,
+) -> None:
+    secrets = {"launch": "L4UNCH-SECRET", "code": "C0DE-SECRET", "state": "ST4TE-SECRET"}
+    with nginx([free_port()], tmp_path) as front:  # no app behind it: nginx still logs
+        for path in ("/launch", "/callback"):
+            httpx.get(f"{front.base_url}{path}", params=secrets, timeout=10)
+    logged = (tmp_path / "provenote.access.log").read_text(encoding="utf-8")
+    assert "/launch" in logged and "/callback" in logged
+    for value in secrets.values():
+        assert value not in logged
+    assert not re.search(r"\$(?:request|args|query_string|request_uri)\b", _log_format())
+
+
+def _log_format() -> str:
+    site = (DEPLOY / "nginx" / "provenote.conf").read_text(encoding="utf-8")
+    found = re.search(r"log_format provenote_redacted(.*?);", site, re.S)
+    assert found is not None
+    return found.group(1)
 
 
 @needs_nginx

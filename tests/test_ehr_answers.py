@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
@@ -332,19 +333,18 @@ def test_an_ehr_grant_that_ends_without_a_refresh_says_so_and_keeps_the_draft(
         assert kept.revision == int(form_values(page)["revision"])  # the review, as left
 
 
-def test_a_session_with_a_refresh_token_outlives_its_access_token(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """The sandbox lists online_access; the launch asks for it and the EHR's refresh token
-    renews an expired access token when the physician signs."""
+def _sign_after_expiry(
+    sandbox: Sandbox, tmp_path: Path, patient: str, refresh_token: str | None = None
+) -> tuple[httpx.Response, Any, Any, Any]:
+    """Launch, review, let the access token expire (its refresh token replaced when one is
+    given), sign: (the answer, the tokens before, the tokens after, the stored draft)."""
     import time
 
     from tests.review_support import accept_all, form_values
 
-    patient = "ehr-grant-refreshed"
     encounter = seed_stay(sandbox, patient)
     with (
-        running_app(sandbox, tmp_path, client_id="app-refreshed") as app,
+        running_app(sandbox, tmp_path, client_id=f"app-{patient}") as app,
         httpx.Client(follow_redirects=True, timeout=60) as browser,
     ):
         job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
@@ -354,12 +354,37 @@ def test_a_session_with_a_refresh_token_outlives_its_access_token(
         context = app.call(app.state.store.stored_context(session))
         assert stored is not None and context is not None and stored.tokens.refresh_token
         assert {"online_access", "offline_access"} & set(context.scope.split())
+        before = stored.model_copy(deep=True)
+        if refresh_token is not None:
+            stored.tokens.refresh_token = refresh_token
         expired = stored.model_copy(update={"expires_at": time.time() - 5})
         app.call(app.state.store.save(session, context, expired))
         signed = browser.post(f"{app.base_url}/drafts/{job['draft']}/sign", data=form_values(page))
-        assert signed.status_code == 200 and 'id="signed"' in signed.text
-        fresh = app.call(app.state.store.tokens(session))
-        assert fresh is not None and fresh.tokens.access_token != stored.tokens.access_token
+        after = app.call(app.state.store.tokens(session))
+        return signed, before, after, app.call(app.state.drafts.load(job["draft"]))
+
+
+def test_a_session_with_a_refresh_token_outlives_its_access_token(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The sandbox lists online_access; the launch asks for it and the EHR's refresh token
+    renews an expired access token when the physician signs."""
+    signed, before, after, _ = _sign_after_expiry(sandbox, tmp_path, "ehr-grant-refreshed")
+    assert signed.status_code == 200 and 'id="signed"' in signed.text
+    assert after is not None and after.tokens.access_token != before.tokens.access_token
+
+
+def test_a_refresh_the_ehr_refuses_says_it_was_refused_not_that_none_was_given(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The EHR gave a refresh token but refuses it now (revoked): the page says the renewal
+    was refused, never that the EHR gave no way to renew; the draft is kept."""
+    signed, _, _, kept = _sign_after_expiry(
+        sandbox, tmp_path, "ehr-refresh-refused", refresh_token="revoked-by-the-ehr"
+    )
+    assert signed.status_code == 401
+    assert "refused to renew" in signed.text and "no way to renew" not in signed.text
+    assert kept is not None and kept.status == "preliminary"
 
 
 def test_migrations_run_on_their_own_and_a_server_told_not_to_migrate_refuses_an_old_schema(

@@ -9,6 +9,7 @@ import pytest
 from fhir_mapping.resources import EvidenceInputError
 from pipeline.evidence.model import EvidenceState, MedicationAttributes
 from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -434,6 +435,23 @@ def test_attachment_url_is_read_from_a_binary_in_the_bundle() -> None:
         settings=PipelineSettings(),
     )
     assert state.documents[0].pages[0].text == NOTE
+
+
+def test_an_attachment_url_reaches_the_physician_as_its_host_alone_never_as_a_link() -> None:
+    url = "https://files.example.org/notes/1.txt?signature=s3cr3t"
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.document_reference("remote", {"contentType": "text/plain", "url": url}),
+            fx.document_reference("good", fx.attachment(NOTE)),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    said = " ".join(s.text for s in summary.section("needs_review").sentences)
+    errors = " ".join(e for d in state.documents for e in d.errors)
+    assert "files.example.org" in errors and "files.example.org" in said
+    for leaked in ("https://", "signature", "s3cr3t", "/notes/1.txt"):
+        assert leaked not in errors and leaked not in said
 
 
 @pytest.mark.parametrize(

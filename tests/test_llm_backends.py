@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import jsonschema
@@ -365,3 +366,18 @@ def test_the_whole_loop_runs_on_a_tiny_llama_with_schema_constrained_json() -> N
         assert set(sentence.citations) <= known
     Bundle.model_validate(as_json(draft_bundle(summary, state, datetime(2026, 11, 30, tzinfo=UTC))))
     assert summary.backend == "transformers"
+
+
+def test_a_local_model_is_named_by_its_directory_and_weights_never_by_its_path(
+    tmp_path: Path,
+) -> None:
+    tokenizer = word_tokenizer()
+    directory = tmp_path / "server-secret-cache" / "my-model"
+    tiny_llama(len(tokenizer)).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    backend = TransformersBackend.from_directory(directory)
+    assert backend.name == "transformers:my-model"
+    assert backend.version.startswith("sha256:") and "server-secret-cache" not in backend.version
+    assert TransformersBackend.from_directory(directory).version == backend.version
+    in_code = TransformersBackend(tiny_llama(len(tokenizer)), tokenizer)
+    assert "/" not in in_code.version

@@ -31,9 +31,18 @@ def nginx_binary() -> str | None:
     return found or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
-def site_for(upstreams: list[int], listen: int, certificate: Certificate | None) -> str:
-    """The shipped site with loopback addresses (and a test certificate, or none: plain HTTP)."""
+def site_for(
+    upstreams: list[int], listen: int, certificate: Certificate | None, logs: Path | None = None
+) -> str:
+    """The shipped site with loopback addresses (and a test certificate, or none: plain HTTP);
+    its access log in ``logs`` beside the balancer's routing log."""
     site = SITE.read_text(encoding="utf-8")
+    if logs is not None:
+        site = site.replace(
+            "access_log /var/log/nginx/provenote.access.log provenote_redacted;",
+            f"access_log {logs / 'provenote.access.log'} provenote_redacted;\n"
+            f"    access_log {logs / 'access.log'} routed;",
+        )
     servers = "".join(f"    server 127.0.0.1:{port};\n" for port in upstreams)
     # Only the servers change: the shipped upstream's keep-alive rules stay as deployed.
     site = re.sub(
@@ -99,7 +108,7 @@ def nginx(
     prefix.mkdir(parents=True, exist_ok=True)
     port = free_port()
     site = prefix / "provenote.conf"
-    site.write_text(site_for(upstreams, port, certificate), encoding="utf-8")
+    site.write_text(site_for(upstreams, port, certificate, prefix), encoding="utf-8")
     config = prefix / "nginx.conf"
     config.write_text(main_config(prefix, site), encoding="utf-8")
     (prefix / "access.log").touch()

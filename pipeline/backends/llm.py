@@ -15,6 +15,7 @@ lives in ``smartapp.core.openai_backend`` (ARCHITECTURE.md: all I/O sits in smar
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
@@ -55,6 +56,23 @@ class LoopGuard:
         return self.seen[run] >= self.times
 
 
+def weights_digest(directory: Path) -> str:
+    """The version of a model directory: the SHA-256 of its configuration and weight files, so
+    two drafts name the same version exactly when the same weights drafted them."""
+    digest = hashlib.sha256()
+    kept = sorted(
+        path
+        for path in directory.iterdir()
+        if path.is_file() and path.suffix in {".json", ".safetensors", ".bin"}
+    )
+    for path in kept:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return f"sha256:{digest.hexdigest()[:16]}"
+
+
 class TransformersBackend:
     """A local Hugging Face causal LM (a directory, loaded offline, or objects built in code)."""
 
@@ -64,13 +82,17 @@ class TransformersBackend:
         tokenizer: Any,
         *,
         name: str = "transformers",
+        version: str | None = None,
         max_new_tokens: int = 2048,
         grounding_layers: Sequence[int] | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name
-        self.version = str(getattr(model.config, "_name_or_path", "") or model.config.model_type)
+        # What the draft's Device names: never the path it was loaded from (a server's paths
+        # are nobody's business, and they say nothing of which weights drafted).
+        loaded_from = str(getattr(model.config, "_name_or_path", "") or "")
+        self.version = version or Path(loaded_from).name or str(model.config.model_type)
         self.max_new_tokens = max_new_tokens
         self.grounding_layers = grounding_layers
         self._cache_argument = (
@@ -95,7 +117,13 @@ class TransformersBackend:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
-        return cls(model, tokenizer, name=name or f"transformers:{path.name}", **options)
+        return cls(
+            model,
+            tokenizer,
+            name=name or f"transformers:{path.name}",
+            version=weights_digest(path),
+            **options,
+        )
 
     def chat_text(self, messages: list[dict[str, str]]) -> str:
         """The prompt as the model sees it: its chat template, else a plain role-prefixed form."""

@@ -3,9 +3,9 @@
 Each call carries a JWT that a registered EHR signed (``Authorization: Bearer``). It is accepted
 only when its ``iss`` names a registration that publishes hook keys (``cds_jwks_uri``), its
 ``kid`` is one of those keys and the signature holds (ES384 or RS384), its ``aud`` is the
-service's own URL, it has not expired and lives at most five minutes, and its ``jti`` was never
-seen before (kept in the database until the JWT expires, so a replay is refused by every
-process). Nothing else in the call is read before that.
+service's own URL, it has not expired and lives at most five minutes from its ``iat``, and its
+``jti`` was never seen before (kept in the database until the JWT expires plus the clock skew,
+so a replay is refused by every process). Nothing else in the call is read before that.
 """
 
 from __future__ import annotations
@@ -89,14 +89,15 @@ def hook_registration(settings: Settings, iss: str) -> ClientRegistration | None
 
 
 async def _first_use(database: Database, issuer: str, jti: str, expires: float) -> bool:
-    """Whether ``jti`` is new for this issuer (it is then kept until the JWT expires)."""
+    """Whether ``jti`` is new for this issuer. It is then kept until the JWT can no longer be
+    accepted, its expiry plus the clock skew allowed: forgotten at its expiry, it could be
+    replayed for the skew's 30 seconds."""
     now = utcnow()
+    kept_until = datetime.fromtimestamp(expires + CLOCK_SKEW_S, UTC)
     try:
         async with database.sessions() as session, session.begin():
             await session.execute(delete(HookCallRow).where(HookCallRow.expires_at < now))
-            session.add(
-                HookCallRow(issuer=issuer, jti=jti, expires_at=datetime.fromtimestamp(expires, UTC))
-            )
+            session.add(HookCallRow(issuer=issuer, jti=jti, expires_at=kept_until))
     except IntegrityError:
         return False
     return True
@@ -114,7 +115,9 @@ def _checked_claims(claims: dict[str, Any], audience: str) -> tuple[float, str]:
         raise _refused("the JWT has expired or has no exp")
     if not isinstance(issued, int | float) or issued > now + CLOCK_SKEW_S:
         raise _refused("the JWT has no iat, or one in the future")
-    if expires - now > MAX_LIFETIME_S + CLOCK_SKEW_S:
+    # Its lifetime runs from when it was issued: a JWT issued an hour ago with five minutes
+    # left has lived too long already.
+    if expires - issued > MAX_LIFETIME_S or expires - now > MAX_LIFETIME_S + CLOCK_SKEW_S:
         raise _refused("the JWT lives longer than five minutes")
     jti = claims.get("jti")
     if not isinstance(jti, str) or not 0 < len(jti) <= 255:

@@ -15,7 +15,8 @@ DISCHARGE_HOOK = "encounter-discharge"
 
 
 class FhirAuthorization(BaseModel):
-    """The access token the EHR lends the service for this call (CDS Hooks 2.0)."""
+    """The access token the EHR lends the service for this call (CDS Hooks 2.0). ``subject``
+    is optional in the specification, and a token type is case-insensitive (RFC 6749 §5.1)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -23,7 +24,7 @@ class FhirAuthorization(BaseModel):
     token_type: str
     expires_in: int = Field(gt=0)
     scope: str
-    subject: str
+    subject: str | None = None
     patient: str | None = None
 
 
@@ -54,7 +55,10 @@ class HookRequest(BaseModel):
         if self.fhir_authorization is not None and self.fhir_server is None:
             # cds-r-1: a token comes with the server it is for.
             raise ValueError("fhirAuthorization needs fhirServer")
-        if self.fhir_authorization is not None and self.fhir_authorization.token_type != "Bearer":
+        if (
+            self.fhir_authorization is not None
+            and self.fhir_authorization.token_type.lower() != "bearer"
+        ):
             raise ValueError("fhirAuthorization.token_type must be Bearer")
         return self
 

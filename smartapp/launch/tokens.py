@@ -31,6 +31,11 @@ GRANT_ENDED = (
     "Your EHR session ended, and the EHR gave Provenote no way to renew it: launch Provenote "
     "again from the patient's chart. The draft and your review so far are kept."
 )
+RENEWAL_REFUSED = (
+    "Your EHR session ended, and the EHR refused to renew it (the renewal may have been "
+    "revoked or have expired): launch Provenote again from the patient's chart. The draft and "
+    "your review so far are kept."
+)
 
 
 class GrantEndedError(LaunchError):
@@ -40,8 +45,8 @@ class GrantEndedError(LaunchError):
     status_code = 401
     heading = "Your EHR session ended"
 
-    def __init__(self) -> None:
-        super().__init__(GRANT_ENDED)
+    def __init__(self, message: str = GRANT_ENDED) -> None:
+        super().__init__(message)
 
 
 def grant_ends_at(tokens: TokenResponse) -> float | None:
@@ -146,7 +151,7 @@ class EhrAccess:
         except SmartError:
             # The EHR refused the refresh (revoked, expired): the grant is over.
             await self.store.end_grant(session_id)
-            raise GrantEndedError from None
+            raise GrantEndedError(RENEWAL_REFUSED) from None
         if fresh.refresh_token is None:
             fresh.refresh_token = stored.tokens.refresh_token
         expires_at = token_expiry(fresh.expires_in)
