@@ -37,6 +37,7 @@ from pipeline.backends.claim_judge import ClaimJudge, default_judge
 from pipeline.checking.checker import SentenceReport
 from pipeline.checking.claims import claim_problem
 from pipeline.checking.verify import units, verify_text
+from pipeline.evidence.summary import CheckResult
 
 READERS: dict[str, Callable[[str], bool]] = {
     "words": lambda check: check != "entailment",
@@ -45,24 +46,23 @@ READERS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def _failing(sentence: SentenceReport, reader: str, hard_only: bool) -> list[str]:
+def _failed(sentence: SentenceReport, reader: str, hard_only: bool) -> list[CheckResult]:
+    """The checks of ``reader`` that ``sentence`` failed (hard ones only, with ``hard_only``)."""
     return [
-        span
+        check
         for check in sentence.checks
         if READERS[reader](check.check)
         and not check.passed
         and (check.severity == "hard" or not hard_only)
-        for span in check.spans
     ]
 
 
+def _failing(sentence: SentenceReport, reader: str, hard_only: bool) -> list[str]:
+    return [span for check in _failed(sentence, reader, hard_only) for span in check.spans]
+
+
 def _flagged(sentence: SentenceReport, reader: str, hard_only: bool) -> bool:
-    return any(
-        READERS[reader](check.check)
-        and not check.passed
-        and (check.severity == "hard" or not hard_only)
-        for check in sentence.checks
-    )
+    return bool(_failed(sentence, reader, hard_only))
 
 
 class Tally:

@@ -137,7 +137,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=shipped_weights())
     parser.add_argument("--rebuild", action="store_true", help="build the pairs again")
     args = parser.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     cached = CACHE / "pairs.jsonl"
     if args.rebuild or not cached.exists():
         write_pairs(build_pairs(args.seed), cached)

@@ -50,10 +50,6 @@ class Judgement(BaseModel):
     entailed: float
     contradicted: float
 
-    @property
-    def neutral(self) -> float:
-        return max(0.0, 1.0 - self.entailed - self.contradicted)
-
 
 class CrossEncoder(nn.Module):
     """The encoder with a classification head on its mean-pooled tokens (the pooling

@@ -6,7 +6,9 @@ always wins, and the verifier never clears a sentence another hard check failed.
 
 The verifier reads a window of the source, not all of it: the whole source when it is short (a
 dialogue of a few turns), else the sentences most similar to the claim, in source order, so
-that a question and its answer stay together. Training builds its pairs with the same window.
+that a question and its answer stay together, as many as fit. Training builds its pairs with
+this window (the shipped weights were trained before the fitting was added: long sources then
+gave the 6 nearest sentences, cut at 256 tokens).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from pipeline.backends.claim_judge import ClaimJudge, JudgeConfig, Judgement
-from pipeline.evidence.summary import CheckResult
+from pipeline.evidence.summary import CheckResult, Severity
 
 # A source this short is read whole; a longer one through the claim's nearest sentences.
 WHOLE_SOURCE_WORDS = 220
@@ -57,13 +59,9 @@ def check_entailment(
     return CheckResult(check="entailment", passed=True, severity="hard")
 
 
-def _failed(sentence: str, detail: str, severity: str) -> CheckResult:
+def _failed(sentence: str, detail: str, severity: Severity) -> CheckResult:
     return CheckResult(
-        check="entailment",
-        passed=False,
-        spans=[sentence.strip()],
-        detail=detail,
-        severity="hard" if severity == "hard" else "soft",
+        check="entailment", passed=False, spans=[sentence.strip()], detail=detail, severity=severity
     )
 
 
