@@ -1,11 +1,15 @@
 """The deployment files in deploy/: the nginx site passes nginx's own check and serves the app as
 it must (progress streams unbuffered, a request id per request, no metrics from outside), and the
-systemd units pass systemd-analyze verify."""
+systemd units pass systemd-analyze verify, each with a data directory it may write; the shipped
+env file names only settings and passes check-config once its secrets are filled in."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import secrets
 import shutil
 import ssl
 import subprocess
@@ -15,11 +19,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 
 from launch.sandbox.balancer import main_config, nginx, nginx_binary, nginx_command, site_for
 from launch.sandbox.run import Sandbox, free_port
 from launch.sandbox.tls import Certificate, loopback_certificate
 from launch.serving import APP_KEEP_ALIVE_S
+from smartapp.core.settings import unknown_variables
 from tests.conftest import ROOT
 from tests.smart_support import launch_job, running_app
 
@@ -136,3 +142,92 @@ def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     )
     assert checked.returncode == 0, checked.stderr
     assert checked.stderr.strip() == "", checked.stderr
+
+
+def _service_units() -> list[Path]:
+    return sorted((DEPLOY / "systemd").glob("*.service"))
+
+
+def test_every_unit_sets_a_data_directory_it_may_write() -> None:
+    """A unit that left PROVENOTE_DATA_DIR to the default would write under a read-only
+    filesystem (ProtectSystem=strict) and exit as it starts."""
+    for unit in _service_units():
+        text = unit.read_text(encoding="utf-8")
+        state = re.search(r"^StateDirectory=(\S+)$", text, re.MULTILINE)
+        data_dir = re.search(r"^Environment=PROVENOTE_DATA_DIR=(\S+)$", text, re.MULTILINE)
+        assert state and data_dir, unit.name
+        assert data_dir[1] == f"/var/lib/{state[1]}", unit.name
+        assert f"ReadWritePaths={data_dir[1]}" in text, unit.name
+        assert text.index("Environment=PROVENOTE_DATA_DIR") < text.index("EnvironmentFile="), (
+            "the env file must be able to override the unit's default"
+        )
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    pairs = [line.split("=", 1) for line in lines if line.strip() and not line.startswith("#")]
+    return {name: value for name, value in pairs}
+
+
+def _check_config(environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PROVENOTE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "launch.cli", "check-config"],
+        cwd=ROOT,
+        env=clean | environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_shipped_env_file_names_only_settings_and_refuses_to_run_until_its_secrets_are_set(
+    tmp_path: Path,
+) -> None:
+    shipped = _env_file(DEPLOY / "provenote.env.example")
+    assert unknown_variables(shipped) == []
+    assert shipped["PROVENOTE_READY_REQUIRES_WORKER"] == "true"
+    assert shipped["PROVENOTE_JOB_QUEUE"] == "procrastinate"
+    local = {"PROVENOTE_DATA_DIR": str(tmp_path), "PROVENOTE_DATABASE_URL": "sqlite+aiosqlite://"}
+    no_file = _check_config(shipped | local | {"PROVENOTE_JOB_QUEUE": "in_process"})
+    assert no_file.returncode == 2 and "Traceback" not in no_file.stderr
+    assert (
+        "PROVENOTE_REGISTRATIONS_FILE=/etc/provenote/registrations.json cannot be read: "
+        "No such file or directory" in no_file.stderr
+    )
+    registrations = tmp_path / "registrations.json"
+    registrations.write_text('[{"issuer": "https://ehr.example.org/fhir"}]')
+    incomplete = _check_config(
+        shipped | local | {"PROVENOTE_REGISTRATIONS_FILE": str(registrations)}
+    )
+    assert f"PROVENOTE_REGISTRATIONS_FILE={registrations}: registration 1 cannot work " in (
+        incomplete.stderr
+    )
+    assert "client_id: Field required" in incomplete.stderr
+    registrations.write_text(
+        '[{"issuer": "https://ehr.example.org/fhir", "client_id": "provenote"}]'
+    )
+    local["PROVENOTE_REGISTRATIONS_FILE"] = str(registrations)
+    refused = _check_config(shipped | local | {"PROVENOTE_JOB_QUEUE": "in_process"})
+    assert refused.returncode == 2
+    assert "PROVENOTE_TOKEN_ENCRYPTION_KEY is not a Fernet key" in refused.stderr
+
+
+def test_the_shipped_env_file_passes_check_config_once_filled_in(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    registrations = tmp_path / "registrations.json"
+    registrations.write_text(
+        json.dumps([{"issuer": "https://ehr.example.org/fhir", "client_id": "provenote"}])
+    )
+    filled = _env_file(DEPLOY / "provenote.env.example") | {
+        "PROVENOTE_DATA_DIR": str(tmp_path / "data"),
+        "PROVENOTE_DATABASE_URL": postgres_url,
+        "PROVENOTE_REGISTRATIONS_FILE": str(registrations),
+        "PROVENOTE_TOKEN_ENCRYPTION_KEY": Fernet.generate_key().decode("ascii"),
+        "PROVENOTE_APP_SECRET": secrets.token_hex(32),
+        "PROVENOTE_SIGNING_KEY_FILE": str(tmp_path / "client-RS384.pem"),
+    }
+    checked = _check_config(filled)
+    assert checked.returncode == 0, checked.stderr
+    assert "1 EHR registrations, procrastinate on PostgreSQL" in checked.stdout

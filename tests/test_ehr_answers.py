@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -202,22 +203,76 @@ def _provenote(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-# Web processes and workers on one database and queue (no database is reached by the checks).
+# Web processes and workers on one database and queue.
 SHARED_LAYOUT = {
     "PROVENOTE_JOB_QUEUE": "procrastinate",
     "PROVENOTE_DATABASE_URL": "postgresql+asyncpg://provenote@127.0.0.1:5432/provenote",
 }
 FERNET_KEY = "kVNoAcvUIB0sPBxBHhiwtRYEvZkNYhdN9aQWUUhR8Sc="
+ONE_EHR = {"PROVENOTE_ALLOWED_ISSUERS": '["https://ehr.example.org/fhir"]'}
 
 
 def test_check_config_passes_a_configuration_that_can_work(tmp_path: Path) -> None:
-    alone = _provenote("check-config", PROVENOTE_DATA_DIR=str(tmp_path))
+    alone = _provenote("check-config", PROVENOTE_DATA_DIR=str(tmp_path), **ONE_EHR)
     assert alone.returncode == 0, alone.stderr
-    assert "configuration OK" in alone.stdout and "in-process jobs" in alone.stdout
+    assert "configuration OK: 1 EHR registrations, in-process jobs" in alone.stdout
+
+
+def test_check_config_passes_a_shared_layout_whose_database_answers(
+    tmp_path: Path, postgres_url: str
+) -> None:
     shared = {"PROVENOTE_TOKEN_ENCRYPTION_KEY": FERNET_KEY, "PROVENOTE_APP_SECRET": "0" * 64}
-    layout = _provenote("check-config", PROVENOTE_DATA_DIR=str(tmp_path), **SHARED_LAYOUT, **shared)
+    layout = _provenote(
+        "check-config",
+        PROVENOTE_DATA_DIR=str(tmp_path),
+        **SHARED_LAYOUT | {"PROVENOTE_DATABASE_URL": postgres_url},
+        **shared,
+        **ONE_EHR,
+    )
     assert layout.returncode == 0, layout.stderr
     assert "procrastinate on PostgreSQL" in layout.stdout
+
+
+def test_check_config_reports_every_problem_at_once_each_in_a_paragraph(tmp_path: Path) -> None:
+    """An operator replaying the units by hand fixes the whole file in one pass: an unknown
+    variable, a data folder that cannot be written, a broken Fernet key, no EHR registered and a
+    database that does not answer are all reported, none as a traceback, and no password shown."""
+    (tmp_path / "a-file").write_text("not a folder")
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    answer = _provenote(
+        "check-config",
+        PROVENOTE_DATA_DIR=str(tmp_path / "a-file" / "data"),
+        PROVENOTE_TOKEN_ENCRYPTION_KEY="not-a-fernet-key",
+        PROVENOTE_DATABASE_URL=f"postgresql+asyncpg://provenote:hunter2@127.0.0.1:{port}/x",
+        PROVENOTE_DATA_DIRR="typo",
+    )
+    assert answer.returncode == 2
+    problems = answer.stderr.split("\n\n- ")[1:]
+    assert "the configuration cannot work (5 problems)" in answer.stderr
+    assert [problem.split(" ", 1)[0] for problem in problems] == [
+        "PROVENOTE_DATA_DIRR",
+        f"PROVENOTE_DATA_DIR={tmp_path / 'a-file' / 'data'}",
+        "PROVENOTE_TOKEN_ENCRYPTION_KEY",
+        "No",
+        "PROVENOTE_DATABASE_URL",
+    ]
+    assert "not a Fernet key" in problems[2] and "cannot be reached" in problems[4]
+    assert "hunter2" not in answer.stderr and "Traceback" not in answer.stderr
+
+
+def test_a_token_key_file_that_holds_no_fernet_key_is_refused(tmp_path: Path) -> None:
+    key_file = tmp_path / "token.key"
+    key_file.write_text("0123")
+    answer = _provenote(
+        "check-config",
+        PROVENOTE_DATA_DIR=str(tmp_path),
+        PROVENOTE_TOKEN_ENCRYPTION_KEY_FILE=str(key_file),
+        **ONE_EHR,
+    )
+    assert answer.returncode == 2
+    assert f"PROVENOTE_TOKEN_ENCRYPTION_KEY_FILE ({key_file}) is not a Fernet key" in answer.stderr
 
 
 @pytest.mark.parametrize(
@@ -396,7 +451,11 @@ def test_migrations_run_on_their_own_and_a_server_told_not_to_migrate_refuses_an
     from smartapp.core.db import Database
     from smartapp.core.schema import SchemaNotCurrentError
 
-    no_migrations = {"PROVENOTE_DATA_DIR": str(tmp_path), "PROVENOTE_MIGRATE_ON_START": "false"}
+    no_migrations = {
+        "PROVENOTE_DATA_DIR": str(tmp_path),
+        "PROVENOTE_MIGRATE_ON_START": "false",
+        **ONE_EHR,
+    }
     refused = _provenote("serve", **no_migrations)
     assert refused.returncode == 2
     assert "run `provenote migrate` first" in refused.stderr and "Traceback" not in refused.stderr

@@ -42,17 +42,19 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(INPUT_ERROR)
 
 
-def checked_settings() -> tuple[Settings | None, list[str]]:
+def checked_settings(*, serving: bool = True) -> tuple[Settings | None, list[str]]:
     """The settings, and every reason they cannot work: unknown PROVENOTE_* variables, values
-    that cannot work, and what cannot work across processes (smartapp.core.deployment)."""
-    from smartapp.core.deployment import deployment_problems
-    from smartapp.core.settings import ConfigurationError, get_settings
+    that cannot work (both at once), then everything the configuration needs before a server
+    starts (smartapp.core.configuration_check). ``serving``: the command answers launches."""
+    from smartapp.core.configuration_check import configuration_problems
+    from smartapp.core.settings import ConfigurationError, get_settings, unknown_variables
 
+    unknown = unknown_variables(os.environ)
     try:
-        settings = get_settings(strict=True)
+        settings = get_settings()
     except ConfigurationError as error:
-        return None, [str(error)]
-    return settings, deployment_problems(settings)
+        return None, [*unknown, str(error)]
+    return settings, [*unknown, *configuration_problems(settings, serving=serving)]
 
 
 def current_settings() -> Settings:
@@ -62,13 +64,20 @@ def current_settings() -> Settings:
     return get_settings()
 
 
-def server_settings() -> Settings:
+def server_settings(*, serving: bool = True) -> Settings:
     """The settings a server starts with: a configuration that cannot work stops it at once,
     with a short paragraph per problem, never a traceback."""
-    settings, problems = checked_settings()
+    settings, problems = checked_settings(serving=serving)
     if settings is None or problems:
-        raise fail("the configuration cannot work:\n- " + "\n- ".join(problems))
+        raise fail(configuration_report(problems))
     return settings
+
+
+def configuration_report(problems: list[str]) -> str:
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    return f"the configuration cannot work ({count}):\n\n" + "\n\n".join(
+        f"- {problem}" for problem in problems
+    )
 
 
 def require_current_schema(settings: Settings) -> None:

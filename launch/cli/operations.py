@@ -13,6 +13,7 @@ import typer
 from launch.cli.common import (
     app,
     checked_settings,
+    configuration_report,
     current_settings,
     fail,
     server_settings,
@@ -28,7 +29,7 @@ def migrate() -> None:
 
     from smartapp.core.db import Database
 
-    settings = server_settings()
+    settings = server_settings(serving=False)
 
     async def upgraded() -> tuple[str | None, str | None]:
         database = Database(settings.database_dsn)
@@ -58,7 +59,7 @@ def purge(
     from smartapp.jobs.repository import JobRepository
     from smartapp.jobs.retention import Purged, purge_records
 
-    settings = server_settings()
+    settings = server_settings(serving=False)
 
     async def purged() -> list[Purged]:
         database = Database(settings.database_dsn)
@@ -88,7 +89,7 @@ def check_config() -> None:
     exit 0 when it can work, else 2 with each problem."""
     settings, problems = checked_settings()
     if settings is None or problems:
-        raise fail("the configuration cannot work:\n- " + "\n- ".join(problems))
+        raise fail(configuration_report(problems))
     layout = (
         "procrastinate on PostgreSQL" if settings.job_queue == "procrastinate" else "in-process"
     )

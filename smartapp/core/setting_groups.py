@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 
 from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
@@ -30,6 +30,30 @@ SUMMARIZER_PATTERN = (
     r"evidence-only|smollm2|openai:(?P<url>https?://[^#\s]+)#(?P<model>\S+)"
     r"|transformers:(?P<dir>\S+)"
 )
+
+
+def _registrations_listed(path: Path) -> list[ClientRegistration]:
+    """The registrations file's JSON list; a file that cannot be read says so in one sentence."""
+    where = f"PROVENOTE_REGISTRATIONS_FILE={path}"
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"{where} cannot be read: {error.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{where} is not a JSON list of registrations: {error}") from None
+    if not isinstance(listed, list):
+        raise ValueError(f"{where} is not a JSON list of registrations")
+    registrations = []
+    for number, item in enumerate(listed, start=1):
+        try:
+            registrations.append(ClientRegistration.model_validate(item))
+        except ValidationError as invalid:
+            wrong = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                for error in invalid.errors(include_input=False)
+            )
+            raise ValueError(f"{where}: registration {number} cannot work ({wrong})") from None
+    return registrations
 
 
 class EhrSettings(BaseModel):
@@ -76,10 +100,9 @@ class EhrSettings(BaseModel):
     @model_validator(mode="after")
     def _read_registrations(self) -> EhrSettings:
         if self.registrations_file is not None:
-            listed = json.loads(self.registrations_file.read_text(encoding="utf-8"))
             self.registrations = [
                 *self.registrations,
-                *(ClientRegistration.model_validate(item) for item in listed),
+                *_registrations_listed(self.registrations_file),
             ]
         self.allowed_issuers = [normalise_issuer(iss) for iss in self.allowed_issuers]
         return self

@@ -100,8 +100,8 @@ def _explained(failure: ValidationError | SettingsError | ValueError) -> str:
         lines = []
         for error in failure.errors():
             where = error["loc"][0] if error["loc"] else ""
-            name = variable_name(str(where)) if where else "the settings"
-            lines.append(f"{name}: {error['msg']}")
+            message = error["msg"].removeprefix("Value error, ")
+            lines.append(f"{variable_name(str(where))}: {message}" if where else message)
         return "; ".join(lines)
     text = str(failure)
     for field, info in Settings.model_fields.items():
