@@ -12,11 +12,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, func, null, select, update
+from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from smartapp.core.db import Database, JobRow, stored_utc
+from smartapp.core.db import Database, JobRow
 from smartapp.core.logs import REQUEST_ID
 from smartapp.core.statuses import (
     ACTIVE_JOB_STATES,
@@ -44,7 +44,7 @@ def job_view(job: JobRow) -> dict[str, Any]:
     }
 
 
-def _changed_rows(result: Result[Any]) -> int:
+def changed_rows(result: Result[Any]) -> int:
     """Rows an UPDATE changed (an UPDATE's result is a cursor result, typed more loosely)."""
     return cast(CursorResult[Any], result).rowcount
 
@@ -167,7 +167,7 @@ class JobRepository:
                 .where(JobRow.id == candidate, JobRow.state == JobState.QUEUED)
                 .values(**self._running_values())
             )
-            if _changed_rows(claimed) != 1:
+            if changed_rows(claimed) != 1:
                 return None
         return await self.get(candidate)
 
@@ -180,7 +180,7 @@ class JobRepository:
                 .where(JobRow.id == job_id, JobRow.state.in_(ACTIVE_JOB_STATES))
                 .values(**self._running_values())
             )
-        if _changed_rows(claimed) != 1:
+        if changed_rows(claimed) != 1:
             return None
         return await self.get(job_id)
 
@@ -218,33 +218,7 @@ class JobRepository:
                     detail="released by a worker that stopped; waiting for another",
                 )
             )
-            return _changed_rows(result) == 1
-
-    async def ended_with_records(self) -> list[tuple[str, datetime]]:
-        """(id, when it ended) of every finished or failed job still holding its record."""
-        async with self.database.sessions() as session:
-            found = await session.execute(
-                select(JobRow.id, JobRow.updated_at).where(
-                    JobRow.record.is_not(None),
-                    JobRow.state.in_([JobState.DONE, JobState.FAILED]),
-                )
-            )
-            return [(job_id, stored_utc(ended)) for job_id, ended in found.all()]
-
-    async def forget_record(self, job_id: str) -> bool:
-        """Remove an ended job's pulled record; False when it had none (or is running again)."""
-        async with self.database.sessions() as session, session.begin():
-            result = await session.execute(
-                update(JobRow)
-                .where(
-                    JobRow.id == job_id,
-                    JobRow.record.is_not(None),
-                    JobRow.state.in_([JobState.DONE, JobState.FAILED]),
-                )
-                .values(record=null())
-                .execution_options(synchronize_session=False)
-            )
-            return _changed_rows(result) == 1
+            return changed_rows(result) == 1
 
 
 async def _active_job(

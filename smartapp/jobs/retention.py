@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from smartapp.core.statuses import DraftStatus
+from sqlalchemy import null, select, update
+
+from smartapp.core.db import Database, JobRow, stored_utc
+from smartapp.core.statuses import DraftStatus, JobState
 from smartapp.drafts.service import DraftService
-from smartapp.jobs.repository import JobRepository
+from smartapp.jobs.repository import JobRepository, changed_rows
 
 PURGE_ACTOR = "provenote purge"
 
@@ -28,6 +31,34 @@ class Purged:
     reason: str
 
 
+async def _ended_with_records(database: Database) -> list[tuple[str, datetime]]:
+    """(id, when it ended) of every finished or failed job still holding its record."""
+    async with database.sessions() as session:
+        found = await session.execute(
+            select(JobRow.id, JobRow.updated_at).where(
+                JobRow.record.is_not(None),
+                JobRow.state.in_([JobState.DONE, JobState.FAILED]),
+            )
+        )
+        return [(job_id, stored_utc(ended)) for job_id, ended in found.all()]
+
+
+async def _forget_record(database: Database, job_id: str) -> bool:
+    """Remove an ended job's pulled record; False when it had none (or is running again)."""
+    async with database.sessions() as session, session.begin():
+        result = await session.execute(
+            update(JobRow)
+            .where(
+                JobRow.id == job_id,
+                JobRow.record.is_not(None),
+                JobRow.state.in_([JobState.DONE, JobState.FAILED]),
+            )
+            .values(record=null())
+            .execution_options(synchronize_session=False)
+        )
+        return changed_rows(result) == 1
+
+
 async def purge_records(
     jobs: JobRepository,
     drafts: DraftService,
@@ -38,7 +69,7 @@ async def purge_records(
 ) -> list[Purged]:
     """Remove the pulled records that are due, each with an audit event; ``dry_run`` only
     says which."""
-    ended = await jobs.ended_with_records()
+    ended = await _ended_with_records(jobs.database)
     made = await drafts.of_jobs([job_id for job_id, _ in ended])
     cutoff = now - timedelta(days=retention_days)
     due = []
@@ -53,7 +84,7 @@ async def purge_records(
         return due
     purged = []
     for item in due:
-        if await jobs.forget_record(item.job_id):
+        if await _forget_record(jobs.database, item.job_id):
             detail = f"pulled record of job {item.job_id} removed: {item.reason}"
             await drafts.audit(PURGE_ACTOR, "record_purged", item.draft_id, detail)
             purged.append(item)

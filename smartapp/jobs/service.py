@@ -1,4 +1,5 @@
-"""Summarization jobs: launch → pull the record → evidence → draft → write-back, durably.
+"""Summarization jobs: launch → pull the record → evidence → draft → write-back, durably (the
+stages themselves are ``smartapp.jobs.stages``).
 
 Every stage is persisted before it starts and its output when it ends (the pulled record on the
 job, the draft in its table, the write-back under its idempotency key), so a job interrupted at
@@ -16,34 +17,30 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from functools import partial
 from typing import Any
 
-from fhir_mapping.resources import record_digest, type_counts
+from fhir_mapping.resources import record_digest
 from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
-from pipeline.errors import InputError, ProvenoteError
+from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
 from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID, REQUEST_ID
 from smartapp.core.metrics import JOBS_FINISHED
-from smartapp.core.statuses import DRAFTED_AHEAD, JobOrigin, JobStage, JobState, WriteBackStatus
+from smartapp.core.statuses import JobOrigin, JobStage, JobState
 from smartapp.drafts.service import DraftService
-from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.ehr.fhir_client import FhirClient
-from smartapp.ehr.pull import PullBounds, pull_record
+from smartapp.ehr.pull import PullBounds
 from smartapp.jobs.drafting import Drafting
-from smartapp.jobs.evidence import evidence_from_fhir, require_inpatient
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.jobs.repository import JobRepository, job_view
 from smartapp.jobs.stage_clock import StageClock
+from smartapp.jobs.stages import run_stages
 
 StageHook = Callable[[str, str], Awaitable[None]]
-# What a draft made ahead says until a physician opens it.
-HELD_UNTIL_OPENED = "written to the chart when a physician opens it"
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 __all__ = ["ClientFactory", "JobService", "StageHook", "job_view"]
 
@@ -186,15 +183,15 @@ class JobService:
         if job is not None:
             await self._run(job)
 
-    async def _update(self, job_id: str, **values: Any) -> JobRow:
+    async def update(self, job_id: str, **values: Any) -> JobRow:
         job = await self.jobs.update(job_id, **values)
         await self.progress.publish(job_id, job_view(job))
         return job
 
-    async def _stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
+    async def enter_stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
         self.stage_clock.change(job.id, stage)
         log.info("job %s: %s", job.id, stage, extra={"event": "job_stage", "stage": stage})
-        job = await self._update(job.id, stage=stage, progress=progress, detail=detail)
+        job = await self.update(job.id, stage=stage, progress=progress, detail=detail)
         if self.stage_hook is not None:
             await self.stage_hook(job.id, stage)
         return job
@@ -217,7 +214,7 @@ class JobService:
         )
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
-            await self._stages(job)
+            await run_stages(self, job)
         except asyncio.CancelledError:
             # The worker is stopping (SIGTERM past its grace period, or shutdown): the job goes
             # back to the queue now rather than when its lease runs out.
@@ -246,56 +243,15 @@ class JobService:
             await self.queue.enqueue(job_id)
 
     async def _fail(self, job: JobRow, message: str) -> None:
-        await self._update(job.id, state=JobState.FAILED, error=message, lease_until=None)
+        await self.update(job.id, state=JobState.FAILED, error=message, lease_until=None)
         JOBS_FINISHED.labels(JobState.FAILED).inc()
         # The message names no patient data (ProvenoteError's words are written for users).
         log.info(
             "job %s failed: %s", job.id, message, extra={"event": "job_ended", "state": "failed"}
         )
 
-    async def _stages(self, job: JobRow) -> None:
-        client, scope = await self.client_for(job)
-        if job.record is None:
-            job = await self._stage(job, JobStage.FETCHING, 0.05, "pulling the record from the EHR")
-            record = await pull_record(client, job.patient, job.encounter, self.pull_bounds)
-            job = await self._update(job.id, record=record, record_digest=record_digest(record))
-        draft = await self.draft_of(job.id)
-        if draft is None:
-            documents = type_counts(job.record)["DocumentReference"]
-            job = await self._stage(
-                job, JobStage.INGESTING, 0.35, f"ingesting {documents} documents, building evidence"
-            )
-            try:
-                state = await asyncio.to_thread(
-                    partial(evidence_from_fhir, settings=self.pipeline_settings),
-                    job.record,
-                    job.encounter and f"Encounter/{job.encounter}",
-                )
-            except InputError as unusable:  # says what is wrong, never the content
-                raise ProvenoteError(f"the record cannot be summarized: {unusable}") from unusable
-            require_inpatient(state, self.inpatient_classes)
-            job = await self._stage(job, JobStage.SUMMARIZING, 0.6, "drafting the summary")
-            draft = await self.drafting.store(
-                job, state, self.drafts, lambda step: self._update(job.id, detail=step)
-            )
-        if job.origin in DRAFTED_AHEAD and not job.may_write:
-            await self._done(job, f"draft {draft.id} stored; {HELD_UNTIL_OPENED}")
-            return
-        job = await self._stage(
-            job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
-        )
-        write = Write(self.installation, self.forced_strategies.get(job.iss), job.may_write)
-        outcome = await self.drafts.write_back(
-            client, draft, scope, write, f"provenote job {job.id}"
-        )
-        await self._done(
-            job,
-            f"draft {draft.id} stored; write-back {outcome.strategy}: "
-            + WRITE_BACK_WORDS.get(WriteBackStatus(outcome.status), outcome.status),
-        )
-
-    async def _done(self, job: JobRow, detail: str) -> None:
-        await self._update(
+    async def finish(self, job: JobRow, detail: str) -> None:
+        await self.update(
             job.id,
             state=JobState.DONE,
             stage=JobStage.DONE,
