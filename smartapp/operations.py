@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from litestar import Controller, get
 from litestar.response import Response
@@ -19,18 +19,41 @@ from sqlalchemy import func, select
 
 from smartapp.core.db import JobRow, stored_utc
 from smartapp.core.errors import logged
-from smartapp.core.metrics import JOBS, LIVE_WORKERS, OLDEST_QUEUED, SCRAPE_ERRORS
+from smartapp.core.metrics import INSTALLATION, JOBS, LIVE_WORKERS, OLDEST_QUEUED, SCRAPE_ERRORS
 from smartapp.core.statuses import JobState
 from smartapp.state import AppState, Provenote
 
+T = TypeVar("T")
 # Each check and the gauges' reading run at once, each within this: /ready answers within 1 s.
 CHECK_TIMEOUT_S = 0.8
+# Checks given up on, still finishing their own clean-up (held so they are not collected).
+_ABANDONED: set[asyncio.Task[Any]] = set()
+
+
+async def answered_within(work: Awaitable[T], seconds: float) -> T:
+    """The result of ``work``, or TimeoutError after ``seconds``, without waiting for ``work`` to
+    acknowledge its cancellation: a database driver stuck on a dead connection can take its own
+    time (about 10 s) to clean up, and ``asyncio.wait_for`` would wait for it."""
+    task = asyncio.ensure_future(work)
+    await asyncio.wait({task}, timeout=seconds)
+    if task.done():
+        return task.result()
+    task.cancel()
+    _ABANDONED.add(task)
+    task.add_done_callback(_forget)
+    raise TimeoutError
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logged("an abandoned readiness check ended", repr(task.exception()))
 
 
 async def _outcome(name: str, probe: Callable[[], Awaitable[str]]) -> str:
     """What one readiness check found: "ok", or what is wrong; a probe never raises."""
     try:
-        return await asyncio.wait_for(probe(), CHECK_TIMEOUT_S)
+        return await answered_within(probe(), CHECK_TIMEOUT_S)
     except TimeoutError:
         logged(f"readiness check {name}", f"no answer within {CHECK_TIMEOUT_S} s")
         return "timed out"
@@ -98,8 +121,9 @@ class OperationsController(Controller):
         """Prometheus exposition: this process's counters, and the installation-wide gauges read
         from the database (left as last read, and the scrape counted, when it cannot answer)."""
         try:
-            await asyncio.wait_for(_read_installation_gauges(provenote), CHECK_TIMEOUT_S)
+            await answered_within(_read_installation_gauges(provenote), CHECK_TIMEOUT_S)
         except Exception as failure:
             SCRAPE_ERRORS.inc()
             logged("reading the database-backed gauges", repr(failure))
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        exposition = generate_latest() + generate_latest(INSTALLATION)
+        return Response(exposition, media_type=CONTENT_TYPE_LATEST)

@@ -32,14 +32,23 @@ async def run_worker(settings: Settings, name: str | None = None) -> None:
             "PROVENOTE_DATABASE_URL; with the in-process queue, `provenote serve` runs jobs"
         )
     state = new_state(settings)
+    # The jobs table names the worker running a job as the operator named it (--name).
+    worker_name = name or f"{socket.gethostname()}:{os.getpid()}"
     try:
         await state.database.prepare(settings.migrate_on_start)
         state.installation = await state.database.installation_id(settings.installation_id)
-        state.jobs = job_service(settings, state.database, state.access, state.installation, queue)
+        state.jobs = job_service(
+            settings,
+            state.database,
+            state.access,
+            state.installation,
+            queue,
+            worker_name=worker_name,
+        )
         await state.jobs.start()
         async with predraft_schedule(state):
             try:
-                await queue.work(name or f"{socket.gethostname()}:{os.getpid()}")
+                await queue.work(worker_name)
             finally:
                 await state.jobs.stop()
     finally:

@@ -206,6 +206,7 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
             await asyncio.Event().wait()  # the process "dies" here: nothing after runs
 
     options = {"client_id": "app-crash", "database_url": database_url, "job_lease_s": 2.0}
+    handed_back = requeued("handed_back")
     with httpx.Client(follow_redirects=True, timeout=60) as browser:
         with running_app(sandbox, tmp_path, die_at_write_back, **options):
             job_id = launch(browser, sandbox)
@@ -213,6 +214,7 @@ def test_a_job_interrupted_mid_write_back_resumes_once_after_restart(
         with running_app(sandbox, tmp_path, **options) as second:
             job = wait_for(browser, second, job_id)
             assert job["state"] == "done" and job["attempts"] == 2
+            assert requeued("handed_back") == handed_back + 1  # the stopped app gave it back
             draft = draft_of(browser, second)
             assert draft["version"] == 1
             written = on_server(sandbox, "Composition", identifier=identifier_of(second, draft))
@@ -263,6 +265,13 @@ def test_concurrent_launches_for_every_inpatient_never_mix_patients(tmp_path: Pa
             assert written["subject"]["reference"] == f"Patient/{draft['patient']}"
 
 
+def requeued(reason: str) -> float:
+    """provenote_jobs_requeued_total{reason} in this process, as /metrics serves it."""
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value("provenote_jobs_requeued_total", {"reason": reason}) or 0.0
+
+
 def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -281,11 +290,13 @@ def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
         assert "injected fault" not in failed["error"]  # the EHR's body is logged, not kept
         assert failed["draft"] is not None  # what was stored is kept
         assert browser.post(f"{app.base_url}/jobs/{job_id}/retry").status_code == 403
+        retries = requeued("retried")
         token = browser.get(f"{app.base_url}/").text.split('name="csrf_token" value="')[1]
         retried = browser.post(
             f"{app.base_url}/jobs/{job_id}/retry", headers={"x-csrf-token": token.split('"')[0]}
         )
         assert retried.status_code == 202
+        assert requeued("retried") == retries + 1
         done = wait_for(browser, app, job_id)
         assert done["state"] == "done" and done["draft"] == failed["draft"]
         assert done["attempts"] == 2
@@ -345,6 +356,7 @@ def test_a_stopping_process_tells_progress_streams_to_reconnect_and_hands_its_jo
             await asyncio.Event().wait()
 
     options = {"client_id": "app-stop"}
+    handed_back = requeued("handed_back")
     with httpx.Client(follow_redirects=True, timeout=60) as browser:
         with running_app(sandbox, tmp_path, hold_at_ingesting, **options) as app:
             job_id = launch(browser, sandbox)
@@ -372,6 +384,7 @@ def test_a_stopping_process_tells_progress_streams_to_reconnect_and_hands_its_jo
             "queued",
             "released by a worker that stopped; waiting for another",
         )
+        assert requeued("handed_back") == handed_back + 1
 
 
 def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -97,6 +97,75 @@ def test_ready_and_metrics_answer_while_the_database_hangs_or_is_gone(
     assert delta(before, after, "provenote_metrics_scrape_errors_total") == 2
 
 
+def test_ready_answers_at_once_while_a_hung_database_driver_takes_its_time_to_give_up(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver stuck on a dead connection does not stop when cancelled: it finishes its own
+    clean-up first (about 10 s for asyncpg). /ready and /metrics answer without waiting for it,
+    and the stuck check is reported as timed out."""
+    released = asyncio.Event()
+
+    async def stuck() -> bool:
+        while not released.is_set():
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue  # what a driver mid-clean-up does with a cancellation
+        return True
+
+    with running_app(sandbox, tmp_path) as app:
+        monkeypatch.setattr(app.state.database, "ping", stuck)
+        monkeypatch.setattr(app.state.database, "sessions", lambda: _StuckSession(released))
+        ready = httpx.get(f"{app.base_url}/ready", timeout=30)
+        scraped = httpx.get(f"{app.base_url}/metrics", timeout=30)
+        assert app.state.loop is not None
+        app.state.loop.call_soon_threadsafe(released.set)
+    assert ready.status_code == 503
+    assert ready.json()["checks"] == {"database": "timed out", "queue": "ok"}
+    assert scraped.status_code == 200 and "provenote_jobs_finished_total" in scraped.text
+
+
+class _StuckSession:
+    """A session whose connection never answers, nor lets go when cancelled."""
+
+    def __init__(self, released: asyncio.Event) -> None:
+        self.released = released
+
+    async def __aenter__(self) -> _StuckSession:
+        while not self.released.is_set():
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue
+        raise OSError("the connection was dropped")
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+
+def test_a_worker_publishes_no_installation_gauge_it_never_reads() -> None:
+    """A worker's /metrics would show permanent zeros for the database-backed gauges (jobs by
+    state, the oldest queued job, live workers) that only web processes read: it leaves them
+    out, and a web process serves them."""
+    from launch.sandbox.run import free_port
+    from smartapp.core.metrics import serve_worker_metrics
+
+    port = free_port()
+    server = serve_worker_metrics(port)
+    try:
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "provenote_jobs_finished_total" in scraped and "provenote_jobs_requeued_total" in scraped
+    for gauge in (
+        "provenote_jobs",
+        "provenote_oldest_queued_job_seconds",
+        "provenote_live_workers",
+    ):
+        assert f"# HELP {gauge} " not in scraped
+
+
 def test_ready_can_require_a_live_worker_of_the_shared_queue(
     sandbox: Sandbox, tmp_path: Path, postgres_url: str
 ) -> None:

@@ -120,13 +120,15 @@ def _query(cluster: Cluster, sql: str, *args: object) -> list[asyncpg.Record]:
     return asyncio.run(run())
 
 
-def _running_worker(cluster: Cluster, job_id: str) -> int:
-    """The pid of the worker running the job, once one is."""
+def _running_worker(cluster: Cluster, job_id: str) -> str:
+    """The name of the worker running the job, once one is: the jobs table names it as its
+    --name says."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         (row,) = _query(cluster, "SELECT state, worker FROM jobs WHERE id=$1", job_id)
         if row["state"] == "running" and row["worker"]:
-            return int(row["worker"].rsplit(":", 1)[1])
+            name: str = row["worker"]
+            return name
         time.sleep(0.05)
     raise AssertionError(f"no worker took job {job_id}")
 
@@ -167,9 +169,10 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
             )
             reader.start()
 
-            killed_pid = _running_worker(health_system, job_id)
-            os.kill(killed_pid, signal.SIGKILL)
-            health_system.worker_by_pid(killed_pid).wait(timeout=10)
+            killed_name = _running_worker(health_system, job_id)
+            killed = health_system.worker_named(killed_name)
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.wait(timeout=10)
             sandbox.set_fault("none", count=0)
 
             job = wait_for(browser, health_system, job_id, timeout_s=180)
@@ -177,7 +180,7 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
         assert job["state"] == "done", job
         assert job["attempts"] >= 2
         (row,) = _query(health_system, "SELECT worker FROM jobs WHERE id = $1", job_id)
-        assert int(row["worker"].rsplit(":", 1)[1]) != killed_pid
+        assert row["worker"] != killed_name and row["worker"].startswith("worker-")
 
         # Finished once: one draft, one write-back, one note in the EHR.
         drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
@@ -215,15 +218,15 @@ def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
     try:
         with httpx.Client(follow_redirects=True, timeout=120) as browser:
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
-            stopped_pid = _running_worker(health_system, job_id)
-            stopped = health_system.worker_by_pid(stopped_pid)
-            os.kill(stopped_pid, signal.SIGTERM)
+            stopped_name = _running_worker(health_system, job_id)
+            stopped = health_system.worker_named(stopped_name)
+            os.kill(stopped.pid, signal.SIGTERM)
             assert stopped.wait(timeout=60) == 0  # it ends, by itself and cleanly
             sandbox.set_fault("none", count=0)
             job = wait_for(browser, health_system, job_id, timeout_s=180)
         assert job["state"] == "done" and job["attempts"] >= 2, job
         (row,) = _query(health_system, "SELECT worker FROM jobs WHERE id = $1", job_id)
-        assert int(row["worker"].rsplit(":", 1)[1]) != stopped_pid
+        assert row["worker"] != stopped_name and row["worker"].startswith("worker-")
         logged = "".join(path.read_text() for path in health_system.logs.glob("worker-*.log"))
         assert f"job {job_id} released: this worker is stopping" in logged
         drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)

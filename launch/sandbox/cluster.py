@@ -70,8 +70,9 @@ class Cluster:
         self.workers.append(worker)
         return worker
 
-    def worker_by_pid(self, pid: int) -> subprocess.Popen[bytes]:
-        return next(worker for worker in self.workers if worker.pid == pid)
+    def worker_named(self, name: str) -> subprocess.Popen[bytes]:
+        """The worker started with ``--name name`` (worker-0, worker-1, …)."""
+        return self.workers[int(name.removeprefix("worker-"))]
 
     def stop(self) -> None:
         for process in [*self.webs, *self.workers]:

@@ -4,8 +4,9 @@ sign-off.
 Counters and histograms live in the process that does the work (a web process or a worker);
 each process answers ``/metrics`` for itself (workers with ``provenote worker --metrics-port``),
 and Prometheus adds them up. Jobs by state, the oldest queued job's age and the live workers
-are read from the database at scrape time, so every process reports the same, whole-installation
-figure: aggregate them with ``max``, never ``sum`` (docs/operations.md). Labels never carry a
+are read from the database at scrape time by web processes (workers leave them out rather than
+publish zeros), so every web process reports the same, whole-installation figure: aggregate them
+with ``max``, never ``sum`` (docs/operations.md). Labels never carry a
 patient, a user or a token: only resource types, stages, statuses and outcomes.
 """
 
@@ -17,15 +18,24 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from wsgiref.types import StartResponse
 
-from prometheus_client import Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
-JOBS = Gauge("provenote_jobs", "Drafting jobs in the database, by state.", ["state"])
+# The installation-wide gauges, read from the database by a web process's /metrics only: a worker
+# that served them would publish zeros it never reads.
+INSTALLATION = CollectorRegistry(auto_describe=True)
+JOBS = Gauge(
+    "provenote_jobs", "Drafting jobs in the database, by state.", ["state"], registry=INSTALLATION
+)
 OLDEST_QUEUED = Gauge(
-    "provenote_oldest_queued_job_seconds", "Age of the oldest job waiting for a worker (0: none)."
+    "provenote_oldest_queued_job_seconds",
+    "Age of the oldest job waiting for a worker (0: none).",
+    registry=INSTALLATION,
 )
 LIVE_WORKERS = Gauge(
-    "provenote_live_workers", "Job workers alive (heartbeat within worker_stalled_after_s)."
+    "provenote_live_workers",
+    "Job workers alive (heartbeat within worker_stalled_after_s).",
+    registry=INSTALLATION,
 )
 SCRAPE_ERRORS = Counter(
     "provenote_metrics_scrape_errors_total",
@@ -38,6 +48,13 @@ STAGE_SECONDS = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900),
 )
 JOBS_FINISHED = Counter("provenote_jobs_finished_total", "Jobs that ended, by outcome.", ["state"])
+JOBS_REQUEUED = Counter(
+    "provenote_jobs_requeued_total",
+    "Jobs queued again, by why: retried (a failed job, asked for again), handed_back (a "
+    "stopping worker gave it back), lease_expired (its process died), stalled_worker (the queue "
+    "took it from a worker whose heartbeat stopped).",
+    ["reason"],
+)
 FHIR_REQUESTS = Counter(
     "provenote_fhir_requests_total",
     "Requests to the EHR's FHIR server, by method, resource type and HTTP status.",

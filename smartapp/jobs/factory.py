@@ -32,6 +32,7 @@ def job_service(
     installation: str,
     queue: JobQueue,
     stage_hook: StageHook | None = None,
+    worker_name: str | None = None,
 ) -> JobService:
     """The job service of a started process (its database migrated, its installation known)."""
     progress = PostgresProgressBus(database.engine) if database.is_postgresql else ProgressBus()
@@ -48,6 +49,7 @@ def job_service(
         pipeline_settings=settings,
         language_model=language_model(settings),
         model_fallback=settings.model_fallback,
+        worker_name=worker_name,
         pull_bounds=PullBounds(
             window_h=settings.episode_window_h,
             lookback_days=settings.record_lookback_days,

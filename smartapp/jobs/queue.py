@@ -23,6 +23,7 @@ from procrastinate.exceptions import AlreadyEnqueued
 
 from smartapp.core.db import libpq_dsn
 from smartapp.core.errors import log
+from smartapp.core.metrics import JOBS_REQUEUED
 
 TASK_NAME = "provenote.draft"
 QUEUE_NAME = "provenote-drafts"
@@ -200,5 +201,6 @@ class ProcrastinateQueue:
                 for job in stalled:
                     log.warning("retrying job %s of a stalled worker", job.task_kwargs)
                     await self.app.job_manager.retry_job(job)
+                    JOBS_REQUEUED.labels("stalled_worker").inc()
             except Exception as failure:  # the sweep is tried again on the next round
                 log.warning("sweeping stalled jobs failed: %r", failure)

@@ -126,11 +126,11 @@ class JobRepository:
         async with self.database.sessions() as session:
             return await session.get(JobRow, job_id)
 
-    async def requeue_expired(self, running_here: set[str]) -> None:
-        """Queue again the running jobs whose lease ran out, except those run here."""
+    async def requeue_expired(self, running_here: set[str]) -> int:
+        """Queue again the running jobs whose lease ran out, except those run here; how many."""
         now = datetime.now(UTC)
         async with self.database.sessions() as session, session.begin():
-            await session.execute(
+            result = await session.execute(
                 update(JobRow)
                 .where(
                     JobRow.state == JobState.RUNNING,
@@ -139,6 +139,7 @@ class JobRepository:
                 )
                 .values(state=JobState.QUEUED, detail="resumed after an interrupted run")
             )
+            return changed_rows(result)
 
     def _running_values(self) -> dict[str, Any]:
         return {

@@ -28,7 +28,7 @@ from smartapp.core.db import Database, DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID, REQUEST_ID
-from smartapp.core.metrics import JOBS_FINISHED
+from smartapp.core.metrics import JOBS_FINISHED, JOBS_REQUEUED
 from smartapp.core.statuses import JobOrigin, JobStage, JobState
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient
@@ -62,6 +62,7 @@ class JobService:
         pull_bounds: PullBounds | None = None,
         language_model: LanguageModel | None = None,
         model_fallback: str = "evidence-only",
+        worker_name: str | None = None,
     ) -> None:
         self.database = database
         self.drafts = DraftService(database)
@@ -79,8 +80,8 @@ class JobService:
         # The model that drafts (None: evidence-only), loaded once per process, and what a job
         # does when it cannot be used: "evidence-only" (marked on the draft) or "fail".
         self.drafting = Drafting(self.pipeline_settings, language_model, model_fallback)
-        # Which process runs a job, for operators (host:pid).
-        self.worker_name = f"{socket.gethostname()}:{os.getpid()}"
+        # Which process runs a job, for operators: a worker's --name, else host:pid.
+        self.worker_name = worker_name or f"{socket.gethostname()}:{os.getpid()}"
         self.jobs = JobRepository(database, self.lease, self.worker_name)
         self.stage_clock = StageClock()
         # Jobs this process is running: never taken for dead by this process's own workers,
@@ -147,6 +148,7 @@ class JobService:
         """Queue a failed job again; it continues from what it had stored."""
         job, reopened = await self.jobs.reopen_failed(job_id)
         if reopened:
+            JOBS_REQUEUED.labels("retried").inc()
             await self.queue.enqueue(job_id)
         return job
 
@@ -169,7 +171,8 @@ class JobService:
     # --- working ---------------------------------------------------------------------------------
 
     async def run_next(self) -> bool:
-        await self.jobs.requeue_expired(self._running)
+        if expired := await self.jobs.requeue_expired(self._running):
+            JOBS_REQUEUED.labels("lease_expired").inc(expired)
         job = await self.jobs.claim_next()
         if job is None:
             return False
@@ -236,6 +239,7 @@ class JobService:
 
     async def _release(self, job_id: str) -> None:
         if await self.jobs.release(job_id):
+            JOBS_REQUEUED.labels("handed_back").inc()
             log.warning("job %s released: this worker is stopping", job_id)
             released = await self.jobs.get(job_id)
             if released is not None:
