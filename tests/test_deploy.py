@@ -6,6 +6,7 @@ env file names only settings and passes check-config once its secrets are filled
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,8 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -231,3 +234,52 @@ def test_the_shipped_env_file_passes_check_config_once_filled_in(
     checked = _check_config(filled)
     assert checked.returncode == 0, checked.stderr
     assert "1 EHR registrations, procrastinate on PostgreSQL" in checked.stdout
+
+
+class _Readiness(BaseHTTPRequestHandler):
+    """A process whose /ready answers with the server's ``ready_status`` (404 elsewhere)."""
+
+    def do_GET(self) -> None:
+        status = self.server.ready_status if self.path == "/ready" else 404  # type: ignore[attr-defined]
+        body = json.dumps({"status": "ready" if status == 200 else "not ready"}).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _process_answering_ready(status: int) -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Readiness)
+    server.ready_status = status  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs_nginx
+def test_the_balancer_never_hides_a_process_that_is_not_ready(tmp_path: Path) -> None:
+    """Behind the shipped site, /ready is answered by one process and never retried on the next
+    (which would turn a 503 into a 200), and /ready/PORT reaches each process by its port, so a
+    health check sees every process as it is."""
+    with (
+        _process_answering_ready(200) as ready,
+        _process_answering_ready(503) as not_ready,
+        nginx([ready, not_ready], tmp_path / "nginx") as front,
+    ):
+        through = [httpx.get(f"{front.base_url}/ready").status_code for _ in range(6)]
+        each = {
+            port: httpx.get(f"{front.base_url}/ready/{port}").status_code
+            for port in (ready, not_ready)
+        }
+        other_port = httpx.get(f"{front.base_url}/ready/{free_port()}").status_code
+    assert sorted(set(through)) == [200, 503]
+    assert each == {ready: 200, not_ready: 503}
+    assert other_port == 404  # another port is never reached: the path goes to the app

@@ -50,6 +50,10 @@ def site_for(
         lambda found: found.group(1) + servers,
         site,
     )
+    site = site.replace(
+        "location ~ ^/ready/(8000|8001)$",
+        f"location ~ ^/ready/({'|'.join(str(port) for port in upstreams)})$",
+    )
     # The redirect from port 80 is not the balancer's business on loopback.
     site = re.sub(r"server \{\n    listen 80;.*?\n\}\n", "", site, flags=re.S)
     if certificate is None:
