@@ -29,8 +29,8 @@ from sqlalchemy import select
 from launch.demo import follow_progress, inpatient_encounter
 from launch.sandbox.run import Sandbox, ThreadedServer, free_port
 from smartapp.app import create_app
-from smartapp.core.db import DraftRevisionRow, DraftRow, JobRow
 from smartapp.core.settings import Settings
+from smartapp.core.tables import DraftRevisionRow, DraftRow, JobRow
 from smartapp.state import AppState
 
 REPEATS = 30

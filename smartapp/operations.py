@@ -17,10 +17,10 @@ from litestar.response import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
-from smartapp.core.db import JobRow, stored_utc
 from smartapp.core.errors import logged
 from smartapp.core.metrics import INSTALLATION, JOBS, LIVE_WORKERS, OLDEST_QUEUED, SCRAPE_ERRORS
 from smartapp.core.statuses import JobState
+from smartapp.core.tables import JobRow, stored_utc
 from smartapp.state import AppState, Provenote
 
 T = TypeVar("T")

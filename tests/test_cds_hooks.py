@@ -81,7 +81,7 @@ def jobs_of_stay(app: RunningApp, encounter: str) -> int:
     async def count() -> int:
         from sqlalchemy import func, select
 
-        from smartapp.core.db import JobRow
+        from smartapp.core.tables import JobRow
 
         async with app.state.database.sessions() as session:
             found = await session.scalar(

@@ -15,7 +15,7 @@ import pytest
 from fhir_mapping.composition import DRAFT_KEY_SYSTEM
 from fhir_mapping.write_plan import idempotency_key
 from launch.sandbox.run import Sandbox
-from smartapp.core.db import JobRow
+from smartapp.core.tables import JobRow
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
@@ -305,7 +305,7 @@ def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
         async def audit() -> list[tuple[str, str]]:
             from sqlalchemy import select
 
-            from smartapp.core.db import AuditRow
+            from smartapp.core.tables import AuditRow
 
             async with app.state.database.sessions() as session:
                 rows = await session.execute(

@@ -430,8 +430,8 @@ def test_purge_removes_pulled_records_when_due_and_audits_each(
 
     from sqlalchemy import update
 
-    from smartapp.core.db import DraftRow
     from smartapp.core.statuses import DraftStatus
+    from smartapp.core.tables import DraftRow
     from smartapp.jobs.retention import purge_records
 
     with httpx.Client(follow_redirects=True, timeout=60) as browser:

@@ -10,7 +10,7 @@ import httpx
 from sqlalchemy import select
 
 from launch.sandbox.run import Sandbox
-from smartapp.core.db import AuditRow, DraftEditRow
+from smartapp.core.tables import AuditRow, DraftEditRow
 from tests.review_support import (
     HOSTILE,
     MANY_FLAGS,

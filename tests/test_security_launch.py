@@ -418,7 +418,7 @@ def test_pending_launches_live_in_the_database_and_are_used_up(
 ) -> None:
     from sqlalchemy import func, select
 
-    from smartapp.core.db import PendingLaunchRow
+    from smartapp.core.tables import PendingLaunchRow
 
     async def pending_count(app) -> int:
         async with app.state.database.sessions() as session:
@@ -518,7 +518,7 @@ def test_a_job_is_visible_only_to_a_session_of_its_patient_and_issuer(
 ) -> None:
     from sqlalchemy import update
 
-    from smartapp.core.db import JobRow
+    from smartapp.core.tables import JobRow
 
     encounter = seed_stay(sandbox, "sec-visible")
     with (

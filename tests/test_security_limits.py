@@ -26,9 +26,9 @@ from pipeline.ingestion.pdf import _page_png, read_pdf
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import render
 from smartapp.app import reconcile_signatures
-from smartapp.core.db import AuditRow, DraftRow, utcnow
 from smartapp.core.registrations import ClientRegistration, origin_of
 from smartapp.core.settings import Settings
+from smartapp.core.tables import AuditRow, DraftRow, utcnow
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir

@@ -36,8 +36,8 @@ from smartapp.api.fhir_api import (
     type_matches,
 )
 from smartapp.api.guards import CALLER, api_token
-from smartapp.core.db import DraftRow
 from smartapp.core.statuses import DraftStatus, JobOrigin, JobState
+from smartapp.core.tables import DraftRow
 from smartapp.drafts.store import DraftQuery
 from smartapp.state import AppState, Jobs, Provenote
 

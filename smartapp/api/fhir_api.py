@@ -11,9 +11,9 @@ from litestar import Request
 from litestar.response import Response
 
 from fhir_mapping.hosted import HostedDraft, hosted_draft
-from smartapp.core.db import DraftRow
 from smartapp.core.errors import CallerError
 from smartapp.core.handlers import FHIR_JSON
+from smartapp.core.tables import DraftRow
 
 DEFAULT_COUNT, MAX_COUNT = 20, 100
 # Deeper pages than this are refused (400): a client pages with ``next`` links, or narrows.

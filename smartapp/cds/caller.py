@@ -22,7 +22,7 @@ from joserfc.jwk import KeySet
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
-from smartapp.core.db import Database, HookCallRow, utcnow
+from smartapp.core.db import Database
 from smartapp.core.jwks import (
     KeysUnavailableError,
     PublishedKeys,
@@ -32,6 +32,7 @@ from smartapp.core.jwks import (
 )
 from smartapp.core.registrations import ClientRegistration, normalise_issuer
 from smartapp.core.settings import Settings
+from smartapp.core.tables import HookCallRow, utcnow
 
 # The algorithms CDS Hooks 2.0 names for the EHR's JWT.
 ALGORITHMS = ["ES384", "RS384"]

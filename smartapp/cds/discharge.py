@@ -18,11 +18,11 @@ from uuid import uuid4
 from pipeline.evidence.summary import Sentence
 from smartapp.cds.caller import HookRefusedError
 from smartapp.cds.hook_request import HookRequest
-from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.errors import LaunchError
 from smartapp.core.registrations import ClientRegistration, normalise_issuer
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import ACTIVE_JOB_STATES, DraftStatus, JobOrigin
+from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.review import reviewed
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient, FhirError

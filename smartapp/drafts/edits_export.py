@@ -27,7 +27,8 @@ from sqlalchemy.orm import undefer
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary, cited_sources
-from smartapp.core.db import Database, DraftEditRow, DraftRow
+from smartapp.core.db import Database
+from smartapp.core.tables import DraftEditRow, DraftRow
 from smartapp.drafts.pages import patient_banner
 
 

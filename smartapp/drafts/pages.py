@@ -16,10 +16,10 @@ from pipeline.evidence.model import EvidenceState, PatientInfoAttributes
 from pipeline.evidence.summary import Sentence, Summary
 from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
-from smartapp.core.db import DraftEditRow, DraftRow, WriteBackRow
 from smartapp.core.responses import error_page, html
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import DraftStatus
+from smartapp.core.tables import DraftEditRow, DraftRow, WriteBackRow
 from smartapp.drafts.review import reviewed
 from smartapp.drafts.service import DraftService
 from smartapp.drafts.sources import citations

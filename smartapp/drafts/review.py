@@ -30,9 +30,10 @@ from pipeline.checking.review import (
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary
 from pipeline.summarizing.summary_text import render_markdown
-from smartapp.core.db import AuditRow, Database, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
+from smartapp.core.db import Database
 from smartapp.core.errors import DraftStateError
 from smartapp.core.statuses import DraftStatus
+from smartapp.core.tables import AuditRow, DraftEditRow, DraftRevisionRow, DraftRow, utcnow
 
 
 class ReviewRefusedError(DraftStateError):

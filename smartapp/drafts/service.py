@@ -11,15 +11,9 @@ from fhir_mapping.write_plan import Strategy
 from pipeline.checking.review import ReviewAction
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary
-from smartapp.core.db import (
-    AuditRow,
-    Database,
-    DraftEditRow,
-    DraftRevisionRow,
-    DraftRow,
-    WriteBackRow,
-)
+from smartapp.core.db import Database
 from smartapp.core.metrics import WRITE_BACKS
+from smartapp.core.tables import AuditRow, DraftEditRow, DraftRevisionRow, DraftRow, WriteBackRow
 from smartapp.drafts import review, signing, store, writing
 from smartapp.drafts.store import DraftQuery
 from smartapp.drafts.writing import Write

@@ -16,9 +16,10 @@ from fhir_mapping.draft_resources import stored_draft
 from fhir_mapping.json_values import as_json
 from fhir_mapping.signoff import signed_bundle
 from pipeline.summarizing.summary_text import render_markdown
-from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, stored_utc, utcnow
+from smartapp.core.db import Database
 from smartapp.core.metrics import DRAFTS_SIGNED, WRITE_BACKS
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, moved
+from smartapp.core.tables import AuditRow, DraftRevisionRow, DraftRow, stored_utc, utcnow
 from smartapp.drafts.review import (
     EhrCopyChangedError,
     EhrRefusedError,

@@ -17,8 +17,8 @@ from litestar.types import Dependencies
 from fhir_mapping.document_reference import ehr_note_text
 from pipeline.ingestion.pdf import text_span_boxes
 from pipeline.text.rendering import render
-from smartapp.core.db import DraftRow
 from smartapp.core.responses import error_page, html
+from smartapp.core.tables import DraftRow
 from smartapp.drafts.pages import PARTIAL_HEADER, SOURCE_FRAGMENT, draft_json, patient_banner
 from smartapp.drafts.review import reviewed
 from smartapp.drafts.sources import attachment_of, sentence_citations, source_view

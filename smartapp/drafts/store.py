@@ -15,8 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
-from smartapp.core.db import AuditRow, Database, DraftRevisionRow, DraftRow, WriteBackRow
+from smartapp.core.db import Database
 from smartapp.core.statuses import DRAFT_MOVES, DraftStatus, WriteBackStatus, moved
+from smartapp.core.tables import AuditRow, DraftRevisionRow, DraftRow, WriteBackRow
 from smartapp.ehr.writeback import Written
 
 

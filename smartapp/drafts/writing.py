@@ -23,8 +23,9 @@ from fhir_mapping.write_plan import (
     why_nothing_is_written,
     write_plan,
 )
-from smartapp.core.db import Database, DraftRow, WriteBackRow
+from smartapp.core.db import Database
 from smartapp.core.statuses import DraftStatus, WriteBackStatus
+from smartapp.core.tables import DraftRow, WriteBackRow
 from smartapp.drafts.store import (
     earlier_version,
     record_write_back,

@@ -21,10 +21,10 @@ from litestar.types import Dependencies
 
 from pipeline.text.rendering import render
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
-from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
+from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.writing import WRITE_BACK_WORDS
 from smartapp.jobs.service import JobService, job_view
 from smartapp.launch.guards import SeenJob, launched_for_job, visible_job

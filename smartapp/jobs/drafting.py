@@ -23,9 +23,9 @@ from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from pipeline.summarizing.summary_text import render_markdown
-from smartapp.core.db import DraftRow, JobRow
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
+from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
 
 # Told what the drafter is doing now, for the job's progress.

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 from fhir_mapping.json_values import JsonObject, objects_at, string_at
 from fhir_mapping.resources import record_digest
-from smartapp.core.db import JobRow
 from smartapp.core.errors import log, logged
 from smartapp.core.metrics import PREDRAFTS
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.statuses import ACTIVE_JOB_STATES, DraftStatus, JobOrigin
+from smartapp.core.tables import JobRow
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record

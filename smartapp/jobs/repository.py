@@ -16,7 +16,7 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from smartapp.core.db import Database, JobRow
+from smartapp.core.db import Database
 from smartapp.core.logs import REQUEST_ID
 from smartapp.core.statuses import (
     ACTIVE_JOB_STATES,
@@ -27,6 +27,7 @@ from smartapp.core.statuses import (
     JobState,
     moved,
 )
+from smartapp.core.tables import JobRow
 
 
 def job_view(job: JobRow) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import null, select, update
 
-from smartapp.core.db import Database, JobRow, stored_utc
+from smartapp.core.db import Database
 from smartapp.core.statuses import DraftStatus, JobState
+from smartapp.core.tables import JobRow, stored_utc
 from smartapp.drafts.service import DraftService
 from smartapp.jobs.repository import JobRepository, changed_rows
 

@@ -24,12 +24,13 @@ from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_plan import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
-from smartapp.core.db import Database, DraftRow, JobRow
+from smartapp.core.db import Database
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.logs import JOB_ID, REQUEST_ID
 from smartapp.core.metrics import JOBS_FINISHED, JOBS_REQUEUED
 from smartapp.core.statuses import JobOrigin, JobStage, JobState
+from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import PullBounds

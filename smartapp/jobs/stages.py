@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from fhir_mapping.resources import record_digest, type_counts
 from pipeline.errors import InputError, ProvenoteError
-from smartapp.core.db import JobRow
 from smartapp.core.statuses import DRAFTED_AHEAD, JobStage, WriteBackStatus
+from smartapp.core.tables import JobRow
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir, require_inpatient

@@ -22,13 +22,13 @@ from litestar.response import Redirect, Response
 from fhir_mapping.resources import record_digest, type_counts
 from pipeline.errors import ProvenoteError
 from smartapp.core.csrf import FIELD, csrf_valid
-from smartapp.core.db import DraftRow, stored_utc, utcnow
 from smartapp.core.errors import LaunchError, log, logged, logged_answer
 from smartapp.core.keys import public_jwks, signing_key
 from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.metrics import DRAFT_AGE_AT_LAUNCH, DRAFT_AT_LAUNCH
 from smartapp.core.responses import error_page, setup_problem
 from smartapp.core.statuses import ACTIVE_JOB_STATES, DRAFTED_AHEAD, DraftStatus, JobState
+from smartapp.core.tables import DraftRow, stored_utc, utcnow
 from smartapp.ehr.fhir_client import FhirError
 from smartapp.ehr.pull import pull_record
 from smartapp.launch import callback as steps

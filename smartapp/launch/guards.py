@@ -16,7 +16,7 @@ from litestar.di import NamedDependency
 from litestar.handlers.base import BaseRouteHandler
 
 from pipeline.errors import ProvenoteError
-from smartapp.core.db import DraftRow, JobRow
+from smartapp.core.tables import DraftRow, JobRow
 from smartapp.launch.sessions import LaunchContext
 
 VISIBLE_DRAFT = "visible_draft"

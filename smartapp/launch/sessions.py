@@ -23,7 +23,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 from sqlalchemy import delete, text, update
 
-from smartapp.core.db import Database, PendingLaunchRow, SessionRow, stored_utc, utcnow
+from smartapp.core.db import Database
+from smartapp.core.tables import PendingLaunchRow, SessionRow, stored_utc, utcnow
 from smartapp.launch.discovery import SmartConfiguration
 from smartapp.launch.oauth import TokenResponse
 

@@ -13,12 +13,13 @@ import time
 import httpx
 from joserfc.jwk import ECKey, RSAKey
 
-from smartapp.core.db import Database, JobRow
+from smartapp.core.db import Database
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import ACTS_AS_PROVENOTE
+from smartapp.core.tables import JobRow
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.rate_gate import SharedRateGate
