@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from joserfc.jwk import KeySet
+from prometheus_client import REGISTRY
 
 from launch.sandbox.cds_client import HookAnswer, new_hook_key, signed_hook_jwt
 from launch.sandbox.run import Sandbox
@@ -114,6 +117,106 @@ def test_discovery_lists_the_discharge_service_with_its_prefetch(hooked: Running
         "patient": "Patient/{{context.patientId}}",
         "encounter": "Encounter/{{context.encounterId}}",
     }
+
+
+def test_discovery_says_what_the_cards_link_needs(hooked: RunningApp) -> None:
+    (service,) = httpx.get(f"{hooked.base_url}/cds-services").json()["services"]
+    needs = service["usageRequirements"]
+    assert "cds_jwks_uri" in needs and "SMART EHR launch" in needs
+    assert "read of Patient, Encounter, DocumentReference" in needs
+    assert "write of Composition, DocumentReference" in needs
+
+
+def feedback(
+    sandbox: Sandbox, app: RunningApp, card: str, outcome: str, **reason: Any
+) -> httpx.Response:
+    return asyncio.run(sandbox.hooks.feedback(app.base_url, SERVICE_ID, card, outcome, **reason))
+
+
+def feedback_rows(app: RunningApp) -> list[tuple[str, str, str | None, str | None]]:
+    async def rows() -> list[tuple[str, str, str | None, str | None]]:
+        from sqlalchemy import select
+
+        from smartapp.core.tables import CdsFeedbackRow
+
+        async with app.state.database.sessions() as session:
+            found = await session.execute(
+                select(
+                    CdsFeedbackRow.card_uuid,
+                    CdsFeedbackRow.outcome,
+                    CdsFeedbackRow.reason_code,
+                    CdsFeedbackRow.user_comment,
+                ).order_by(CdsFeedbackRow.id)
+            )
+            return [tuple(row) for row in found.all()]  # type: ignore[misc]
+
+    return app.call(rows())
+
+
+def fed_back(outcome: str, card: str, reason: str) -> float:
+    return (
+        REGISTRY.get_sample_value(
+            "provenote_cds_feedback_total", {"outcome": outcome, "card": card, "reason": reason}
+        )
+        or 0.0
+    )
+
+
+def test_what_physicians_do_with_the_card_is_recorded_and_counted(
+    sandbox: Sandbox, hooked: RunningApp
+) -> None:
+    """The EHR's feedback (CDS Hooks 2.0): accepted, or overridden with one of the reasons the
+    card offers and a comment; each recorded against the card and counted by outcome, card and
+    reason (the comment is never a label)."""
+    patient = "hook-feedback"
+    encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+    (card,) = discharge(sandbox, hooked, patient, encounter).cards
+    offered = {reason["code"] for reason in card["overrideReasons"]}
+    assert {"writing-myself", "not-needed", "wrong-stay", "review-later"} == offered
+    reason = next(r for r in card["overrideReasons"] if r["code"] == "not-needed")
+    accepted_before = fed_back("accepted", "drafting", "none")
+    overridden_before = fed_back("overridden", "drafting", "not-needed")
+
+    accepted = feedback(sandbox, hooked, card["uuid"], "accepted")
+    overridden = feedback(
+        sandbox, hooked, card["uuid"], "overridden", reason=reason, comment="Day case after all"
+    )
+    assert (accepted.status_code, accepted.content) == (200, b"")
+    assert overridden.status_code == 200
+    assert feedback_rows(hooked) == [
+        (card["uuid"], "accepted", None, None),
+        (card["uuid"], "overridden", "not-needed", "Day case after all"),
+    ]
+    assert fed_back("accepted", "drafting", "none") == accepted_before + 1
+    assert fed_back("overridden", "drafting", "not-needed") == overridden_before + 1
+
+
+def test_feedback_about_a_card_never_given_is_refused_whole_and_unsigned_feedback_is_refused(
+    sandbox: Sandbox, hooked: RunningApp
+) -> None:
+    patient = "hook-feedback-refused"
+    encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+    (card,) = discharge(sandbox, hooked, patient, encounter).cards
+    url = f"{hooked.base_url}/cds-services/{SERVICE_ID}/feedback"
+    issuer = sandbox.hooks.issuer
+    signed = {"authorization": f"Bearer {signed_hook_jwt(sandbox.hooks.key, issuer, url)}"}
+    now = "2026-12-05T10:00:00Z"
+    mixed = {
+        "feedback": [
+            {"card": card["uuid"], "outcome": "accepted", "outcomeTimestamp": now},
+            {"card": str(uuid.uuid4()), "outcome": "accepted", "outcomeTimestamp": now},
+        ]
+    }
+    refused = httpx.post(url, json=mixed, headers=signed)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
+    assert "never given to this EHR" in refused.json()["error_description"]
+    assert feedback_rows(hooked) == []  # nothing of the request was recorded
+    fresh = {"authorization": f"Bearer {signed_hook_jwt(sandbox.hooks.key, issuer, url)}"}
+    malformed = httpx.post(url, json={"feedback": [{"card": card["uuid"]}]}, headers=fresh)
+    assert malformed.status_code == 400
+    assert "feedback.0.outcome: Field required" in malformed.json()["error_description"]
+    unsigned = httpx.post(url, json={"feedback": mixed["feedback"][:1]})
+    assert unsigned.status_code == 401 and feedback_rows(hooked) == []
 
 
 def test_a_discharge_call_queues_one_draft_and_a_second_call_finds_it_ready(

@@ -11,6 +11,7 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -106,6 +107,36 @@ class CdsClient:
             )
             filled[key] = answer.json() if answer.status_code == 200 else None
         return filled
+
+    async def feedback(
+        self,
+        app_base: str,
+        service_id: str,
+        card: str,
+        outcome: str,
+        reason: dict[str, str] | None = None,
+        comment: str | None = None,
+    ) -> httpx.Response:
+        """Tell the service what the clinician did with a card (CDS Hooks 2.0 feedback)."""
+        entry: dict[str, Any] = {
+            "card": card,
+            "outcome": outcome,
+            "outcomeTimestamp": datetime.now(UTC).isoformat(),
+        }
+        if outcome == "accepted":
+            entry["acceptedSuggestions"] = []
+        if reason is not None or comment is not None:
+            entry["overrideReason"] = {
+                key: value
+                for key, value in (("reason", reason), ("userComment", comment))
+                if value is not None
+            }
+        url = f"{app_base}/cds-services/{service_id}/feedback"
+        token = signed_hook_jwt(self.key, self.issuer, url)
+        async with httpx.AsyncClient(timeout=10) as http:
+            return await http.post(
+                url, json={"feedback": [entry]}, headers={"authorization": f"Bearer {token}"}
+            )
 
     async def discharge(self, app_base: str, patient: str, encounter: str, user: str) -> HookAnswer:
         """Start the discharge: call the app's encounter-discharge service."""

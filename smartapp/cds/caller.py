@@ -19,6 +19,7 @@ import httpx
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
+from pydantic import ValidationError
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
@@ -50,6 +51,15 @@ class HookRefusedError(Exception):
 
     def body(self) -> dict[str, str]:
         return {"error": self.error, "error_description": self.description}
+
+
+def invalid_request(invalid: ValidationError, what: str) -> HookRefusedError:
+    """A 400 that says which field is wrong and why, never echoing what was sent."""
+    where = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}"
+        for error in invalid.errors(include_input=False)
+    )
+    return HookRefusedError(400, "invalid_request", f"not a valid {what} ({where})")
 
 
 def _refused(description: str) -> HookRefusedError:
@@ -104,11 +114,12 @@ async def _first_use(database: Database, issuer: str, jti: str, expires: float) 
     return True
 
 
-def _checked_claims(claims: dict[str, Any], audience: str) -> tuple[float, str]:
+def _checked_claims(claims: dict[str, Any], audience: str | tuple[str, ...]) -> tuple[float, str]:
     """The JWT's expiry and jti, once its audience and times hold."""
     audiences = claims.get("aud")
     listed = audiences if isinstance(audiences, list) else [audiences]
-    if audience not in listed:
+    accepted = (audience,) if isinstance(audience, str) else audience
+    if not any(url in listed for url in accepted):
         raise _refused("the JWT's aud is not this service's URL")
     now = time.time()
     expires, issued = claims.get("exp"), claims.get("iat")
@@ -128,12 +139,13 @@ def _checked_claims(claims: dict[str, Any], audience: str) -> tuple[float, str]:
 
 async def verified_caller(
     authorization: str | None,
-    audience: str,
+    audience: str | tuple[str, ...],
     settings: Settings,
     keys: HookKeys,
     database: Database,
 ) -> ClientRegistration:
-    """The registration of the EHR that signed this call; HookRefusedError otherwise."""
+    """The registration of the EHR that signed this call; HookRefusedError otherwise.
+    ``audience``: the URL (or any of the URLs) the JWT's ``aud`` may name."""
     token = bearer_token(authorization)
     if token is None:
         raise _refused("the call carries no bearer JWT")

@@ -86,6 +86,13 @@ HOOK_CALLS = Counter(
     "CDS Hooks calls, by answer: ready, drafting, no_card, refused.",
     ["answer"],
 )
+CDS_FEEDBACK = Counter(
+    "provenote_cds_feedback_total",
+    "What physicians did with the discharge card, as the EHR reported it: outcome (accepted, "
+    "overridden), the card (ready, drafting) and the override reason's code (one of the card's "
+    "overrideReasons, 'other' for another, 'none' when not given).",
+    ["outcome", "card", "reason"],
+)
 PREDRAFTS = Counter(
     "provenote_predrafts_total",
     "Stays pre-drafting looked at, by outcome: queued, redrafted, unchanged, drafting, signed.",

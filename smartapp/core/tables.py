@@ -119,6 +119,38 @@ class HookCallRow(Base):
     expires_at: Mapped[datetime] = mapped_column(index=True)
 
 
+class CdsCardRow(Base):
+    """A card the discharge service answered an EHR with: what physicians' feedback is about.
+    Ids only, never patient data."""
+
+    __tablename__ = "cds_cards"
+
+    uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    issuer: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16))
+    indicator: Mapped[str] = mapped_column(String(16))
+    flags: Mapped[int] = mapped_column(Integer, default=0)
+    draft_id: Mapped[str | None] = mapped_column(String(36))
+    job_id: Mapped[str | None] = mapped_column(String(36))
+    issued_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CdsFeedbackRow(Base):
+    """What a physician did with a card, as the EHR reported it (CDS Hooks feedback)."""
+
+    __tablename__ = "cds_feedback"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    card_uuid: Mapped[str] = mapped_column(ForeignKey("cds_cards.uuid"), index=True)
+    outcome: Mapped[str] = mapped_column(String(16))
+    reason_system: Mapped[str | None] = mapped_column(Text)
+    reason_code: Mapped[str | None] = mapped_column(String(64))
+    reason_display: Mapped[str | None] = mapped_column(Text)
+    user_comment: Mapped[str | None] = mapped_column(Text)
+    outcome_at: Mapped[datetime] = mapped_column()
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class DraftRow(Base):
     __tablename__ = "drafts"
     __table_args__ = (UniqueConstraint("patient", "encounter", "version"),)
