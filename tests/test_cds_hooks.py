@@ -22,7 +22,7 @@ from launch.sandbox.cds_client import HookAnswer, new_hook_key, signed_hook_jwt
 from launch.sandbox.run import Sandbox
 from smartapp.cds.caller import HookKeys, HookRefusedError, verified_caller
 from smartapp.cds.controllers import service_url
-from smartapp.cds.discharge import SERVICE_ID, indicator_for
+from smartapp.cds.discharge import LENT_TOKEN_REFUSED, SERVICE_ID, indicator_for
 from smartapp.core.db import Database
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import JobState
@@ -318,7 +318,8 @@ def _call(app: RunningApp, body: dict, token: str | None) -> httpx.Response:
 
 
 def _body(sandbox: Sandbox, patient: str, encounter: str, fhir_server: str | None = None) -> dict:
-    """A well-formed call whose prefetch holds the stay (an accepted call reads nothing)."""
+    """A well-formed call whose prefetch holds the stay (an accepted call reads nothing before
+    it decides; queueing reads the stay once with the lent token)."""
     stay = httpx.get(
         f"{sandbox.fhir_base}/Encounter/{encounter}",
         headers={"x-admin-token": sandbox.admin_token},
@@ -436,6 +437,92 @@ def test_a_call_that_lends_no_token_drafts_as_provenote_itself(
     assert job["origin"] == "predraft"
     until_done(hooked, job["id"])
     assert hooked.call(hooked.state.drafts.of_job(job["id"])) is not None
+
+
+def test_a_lent_token_the_ehr_refuses_drafts_as_provenote_itself_and_the_card_says_so(
+    sandbox: Sandbox, hooked: RunningApp
+) -> None:
+    """The chart lends a token the EHR no longer accepts (revoked): the job does not start on
+    it and fail a moment later; it drafts with the registration's Backend Services client, and
+    the card tells the physician why."""
+    patient = "hook-revoked"
+    encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+    body = _body(sandbox, patient, encounter)
+    body["fhirAuthorization"]["access_token"] = "revoked-by-the-ehr"
+    signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(hooked.settings))
+    answer = _call(hooked, body, signed)
+    assert answer.status_code == 200, answer.text
+    (card,) = answer.json()["cards"]
+    assert card["detail"].endswith(LENT_TOKEN_REFUSED) and card["indicator"] == "warning"
+    job = job_of(hooked, patient, encounter)
+    assert job["origin"] == "predraft"
+    until_done(hooked, job["id"])
+    assert hooked.call(hooked.state.drafts.of_job(job["id"])) is not None
+
+
+def test_a_lent_token_refused_where_provenote_has_no_access_of_its_own_is_a_412(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with running_app(sandbox, tmp_path) as app:
+        registration = app.settings.registrations[0]
+        update = {"backend_client_id": None, "client_auth": "public"}
+        app.settings.registrations[0] = registration.model_copy(update=update)
+        patient = "hook-revoked-no-backend"
+        encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+        body = _body(sandbox, patient, encounter)
+        body["fhirAuthorization"]["access_token"] = "revoked-by-the-ehr"
+        signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(app.settings))
+        answer = _call(app, body, signed)
+        assert answer.status_code == 412
+        assert answer.json()["error"] == "precondition_failed"
+        assert "no Backend Services client" in answer.json()["error_description"]
+        assert jobs_of_stay(app, encounter) == 0
+
+
+def test_a_lent_token_the_ehr_ends_mid_pull_is_replaced_by_provenotes_own_access(
+    sandbox: Sandbox, hooked: RunningApp
+) -> None:
+    """The token worked when the hook was called, then the EHR ends it while the job pulls: the
+    job goes on as Provenote itself from what it had, instead of failing."""
+    patient = "hook-ended-mid-pull"
+    encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+    sandbox.set_fault("401", count=1, match="GET /MedicationRequest")
+    try:
+        first = discharge(sandbox, hooked, patient, encounter)
+        assert first.status == 200, first.error
+        job = job_of(hooked, patient, encounter)
+        until_done(hooked, job["id"])
+    finally:
+        sandbox.set_fault("none", count=0)
+    assert job_of(hooked, patient, encounter)["origin"] == "predraft"
+    assert hooked.call(hooked.state.drafts.of_job(job["id"])) is not None
+
+
+def test_a_stay_whose_last_attempt_failed_is_drafted_again_and_the_card_says_so(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    with running_app(sandbox, tmp_path, fhir_max_retries=0) as app:
+        patient = "hook-failed-before"
+        encounter = seed_stay(sandbox, patient, DIAGNOSIS)
+        sandbox.set_fault("500", count=1, match="GET /MedicationRequest")
+        try:
+            first = discharge(sandbox, app, patient, encounter)
+            failed = job_of(app, patient, encounter)
+            deadline = time.monotonic() + 60
+            while job_of(app, patient, encounter)["state"] != JobState.FAILED:
+                assert time.monotonic() < deadline, "the job did not fail"
+                time.sleep(0.1)
+        finally:
+            sandbox.set_fault("none", count=0)
+        assert first.cards[0]["indicator"] == "info"
+        error = app.call(app.state.jobs.get(failed["id"])).error
+        again = discharge(sandbox, app, patient, encounter)
+        (card,) = again.cards
+        assert card["detail"].endswith(
+            f"The last drafting attempt failed ({error}); drafting again."
+        )
+        assert card["indicator"] == "warning"
+        assert job_of(app, patient, encounter)["id"] != failed["id"]
 
 
 def test_a_launch_into_a_waiting_draft_is_counted_with_its_age(

@@ -50,6 +50,15 @@ CRITICAL_FLAGS = frozenset(
 )
 
 
+# What a card says when the stay is queued again, or drafted as Provenote itself, so nothing
+# happens behind the physician's back.
+LENT_TOKEN_REFUSED = (
+    "The EHR did not accept the access it lent with this call, so Provenote drafts with its own "
+    "access to the record (SMART Backend Services)."
+)
+LAST_ATTEMPT_FAILED = "The last drafting attempt failed ({error}); drafting again."
+
+
 @dataclass(frozen=True, slots=True)
 class HookCard:
     """The one card a call answers: a draft ready to review, or one being drafted."""
@@ -59,6 +68,8 @@ class HookCard:
     app_context: str
     flags: int = 0
     indicator: Indicator = "info"
+    # Said after the card's detail: why the stay is drafted as it is.
+    note: str = ""
     uuid: str = field(default_factory=lambda: str(uuid4()))
 
 
@@ -123,12 +134,28 @@ async def _ready(services: Services, draft: DraftRow) -> HookCard:
     )
 
 
-async def _queue(services: Services, registration: ClientRegistration, call: HookRequest) -> JobRow:
+async def _lent_token_refused(services: Services, iss: str, call: HookRequest) -> bool:
+    """Whether the EHR refuses the token it lent with this call (one read of the stay): a job
+    must not start on access that is already gone."""
+    lent = call.fhir_authorization
+    if lent is None:
+        return False
+    client = services.access.client_with_token(iss, lent.access_token)
+    try:
+        await client.read("Encounter", call.context.encounter_id)
+    except FhirError as failure:
+        return failure.status in {401, 403}
+    return False
+
+
+async def _queue(
+    services: Services, registration: ClientRegistration, call: HookRequest, lent_works: bool
+) -> JobRow:
     """The stay's drafting job: with the hook's token, kept as a session no browser holds, or
     as Provenote itself; written to the chart only as the registration allows."""
     iss, context, lent = registration.issuer, call.context, call.fhir_authorization
     stay = (iss, context.patient_id, context.encounter_id)
-    if lent is None:
+    if lent is None or not lent_works:
         return await services.jobs.submit(
             *stay, origin=JobOrigin.PREDRAFT, may_write=registration.predraft_writes
         )
@@ -180,5 +207,17 @@ async def discharge_card(
         return _card("drafting", {"job": job.id})
     if draft is not None and draft.status == DraftStatus.PRELIMINARY:
         return await _ready(services, draft)
-    job = await _queue(services, registration, call)
-    return _card("drafting", {"job": job.id})
+    notes = [LAST_ATTEMPT_FAILED.format(error=job.error)] if job is not None and job.error else []
+    lent_works = not await _lent_token_refused(services, iss, call)
+    if not lent_works:
+        if not registration.acts_as_itself:
+            raise HookRefusedError(
+                412,
+                "precondition_failed",
+                "the EHR did not accept the fhirAuthorization token it lent, and Provenote has "
+                "no Backend Services client registered at this EHR",
+            )
+        notes.append(LENT_TOKEN_REFUSED)
+    job = await _queue(services, registration, call, lent_works)
+    indicator: Indicator = "warning" if notes else "info"
+    return _card("drafting", {"job": job.id}, indicator=indicator, note=" ".join(notes))

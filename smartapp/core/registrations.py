@@ -83,6 +83,12 @@ class ClientRegistration(BaseModel):
         """The ``iss`` this EHR's CDS Hooks JWTs carry."""
         return normalise_issuer(self.cds_issuer or self.issuer)
 
+    @property
+    def acts_as_itself(self) -> bool:
+        """Whether Provenote can reach this EHR as itself (SMART Backend Services: a backend
+        client, or a private_key_jwt client that may ask client_credentials)."""
+        return self.backend_client_id is not None or self.client_auth == "private_key_jwt"
+
     def backend(self) -> ClientRegistration:
         """The registration Provenote acts under without a user (SMART Backend Services)."""
         if self.backend_client_id is None:

@@ -50,6 +50,7 @@ def job_service(
         language_model=language_model(settings),
         model_fallback=settings.model_fallback,
         worker_name=worker_name,
+        acts_as_itself=lambda iss: access.registration(iss).acts_as_itself,
         pull_bounds=PullBounds(
             window_h=settings.episode_window_h,
             lookback_days=settings.record_lookback_days,

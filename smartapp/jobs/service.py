@@ -40,8 +40,12 @@ from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.jobs.repository import JobRepository, job_view
 from smartapp.jobs.stage_clock import StageClock
 from smartapp.jobs.stages import run_stages
+from smartapp.launch.tokens import GrantEndedError
 
 StageHook = Callable[[str, str], Awaitable[None]]
+LENT_TOKEN_ENDED = (
+    "the EHR ended the access it lent; drafting as Provenote itself (SMART Backend Services)"
+)
 ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 __all__ = ["ClientFactory", "JobService", "StageHook", "job_view"]
 
@@ -64,6 +68,7 @@ class JobService:
         language_model: LanguageModel | None = None,
         model_fallback: str = "evidence-only",
         worker_name: str | None = None,
+        acts_as_itself: Callable[[str], bool] | None = None,
     ) -> None:
         self.database = database
         self.drafts = DraftService(database)
@@ -81,6 +86,9 @@ class JobService:
         # The model that drafts (None: evidence-only), loaded once per process, and what a job
         # does when it cannot be used: "evidence-only" (marked on the draft) or "fail".
         self.drafting = Drafting(self.pipeline_settings, language_model, model_fallback)
+        # Whether Provenote may reach an EHR as itself (its registration): a hook job whose lent
+        # token the EHR ends goes on that way.
+        self.acts_as_itself = acts_as_itself or (lambda iss: False)
         # Which process runs a job, for operators: a worker's --name, else host:pid.
         self.worker_name = worker_name or f"{socket.gethostname()}:{os.getpid()}"
         self.jobs = JobRepository(database, self.lease, self.worker_name)
@@ -218,7 +226,7 @@ class JobService:
         )
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
-            await run_stages(self, job)
+            await self._stages_with_access(job)
         except asyncio.CancelledError:
             # The worker is stopping (SIGTERM past its grace period, or shutdown): the job goes
             # back to the queue now rather than when its lease runs out.
@@ -237,6 +245,22 @@ class JobService:
             self._running.discard(job.id)
             REQUEST_ID.reset(request_id)
             JOB_ID.reset(job_id)
+
+    async def _stages_with_access(self, job: JobRow) -> None:
+        """The job's stages; a hook job whose lent token the EHR ends on the way goes on as
+        Provenote itself (once), where the EHR's registration allows it, from what it stored."""
+        try:
+            await run_stages(self, job)
+        except GrantEndedError:
+            if job.origin != JobOrigin.HOOK or not self.acts_as_itself(job.iss):
+                raise
+            log.warning(
+                "job %s: the EHR ended the token it lent; going on as Provenote itself", job.id
+            )
+            job = await self.update(
+                job.id, origin=JobOrigin.PREDRAFT, session_id="", detail=LENT_TOKEN_ENDED
+            )
+            await run_stages(self, job)
 
     async def _release(self, job_id: str) -> None:
         if await self.jobs.release(job_id):
