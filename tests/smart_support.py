@@ -46,11 +46,12 @@ def running_app(
     data_dir: Path,
     stage_hook: StageHook | None = None,
     extra_registrations: tuple[ClientRegistration, ...] = (),
+    registration_update: dict[str, object] | None = None,
     **overrides: object,
 ) -> Iterator[RunningApp]:
-    """The app on its own port, registered with the sandbox as configured (and with any other
-    EHRs given), charts pointing at it; over HTTPS, with the sandbox's certificate, when the
-    sandbox runs over HTTPS."""
+    """The app on its own port, registered with the sandbox as configured (its registration
+    changed by ``registration_update``; with any other EHRs given), charts pointing at it; over
+    HTTPS, with the sandbox's certificate, when the sandbox runs over HTTPS."""
     port = free_port()
     scheme = "https" if sandbox.tls else "http"
     fields = {"base_url": f"{scheme}://127.0.0.1:{port}", "data_dir": data_dir} | overrides
@@ -61,6 +62,9 @@ def running_app(
         sandbox.register(app_client(settings, sandbox.fhir_base))
     else:
         settings = sandbox.configure(settings)
+    if registration_update:
+        changed = settings.registrations[0].model_copy(update=registration_update)
+        settings.registrations[0] = changed
     if extra_registrations:
         registrations = [*settings.registrations, *extra_registrations]
         settings = settings.model_copy(update={"registrations": registrations})
