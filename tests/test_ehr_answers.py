@@ -442,6 +442,32 @@ def test_a_refresh_the_ehr_refuses_says_it_was_refused_not_that_none_was_given(
     assert kept is not None and kept.status == "preliminary"
 
 
+def test_migrate_installs_the_job_queues_tables_and_a_worker_told_not_to_migrate_needs_them(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    shared = {
+        "PROVENOTE_DATA_DIR": str(tmp_path),
+        "PROVENOTE_DATABASE_URL": postgres_url,
+        "PROVENOTE_TOKEN_ENCRYPTION_KEY": FERNET_KEY,
+        "PROVENOTE_APP_SECRET": "0" * 64,
+        **ONE_EHR,
+    }
+    only_app_tables = _provenote("migrate", **shared)  # the in-process queue has no tables
+    assert only_app_tables.returncode == 0, only_app_tables.stderr
+    assert "job queue" not in only_app_tables.stdout
+    layout = shared | {"PROVENOTE_JOB_QUEUE": "procrastinate"}
+    refused = _provenote("worker", **layout, PROVENOTE_MIGRATE_ON_START="false")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "the job queue's tables are not installed: run `provenote migrate` first" in (
+        refused.stderr
+    )
+    first = _provenote("migrate", **layout)
+    again = _provenote("migrate", **layout)
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert "job queue tables installed (procrastinate)" in first.stdout
+    assert "job queue tables present (procrastinate)" in again.stdout
+
+
 def test_migrations_run_on_their_own_and_a_server_told_not_to_migrate_refuses_an_old_schema(
     tmp_path: Path,
 ) -> None:

@@ -87,6 +87,8 @@ def require_current_schema(settings: Settings) -> None:
 
     from smartapp.core.db import Database
     from smartapp.core.schema import SchemaNotCurrentError
+    from smartapp.jobs.factory import job_queue
+    from smartapp.jobs.queue import ProcrastinateQueue
 
     async def prepared() -> None:
         database = Database(settings.database_dsn)
@@ -95,11 +97,18 @@ def require_current_schema(settings: Settings) -> None:
         finally:
             await database.dispose()
 
+    async def queue_present(queue: ProcrastinateQueue) -> bool:
+        async with queue.opened():
+            return await queue.schema_present()
+
     if not settings.migrate_on_start:
         try:
             asyncio.run(prepared())
         except SchemaNotCurrentError as error:
             raise fail(str(error)) from None
+        queue = job_queue(settings)
+        if isinstance(queue, ProcrastinateQueue) and not asyncio.run(queue_present(queue)):
+            raise fail("the job queue's tables are not installed: run `provenote migrate` first")
 
 
 BundleArgument = Annotated[

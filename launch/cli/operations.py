@@ -28,6 +28,8 @@ def migrate() -> None:
     import asyncio
 
     from smartapp.core.db import Database
+    from smartapp.jobs.factory import job_queue
+    from smartapp.jobs.queue import ProcrastinateQueue
 
     settings = server_settings(serving=False)
 
@@ -39,8 +41,16 @@ def migrate() -> None:
         finally:
             await database.dispose()
 
+    async def queue_installed(queue: ProcrastinateQueue) -> bool:
+        async with queue.opened():
+            return await queue.installed_schema()
+
     found, _ = asyncio.run(upgraded())
     typer.echo(f"database schema at revision {found}")
+    queue = job_queue(settings)
+    if isinstance(queue, ProcrastinateQueue):
+        installed = asyncio.run(queue_installed(queue))
+        typer.echo(f"job queue tables {'installed' if installed else 'present'} (procrastinate)")
 
 
 @app.command()

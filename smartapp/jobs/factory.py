@@ -21,6 +21,7 @@ def job_queue(settings: Settings) -> JobQueue:
             heartbeat_s=settings.worker_heartbeat_s,
             stalled_after_s=settings.worker_stalled_after_s,
             shutdown_grace_s=settings.shutdown_grace_s,
+            install_schema=settings.migrate_on_start,
         )
     return InProcessQueue(settings.job_workers)
 

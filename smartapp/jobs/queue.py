@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 from procrastinate import App, PsycopgConnector
@@ -117,8 +118,11 @@ class ProcrastinateQueue:
         heartbeat_s: float = 2.0,
         stalled_after_s: float = 10.0,
         shutdown_grace_s: float = 60.0,
+        install_schema: bool = True,
     ) -> None:
         self.concurrency = concurrency
+        # False (PROVENOTE_MIGRATE_ON_START=false): the tables are `provenote migrate`'s job.
+        self.install_schema = install_schema
         self.shutdown_grace_s = shutdown_grace_s
         self.heartbeat_s = heartbeat_s
         self.stalled_after_s = stalled_after_s
@@ -135,11 +139,13 @@ class ProcrastinateQueue:
     async def start(self, runner: Runner) -> None:
         self._runner = runner
         await self.app.open_async()
-        await self._install_schema()
+        if self.install_schema:
+            await self.installed_schema()
 
-    async def _install_schema(self) -> None:
+    async def installed_schema(self) -> bool:
         """procrastinate's tables, once: the first process installs them while the others wait
-        on a transaction-scoped lock (held by one pooled connection, released at its commit)."""
+        on a transaction-scoped lock (held by one pooled connection, released at its commit).
+        Whether this call installed them. The queue must be open."""
         connector = self.app.connector
         assert isinstance(connector, PsycopgConnector)
         async with connector.pool.connection() as connection, connection.transaction():
@@ -148,6 +154,24 @@ class ProcrastinateQueue:
             present = await found.fetchone()
             if present is None or present[0] is None:
                 await self.app.schema_manager.apply_schema_async()
+                return True
+        return False
+
+    @contextlib.asynccontextmanager
+    async def opened(self) -> AsyncIterator[ProcrastinateQueue]:
+        """The queue's connections, open for one operator's command (migrate, a start check)."""
+        await self.app.open_async()
+        try:
+            yield self
+        finally:
+            await self.app.close_async()
+
+    async def schema_present(self) -> bool:
+        """Whether procrastinate's tables are there. The queue must be open."""
+        answer = await self.app.connector.execute_query_one_async(
+            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
+        )
+        return bool(answer["present"])
 
     async def stop(self) -> None:
         await self.app.close_async()
