@@ -350,7 +350,12 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
     result = CliRunner().invoke(cli, ["export-edits", "-o", str(out)])
     assert result.exit_code == 0, result.output
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert record["draft"] == draft and record["sentence"] == target
+    from smartapp.core.keys import app_secret, pseudonym_secret
+    from smartapp.drafts.deidentify import patient_deidentifier
+    from smartapp.drafts.edits_export import editor_pseudonym
+
+    pseudonyms = patient_deidentifier(pseudonym_secret(app.settings), ONE_FLAG, None, None)
+    assert record["draft"] == pseudonyms.pseudonym(draft) and record["sentence"] == target
     assert record["action"] == "edit" and record["after"] == "Discharged home, stable."
     assert record["before"] and record["section"]
     assert record["citations"] and all("/" in ref for ref in record["cited_resources"])
@@ -362,15 +367,24 @@ def test_export_edits_writes_each_edit_with_its_evidence_and_a_pseudonymous_edit
     assert "[date of birth]" in record["before"] and "[name]" in record["before"]
     assert patient["birth_date"] not in exported and ONE_FLAG not in exported
     assert all(part not in exported for part in patient["name"].split())
+    # Nor the stay's ids and dates: ids by pseudonym, dates moved by the patient's offset.
+    encounter = stored.encounter
+    assert encounter and encounter not in exported and draft not in exported
+    assert record["encounter"] == pseudonyms.pseudonym(encounter)
+    stay = next(
+        fact["attributes"]
+        for fact in stored.evidence["facts"]["encounter"]
+        if fact["attributes"]["kind"] == "stay"
+    )
+    admitted = stay["start"][:10]
+    assert admitted not in exported
     # The pseudonym's key is its own: not the CSRF secret.
-    from smartapp.core.keys import app_secret, pseudonym_secret
-    from smartapp.drafts.edits_export import editor_pseudonym
-
     actor = review_sandbox.practitioner
     assert record["editor"] != editor_pseudonym(app_secret(app.settings), actor)
     assert app_secret(app.settings) != pseudonym_secret(app.settings)
     full = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--with-identifiers"])
     assert full.exit_code == 0 and patient["birth_date"] in out.read_text()
+    assert json.loads(out.read_text())["draft"] == draft
 
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
     later = CliRunner().invoke(cli, ["export-edits", "-o", str(out), "--since", tomorrow])

@@ -7,16 +7,16 @@ under a secret of its own, stable across drafts (edits by one physician can be g
 reversible without it. Like expert-corrected "golden" summaries, accepted sentences are records
 too: an accept says the draft was right.
 
-The patient's direct identifiers (names, date of birth, record numbers and other identifiers,
-the Patient's id) are replaced by placeholders in every record unless the export is asked for
-them (``--with-identifiers``), so the file can leave the clinical systems.
+Every record is de-identified by what its text is (``smartapp.drafts.deidentify``: the patient's
+and relatives' names and contact details, identifiers, ids by pseudonym, dates shifted per
+patient) unless the export is asked for identifiers (``--with-identifiers``), so the file can
+leave the clinical systems.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -28,46 +28,13 @@ from sqlalchemy.orm import undefer
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary, cited_sources
 from smartapp.core.db import Database
-from smartapp.core.tables import DraftEditRow, DraftRow
-from smartapp.drafts.pages import patient_banner
+from smartapp.core.tables import DraftEditRow, DraftRow, JobRow
+from smartapp.drafts.deidentify import Deidentifier, patient_deidentifier
 
 
 def editor_pseudonym(secret: bytes, actor: str) -> str:
     """A stable pseudonym for a user: the same person, the same id, in every export."""
     return "editor-" + hmac.new(secret, actor.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def identifiers_of(state: EvidenceState | None, patient: str) -> dict[str, str]:
-    """The patient's direct identifiers as they can appear in a sentence, with the placeholder
-    each becomes (longest first, so a full name goes before its parts)."""
-    found: dict[str, str] = {f"Patient/{patient}": "Patient/[id]", patient: "[patient id]"}
-    info = patient_banner(state) if state is not None else None
-    if info is not None:
-        names = [info.name or "", *(" ".join([*n.given, n.family or ""]) for n in info.names)]
-        for name in names:
-            found[name.strip()] = "[name]"
-        for person in info.names:
-            for part in [*person.given, person.family or ""]:
-                found[part] = "[name]"
-        if info.birth_date is not None:
-            found[info.birth_date.isoformat()] = "[date of birth]"
-        for identifier in [*info.identifiers, info.mrn or ""]:
-            found[identifier] = "[identifier]"
-    usable = {text: mark for text, mark in found.items() if len(text.strip()) >= 2}
-    return dict(sorted(usable.items(), key=lambda item: -len(item[0])))
-
-
-def _without(value: Any, identifiers: dict[str, str]) -> Any:
-    """``value`` (text, or lists and dicts of it) with each identifier replaced, whole words."""
-    if isinstance(value, str):
-        for text, mark in identifiers.items():
-            value = re.sub(rf"(?<!\w){re.escape(text)}(?!\w)", mark, value)
-        return value
-    if isinstance(value, list):
-        return [_without(item, identifiers) for item in value]
-    if isinstance(value, dict):
-        return {key: _without(item, identifiers) for key, item in value.items()}
-    return value
 
 
 def _sentence(edit: DraftEditRow, summary: Summary | None) -> Sentence | None:
@@ -98,8 +65,10 @@ def edit_record(
     sentence: Sentence | None,
     state: EvidenceState | None,
     secret: bytes,
-    with_identifiers: bool = False,
+    deidentifier: Deidentifier | None = None,
 ) -> dict[str, Any]:
+    """One edit as a record; de-identified by ``deidentifier`` unless it is None (the export
+    asked for identifiers)."""
     cited: list[str] = []
     if sentence is not None and state is not None:
         try:
@@ -123,13 +92,11 @@ def edit_record(
         "at": edit.at.isoformat(),
         "editor": editor_pseudonym(secret, edit.actor),
     }
-    if with_identifiers:
+    if deidentifier is None:
         return record
-    cleaned: dict[str, Any] = _without(record, identifiers_of(state, draft.patient))
-    return cleaned | {
-        "editor": record["editor"],
-        "at": record["at"],
-    }
+    record["encounter"] = deidentifier.pseudonym(draft.encounter) if draft.encounter else None
+    cleaned: dict[str, Any] = deidentifier.value(record)
+    return cleaned | {"editor": record["editor"]}
 
 
 async def edit_records(
@@ -146,7 +113,8 @@ async def edit_records(
         query = query.where(DraftEditRow.at >= since)
     async with database.sessions() as session:
         edits = list((await session.execute(query)).scalars())
-    current: tuple[DraftRow, Summary | None, EvidenceState | None] | None = None
+    current: tuple[DraftRow, Summary | None, EvidenceState | None, Deidentifier | None] | None
+    current = None
     for edit in edits:
         if current is None or current[0].id != edit.draft_id:
             async with database.sessions() as session:
@@ -158,7 +126,25 @@ async def edit_records(
             assert draft is not None  # draft_edits.draft_id is a foreign key
             summary = Summary.model_validate(draft.summary) if draft.summary else None
             state = EvidenceState.model_validate(draft.evidence) if draft.evidence else None
-            current = (draft, summary, state)
-        draft, summary, state = current
+            deidentifier = (
+                None
+                if with_identifiers
+                else patient_deidentifier(
+                    secret, draft.patient, state, await _pulled_record(database, draft.job_id)
+                )
+            )
+            current = (draft, summary, state, deidentifier)
+        draft, summary, state, deidentifier = current
         sentence = _sentence(edit, summary)
-        yield edit_record(edit, draft, sentence, state, secret, with_identifiers)
+        yield edit_record(edit, draft, sentence, state, secret, deidentifier)
+
+
+async def _pulled_record(database: Database, job_id: str | None) -> dict[str, Any] | None:
+    """The job's pulled record, while it is kept (``provenote purge`` removes it)."""
+    if job_id is None:
+        return None
+    async with database.sessions() as session:
+        record: dict[str, Any] | None = await session.scalar(
+            select(JobRow.record).where(JobRow.id == job_id)
+        )
+    return record
