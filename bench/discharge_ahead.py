@@ -28,7 +28,8 @@ import httpx
 
 from bench.launch_to_draft import stays
 from bench.synthea import SYNTHEA
-from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
+from launch.sandbox.run import SAMPLES, Sandbox
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 

@@ -23,7 +23,8 @@ import httpx
 
 from bench.synthea import SYNTHEA
 from launch.sandbox.authorization import LaunchContext
-from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
+from launch.sandbox.run import SAMPLES, Sandbox
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient

@@ -27,7 +27,8 @@ import httpx
 from sqlalchemy import select
 
 from launch.demo import follow_progress, inpatient_encounter
-from launch.sandbox.run import Sandbox, ThreadedServer, free_port
+from launch.sandbox.run import Sandbox
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 from smartapp.core.tables import DraftRevisionRow, DraftRow, JobRow

@@ -29,7 +29,8 @@ import httpx
 
 from bench.synthea import SYNTHEA
 from launch.demo import DemoError, charted_patients, inpatient_encounter
-from launch.sandbox.run import SAMPLES, Sandbox, ThreadedServer, free_port
+from launch.sandbox.run import SAMPLES, Sandbox
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 
-from launch.sandbox.run import Sandbox, ThreadedServer, free_port
+from launch.sandbox.run import Sandbox
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.settings import Settings
 

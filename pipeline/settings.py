@@ -32,7 +32,7 @@ class SchemaLimits(BaseModel):
     sentences_per_fix: int = Field(6, ge=1)
     entailment_spans: int = Field(12, ge=1)
     span_chars: int = Field(300, ge=4)
-    # Per page chunk of at most ~4,000 characters (``pipeline.summarizing.extraction.CHUNK_CHARS``).
+    # Per page chunk of at most ~4,000 characters (``note_chunks.CHUNK_CHARS``).
     extraction_items: int = Field(150, ge=1)
     item_chars: int = Field(300, ge=4)
     quote_chars: int = Field(1500, ge=8)

@@ -13,9 +13,10 @@ from typing import TypeVar
 import httpx
 
 from launch.demo import inpatient_encounter as chart_inpatient_encounter
-from launch.sandbox.authorization import RegisteredClient
+from launch.sandbox.clients import RegisteredClient
 from launch.sandbox.cluster import Cluster
-from launch.sandbox.run import Sandbox, ThreadedServer, app_client, free_port
+from launch.sandbox.run import Sandbox, app_client
+from launch.sandbox.servers import ThreadedServer, free_port
 from smartapp.app import create_app
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings

@@ -18,14 +18,14 @@ from pipeline.backends.answer_schemas import answer_budget, extraction_schema
 from pipeline.backends.chat import Completion, Metered, ModelOutputError, ask_json, salvage_items
 from pipeline.backends.llm import LOOP_NGRAM, LoopGuard, TransformersBackend
 from pipeline.settings import PipelineSettings, SchemaLimits
-from pipeline.summarizing.extraction import (
+from pipeline.summarizing.extraction import extract_from_notes
+from pipeline.summarizing.note_chunks import (
     CHUNK_CHARS,
     CHUNK_TOKENS,
     MIN_CHUNK_TOKENS,
     chunk_limits,
     chunk_measure,
     chunks,
-    extract_from_notes,
 )
 from pipeline.text.echoes import echoes_prompt, restates_instructions
 from smartapp.jobs.evidence import evidence_from_fhir

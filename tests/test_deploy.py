@@ -25,7 +25,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from launch.sandbox.balancer import main_config, nginx, nginx_binary, nginx_command, site_for
-from launch.sandbox.run import Sandbox, free_port
+from launch.sandbox.run import Sandbox
+from launch.sandbox.servers import free_port
 from launch.sandbox.tls import Certificate, loopback_certificate
 from launch.serving import APP_KEEP_ALIVE_S
 from smartapp.core.settings import unknown_variables

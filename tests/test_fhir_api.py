@@ -21,7 +21,7 @@ from fhirclient.models.provenance import Provenance
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from launch.sandbox.authorization import RegisteredClient
+from launch.sandbox.clients import RegisteredClient
 from launch.sandbox.run import Sandbox
 from smartapp.launch.oauth import client_assertion
 from tests.smart_support import RunningApp, inpatient_encounter, running_app

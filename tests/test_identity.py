@@ -11,7 +11,8 @@ from fhir.resources.R4B.patient import Patient
 from fhir_mapping.demographics import chart_identity_of
 from launch.identity_patients import DOCUMENT_PATIENTS, OTHER_PATIENT, patient
 from pipeline.evidence.model import Page
-from pipeline.ingestion.identity import ChartIdentity, check_identity, find_identifiers
+from pipeline.ingestion.identity import ChartIdentity, check_identity
+from pipeline.ingestion.page_identifiers import find_identifiers
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.clinical.medications import ingredients
-from pipeline.clinical.reconcile import mentioned
+from pipeline.clinical.stay_context import mentioned
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx

@@ -147,7 +147,7 @@ def test_a_worker_publishes_no_installation_gauge_it_never_reads() -> None:
     """A worker's /metrics would show permanent zeros for the database-backed gauges (jobs by
     state, the oldest queued job, live workers) that only web processes read: it leaves them
     out, and a web process serves them."""
-    from launch.sandbox.run import free_port
+    from launch.sandbox.servers import free_port
     from smartapp.core.metrics import serve_worker_metrics
 
     port = free_port()
@@ -189,7 +189,7 @@ def test_ready_can_require_a_live_worker_of_the_shared_queue(
 def test_a_workers_metrics_listen_on_loopback_and_answer_metrics_only() -> None:
     import socket
 
-    from launch.sandbox.run import free_port
+    from launch.sandbox.servers import free_port
     from smartapp.core.metrics import serve_worker_metrics
 
     port = free_port()

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from launch.sandbox.authorization import RegisteredClient
+from launch.sandbox.clients import RegisteredClient
 from launch.sandbox.run import BACKEND_CLIENT_ID, Sandbox
 from smartapp.core.keys import public_jwks, registration_key
 from smartapp.core.registrations import ClientRegistration

@@ -18,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from launch.sandbox.run import Sandbox, free_port
+from launch.sandbox.run import Sandbox
+from launch.sandbox.servers import free_port
 from smartapp.core.packaged_model import converted_directory, packaged_smollm2
 from tests.smart_support import launch_job, running_app, wait_for
 

@@ -15,20 +15,18 @@ from fhir_mapping.draft_resources import DraftResources, draft_resources, stored
 from fhir_mapping.json_values import as_json
 from fhir_mapping.signoff import signed_bundle
 from fhir_mapping.write_plan import (
-    ACCEPTED_STATUS,
     COMPOSITION_REFUSED,
     DEVICE,
     NOTE,
     AddProvenances,
-    Capability,
     CreateDevice,
     DraftNote,
     WriteNote,
     WrittenCopy,
-    choose_strategy,
     provenance_key,
     write_plan,
 )
+from fhir_mapping.write_strategy import ACCEPTED_STATUS, Capability, choose_strategy
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -202,7 +200,7 @@ def test_signing_updates_the_copy_written_before_in_its_own_strategy() -> None:
 
 
 def test_why_nothing_is_written_names_the_operator_the_ehr_or_the_grant() -> None:
-    from fhir_mapping.write_plan import why_nothing_is_written
+    from fhir_mapping.write_strategy import why_nothing_is_written
 
     takes_notes = Capability(frozenset({"Composition"}))
     takes_nothing = Capability(frozenset({"Patient"}))

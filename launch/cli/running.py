@@ -30,7 +30,8 @@ def sandbox(
     ] = False,
 ) -> None:
     """Start the sandbox EHR (FHIR server, SMART authorization server, chart) until stopped."""
-    from launch.sandbox.run import Sandbox, SandboxError
+    from launch.sandbox.run import Sandbox
+    from launch.sandbox.servers import SandboxError
 
     settings = current_settings()
     box = Sandbox(app_launch_url=settings.launch_url, seed_paths=seed or None, tls=tls)
@@ -88,7 +89,7 @@ def demo(
 ) -> None:
     """Launch Provenote from the sandbox chart and show the draft it writes back."""
     from launch.demo import DemoError, run_demo
-    from launch.sandbox.run import SandboxError
+    from launch.sandbox.servers import SandboxError
 
     try:
         code = run_demo(data_dir, keep_running, llm, discharge)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from launch.sandbox.run import free_port
+from launch.sandbox.servers import free_port
 from launch.sandbox.tls import Certificate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,8 @@ import httpx
 from cryptography.fernet import Fernet
 
 from launch.sandbox.balancer import Balancer, nginx
-from launch.sandbox.run import Sandbox, free_port
+from launch.sandbox.run import Sandbox
+from launch.sandbox.servers import free_port
 from smartapp.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

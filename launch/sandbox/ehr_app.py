@@ -11,8 +11,9 @@ from litestar import Litestar, Request, get, post
 from litestar.params import FromQuery
 from litestar.response import Redirect, Response
 
-from launch.sandbox.authorization import AuthorizationServer, OAuthError
+from launch.sandbox.authorization import AuthorizationServer
 from launch.sandbox.cds_client import CdsClient
+from launch.sandbox.clients import OAuthError
 from pipeline.text.rendering import render
 
 

@@ -5,23 +5,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import httpx
-import uvicorn
 
-from launch.sandbox.authorization import AuthorizationServer, RegisteredClient
+from launch.sandbox.authorization import AuthorizationServer
 from launch.sandbox.cds_client import CdsClient
+from launch.sandbox.clients import RegisteredClient
 from launch.sandbox.ehr_app import create_ehr_app
 from launch.sandbox.seed import SeedReport, seed
-from launch.sandbox.tls import Certificate, loopback_certificate
+from launch.sandbox.servers import SandboxError, ThreadedServer, free_port
+from launch.sandbox.tls import loopback_certificate
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 
@@ -31,16 +28,6 @@ PRACTITIONER_ID = "sandbox-physician"
 # The client id the sandbox registers for the app's SMART Backend Services (pre-drafting, hook
 # calls without a lent token), apart from the launch's client as EHRs keep them.
 BACKEND_CLIENT_ID = "provenote-backend"
-
-
-class SandboxError(RuntimeError):
-    """The sandbox could not start (Node.js or npm missing, a server that never came up)."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def ensure_npm_packages(folder: Path = FHIR_SERVER_DIR) -> None:
@@ -73,36 +60,6 @@ def app_client(settings: Settings, issuer: str) -> RegisteredClient:
         secret=settings.client_secret.get_secret_value() if settings.client_secret else None,
         jwks_url=f"{settings.base_url.rstrip('/')}/.well-known/jwks.json",
     )
-
-
-class ThreadedServer:
-    """An ASGI app served by uvicorn on 127.0.0.1 from a background thread (over HTTPS with
-    ``tls``)."""
-
-    def __init__(self, app: Any, port: int, tls: Certificate | None = None) -> None:
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            ssl_certfile=str(tls.cert_file) if tls else None,
-            ssl_keyfile=str(tls.key_file) if tls else None,
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def start(self, timeout_s: float = 30) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise SandboxError("a sandbox web server did not start")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
 
 
 class Sandbox:

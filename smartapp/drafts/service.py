@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fhir_mapping.hosted import served_device
-from fhir_mapping.write_plan import Strategy
+from fhir_mapping.write_strategy import Strategy
 from pipeline.checking.review import ReviewAction
 from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Sentence, Summary

@@ -12,16 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fhir_mapping.draft_resources import draft_resources, stored_draft
-from fhir_mapping.write_plan import (
+from fhir_mapping.write_plan import DraftNote, WrittenCopy, idempotency_key, write_plan
+from fhir_mapping.write_strategy import (
     Capability,
-    DraftNote,
     Strategy,
-    WrittenCopy,
     as_strategy,
     choose_strategy,
-    idempotency_key,
     why_nothing_is_written,
-    write_plan,
 )
 from smartapp.core.db import Database
 from smartapp.core.statuses import DraftStatus, WriteBackStatus

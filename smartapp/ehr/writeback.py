@@ -20,11 +20,11 @@ from fhir_mapping.write_plan import (
     NOTE,
     AddProvenances,
     CreateDevice,
-    Strategy,
     WriteNote,
     WritePlan,
     provenance_key,
 )
+from fhir_mapping.write_strategy import Strategy
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 
 

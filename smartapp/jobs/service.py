@@ -21,7 +21,7 @@ from typing import Any
 
 from fhir_mapping.resources import record_digest
 from fhir_mapping.scope import INPATIENT_CLASSES
-from fhir_mapping.write_plan import Strategy
+from fhir_mapping.write_strategy import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
 from smartapp.core.db import Database
@@ -32,21 +32,19 @@ from smartapp.core.metrics import JOBS_FINISHED, JOBS_REQUEUED
 from smartapp.core.statuses import JobOrigin, JobStage, JobState
 from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
-from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import PullBounds
 from smartapp.jobs.drafting import Drafting
 from smartapp.jobs.progress import ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.jobs.repository import JobRepository, job_view
 from smartapp.jobs.stage_clock import StageClock
-from smartapp.jobs.stages import run_stages
+from smartapp.jobs.stages import ClientFactory, run_stages
 from smartapp.launch.tokens import GrantEndedError
 
 StageHook = Callable[[str, str], Awaitable[None]]
 LENT_TOKEN_ENDED = (
     "the EHR ended the access it lent; drafting as Provenote itself (SMART Backend Services)"
 )
-ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 __all__ = ["ClientFactory", "JobService", "StageHook", "job_view"]
 
 

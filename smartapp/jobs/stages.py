@@ -8,25 +8,59 @@ durably (leases, failures, hand-backs) is ``smartapp.jobs.service``'s business.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from fhir_mapping.resources import record_digest, type_counts
+from fhir_mapping.write_strategy import Strategy
 from pipeline.errors import InputError, ProvenoteError
+from pipeline.settings import PipelineSettings
 from smartapp.core.statuses import DRAFTED_AHEAD, JobStage, WriteBackStatus
-from smartapp.core.tables import JobRow
+from smartapp.core.tables import DraftRow, JobRow
+from smartapp.drafts.service import DraftService
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
-from smartapp.ehr.pull import pull_record
+from smartapp.ehr.fhir_client import FhirClient
+from smartapp.ehr.pull import PullBounds, pull_record
+from smartapp.jobs.drafting import Drafting
 from smartapp.jobs.evidence import evidence_from_fhir, require_inpatient
-
-if TYPE_CHECKING:
-    from smartapp.jobs.service import JobService
 
 # What a draft made ahead says until a physician opens it.
 HELD_UNTIL_OPENED = "written to the chart when a physician opens it"
+ClientFactory = Callable[[JobRow], Awaitable[tuple[FhirClient, str]]]
 
 
-async def run_stages(service: JobService, job: JobRow) -> None:
+class JobSteps(Protocol):
+    """What the stages need of whoever runs the job (``JobService``): its parts, and how it
+    stores a stage, an output and the end."""
+
+    client_for: ClientFactory
+    pull_bounds: PullBounds
+    pipeline_settings: PipelineSettings
+    inpatient_classes: set[str]
+    drafting: Drafting
+    drafts: DraftService
+    installation: str
+    forced_strategies: dict[str, Strategy]
+
+    async def enter_stage(self, job: JobRow, stage: str, progress: float, detail: str) -> JobRow:
+        """Store and announce that ``job`` starts ``stage``."""
+        ...
+
+    async def update(self, job_id: str, **values: Any) -> JobRow:
+        """Store ``values`` on the job and announce it."""
+        ...
+
+    async def finish(self, job: JobRow, detail: str) -> None:
+        """Store that the job is done."""
+        ...
+
+    async def draft_of(self, job_id: str) -> DraftRow | None:
+        """The job's draft, once stored."""
+        ...
+
+
+async def run_stages(service: JobSteps, job: JobRow) -> None:
     """Take ``job`` from its last stored output to its end."""
     client, scope = await service.client_for(job)
     if job.record is None:
