@@ -123,19 +123,14 @@ def _authorization_routes(server: AuthorizationServer, hooks: CdsClient) -> list
     return [authorize_get, authorize_post, token, jwks, smart_style, cds_jwks]
 
 
-def create_ehr_app(
+def _chart_routes(
     server: AuthorizationServer,
-    *,
     fhir_base: str,
     admin_token: str,
     app_launch_url: Callable[[], str],
     hooks: CdsClient,
-) -> Litestar:
-    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
-
-    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed; the
-    app's CDS services are found beside it (its launch URL without ``/launch``).
-    """
+) -> list[Any]:
+    """The chart: its page, its launch of the app, and its Start discharge (the hook)."""
 
     @get("/chart")
     async def chart(framed: FromQuery[bool] = False) -> Response[str]:
@@ -179,8 +174,25 @@ def create_ehr_app(
             framed=framed,
         )
 
+    return [chart, launch, discharge]
+
+
+def create_ehr_app(
+    server: AuthorizationServer,
+    *,
+    fhir_base: str,
+    admin_token: str,
+    app_launch_url: Callable[[], str],
+    hooks: CdsClient,
+) -> Litestar:
+    """Routes under /auth (authorize, token, jwks) and /chart, bound to one server instance.
+
+    ``app_launch_url`` is asked at each launch, so the app a chart launches can be changed; the
+    app's CDS services are found beside it (its launch URL without ``/launch``).
+    """
+    charts = _chart_routes(server, fhir_base, admin_token, app_launch_url, hooks)
     return Litestar(
-        route_handlers=[*_authorization_routes(server, hooks), chart, launch, discharge],
+        route_handlers=[*_authorization_routes(server, hooks), *charts],
         debug=False,
         logging_config=None,
     )

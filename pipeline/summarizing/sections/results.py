@@ -39,14 +39,9 @@ def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
     return [cited_sentence("results", text, [f.id for f in same])]
 
 
-def results_section(
-    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
-) -> list[Sentence]:
-    """Abnormal results first (critical, then high or low), each marked, with its trend over the
-    episode and against the latest value before admission; the normal ones in one line, without
-    screening scores and indices (``minor_results``); vital signs at admission and at discharge
-    (or the latest, dated, when none was taken in the stay's last day)."""
-    minor = ranges.extra.get("minor_results", {})
+def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fact], list[Fact]]:
+    """The stay's results by test (code, else name, and unit), the baseline before admission of
+    each test, and the vital signs."""
     by_test: dict[str, list[Fact]] = defaultdict(list)
     baselines: dict[str, Fact] = {}
     vitals: list[Fact] = []
@@ -62,6 +57,18 @@ def results_section(
             vitals.append(fact)
         else:
             by_test[key].append(fact)
+    return by_test, baselines, vitals
+
+
+def results_section(
+    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
+) -> list[Sentence]:
+    """Abnormal results first (critical, then high or low), each marked, with its trend over the
+    episode and against the latest value before admission; the normal ones in one line, without
+    screening scores and indices (``minor_results``); vital signs at admission and at discharge
+    (or the latest, dated, when none was taken in the stay's last day)."""
+    minor = ranges.extra.get("minor_results", {})
+    by_test, baselines, vitals = _grouped(state)
     abnormal: list[tuple[int, str, Sentence]] = []
     normal: list[Fact] = []
     unranged: list[Fact] = []
