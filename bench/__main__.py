@@ -5,6 +5,7 @@ import sys
 from bench import (
     addressed_text,
     checker_quality,
+    concurrent_launches,
     discharge_ahead,
     drafts,
     evidence,
@@ -30,6 +31,7 @@ if __name__ == "__main__":
     drafts.main()
     fetch.main()
     launch_to_draft.main()
+    concurrent_launches.main()
     discharge_ahead.main()
     scale_out.main()
     review_api.main()

@@ -17,6 +17,8 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -31,6 +33,7 @@ from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 
 STAYS = 10
+STAGES = ("launch", "queued", "fetching", "ingesting", "summarizing", "writing_back")
 
 
 def stays(chart: str) -> list[tuple[str, str]]:
@@ -57,50 +60,66 @@ async def _pull(sandbox: Sandbox, patient: str, encounter: str) -> float:
         return time.perf_counter() - start
 
 
-def main() -> None:
-    seeds = [SYNTHEA] if SYNTHEA.is_dir() else [SAMPLES]
-    stamps: dict[str, list[tuple[str, float]]] = defaultdict(list)
+Stamps = dict[str, list[tuple[str, float]]]
+
+
+def launch_once(
+    sandbox: Sandbox, base_url: str, stamps: Stamps, patient: str, encounter: str
+) -> tuple[float, dict[str, float]]:
+    """One launch from the chart to its ended job: the total, and each stage's seconds."""
+    with httpx.Client(follow_redirects=True, timeout=300) as browser:
+        start = time.perf_counter()
+        landing = browser.post(
+            f"{sandbox.chart_url}/launch", data={"patient": patient, "encounter": encounter}
+        )
+        landed = time.perf_counter()
+        job_id = re.search(r'data-job="([^"]+)"', landing.text).group(1)
+        while browser.get(f"{base_url}/jobs/{job_id}").json()["state"] not in {"done", "failed"}:
+            time.sleep(0.02)
+        end = time.perf_counter()
+    # "launch": the SMART launch to the landing page; "queued": waiting for a free job worker.
+    marks = [("launch", start), ("queued", landed), *stamps[job_id], ("end", end)]
+    return end - start, {
+        stage: following - at for (stage, at), (_, following) in itertools.pairwise(marks)
+    }
+
+
+@contextmanager
+def launched_app(stamps: Stamps) -> Iterator[tuple[Sandbox, str, list[tuple[str, str]]]]:
+    """The sandbox seeded with the Synthea stays (the samples without them), the app beside it
+    with a stage hook stamping ``stamps``, and the inpatient stays the chart lists."""
 
     async def stamp(job_id: str, stage: str) -> None:
         stamps[job_id].append((stage, time.perf_counter()))
 
+    seeds = [SYNTHEA] if SYNTHEA.is_dir() else [SAMPLES]
     port = free_port()
     with (
         tempfile.TemporaryDirectory() as data_dir,
         Sandbox(app_launch_url=f"http://127.0.0.1:{port}/launch", seed_paths=seeds) as sandbox,
     ):
         settings = Settings(base_url=f"http://127.0.0.1:{port}", data_dir=Path(data_dir))
-        settings = sandbox.configure(settings)
-        server = ThreadedServer(create_app(settings, stamp), port)
+        server = ThreadedServer(create_app(sandbox.configure(settings), stamp), port)
         server.start()
         try:
-            chart = httpx.get(sandbox.chart_url, timeout=300).text
-            chosen = stays(chart)
-            totals, floors = [], []
-            by_stage: dict[str, list[float]] = defaultdict(list)
-            for patient, encounter in chosen:
-                with httpx.Client(follow_redirects=True, timeout=300) as browser:
-                    start = time.perf_counter()
-                    landing = browser.post(
-                        f"{sandbox.chart_url}/launch",
-                        data={"patient": patient, "encounter": encounter},
-                    )
-                    job_id = re.search(r'data-job="([^"]+)"', landing.text).group(1)
-                    while browser.get(f"{settings.base_url}/jobs/{job_id}").json()["state"] not in {
-                        "done",
-                        "failed",
-                    }:
-                        time.sleep(0.02)
-                    end = time.perf_counter()
-                marks = [("launch", start), *stamps[job_id], ("end", end)]
-                for (stage, at), (_, following) in itertools.pairwise(marks):
-                    by_stage[stage].append(following - at)
-                totals.append(end - start)
-                floors.append(asyncio.run(_pull(sandbox, patient, encounter)))
+            yield sandbox, settings.base_url, stays(httpx.get(sandbox.chart_url, timeout=300).text)
         finally:
             server.stop()
+
+
+def main() -> None:
+    stamps: Stamps = defaultdict(list)
+    with launched_app(stamps) as (sandbox, base_url, chosen):
+        totals, floors = [], []
+        by_stage: dict[str, list[float]] = defaultdict(list)
+        for patient, encounter in chosen:
+            total, stages = launch_once(sandbox, base_url, stamps, patient, encounter)
+            for stage, seconds in stages.items():
+                by_stage[stage].append(seconds)
+            totals.append(total)
+            floors.append(asyncio.run(_pull(sandbox, patient, encounter)))
     print(f"Launch to stored, written-back draft: {len(totals)} inpatient stays (median seconds)")
-    for stage in ("launch", "fetching", "ingesting", "summarizing", "writing_back"):
+    for stage in STAGES:
         if by_stage.get(stage):
             print(f"  {stage:<13} {statistics.median(by_stage[stage]):7.3f}")
     total, floor = statistics.median(totals), statistics.median(floors)

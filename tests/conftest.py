@@ -10,8 +10,6 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from pipeline.settings import PipelineSettings
-
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 SYNTHEA = SHARED_DATA / "synthea" / "california"
@@ -44,11 +42,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture
-def settings() -> PipelineSettings:
-    return PipelineSettings()
-
-
 @pytest.fixture(scope="session")
 def sandbox():
     """The sandbox EHR with the shipped sample patients, on loopback, for this test worker."""
@@ -56,15 +49,6 @@ def sandbox():
 
     with Sandbox(app_launch_url="http://127.0.0.1:1/launch") as box:
         yield box
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    """None: the default SQLite file; else a fresh PostgreSQL database, dropped afterwards."""
-    if request.param == "sqlite":
-        yield None
-        return
-    yield from fresh_postgres()
 
 
 @pytest.fixture
@@ -85,21 +69,3 @@ def fresh_postgres() -> Iterator[str]:
                 raise
             pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN}: {error}")
         yield url
-
-
-@pytest.fixture(scope="module")
-def review_sandbox():
-    """A sandbox per module in which one patient has a note full of markup (review tests)."""
-    from tests.review_support import hostile_sandbox
-
-    with hostile_sandbox() as box:
-        yield box
-
-
-@pytest.fixture
-def app(review_sandbox, tmp_path: Path):
-    """The app against the review sandbox (review and browser tests), on a fresh SQLite file."""
-    from tests.smart_support import running_app
-
-    with running_app(review_sandbox, tmp_path) as running:
-        yield running

@@ -41,7 +41,7 @@ def _marked(node: ast.AST) -> bool:
 
 def _modules(folder: Path) -> dict[str, Module]:
     modules = {}
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         module = Module(tree)
         for node in ast.walk(tree):
@@ -51,7 +51,7 @@ def _modules(folder: Path) -> dict[str, Module]:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
                 module.functions[node.name] = node
-        modules[f"tests.{path.stem}"] = module
+        modules["tests." + ".".join(path.relative_to(folder).with_suffix("").parts)] = module
     return modules
 
 

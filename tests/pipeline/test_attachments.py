@@ -11,6 +11,7 @@ from pypdf import PdfWriter
 from pipeline.ingestion.attachments import parse_media_type, read_attachment
 from pipeline.settings import PipelineSettings
 from pipeline.text.html_text import html_to_text
+from tests.conftest import ROOT
 
 
 def blank_pdf(pages: int = 1, password: str | None = None, owner: str | None = None) -> bytes:
@@ -188,13 +189,12 @@ def _render_in_a_subprocess(data: bytes, content_type: str) -> dict:
     import json
     import subprocess
     import sys
-    from pathlib import Path
 
     answer = subprocess.run(
         [sys.executable, "-c", PEAK_RSS_PROBE, content_type],
         input=data,
         capture_output=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
         timeout=120,
         check=True,
     )

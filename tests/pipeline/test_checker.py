@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +25,7 @@ from pipeline.checking.checker import (
 from pipeline.checking.verify import verify_text
 from pipeline.evidence.summary import CheckResult, Sentence
 from pipeline.text.words import FUNCTION_WORDS
-from tests.conftest import SHARED_DATA
+from tests.conftest import ROOT, SHARED_DATA
 
 
 def failing(check) -> list[str]:
@@ -239,7 +238,7 @@ def test_checking_never_loads_torch() -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parent.parent,
+        cwd=ROOT,
     )
     assert loaded.stdout.strip() == "False"
 

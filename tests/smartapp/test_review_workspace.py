@@ -24,7 +24,7 @@ from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import SAMPLE_PDF
 from tests.review_support import ONE_FLAG, PDF_PATIENT, flagged_ids, form_values
-from tests.test_review_page import open_draft
+from tests.smartapp.test_review_page import open_draft
 
 QUOTE = "Continue Cipro for an additional two days for his UTI."
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from fhir.resources.R4B.bundle import Bundle
@@ -35,8 +34,9 @@ from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.launch.roles import practitioner_reference
 from smartapp.launch.sessions import LaunchContext
 from smartapp.launch.style import safe_style
+from tests.conftest import ROOT
 
-SAMPLE = Path(__file__).resolve().parents[1] / "launch" / "samples"
+SAMPLE = ROOT / "launch" / "samples"
 MANY_FLAGS = "97da660e-b895-3740-a6fc-f8cb48dcf20c"
 WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

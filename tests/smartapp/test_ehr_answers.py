@@ -26,9 +26,9 @@ from smartapp.core.registrations import ClientRegistration, callback_id
 from smartapp.core.settings import Settings, unknown_variables
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
+from tests.conftest import ROOT
 from tests.smart_support import launch_job, running_app, wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTE = {"resourceType": "Composition", "status": "preliminary", "title": "AI draft"}
 
 

@@ -21,10 +21,11 @@ from smartapp.core.keys import signing_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from smartapp.launch.oauth import ASSERTION_TYPE, client_assertion
+from tests.conftest import ROOT
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
-SAMPLE = Path(__file__).parents[1] / "launch" / "samples" / f"{PATIENT}.json"
+SAMPLE = ROOT / "launch" / "samples" / f"{PATIENT}.json"
 
 
 def sample_counts() -> dict[str, int]:

@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import zlib
-from pathlib import Path
 
 import pytest
 
@@ -25,10 +24,9 @@ from pipeline.clinical.record_conflicts import instruction_like
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.conftest import TEST_DATA
 
-WORDINGS = json.loads(
-    (Path(__file__).parent / "data" / "addressed_text_wordings.json").read_text(encoding="utf-8")
-)
+WORDINGS = json.loads((TEST_DATA / "addressed_text_wordings.json").read_text(encoding="utf-8"))
 
 
 def test_the_shipped_classifier_is_small_and_its_keyword_features_point_to_a_tool() -> None:
