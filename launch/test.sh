@@ -23,5 +23,5 @@ phase -m "serial and not vllm" "$@"
 if [ "${PROVENOTE_SKIP_VLLM:-0}" != 1 ]; then
   PROVENOTE_VLLM_PYTHON="$(bash launch/vllm_env.sh)"
   export PROVENOTE_VLLM_PYTHON
-  phase -m vllm tests/test_vllm.py
+  phase -m vllm tests/smartapp/test_vllm.py
 fi

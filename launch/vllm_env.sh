@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A vLLM environment beside the project, for the tests that run the launched app against a real
-# vLLM server (tests/test_vllm.py): vLLM's CPU build on the local torch 2.13.0 CPU wheel. vLLM is
+# vLLM server (tests/smartapp/test_vllm.py): vLLM's CPU build on the local torch 2.13.0 CPU wheel. vLLM is
 # not a dependency of Provenote. Measured here: the install takes about 2 minutes (3.5 GB); the
 # server then starts in about 40-70 s. Prints the environment's python.
 set -euo pipefail

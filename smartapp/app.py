@@ -30,6 +30,7 @@ from smartapp.drafts.source_controllers import DraftSourceController
 from smartapp.jobs.controllers import JobController, LandingController
 from smartapp.jobs.factory import job_queue, job_service
 from smartapp.jobs.service import StageHook
+from smartapp.launch.context_controllers import LaunchContextController
 from smartapp.launch.controllers import LaunchController
 from smartapp.operations import OperationsController
 from smartapp.state import AppState, new_state, service_dependencies
@@ -107,6 +108,7 @@ def create_app(settings: Settings | None = None, stage_hook: StageHook | None = 
     app = Litestar(
         route_handlers=[
             LaunchController,
+            LaunchContextController,
             LandingController,
             JobController,
             DraftController,

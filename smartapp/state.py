@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import httpx
 from litestar.di import NamedDependency, Provide
 
+from smartapp.access.sessions import SessionStore
+from smartapp.access.tokens import EhrAccess
 from smartapp.cds.caller import HookKeys
 from smartapp.core.db import Database
 from smartapp.core.keys import app_secret, private_data_dir, token_cipher
@@ -19,9 +21,7 @@ from smartapp.drafts.page_images import PageImages
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.egress import guarded_client
 from smartapp.jobs.service import JobService
-from smartapp.launch.sessions import SessionStore
 from smartapp.launch.style import StyleCache
-from smartapp.launch.tokens import EhrAccess
 
 SESSION_COOKIE = "provenote_session"
 # Over HTTPS the cookie is host-only, secure and path-wide, which the prefix makes the browser

@@ -140,7 +140,7 @@ def test_outside_a_room_only_the_modules_its_init_names_are_imported() -> None:
 # smartapp's slices, each importing only itself and those before it. The process's state
 # (smartapp.state) is handed to controllers; services never reach for it. The app factory, the
 # state, the worker and the operations routes assemble everything (smartapp/*.py).
-SLICES = ("core", "ehr", "launch", "drafts", "jobs", "api", "cds")
+SLICES = ("core", "ehr", "access", "launch", "drafts", "jobs", "api", "cds")
 
 
 def _smartapp_imports(path: Path) -> set[str]:

@@ -7,8 +7,8 @@ plus (``invent``) one sentence with a number the evidence does not hold, which e
 judges unsupported and the fix deletes.
 ``delay_s`` is the time each answer takes (a model's latency, for the concurrency benchmark);
 ``fail_status`` makes every request fail with that HTTP status (an outage). It is a test double
-for a real server such as vLLM (``tests/test_vllm.py`` runs against the real one), in the same
-way the sandbox EHR stands in for a hospital's.
+for a real server such as vLLM (``tests/smartapp/test_vllm.py`` runs against the real one), in
+the same way the sandbox EHR stands in for a hospital's.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from smartapp.access.smart_errors import SetupError, SmartError
 from smartapp.core.errors import logged
 from smartapp.core.registrations import ClientRegistration, origin_of
-from smartapp.launch.smart_errors import SetupError, SmartError
 
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
 

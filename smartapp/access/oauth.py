@@ -3,7 +3,7 @@
 The client assertion for ``private_key_jwt`` is built here rather than by a library default:
 SMART requires RS384 or ES384, a fresh ``jti`` for every assertion and an ``exp`` no more than
 five minutes ahead, which generic OAuth libraries do not enforce. Discovery and its mix-up
-defences are ``smartapp.launch.discovery``; the id_token's checks ``smartapp.launch.id_tokens``;
+defences are ``smartapp.access.discovery``; the id_token's checks ``smartapp.launch.id_tokens``;
 the callback's ``iss`` is checked where the server promises it (RFC 9207).
 """
 
@@ -23,10 +23,10 @@ from joserfc.jwk import ECKey, RSAKey
 from pydantic import BaseModel, ConfigDict, Field
 
 from fhir_mapping.resources import RECORD_TYPES
+from smartapp.access.discovery import SmartConfiguration
+from smartapp.access.smart_errors import SETUP_ERROR_CODES, SetupError, SmartError, oauth_error_code
 from smartapp.core.errors import logged, logged_answer
 from smartapp.core.registrations import ClientRegistration
-from smartapp.launch.discovery import SmartConfiguration
-from smartapp.launch.smart_errors import SETUP_ERROR_CODES, SetupError, SmartError, oauth_error_code
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_LIFETIME_S = 300

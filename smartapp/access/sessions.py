@@ -23,10 +23,10 @@ from cryptography.fernet import Fernet, InvalidToken
 from pydantic import BaseModel
 from sqlalchemy import delete, text, update
 
+from smartapp.access.discovery import SmartConfiguration
+from smartapp.access.oauth import TokenResponse
 from smartapp.core.db import Database
 from smartapp.core.tables import PendingLaunchRow, SessionRow, stored_utc, utcnow
-from smartapp.launch.discovery import SmartConfiguration
-from smartapp.launch.oauth import TokenResponse
 
 PENDING_TTL_S = 600
 # A session's last-seen time is written at most this often (not on every request).

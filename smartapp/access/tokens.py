@@ -13,6 +13,10 @@ import time
 import httpx
 from joserfc.jwk import ECKey, RSAKey
 
+from smartapp.access.discovery import discover
+from smartapp.access.oauth import TokenResponse, client_credentials, refresh_tokens, system_scopes
+from smartapp.access.sessions import SessionStore, StoredTokens
+from smartapp.access.smart_errors import SetupError, SmartError
 from smartapp.core.db import Database
 from smartapp.core.errors import LaunchError
 from smartapp.core.keys import registration_key
@@ -23,10 +27,6 @@ from smartapp.core.tables import JobRow
 from smartapp.ehr.egress import TokenGetter
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.rate_gate import SharedRateGate
-from smartapp.launch.discovery import discover
-from smartapp.launch.oauth import TokenResponse, client_credentials, refresh_tokens, system_scopes
-from smartapp.launch.sessions import SessionStore, StoredTokens
-from smartapp.launch.smart_errors import SetupError, SmartError
 
 GRANT_ENDED = (
     "Your EHR session ended, and the EHR gave Provenote no way to renew it: launch Provenote "

@@ -17,6 +17,7 @@ from litestar.response import Response
 from pydantic import ValidationError
 
 from pipeline.text.rendering import render
+from smartapp.access.oauth import READ_TYPES, WRITE_TYPES
 from smartapp.cds.caller import HookRefusedError, invalid_request, verified_caller
 from smartapp.cds.discharge import SERVICE_ID, HookCard, Services, discharge_card
 from smartapp.cds.feedback import (
@@ -31,7 +32,6 @@ from smartapp.core.errors import logged
 from smartapp.core.metrics import HOOK_CALLS
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
-from smartapp.launch.oauth import READ_TYPES, WRITE_TYPES
 from smartapp.state import Jobs, Provenote
 
 # A hook call with its prefetch (the Patient and the Encounter) fits well inside this.

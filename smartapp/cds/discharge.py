@@ -16,6 +16,10 @@ from typing import Any, Literal
 from uuid import uuid4
 
 from pipeline.evidence.summary import Sentence
+from smartapp.access.oauth import TokenResponse
+from smartapp.access.sessions import LaunchContext, SessionStore, StoredTokens
+from smartapp.access.smart_errors import SmartError
+from smartapp.access.tokens import EhrAccess
 from smartapp.cds.caller import HookRefusedError
 from smartapp.cds.hook_request import HookRequest
 from smartapp.core.errors import LaunchError
@@ -27,10 +31,6 @@ from smartapp.drafts.review import reviewed
 from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.jobs.service import JobService
-from smartapp.launch.oauth import TokenResponse
-from smartapp.launch.sessions import LaunchContext, SessionStore, StoredTokens
-from smartapp.launch.smart_errors import SmartError
-from smartapp.launch.tokens import EhrAccess
 
 SERVICE_ID = "provenote-discharge-summary"
 Indicator = Literal["info", "warning", "critical"]

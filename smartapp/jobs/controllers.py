@@ -20,6 +20,7 @@ from litestar.response import Redirect, Response, ServerSentEvent, ServerSentEve
 from litestar.types import Dependencies
 
 from pipeline.text.rendering import render
+from smartapp.access.sessions import LaunchContext
 from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
 from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import html
@@ -28,7 +29,6 @@ from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.writing import WRITE_BACK_WORDS
 from smartapp.jobs.service import JobService, job_view
 from smartapp.launch.guards import SeenJob, launched_for_job, visible_job
-from smartapp.launch.sessions import LaunchContext
 from smartapp.state import Jobs, Provenote
 
 # What a progress stream tells the browser when this process stops: reconnect after this long.

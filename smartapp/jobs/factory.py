@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from smartapp.access.tokens import EhrAccess
 from smartapp.core.db import Database
 from smartapp.core.language_models import language_model
 from smartapp.core.settings import Settings
@@ -9,7 +10,6 @@ from smartapp.ehr.pull import PullBounds
 from smartapp.jobs.progress import PostgresProgressBus, ProgressBus
 from smartapp.jobs.queue import InProcessQueue, JobQueue, ProcrastinateQueue
 from smartapp.jobs.service import JobService, StageHook
-from smartapp.launch.tokens import EhrAccess
 
 
 def job_queue(settings: Settings) -> JobQueue:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from fhir_mapping.json_values import JsonObject, objects_at, string_at
 from fhir_mapping.resources import record_digest
+from smartapp.access.tokens import EhrAccess
 from smartapp.core.errors import log, logged
 from smartapp.core.metrics import PREDRAFTS
 from smartapp.core.registrations import ClientRegistration
@@ -27,7 +28,6 @@ from smartapp.drafts.service import DraftService
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.service import JobService
-from smartapp.launch.tokens import EhrAccess
 
 Outcome = Literal["queued", "redrafted", "unchanged", "drafting", "signed"]
 

@@ -24,6 +24,7 @@ from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_strategy import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
+from smartapp.access.tokens import GrantEndedError
 from smartapp.core.db import Database
 from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
@@ -39,7 +40,6 @@ from smartapp.jobs.queue import InProcessQueue, JobQueue
 from smartapp.jobs.repository import JobRepository, job_view
 from smartapp.jobs.stage_clock import StageClock
 from smartapp.jobs.stages import ClientFactory, run_stages
-from smartapp.launch.tokens import GrantEndedError
 
 StageHook = Callable[[str, str], Awaitable[None]]
 LENT_TOKEN_ENDED = (

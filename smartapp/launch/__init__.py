@@ -1,2 +1,3 @@
-"""The SMART App Launch: discovery and the OAuth flow, pending launches and sessions, the EHR's
-tokens (refreshed under a lock shared by every process), the EHR's style."""
+"""The SMART App Launch from the chart (or standalone): the launch and its callback, the id_token,
+the guards "a launch for this record's patient and EHR", roles, cookies and the EHR's style.
+The grants and tokens it obtains are ``smartapp.access``'s, which the hooks and jobs share."""

@@ -10,15 +10,15 @@ from litestar.response import Response
 
 from fhir_mapping.demographics import person_name
 from pipeline.text.rendering import render
+from smartapp.access.oauth import exchange_code
+from smartapp.access.sessions import LaunchContext, PendingLaunch, StoredTokens
+from smartapp.access.smart_errors import SetupError, SmartError
+from smartapp.access.tokens import EhrAccess, grant_ends_at, token_expiry
 from smartapp.core.registrations import callback_id, normalise_issuer
 from smartapp.core.responses import error_page, html, setup_problem
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.launch.id_tokens import validate_id_token
-from smartapp.launch.oauth import exchange_code
 from smartapp.launch.roles import practitioner_reference
-from smartapp.launch.sessions import LaunchContext, PendingLaunch, StoredTokens
-from smartapp.launch.smart_errors import SetupError, SmartError
-from smartapp.launch.tokens import EhrAccess, grant_ends_at, token_expiry
 
 
 def refused(failure: SmartError, status: int = 502) -> Response[Any]:

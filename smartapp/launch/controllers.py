@@ -1,4 +1,5 @@
-"""The SMART App Launch (EHR and standalone), the launch context, sign-out and the app's keys.
+"""The SMART App Launch (EHR and standalone), what a launch opens, and sign-out (the launch
+context and the app's keys: ``context_controllers``).
 
 ``/launch`` accepts only a configured EHR (default deny), discovers it, and sends the browser to
 authorize with PKCE, a nonce and a pending launch bound to this browser; ``/callback`` checks
@@ -8,42 +9,156 @@ whose id only the server chose, and starts (or joins) the stay's drafting job.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import secrets
-import time
+from collections.abc import Coroutine
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
-from fhir_mapping.resources import type_counts
+from fhir_mapping.resources import record_digest
+from pipeline.errors import ProvenoteError
+from smartapp.access.discovery import discover
+from smartapp.access.oauth import authorize_url, new_pkce, requested_scopes
+from smartapp.access.sessions import LaunchContext, PendingLaunch, SessionStore
+from smartapp.access.smart_errors import SmartError, oauth_error_code
 from smartapp.core.csrf import FIELD, csrf_valid
-from smartapp.core.errors import log, logged_answer
-from smartapp.core.keys import public_jwks, signing_key
+from smartapp.core.errors import LaunchError, log, logged, logged_answer
 from smartapp.core.limits import SMALL_FORM_BYTES
+from smartapp.core.metrics import DRAFT_AGE_AT_LAUNCH, DRAFT_AT_LAUNCH
 from smartapp.core.responses import error_page, setup_problem
+from smartapp.core.statuses import ACTIVE_JOB_STATES, DRAFTED_AHEAD, DraftStatus, JobState
+from smartapp.core.tables import DraftRow, stored_utc, utcnow
 from smartapp.ehr.fhir_client import FhirError
 from smartapp.ehr.pull import pull_record
 from smartapp.launch import callback as steps
 from smartapp.launch.cookies import cookie
-from smartapp.launch.discovery import discover
-from smartapp.launch.oauth import authorize_url, new_pkce, requested_scopes
-from smartapp.launch.relaunch import open_or_draft
-from smartapp.launch.sessions import PendingLaunch, SessionStore
-from smartapp.launch.smart_errors import SmartError, oauth_error_code
+from smartapp.launch.roles import may_review
 from smartapp.state import AppState, Jobs, Provenote
 
 
-def _record_pull_wait(provenote: AppState, session_id: str) -> int | None:
-    """Seconds until this session may pull its record again, or None (and the pull counted):
-    each pull is dozens of requests to the EHR, so a session gets a few a minute."""
-    now = time.monotonic()
-    recent = [t for t in provenote.record_pulls.get(session_id, []) if now - t < 60]
-    if len(recent) >= provenote.settings.record_pulls_per_minute:
-        provenote.record_pulls[session_id] = recent
-        return max(1, int(60 - (now - recent[0])) + 1)
-    provenote.record_pulls[session_id] = [*recent, now]
-    return None
+def _named_stay(context: LaunchContext) -> dict[str, str]:
+    """What a CDS Hooks card's link named (its appContext): ``{"draft": id}`` or ``{"job": id}``;
+    anything else names nothing."""
+    try:
+        named = json.loads(context.app_context or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(named, dict):
+        return {}
+    return {
+        key: value
+        for key, value in named.items()
+        if key in {"draft", "job"} and isinstance(value, str)
+    }
+
+
+async def _card_context(provenote: AppState, jobs: Jobs, context: LaunchContext) -> LaunchContext:
+    """The launch context, with the stay a card's link named when the EHR launched without an
+    encounter: only a draft or job of this issuer's patient is taken (appContext is the EHR's
+    word, but never lets a launch open another patient's draft)."""
+    named = _named_stay(context)
+    if context.encounter or not named:
+        return context
+    found = (
+        await provenote.drafts.get(named["draft"])
+        if "draft" in named
+        else await jobs.get(named["job"])
+    )
+    if found is None or found.iss != context.iss or found.patient != context.patient:
+        return context
+    return context.model_copy(update={"encounter": found.encounter or None})
+
+
+async def _write_held_draft(
+    provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext, draft: DraftRow
+) -> None:
+    """A draft made ahead (its job, done, never wrote) is written to the chart when a physician
+    first opens it, with their grant; a failure leaves it unwritten, to be written at the next
+    opening. Any other draft is its own job's to write."""
+    job = await jobs.get(draft.job_id)
+    if job is None or job.origin not in DRAFTED_AHEAD or job.state != JobState.DONE:
+        return
+    client = provenote.access.client_for(session_id, context.iss)
+    try:
+        await provenote.drafts.write_unwritten(
+            client,
+            draft,
+            context.scope,
+            provenote.installation,
+            provenote.settings.writeback_strategies.get(draft.iss),
+            context.fhir_user or "physician launch",
+        )
+    except (FhirError, LaunchError, ProvenoteError) as failure:
+        logged("writing a draft made ahead at its opening", type(failure).__name__)
+
+
+def _beside(provenote: AppState, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` beside the answer, kept until it ends."""
+    task = asyncio.create_task(work)
+    provenote.record_checks.add(task)
+    task.add_done_callback(provenote.record_checks.discard)
+
+
+async def _open_or_draft(
+    provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext
+) -> Response[Any]:
+    """A stay that has a draft opens it, with its review as left (relaunching drafts nothing
+    again, and writes only a draft made ahead that was never written; "Draft again" on the
+    draft asks for a new version); any other launch starts the stay's drafting job, or joins
+    the one under way (one a CDS hook or pre-drafting started included)."""
+    named = await _card_context(provenote, jobs, context)
+    if named is not context:
+        await provenote.store.update_context(session_id, named)
+        context = named
+    patient = context.patient
+    if not patient:
+        return Redirect("/", status_code=302)
+    existing = await provenote.drafts.latest_for_stay(context.iss, patient, context.encounter)
+    if existing is not None:
+        if existing.status == DraftStatus.PRELIMINARY:
+            DRAFT_AT_LAUNCH.labels("ready").inc()
+            waited = (utcnow() - stored_utc(existing.created_at)).total_seconds()
+            DRAFT_AGE_AT_LAUNCH.observe(max(0.0, waited))
+            _beside(provenote, _compare_record(provenote, jobs, session_id, context, existing))
+            if may_review(provenote.settings, context):
+                _beside(
+                    provenote, _write_held_draft(provenote, jobs, session_id, context, existing)
+                )
+        return Redirect(f"/drafts/{existing.id}", status_code=302)
+    under_way = await jobs.latest_for(context.iss, patient, context.encounter)
+    drafting = under_way is not None and under_way.state in ACTIVE_JOB_STATES
+    DRAFT_AT_LAUNCH.labels("drafting" if drafting else "none").inc()
+    await jobs.submit(
+        context.iss,
+        patient,
+        context.encounter,
+        session_id=session_id,
+        may_write=may_review(provenote.settings, context),
+    )
+    return Redirect("/", status_code=302)
+
+
+async def _compare_record(
+    provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext, draft: DraftRow
+) -> None:
+    """Pull the stay again, beside the opened draft, and note whether the record changed since
+    the draft was made (compared by digest): the review then offers "Draft again" first. A
+    failure only leaves the question open; the physician can always draft again."""
+    job = await jobs.get(draft.job_id)
+    if job is None or job.record is None or not context.patient:
+        return
+    client = provenote.access.client_for(session_id, context.iss)
+    try:
+        record = await pull_record(client, context.patient, job.encounter, jobs.pull_bounds)
+    except (FhirError, LaunchError) as failure:
+        logged("comparing the record at a relaunch", type(failure).__name__)
+        return
+    changed = record_digest(record) != record_digest(job.record)
+    provenote.record_changed[draft.id] = changed
 
 
 class LaunchController(Controller):
@@ -155,7 +270,7 @@ class LaunchController(Controller):
         ]
         answer = await steps.not_inpatient(provenote.access, session_id, context)
         if answer is None:
-            answer = await open_or_draft(provenote, jobs, session_id, context)
+            answer = await _open_or_draft(provenote, jobs, session_id, context)
         answer.cookies.extend(cookies)
         return answer
 
@@ -173,56 +288,3 @@ class LaunchController(Controller):
         )
         page.cookies.append(cookie(provenote.settings, provenote.session_cookie, "", 0))
         return page
-
-    @get("/api/context")
-    async def context_api(
-        self, provenote: Provenote, request: Request[Any, Any, Any]
-    ) -> Response[Any]:
-        context = await provenote.store.context(request.cookies.get(provenote.session_cookie))
-        if context is None:
-            return Response({"error": "no launch in this session"}, status_code=401)
-        return Response(context.model_dump())
-
-    @get("/api/record")
-    async def record_api(
-        self, provenote: Provenote, request: Request[Any, Any, Any]
-    ) -> Response[Any]:
-        session_id = request.cookies.get(provenote.session_cookie)
-        context = await provenote.store.context(session_id)
-        if context is None or session_id is None or not context.patient:
-            return Response(
-                {"error": "no patient in this session's launch context"}, status_code=401
-            )
-        wait = _record_pull_wait(provenote, session_id)
-        if wait is not None:
-            return Response(
-                {"error": "too many record pulls for this session; try again shortly"},
-                status_code=429,
-                headers={"retry-after": str(wait)},
-            )
-        client = provenote.access.client_for(session_id, context.iss)
-        try:
-            bundle = await pull_record(client, context.patient, context.encounter)
-        except FhirError as failure:
-            return Response({"error": str(failure)}, status_code=502)
-        return Response(
-            {
-                "patient": context.patient,
-                "encounter": context.encounter,
-                "counts": type_counts(bundle),
-            }
-        )
-
-    @get("/.well-known/jwks.json")
-    async def jwks(self, provenote: Provenote) -> dict[str, Any]:
-        settings = provenote.settings
-        registrations = [settings.registration_for(iss) for iss in settings.allowed_issuers]
-        keys = [
-            provenote.access.key_for(client)
-            for registration in [*registrations, *settings.registrations]
-            if registration
-            for client in (registration, registration.backend())
-        ]
-        if settings.client_auth == "private_key_jwt":
-            keys.append(signing_key(settings))
-        return public_jwks([key for key in keys if key is not None])

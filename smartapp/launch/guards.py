@@ -16,8 +16,8 @@ from litestar.di import NamedDependency
 from litestar.handlers.base import BaseRouteHandler
 
 from pipeline.errors import ProvenoteError
+from smartapp.access.sessions import LaunchContext
 from smartapp.core.tables import DraftRow, JobRow
-from smartapp.launch.sessions import LaunchContext
 
 VISIBLE_DRAFT = "visible_draft"
 VISIBLE_JOB = "visible_job"

@@ -10,9 +10,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
+from smartapp.access.discovery import SmartConfiguration
+from smartapp.access.smart_errors import SmartError
 from smartapp.core.errors import logged
-from smartapp.launch.discovery import SmartConfiguration
-from smartapp.launch.smart_errors import SmartError
 
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
 

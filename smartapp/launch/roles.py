@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from smartapp.access.sessions import LaunchContext
 from smartapp.core.settings import Settings
-from smartapp.launch.sessions import LaunchContext
 
 
 def _user_reference(fhir_user: str | None) -> tuple[str, str] | None:

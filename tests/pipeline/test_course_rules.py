@@ -240,7 +240,7 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
 
 def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
     from fhir_mapping.resources import RECORD_TYPES
-    from smartapp.launch.oauth import READ_TYPES
+    from smartapp.access.oauth import READ_TYPES
 
     wanted = {
         "CarePlan",

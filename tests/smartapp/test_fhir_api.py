@@ -23,7 +23,7 @@ from joserfc.jwk import KeySet, RSAKey
 
 from launch.sandbox.clients import RegisteredClient
 from launch.sandbox.run import Sandbox
-from smartapp.launch.oauth import client_assertion
+from smartapp.access.oauth import client_assertion
 from tests.smart_support import RunningApp, inpatient_encounter, running_app
 
 PATIENTS = (

@@ -13,14 +13,14 @@ import pytest
 from launch.sandbox.authorization import LaunchContext
 from launch.sandbox.run import Sandbox
 from pipeline.settings import PipelineSettings
+from smartapp.access.discovery import discover
+from smartapp.access.smart_errors import SmartError
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.retry_after import retry_after_seconds
 from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.pull import PullBounds, pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
-from smartapp.launch.discovery import discover
-from smartapp.launch.smart_errors import SmartError
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 OTHER_PATIENT = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"

@@ -145,7 +145,7 @@ def test_launch_to_draft_for_each_capability_profile(
             cited = {ref["resource"] for d in second.evidence["documents"] for ref in d["sources"]}
             assert f"DocumentReference/{ours['id']}" not in cited
             # Dated when it was written, after the stay, it is not even pulled; had it been,
-            # the mapping excludes it (tests/test_fhir_mapping_rules.py).
+            # the mapping excludes it (tests/fhir_mapping/test_fhir_mapping_rules.py).
             excluded = {exclusion["resource"] for exclusion in second.evidence["exclusions"]}
             assert (
                 f"DocumentReference/{ours['id']}" not in excluded

@@ -3,7 +3,7 @@ in the worker, step by step on the progress stream, recorded on the draft, shown
 page; and when the model fails, the evidence-only draft, marked, or a failed job if so set.
 
 The model here is the scripted OpenAI-compatible server of the sandbox (a test double);
-``tests/test_vllm.py`` runs the same path against a real vLLM server.
+``tests/smartapp/test_vllm.py`` runs the same path against a real vLLM server.
 """
 
 from __future__ import annotations

@@ -29,10 +29,10 @@ from pipeline.evidence.summary import CheckResult, Sentence, SentenceFlag, Summa
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from pipeline.text.rendering import render
+from smartapp.access.sessions import LaunchContext
 from smartapp.core.csrf import csrf_token, csrf_valid
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.launch.roles import practitioner_reference
-from smartapp.launch.sessions import LaunchContext
 from smartapp.launch.style import safe_style
 from tests.conftest import ROOT
 

@@ -25,13 +25,13 @@ from launch.sandbox.balancer import nginx_binary
 from launch.sandbox.cluster import Cluster, cluster, temporary_postgres
 from launch.sandbox.copies import patient_copy
 from launch.sandbox.run import SAMPLES, Sandbox
+from smartapp.access.discovery import discover
+from smartapp.access.oauth import TokenResponse
+from smartapp.access.sessions import LaunchContext, StoredTokens
 from smartapp.core.db import libpq_dsn
 from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
-from smartapp.launch.discovery import discover
-from smartapp.launch.oauth import TokenResponse
-from smartapp.launch.sessions import LaunchContext, StoredTokens
 from smartapp.state import new_state
 from tests.smart_support import launch_job, wait_for
 

@@ -25,6 +25,9 @@ from pipeline.ingestion.ocr import OcrBudget
 from pipeline.ingestion.pdf import _page_png, read_pdf
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import render
+from smartapp.access.discovery import SmartConfiguration
+from smartapp.access.oauth import requested_scopes
+from smartapp.access.tokens import refresh_margin
 from smartapp.app import reconcile_signatures
 from smartapp.core.registrations import ClientRegistration, origin_of
 from smartapp.core.settings import Settings
@@ -32,10 +35,7 @@ from smartapp.core.tables import AuditRow, DraftRow, utcnow
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
-from smartapp.launch.discovery import SmartConfiguration
-from smartapp.launch.oauth import requested_scopes
 from smartapp.launch.style import safe_style
-from smartapp.launch.tokens import refresh_margin
 from tests.attack_support import as_json, recording_server, seed_stay
 from tests.smart_support import chart_launch, launch_job, running_app, wait_for
 

@@ -17,10 +17,10 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from launch.sandbox.run import Sandbox
+from smartapp.access.oauth import ASSERTION_TYPE, client_assertion
 from smartapp.core.keys import signing_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
-from smartapp.launch.oauth import ASSERTION_TYPE, client_assertion
 from tests.conftest import ROOT
 from tests.smart_support import chart_launch, inpatient_encounter, running_app
 
@@ -69,7 +69,7 @@ def test_ehr_launch_gives_context_and_pulls_the_stays_record(
         record = browser.get(f"{app.base_url}/api/record").json()
         everything = sample_counts()
         # The stay's record: never more than the patient has, and less than all of it
-        # (tests/test_fhir_client.py shows it yields the same evidence as the whole record).
+        # (tests/smartapp/test_fhir_client.py: it yields the same evidence as the whole record).
         for kind in ("Encounter", "DocumentReference", "Condition"):
             assert 0 < record["counts"][kind] <= everything[kind], kind
         assert sum(record["counts"].values()) < sum(everything.values())
@@ -347,8 +347,8 @@ def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> Non
 
 
 def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
-    from smartapp.launch.discovery import SmartConfiguration
-    from smartapp.launch.oauth import requested_scopes
+    from smartapp.access.discovery import SmartConfiguration
+    from smartapp.access.oauth import requested_scopes
 
     auto = ClientRegistration(issuer="https://ehr", client_id="app")
     offline = auto.model_copy(update={"refresh": "offline_access"})
