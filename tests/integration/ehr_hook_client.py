@@ -1,28 +1,27 @@
 """An EHR's CDS Hooks client, written from the CDS Hooks 2.0 specification alone: it discovers
 the services, lends a token, fills the prefetch, signs each request's JWT (ES384 or RS384, with
 ``kid`` and ``jku`` in the header as the reference sandbox does) and publishes its keys at
-``jku`` from a small HTTP server of its own. Tests bend it (another audience, an old ``iat``, a
+``jku`` from a small HTTP server. Tests bend it (another audience, an old ``iat``, a
 reused ``jti``, a key published elsewhere, a key URL that hangs) to see what the service refuses.
 Nothing here imports the app.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import httpx
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet, RSAKey
+
+from tests.attack_support import Answer, Recorded, RecordingServer, as_json, recording_server
 
 Algorithm = Literal["ES384", "RS384"]
 
@@ -38,53 +37,29 @@ def new_key(alg: Algorithm) -> ECKey | RSAKey:
     return key
 
 
-class _KeysServer(ThreadingHTTPServer):
-    keys: list[ECKey | RSAKey]
-    hang_s: float
-    asked: int = 0
-
-
-class _PublishedKeys(BaseHTTPRequestHandler):
-    server: _KeysServer
-
-    def do_GET(self) -> None:
-        self.server.asked += 1
-        if self.server.hang_s:
-            time.sleep(self.server.hang_s)
-        body = json.dumps(KeySet(self.server.keys).as_dict(private=False)).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
 @dataclass(frozen=True)
 class KeyUrl:
     """Where keys are published, and how often they were asked for."""
 
     url: str
-    server: _KeysServer
+    server: RecordingServer
 
     @property
     def asked(self) -> int:
-        return self.server.asked
+        return len(self.server.requests)
 
 
 @contextmanager
 def published(*keys: ECKey | RSAKey, hang_s: float = 0.0) -> Iterator[KeyUrl]:
     """Serve ``keys`` as a JWKS (after ``hang_s``), until the block ends."""
-    server = _KeysServer(("127.0.0.1", 0), _PublishedKeys)
-    server.keys, server.hang_s = list(keys), hang_s
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield KeyUrl(f"http://127.0.0.1:{server.server_address[1]}/jwks.json", server)
-    finally:
-        server.shutdown()
-        server.server_close()
+
+    def jwks(_: Recorded) -> Answer:
+        time.sleep(hang_s)
+        return as_json(KeySet(list(keys)).as_dict(private=False))
+
+    with recording_server() as server:
+        server.routes["/jwks.json"] = jwks
+        yield KeyUrl(f"{server.url}/jwks.json", server)
 
 
 @dataclass

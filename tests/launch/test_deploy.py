@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -30,6 +29,7 @@ from launch.sandbox.servers import free_port
 from launch.sandbox.tls import Certificate, loopback_certificate
 from launch.serving import APP_KEEP_ALIVE_S
 from smartapp.core.settings import unknown_variables
+from tests.attack_support import as_json, recording_server
 from tests.conftest import ROOT
 from tests.smart_support import launch_job, running_app
 
@@ -237,32 +237,13 @@ def test_the_shipped_env_file_passes_check_config_once_filled_in(
     assert "1 EHR registrations, procrastinate on PostgreSQL" in checked.stdout
 
 
-class _Readiness(BaseHTTPRequestHandler):
-    """A process whose /ready answers with the server's ``ready_status`` (404 elsewhere)."""
-
-    def do_GET(self) -> None:
-        status = self.server.ready_status if self.path == "/ready" else 404  # type: ignore[attr-defined]
-        body = json.dumps({"status": "ready" if status == 200 else "not ready"}).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
 @contextlib.contextmanager
 def _process_answering_ready(status: int) -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Readiness)
-    server.ready_status = status  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A process whose /ready answers ``status`` (404 elsewhere): its port."""
+    with recording_server() as process:
+        verdict = {"status": "ready" if status == 200 else "not ready"}
+        process.routes["/ready"] = lambda _: as_json(verdict, status)
+        yield int(process.url.rsplit(":", 1)[1])
 
 
 @needs_nginx
