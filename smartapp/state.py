@@ -52,10 +52,7 @@ class AppState:
     event_streams: Counter[str] = field(default_factory=Counter)
     # When each session last pulled its record through /api/record (rate-limited).
     record_pulls: dict[str, list[float]] = field(default_factory=dict)
-    # Per draft: whether the record pulled at its relaunch differs from the one it was drafted
-    # from (then "Draft again" is offered first); and the work under way beside launches (those
-    # checks, and writing a draft made ahead as it is first opened).
-    record_changed: dict[str, bool] = field(default_factory=dict)
+    # The work under way beside launches (writing a draft made ahead as it is first opened).
     record_checks: set[asyncio.Task[None]] = field(default_factory=set)
     # The source pane's page images, rendered a few at a time and kept.
     page_images: PageImages = field(default_factory=PageImages)

@@ -181,6 +181,9 @@ class DraftRow(Base):
     signing_by: Mapped[str | None] = mapped_column(Text)
     signing_at: Mapped[datetime | None] = mapped_column()
     signing_session: Mapped[str | None] = mapped_column(String(64))
+    # Whether the EHR's record changed since the draft was made, as the last relaunch found it
+    # (None: not asked, or the EHR could not say); every process answers the same.
+    record_changed: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class DraftEditRow(Base):

@@ -49,7 +49,6 @@ def review_pages(provenote: Provenote) -> ReviewPages:
         provenote.settings,
         provenote.secret,
         provenote.styles,
-        provenote.record_changed,
     )
 
 

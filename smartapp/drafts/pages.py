@@ -4,7 +4,6 @@ how an action is answered (the changed sentence, the whole review, or a redirect
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,14 +104,13 @@ class Submission:
 
 @dataclass(frozen=True, slots=True)
 class ReviewPages:
-    """What renders the review: the drafts, who may review, the CSRF tokens' secret, the EHR's
-    styling, and what relaunches found (whether each draft's record changed since)."""
+    """What renders the review: the drafts, who may review, the CSRF tokens' secret and the EHR's
+    styling."""
 
     drafts: DraftService
     settings: Settings
     secret: bytes
     styles: StyleCache
-    record_changed: Mapping[str, bool]
 
     async def values(
         self, visible: VisibleDraft, draft: DraftRow, message: str | None = None
@@ -137,7 +135,7 @@ class ReviewPages:
             "write_back": await self.drafts.write_back_of(draft.id),
             "message": message,
             "ehr_copy_url": None,
-            "record_changed": self.record_changed.get(draft.id, False),
+            "record_changed": bool(draft.record_changed),
             "context": context,
             "patient": patient_banner(opened.state),
             "smart_style": await self.styles.get(context.smart_style_url),

@@ -54,6 +54,10 @@ class DraftService:
     ) -> DraftRow | None:
         return await store.latest_for_stay(self.database, iss, patient, encounter)
 
+    async def note_record_changed(self, draft_id: str, changed: bool) -> None:
+        """What a relaunch found: whether the EHR's record changed since the draft was made."""
+        await store.note_record_changed(self.database, draft_id, changed)
+
     async def get(self, draft_id: str) -> DraftRow | None:
         """The draft as served (its bundle and status), without its summary and evidence."""
         return await store.get_draft(self.database, draft_id)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pipeline.evidence.model import EvidenceState
@@ -213,6 +213,13 @@ async def record_write_back(
         row.remote_version = written.remote_version
         row.error = None
     return row
+
+
+async def note_record_changed(database: Database, draft_id: str, changed: bool) -> None:
+    async with database.sessions() as session, session.begin():
+        await session.execute(
+            update(DraftRow).where(DraftRow.id == draft_id).values(record_changed=changed)
+        )
 
 
 async def get_draft(database: Database, draft_id: str) -> DraftRow | None:

@@ -246,6 +246,16 @@ class FhirClient:
             "its id nor where it is"
         )
 
+    async def count(self, resource_type: str, params: Mapping[str, Any]) -> int | None:
+        """How many resources match (``_summary=count``); None when the EHR says no total."""
+        answer = await self._json("GET", resource_type, params={**params, "_summary": "count"})
+        total = answer.get("total")
+        return total if isinstance(total, int) else None
+
+    async def batch(self, bundle: dict[str, Any]) -> dict[str, Any]:
+        """A ``batch`` Bundle posted to the base: each entry answered on its own."""
+        return await self._json("POST", "", json=bundle, headers=WRITE_HEADERS)
+
     async def create(
         self, resource: dict[str, Any], *, if_none_exist: str | None = None
     ) -> dict[str, Any]:

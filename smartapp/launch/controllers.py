@@ -19,7 +19,6 @@ from litestar import Controller, Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response
 
-from fhir_mapping.resources import record_digest
 from pipeline.errors import ProvenoteError
 from smartapp.access.discovery import discover
 from smartapp.access.oauth import authorize_url, new_pkce, requested_scopes
@@ -33,11 +32,14 @@ from smartapp.core.responses import error_page, setup_problem
 from smartapp.core.statuses import ACTIVE_JOB_STATES, DRAFTED_AHEAD, DraftStatus, JobState
 from smartapp.core.tables import DraftRow, stored_utc, utcnow
 from smartapp.ehr.fhir_client import FhirError
-from smartapp.ehr.pull import pull_record
+from smartapp.ehr.record_changes import record_changed_since
 from smartapp.launch import callback as steps
 from smartapp.launch.cookies import cookie
 from smartapp.launch.roles import may_review
 from smartapp.state import AppState, Jobs, Provenote
+
+# How long a relaunch waits for the EHR to say whether the record changed (one request).
+RECORD_CHECK_S = 2.0
 
 
 def _named_stay(context: LaunchContext) -> dict[str, str]:
@@ -123,7 +125,7 @@ async def _open_or_draft(
             DRAFT_AT_LAUNCH.labels("ready").inc()
             waited = (utcnow() - stored_utc(existing.created_at)).total_seconds()
             DRAFT_AGE_AT_LAUNCH.observe(max(0.0, waited))
-            _beside(provenote, _compare_record(provenote, jobs, session_id, context, existing))
+            await _compare_record(provenote, jobs, session_id, context, existing)
             if may_review(provenote.settings, context):
                 _beside(
                     provenote, _write_held_draft(provenote, jobs, session_id, context, existing)
@@ -145,20 +147,25 @@ async def _open_or_draft(
 async def _compare_record(
     provenote: AppState, jobs: Jobs, session_id: str, context: LaunchContext, draft: DraftRow
 ) -> None:
-    """Pull the stay again, beside the opened draft, and note whether the record changed since
-    the draft was made (compared by digest): the review then offers "Draft again" first. A
-    failure only leaves the question open; the physician can always draft again."""
+    """Ask the EHR, in one request, whether the patient's record changed since the draft's job
+    began, and keep the answer on the draft (every process then says the same): the review
+    offers "Draft again" first when it did. Never a second pull of the stay; an EHR that cannot
+    say, or is slower than ``RECORD_CHECK_S``, leaves the question open (the physician can
+    always draft again)."""
     job = await jobs.get(draft.job_id)
-    if job is None or job.record is None or not context.patient:
+    if job is None or not context.patient:
         return
     client = provenote.access.client_for(session_id, context.iss)
+    since = stored_utc(job.created_at)
     try:
-        record = await pull_record(client, context.patient, job.encounter, jobs.pull_bounds)
-    except (FhirError, LaunchError) as failure:
-        logged("comparing the record at a relaunch", type(failure).__name__)
+        changed = await asyncio.wait_for(
+            record_changed_since(client, context.patient, since), RECORD_CHECK_S
+        )
+    except (TimeoutError, LaunchError) as failure:
+        logged("asking whether the record changed at a relaunch", type(failure).__name__)
         return
-    changed = record_digest(record) != record_digest(job.record)
-    provenote.record_changed[draft.id] = changed
+    if changed is not None:
+        await provenote.drafts.note_record_changed(draft.id, changed)
 
 
 class LaunchController(Controller):
@@ -268,7 +275,13 @@ class LaunchController(Controller):
             cookie(provenote.settings, provenote.session_cookie, session_id),
             cookie(provenote.settings, provenote.launch_cookie, "", 0),
         ]
-        answer = await steps.not_inpatient(provenote.access, session_id, context)
+        # A stay with a draft is inpatient already: a relaunch asks the EHR nothing more of it.
+        drafted = await provenote.drafts.latest_for_stay(
+            context.iss, context.patient or "", context.encounter
+        )
+        answer = (
+            None if drafted else await steps.not_inpatient(provenote.access, session_id, context)
+        )
         if answer is None:
             answer = await _open_or_draft(provenote, jobs, session_id, context)
         answer.cookies.extend(cookies)

@@ -141,6 +141,27 @@ function interactionOf(method, segments) {
   return null;
 }
 
+// A batch of count-only searches (what a relaunch asks to learn whether the record changed) is
+// allowed with a token when every entry is a GET search of a type the scopes may search, counted
+// only (no resource comes back), and inside the patient in context. Any other batch or
+// transaction still needs the admin token.
+function countOnlyBatch(body, scopes, patientId) {
+  if (body?.resourceType !== 'Bundle' || body.type !== 'batch' || !Array.isArray(body.entry)) return false;
+  return body.entry.length > 0 && body.entry.every((entry) => {
+    const request = entry?.request;
+    if (request?.method !== 'GET' || typeof request.url !== 'string') return false;
+    const [path, search = ''] = request.url.split('?');
+    const segments = path.split('/').filter(Boolean);
+    const params = new URLSearchParams(search);
+    if (segments.length !== 1 || params.get('_summary') !== 'count') return false;
+    if (!permits(scopes, segments[0], 's')) return false;
+    if (!patientId) return true;
+    return segments[0] === 'Patient'
+      ? params.get('_id') === patientId
+      : params.get('patient') === `Patient/${patientId}`;
+  });
+}
+
 function withPaging(bundle, url) {
   if (bundle?.resourceType !== 'Bundle' || bundle.type !== 'searchset') return bundle;
   const count = Number(url.searchParams.get('_count') ?? 20);
@@ -299,21 +320,25 @@ async function handleFhir(req, res, url) {
   const segments = rest.split('/').filter(Boolean);
   const scopes = claims ? parseScopes(claims.scope) : [];
   const patientId = claims && scopes.every((s) => s.context === 'patient') ? claims.patient : undefined;
-  if (!admin) {
-    if (!segments.length) return send(res, 403, outcome(403, 'forbidden', 'batch and transaction need the admin token').body);
+  const batch = !admin && !segments.length && req.method === 'POST' ? await readBody(req) : undefined;
+  if (!admin && !segments.length) {
+    if (!countOnlyBatch(batch, scopes, patientId)) {
+      return send(res, 403, outcome(403, 'forbidden', 'batch and transaction need the admin token').body);
+    }
+  } else if (!admin) {
     const perm = interactionOf(req.method, segments);
     if (!perm || !permits(scopes, segments[0], perm)) {
       return send(res, 403, outcome(403, 'forbidden', `scope does not permit ${perm} on ${segments[0]}`).body);
     }
   }
-  const body = ['POST', 'PUT', 'PATCH'].includes(req.method) ? await readBody(req) : undefined;
+  const body = batch ?? (['POST', 'PUT', 'PATCH'].includes(req.method) ? await readBody(req) : undefined);
   if (!admin && body && PROFILE !== 'composition' && segments[0] === 'Composition') {
     return send(res, 405, outcome(405, 'not-supported', 'this EHR does not accept Composition').body);
   }
   if (!admin && body && PROFILE === 'final-only' && segments[0] === 'DocumentReference' && body.docStatus !== 'final') {
     return send(res, 422, outcome(422, 'business-rule', 'this EHR accepts final notes only').body);
   }
-  if (patientId && body && !visibleTo(patientId, body)) {
+  if (patientId && body && !batch && !visibleTo(patientId, body)) {
     return send(res, 403, outcome(403, 'forbidden', 'the resource is outside the patient in context').body);
   }
   const query = new URL(url);
@@ -343,7 +368,7 @@ async function handleFhir(req, res, url) {
     const entry = (resource.entry ?? []).filter((e) => visibleTo(patientId, e.resource));
     return send(res, status, withPaging({ ...resource, entry }, url));
   }
-  if (patientId && !visibleTo(patientId, resource)) {
+  if (patientId && !batch && !visibleTo(patientId, resource)) {
     return send(res, 403, outcome(403, 'forbidden', 'the resource is outside the patient in context').body);
   }
   const headers = resource.meta?.versionId ? { etag: `W/"${resource.meta.versionId}"` } : {};

@@ -1,5 +1,6 @@
 """CDS Hooks feedback: each card the discharge service answered with, and what physicians did
-with it (accepted, or overridden with a reason), as the EHR reports it.
+with it (accepted, or overridden with a reason), as the EHR reports it; and whether a draft's
+record changed since it was made, as the last relaunch found it.
 
 Revision ID: 0010
 Revises: 0009
@@ -39,9 +40,13 @@ def upgrade() -> None:
         sa.Column("received_at", TIMESTAMP, nullable=False),
     )
     op.create_index("ix_cds_feedback_card_uuid", "cds_feedback", ["card_uuid"])
+    with op.batch_alter_table("drafts") as table:
+        table.add_column(sa.Column("record_changed", sa.Boolean))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("drafts") as table:
+        table.drop_column("record_changed")
     op.drop_index("ix_cds_feedback_card_uuid", "cds_feedback")
     op.drop_table("cds_feedback")
     op.drop_table("cds_cards")
