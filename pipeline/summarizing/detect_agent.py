@@ -14,10 +14,7 @@ from pipeline.backends.chat import (
     ModelOutputError,
     in_parallel,
 )
-from pipeline.backends.claim_judge import default_judge
-from pipeline.backends.retrieval import nearest
 from pipeline.checking.checker import FactIndex, check_cited_sentence
-from pipeline.checking.entailment import judged
 from pipeline.evidence.model import EvidenceState
 from pipeline.summarizing.agent_calls import Draft, GroundingScorer, LoopSettings, ask_agent
 from pipeline.text.rendering import render
@@ -28,6 +25,8 @@ def evidence_lines(
 ) -> list[str]:
     lines = [facts[c] for c in sentence.citations if c in facts]
     if settings.top_k and notes:
+        from pipeline.backends.retrieval import nearest  # the encoder loads with its first use
+
         (found,) = nearest([sentence.text], notes, settings.top_k)
         lines += [notes[i] for i in found if notes[i] not in lines]
     return lines
@@ -78,6 +77,11 @@ def judge_by_verifier(sentences: list[Draft], evidence: list[list[str]]) -> None
         for s in sentences
     ]
     windows = ["\n".join(lines) for lines in evidence]
+    # The verifier (and torch) load with the first judgement, never with the agentic loop's
+    # import: the app and the CLI import the loop whatever they draft with.
+    from pipeline.backends.claim_judge import default_judge
+    from pipeline.checking.entailment import judged
+
     checks = judged(default_judge(), [s.text for s in sentences], windows, named)
     for sentence, check in zip(sentences, checks, strict=True):
         sentence.checks.append(check)

@@ -42,15 +42,14 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
-
-from pipeline.backends.attention import attention_rows, is_causal, layer_count
 from pipeline.backends.loading import loaded_once
 from pipeline.text.sentences import Span, sentences_in, split_sections, split_sentences
 from pipeline.text.words import FUNCTION_WORDS
+
+if TYPE_CHECKING:
+    from torch import nn
 
 DEFAULT_INSTRUCTION = (
     "Summarize the clinically important facts of this note for a hospital discharge summary: "
@@ -110,6 +109,8 @@ class AttentionSalience:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.instruction = instruction
+        from pipeline.backends.attention import is_causal, layer_count
+
         self.causal = is_causal(model)
         layers = layer_count(model)
         self.layer = layers - 1 if layer is None else layer
@@ -166,6 +167,12 @@ class AttentionSalience:
             return self._scores(text)
 
     def _scores(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
+        # torch only when a note is scored: importing FOCUS (the evidence-only draft of a stay
+        # without note text, the CLI) never loads it.
+        import torch
+
+        from pipeline.backends.attention import attention_rows
+
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         note_ids: list[int] = encoded["input_ids"]
         offsets = [tuple(pair) for pair in encoded["offset_mapping"]]

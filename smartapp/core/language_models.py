@@ -64,8 +64,6 @@ class LanguageModel:
 def language_model(settings: Settings, spec: str | None = None) -> LanguageModel | None:
     """The configured summarizer's model (``spec`` overrides ``settings.summarizer``); None for
     evidence-only. Loading a local model happens here, once, not per job."""
-    from pipeline.backends.llm import TransformersBackend
-
     spec = spec or settings.summarizer
     found = SUMMARIZER_SPEC.fullmatch(spec)
     if found is None:
@@ -75,6 +73,9 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
         )
     if spec == EVIDENCE_ONLY:
         return None
+    # Only a local model needs transformers: evidence-only and served models never load it.
+    from pipeline.backends.llm import TransformersBackend
+
     cache = settings.model_cache_dir or settings.data_dir / "models"
     if spec == SMOLLM2:
         directory = converted_directory(packaged_smollm2(), cache)
