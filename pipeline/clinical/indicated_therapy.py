@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.clinical.regimen_risks import drug_names, having, risk_flag
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,

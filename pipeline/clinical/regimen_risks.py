@@ -13,16 +13,17 @@ flagged, never decided. No flag states a number the evidence does not hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import timedelta
 
+from pipeline.clinical.lab_risks import renal_dosing
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
-    FlagCode,
     LabResultAttributes,
     MedicationAttributes,
     PatientInfoAttributes,
@@ -30,50 +31,7 @@ from pipeline.evidence.model import (
     ReviewFlag,
     attributes_as,
     aware,
-    stable_id,
 )
-
-RAISED_BY = "medication_safety"
-CODE: FlagCode = "regimen_risk"
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z]+", text.lower()))
-
-
-def having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
-    """The drugs whose names hold one of ``ingredients`` as a word (each part of a combination
-    counts)."""
-    wanted = set(ingredients)
-    return [f for f in facts if _words(attributes_as(f, MedicationAttributes).name) & wanted]
-
-
-def drug_names(facts: Sequence[Fact]) -> str:
-    return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
-
-
-def risk_flag(key: str, reason: str, facts: Sequence[Fact], code: FlagCode = CODE) -> ReviewFlag:
-    ids = list(dict.fromkeys(f.id for f in facts))
-    return ReviewFlag(
-        id=stable_id("flag", "regimen", key, *ids),
-        code=code,
-        reason=reason,
-        raised_by=RAISED_BY,
-        fact_ids=ids,
-    )
-
-
-def _stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
-    """The stay's dated results (not the baselines before it) under one of ``codes``."""
-    return [
-        f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and f.attributes.code is not None
-        and f.attributes.code.code in codes
-        and f.attributes.effective is not None
-        and not f.attributes.baseline
-    ]
 
 
 def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
@@ -135,7 +93,7 @@ def warfarin_monitoring(
     end = stay.end if stay is not None else None
     recent = [
         f
-        for f in _stay_results(state, risks.extra["inr_codes"])
+        for f in stay_results(state, risks.extra["inr_codes"])
         if end is None
         or aware(end) - aware(attributes_as(f, LabResultAttributes).effective or end) <= window
     ]
@@ -222,36 +180,6 @@ def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[
         )
         for fact in as_needed
     ]
-
-
-def renal_dosing(
-    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
-) -> list[ReviewFlag]:
-    egfr = [
-        f
-        for f in _stay_results(state, risks.extra["egfr_codes"])
-        if attributes_as(f, LabResultAttributes).value is not None
-    ]
-    if not egfr:
-        return []
-    latest = max(
-        egfr,
-        key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
-    )
-    result = attributes_as(latest, LabResultAttributes)
-    assert result.value is not None and result.effective is not None
-    if result.value >= risks.extra["renal_limit"]:
-        return []
-    to_review = having(going_home, risks.extra["renal_review"])
-    if not to_review:
-        return []
-    shown = result.shown_value or str(result.value)
-    unit = f" {result.unit}" if result.unit else ""
-    reason = (
-        f"eGFR {shown}{unit} on {result.effective.date().isoformat()}: review the dose of "
-        f"{drug_names(to_review)} for kidney function"
-    )
-    return [risk_flag("renal", reason, [latest, *to_review])]
 
 
 def regimen_risk_flags(
