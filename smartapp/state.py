@@ -52,7 +52,8 @@ class AppState:
     event_streams: Counter[str] = field(default_factory=Counter)
     # When each session last pulled its record through /api/record (rate-limited).
     record_pulls: dict[str, list[float]] = field(default_factory=dict)
-    # The work under way beside launches (writing a draft made ahead as it is first opened).
+    # The work under way beside launches: asking whether a draft's record changed, and writing a
+    # draft made ahead as it is first opened.
     record_checks: set[asyncio.Task[None]] = field(default_factory=set)
     # The source pane's page images, rendered a few at a time and kept.
     page_images: PageImages = field(default_factory=PageImages)
