@@ -5,7 +5,7 @@ Computed in code, flagged, never decided; the flag states the value and its date
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable
@@ -47,3 +47,107 @@ def renal_dosing(
         f"{drug_names(to_review)} for kidney function"
     )
     return [risk_flag("renal", reason, [latest, *to_review])]
+
+
+def _latest(results: Sequence[Fact]) -> LabResultAttributes | None:
+    """The latest of ``results`` that has a value and a date."""
+    dated = [
+        attributes_as(f, LabResultAttributes)
+        for f in results
+        if attributes_as(f, LabResultAttributes).value is not None
+    ]
+    dated = [result for result in dated if result.effective is not None]
+    return max(dated, key=lambda r: aware(r.effective or datetime.min)) if dated else None
+
+
+def _fact_of(results: Sequence[Fact], result: LabResultAttributes) -> Fact:
+    return next(f for f in results if f.attributes is result)
+
+
+def _said(result: LabResultAttributes, name: str) -> str:
+    assert result.value is not None and result.effective is not None
+    unit = f" {result.unit}" if result.unit else ""
+    value = result.shown_value or str(result.value)
+    return f"{name} {value}{unit} on {result.effective.date().isoformat()}"
+
+
+def potassium_raising(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    """A drug that raises potassium goes home while the stay's latest potassium is above the
+    table's limit."""
+    results = stay_results(state, risks.extra["potassium_codes"])
+    latest = _latest(results)
+    limit = risks.extra["potassium_limit"]
+    if latest is None or latest.value is None or latest.value <= limit:
+        return []
+    raising = having(going_home, risks.extra["potassium_raising"])
+    if not raising:
+        return []
+    # The limit is the table's, not the record's: the flag states only the record's numbers.
+    reason = (
+        f"{_said(latest, 'Potassium')} is high: review {drug_names(raising)}, which raise potassium"
+    )
+    return [risk_flag("potassium", reason, [_fact_of(results, latest), *raising])]
+
+
+def _recent_hba1c(
+    state: EvidenceState, risks: CodeTable
+) -> tuple[list[Fact], LabResultAttributes | None]:
+    """The HbA1c results up to ``hba1c_within_days`` before discharge, the stay's or the
+    baseline before it (a three-month measure), and the latest of them."""
+    stay = state.stay()
+    end = aware(stay.end or stay.start or datetime.max) if stay is not None else None
+    window = timedelta(days=risks.extra["hba1c_within_days"])
+    results = [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and f.attributes.code is not None
+        and f.attributes.code.code in risks.extra["hba1c_codes"]
+        and f.attributes.effective is not None
+        and (end is None or end - aware(f.attributes.effective) <= window)
+    ]
+    return results, _latest(results)
+
+
+def _low_glucose(
+    state: EvidenceState, risks: CodeTable
+) -> tuple[list[Fact], LabResultAttributes | None]:
+    """The stay's glucose results, and the lowest one below the table's floor for its unit."""
+    results = stay_results(state, risks.extra["glucose_codes"])
+    floors = risks.extra["glucose_floor"]
+    low = [
+        result
+        for result in (attributes_as(f, LabResultAttributes) for f in results)
+        if result.value is not None and result.unit in floors and result.value < floors[result.unit]
+    ]
+    return results, min(low, key=lambda r: r.value or 0) if low else None
+
+
+def hypoglycaemia_risk(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    """Insulin or a secretagogue goes home while the latest HbA1c is below the table's floor,
+    or a glucose of the stay was below the hypoglycaemia limit."""
+    drugs = having(going_home, risks.extra["hypoglycaemic"])
+    if not drugs:
+        return []
+    hba1c_results, hba1c = _recent_hba1c(state, risks)
+    glucose_results, glucose = _low_glucose(state, risks)
+    floor = risks.extra["hba1c_floor"]
+    found: list[str] = []
+    cited: list[Fact] = []
+    if hba1c is not None and hba1c.value is not None and hba1c.value < floor:
+        found.append(f"{_said(hba1c, 'HbA1c')} is low")
+        cited.append(_fact_of(hba1c_results, hba1c))
+    if glucose is not None:
+        found.append(f"{_said(glucose, 'glucose')} in the stay is hypoglycaemia")
+        cited.append(_fact_of(glucose_results, glucose))
+    if not found:
+        return []
+    reason = (
+        f"{' and '.join(found)} with {drug_names(drugs)} at discharge: a risk of hypoglycaemia; "
+        "review the dose"
+    )
+    return [risk_flag("hypoglycaemia", reason, [*cited, *drugs])]

@@ -5,8 +5,9 @@ which may still be taken), from the shipped ``regimen_risks`` table (its header 
 guidelines): an anticoagulant with an antiplatelet or NSAID; an NSAID with an antiplatelet and no
 gastric protection; warfarin with no recent INR (and
 what sets its goal, when the record names it); an antithrombotic for a patient of the table's
-age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; drugs to
-review for the dose when the stay's latest eGFR is below the table's limit. Computed in code,
+age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; and
+drugs a laboratory value decides (``lab_risks``: the dose at a low eGFR, potassium-raising drugs
+at a high potassium, insulin or a secretagogue at a low HbA1c or glucose). Computed in code,
 flagged, never decided. No flag states a number the evidence does not hold.
 """
 
@@ -16,7 +17,7 @@ import re
 from collections.abc import Sequence
 from datetime import timedelta
 
-from pipeline.clinical.lab_risks import renal_dosing
+from pipeline.clinical.lab_risks import hypoglycaemia_risk, potassium_raising, renal_dosing
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
@@ -192,6 +193,8 @@ def regimen_risk_flags(
         *warfarin_monitoring(state, going_home, risks),
         *falls_in_old_age(state, going_home, risks),
         *renal_dosing(state, going_home, risks),
+        *potassium_raising(state, going_home, risks),
+        *hypoglycaemia_risk(state, going_home, risks),
         *opioid_duration(going_home, risks),
         *heart_drugs_as_needed(going_home, risks),
     ]

@@ -207,3 +207,97 @@ def test_an_ace_inhibitor_beside_an_arb_carries_the_duplication_on_both_lines() 
     assert flagged["NEW: lisinopril 20 MG Oral Tablet"] == ["therapeutic_duplication"]
     assert flagged["NEW: losartan potassium 50 MG Oral Tablet"] == ["therapeutic_duplication"]
     assert flagged["NEW: amlodipine 5 MG Oral Tablet"] == []
+
+
+def test_a_potassium_raising_drug_is_flagged_at_a_high_potassium_only() -> None:
+    """ACE inhibitors, ARBs and potassium-sparing diuretics are reviewed when the stay's latest
+    potassium is above 5.0 mmol/L (ACC/AHA/HFSA 2022, KDIGO 2024); the flag names the value."""
+
+    def record(potassium: float) -> dict:
+        return fx.stay(
+            going_home("l", "lisinopril 10 MG Oral Tablet"),
+            going_home("s", "spironolactone 25 MG Oral Tablet"),
+            going_home("a", "amlodipine 5 MG Oral Tablet"),
+            fx.observation(
+                "k0", "Potassium", 4.2, "mmol/L", loinc="2823-3", when="2024-03-02T08:00:00+00:00"
+            ),
+            fx.observation(
+                "k1", "Potassium", potassium, "mmol/L", loinc="2823-3",
+                when="2024-03-04T08:00:00+00:00",
+            ),
+        )  # fmt: skip
+
+    assert risks(evidence_from_fhir(record(5.4), settings=PipelineSettings())) == [
+        "Potassium 5.4 mmol/L on 2024-03-04 is high: review lisinopril 10 MG Oral Tablet; "
+        "spironolactone 25 MG Oral Tablet, which raise potassium"
+    ]
+    assert risks(evidence_from_fhir(record(4.8), settings=PipelineSettings())) == []
+
+
+def test_insulin_or_a_secretagogue_is_flagged_at_a_low_hba1c_or_a_low_glucose() -> None:
+    """A glucose below 70 mg/dL in the stay, or an HbA1c below 6.5 % in the six months before
+    discharge (ADA Standards of Care 2024), with a drug that can cause hypoglycaemia."""
+
+    def record(
+        *results: dict, drug: str = "insulin glargine 100 UNT/ML Injectable Solution"
+    ) -> dict:
+        return fx.stay(
+            going_home("i", drug), going_home("m", "metformin 500 MG Oral Tablet"), *results
+        )
+
+    low_hba1c = fx.observation(
+        "h", "Hemoglobin A1c", 5.9, "%", loinc="4548-4", when="2024-01-20T08:00:00+00:00"
+    )
+    low_glucose = fx.observation(
+        "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
+    )
+    assert risks(evidence_from_fhir(record(low_hba1c), settings=PipelineSettings())) == [
+        "HbA1c 5.9 % on 2024-01-20 is low with insulin glargine 100 UNT/ML Injectable "
+        "Solution at discharge: a risk of hypoglycaemia; review the dose"
+    ]
+    both = risks(
+        evidence_from_fhir(
+            record(low_hba1c, low_glucose, drug="glipizide 5 MG Oral Tablet"),
+            settings=PipelineSettings(),
+        )
+    )
+    assert both == [
+        "HbA1c 5.9 % on 2024-01-20 is low and glucose 62 mg/dL on 2024-03-03 in the stay is "
+        "hypoglycaemia with glipizide 5 MG Oral Tablet at discharge: a risk of hypoglycaemia; "
+        "review the dose"
+    ]
+    normal = fx.observation(
+        "h", "Hemoglobin A1c", 7.4, "%", loinc="4548-4", when="2024-01-20T08:00:00+00:00"
+    )
+    assert risks(evidence_from_fhir(record(normal), settings=PipelineSettings())) == []
+    metformin_only = fx.stay(
+        going_home("m", "metformin 500 MG Oral Tablet"), low_hba1c, low_glucose
+    )
+    assert risks(evidence_from_fhir(metformin_only, settings=PipelineSettings())) == []
+
+
+def test_the_laboratory_risk_lines_are_supported_by_the_checker() -> None:
+    """They state only the record's numbers (the value and its date), never the table's limit."""
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("l", "lisinopril 10 MG Oral Tablet"),
+            going_home("i", "insulin glargine 100 UNT/ML Injectable Solution"),
+            fx.observation(
+                "k", "Potassium", 5.4, "mmol/L", loinc="2823-3", when="2024-03-04T08:00:00+00:00"
+            ),
+            fx.observation(
+                "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
+            ),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = [
+        s
+        for s in summary.section("needs_review").sentences
+        if s.text.startswith(("Potassium", "glucose"))
+    ]
+    assert len(lines) == 2
+    assert all(s.verdict == "supported" for s in lines), [
+        (s.text, s.review_reasons()) for s in lines
+    ]
