@@ -84,9 +84,11 @@ def potassium_raising(
     raising = having(going_home, risks.extra["potassium_raising"])
     if not raising:
         return []
-    # The limit is the table's, not the record's: the flag states only the record's numbers.
+    # The limit is the table's, not the record's: the flag states only the record's numbers, and
+    # never calls the value high (the laboratory's own range may still call it normal).
     reason = (
-        f"{_said(latest, 'Potassium')} is high: review {drug_names(raising)}, which raise potassium"
+        f"{_said(latest, 'Potassium')} is above the level at which drugs that raise potassium "
+        f"are reviewed: review {drug_names(raising)}"
     )
     return [risk_flag("potassium", reason, [_fact_of(results, latest), *raising])]
 
@@ -139,15 +141,15 @@ def hypoglycaemia_risk(
     found: list[str] = []
     cited: list[Fact] = []
     if hba1c is not None and hba1c.value is not None and hba1c.value < floor:
-        found.append(f"{_said(hba1c, 'HbA1c')} is low")
+        found.append(f"{_said(hba1c, 'HbA1c')}, below the level at which such drugs are reduced")
         cited.append(_fact_of(hba1c_results, hba1c))
     if glucose is not None:
-        found.append(f"{_said(glucose, 'glucose')} in the stay is hypoglycaemia")
+        found.append(f"{_said(glucose, 'glucose')} in the stay")
         cited.append(_fact_of(glucose_results, glucose))
     if not found:
         return []
     reason = (
-        f"{' and '.join(found)} with {drug_names(drugs)} at discharge: a risk of hypoglycaemia; "
-        "review the dose"
+        f"{drug_names(drugs)} at discharge with {' and '.join(found)}: a risk of "
+        "hypoglycaemia; review the dose"
     )
     return [risk_flag("hypoglycaemia", reason, [*cited, *drugs])]
