@@ -93,24 +93,51 @@ def potassium_raising(
     return [risk_flag("potassium", reason, [_fact_of(results, latest), *raising])]
 
 
-def _recent_hba1c(
-    state: EvidenceState, risks: CodeTable
+def _recent(
+    state: EvidenceState, codes: Sequence[str], within_days: int
 ) -> tuple[list[Fact], LabResultAttributes | None]:
-    """The HbA1c results up to ``hba1c_within_days`` before discharge, the stay's or the
-    baseline before it (a three-month measure), and the latest of them."""
+    """The results under ``codes`` up to ``within_days`` before discharge (the stay's, or the
+    baseline before it), and the latest of them."""
     stay = state.stay()
     end = aware(stay.end or stay.start or datetime.max) if stay is not None else None
-    window = timedelta(days=risks.extra["hba1c_within_days"])
+    window = timedelta(days=within_days)
     results = [
         f
         for f in state.facts["lab_result"]
         if isinstance(f.attributes, LabResultAttributes)
         and f.attributes.code is not None
-        and f.attributes.code.code in risks.extra["hba1c_codes"]
+        and f.attributes.code.code in codes
         and f.attributes.effective is not None
         and (end is None or end - aware(f.attributes.effective) <= window)
     ]
     return results, _latest(results)
+
+
+def low_blood_pressure(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    """Drugs that lower blood pressure go home while the latest systolic pressure, of the stay
+    or of the days before discharge the table names, is below its floor."""
+    lowering = having(going_home, risks.extra["bp_lowering"])
+    if not lowering:
+        return []
+    results, latest = _recent(
+        state, risks.extra["systolic_codes"], risks.extra["systolic_within_days"]
+    )
+    if latest is None or latest.value is None or latest.value >= risks.extra["systolic_floor"]:
+        return []
+    reason = (
+        f"{_said(latest, 'Systolic blood pressure')} is below the level at which drugs that "
+        f"lower blood pressure are reviewed: review {drug_names(lowering)}"
+    )
+    return [risk_flag("blood_pressure", reason, [_fact_of(results, latest), *lowering])]
+
+
+def _recent_hba1c(
+    state: EvidenceState, risks: CodeTable
+) -> tuple[list[Fact], LabResultAttributes | None]:
+    """The HbA1c results of the months before discharge (a three-month measure)."""
+    return _recent(state, risks.extra["hba1c_codes"], risks.extra["hba1c_within_days"])
 
 
 def _low_glucose(

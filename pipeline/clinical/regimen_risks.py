@@ -7,7 +7,8 @@ gastric protection; warfarin with no recent INR (and
 what sets its goal, when the record names it); an antithrombotic for a patient of the table's
 age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; and
 drugs a laboratory value decides (``lab_risks``: the dose at a low eGFR, potassium-raising drugs
-at a high potassium, insulin or a secretagogue at a low HbA1c or glucose). Computed in code,
+at a high potassium, drugs that lower blood pressure at a low systolic pressure, insulin or a
+secretagogue at a low HbA1c or glucose). Computed in code,
 flagged, never decided. No flag states a number the evidence does not hold.
 """
 
@@ -17,7 +18,12 @@ import re
 from collections.abc import Sequence
 from datetime import timedelta
 
-from pipeline.clinical.lab_risks import hypoglycaemia_risk, potassium_raising, renal_dosing
+from pipeline.clinical.lab_risks import (
+    hypoglycaemia_risk,
+    low_blood_pressure,
+    potassium_raising,
+    renal_dosing,
+)
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
@@ -194,6 +200,7 @@ def regimen_risk_flags(
         *falls_in_old_age(state, going_home, risks),
         *renal_dosing(state, going_home, risks),
         *potassium_raising(state, going_home, risks),
+        *low_blood_pressure(state, going_home, risks),
         *hypoglycaemia_risk(state, going_home, risks),
         *opioid_duration(going_home, risks),
         *heart_drugs_as_needed(going_home, risks),

@@ -290,16 +290,46 @@ def test_the_laboratory_risk_lines_are_supported_by_the_checker() -> None:
             fx.observation(
                 "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
             ),
+            fx.observation(
+                "bp", "Systolic blood pressure", 84, "mm[Hg]", loinc="8480-6",
+                when="2024-03-04T06:00:00+00:00", category="vital-signs",
+            ),
         ),
         settings=PipelineSettings(),
-    )
+    )  # fmt: skip
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [
         s
         for s in summary.section("needs_review").sentences
-        if s.text.startswith(("Potassium", "insulin"))
+        if s.text.startswith(("Potassium", "insulin", "Systolic"))
     ]
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert all(s.verdict == "supported" for s in lines), [
         (s.text, s.review_reasons()) for s in lines
     ]
+
+
+def test_drugs_that_lower_blood_pressure_are_flagged_at_a_low_systolic_pressure() -> None:
+    """The latest systolic pressure of the stay or of the 30 days before discharge, below
+    90 mmHg (ACC/AHA/HFSA 2022, ESC 2021), with drugs that lower blood pressure going home; one
+    taken before the stay counts (it may be the last the record holds)."""
+
+    def record(systolic: float, when: str = "2024-02-27T10:00:00+00:00") -> dict:
+        return fx.stay(
+            going_home("c", "carvedilol 25 MG Oral Tablet"),
+            going_home("f", "Furosemide 40 MG Oral Tablet"),
+            going_home("s", "simvastatin 20 MG Oral Tablet"),
+            fx.observation(
+                "bp", "Systolic blood pressure", systolic, "mm[Hg]", loinc="8480-6", when=when,
+                category="vital-signs",
+            ),
+        )  # fmt: skip
+
+    assert risks(evidence_from_fhir(record(77), settings=PipelineSettings())) == [
+        "Systolic blood pressure 77 mm[Hg] on 2024-02-27 is below the level at which drugs that "
+        "lower blood pressure are reviewed: review carvedilol 25 MG Oral Tablet; Furosemide 40 "
+        "MG Oral Tablet"
+    ]
+    assert risks(evidence_from_fhir(record(118), settings=PipelineSettings())) == []
+    long_ago = record(77, when="2023-06-01T10:00:00+00:00")
+    assert risks(evidence_from_fhir(long_ago, settings=PipelineSettings())) == []
