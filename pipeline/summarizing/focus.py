@@ -167,9 +167,7 @@ class AttentionSalience:
             return self._scores(text)
 
     def _scores(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
-        # torch only when a note is scored: importing FOCUS (the evidence-only draft of a stay
-        # without note text, the CLI) never loads it.
-        import torch
+        import torch  # only when a note is scored: importing FOCUS never loads it
 
         from pipeline.backends.attention import attention_rows
 
