@@ -23,19 +23,14 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
-from pathlib import Path
 
+from bench.fabrications import LABELLED, PROMPT, ROOT, TRAINING
 from pipeline.checking.verify import verify_text
 from pipeline.settings import DEFAULT_AURA_TAU
-
-ROOT = Path(__file__).resolve().parents[1]
-TRAINING = ROOT.parent / "shared" / "data" / "mts-dialog" / "MTS-Dialog-TrainingSet.csv"
-LABELLED = ROOT / "bench" / "data" / "smollm2_fabrications.jsonl"
 
 
 def scored_sentences() -> list[tuple[str, float | None, bool]]:
     """(label, AURA, flagged by the checker) of each labelled sentence."""
-    from bench.fabrications import PROMPT
     from smartapp.core.language_models import language_model
     from smartapp.core.settings import Settings
 
