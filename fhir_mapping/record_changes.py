@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from fhir_mapping.json_values import objects_at, string_at
 from fhir_mapping.resources import RECORD_TYPES
 
 
@@ -43,15 +44,14 @@ def changed_count(answer: object, asked: int) -> int | None:
     batch-response, an entry refused or without a total): then nothing is known."""
     if not isinstance(answer, dict) or answer.get("type") != "batch-response":
         return None
-    entries = answer.get("entry")
-    if not isinstance(entries, list) or len(entries) != asked:
+    entries = objects_at(answer, "entry")
+    if len(entries) != asked:
         return None
     total = 0
     for entry in entries:
-        response = entry.get("response") if isinstance(entry, dict) else None
-        status = str(response.get("status", "")) if isinstance(response, dict) else ""
-        found = entry.get("resource", {}).get("total") if isinstance(entry, dict) else None
-        if not status.startswith("200") or not isinstance(found, int):
+        status = string_at(entry, "response", "status") or ""
+        found = [t for r in objects_at(entry, "resource") if isinstance(t := r.get("total"), int)]
+        if not status.startswith("200") or not found:
             return None
-        total += found
+        total += found[0]
     return total

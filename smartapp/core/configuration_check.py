@@ -105,11 +105,12 @@ def database_problems(settings: Settings) -> list[str]:
     except TimeoutError:
         reason = f"no answer within {DATABASE_ANSWER_S:.0f} s"
     except Exception as failure:
-        reason = f"{type(failure).__name__}: {str(failure).splitlines()[0] if str(failure) else ''}"
+        first = next(iter(str(failure).splitlines()), "")
+        reason = f"{type(failure).__name__}: {first}" if first else type(failure).__name__
     else:
         return []
     return [
-        f"PROVENOTE_DATABASE_URL ({shown}) cannot be reached: {reason.rstrip(': ')}. Check the "
+        f"PROVENOTE_DATABASE_URL ({shown}) cannot be reached: {reason}. Check the "
         "host, port, database name and user, and that PostgreSQL accepts this host."
     ]
 

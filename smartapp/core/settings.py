@@ -9,7 +9,6 @@ drafting is ``PipelineSettings``), each a model a part of the app can be given a
 from __future__ import annotations
 
 import difflib
-import os
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -118,13 +117,12 @@ def _explained(failure: ValidationError | SettingsError | ValueError) -> str:
     return text
 
 
-def get_settings(*, strict: bool = False) -> Settings:
+def get_settings() -> Settings:
     """The settings as the environment gives them now. Each entry point (``serve``, ``worker``, a
-    CLI command) reads them once as it starts and passes the object down. ``strict`` (the
-    servers) also refuses unknown ``PROVENOTE_*`` variables. ConfigurationError says what is
-    wrong in words an operator can act on."""
-    if strict and (unknown := unknown_variables(os.environ)):
-        raise ConfigurationError("; ".join(unknown))
+    CLI command) reads them once as it starts and passes the object down; the servers also
+    refuse unknown ``PROVENOTE_*`` variables (``unknown_variables``, with every other problem:
+    ``launch.cli.common.checked_settings``). ConfigurationError says what is wrong in words an
+    operator can act on."""
     try:
         return Settings()
     except (ValidationError, SettingsError, ValueError) as failure:

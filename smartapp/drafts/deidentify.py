@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from pipeline.evidence.model import EvidenceState
 
 MONTHS = [
@@ -166,35 +167,23 @@ class Deidentifier:
         return value
 
 
-def _resources(record: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
-    for entry in (record or {}).get("entry", []):
-        resource = entry.get("resource") if isinstance(entry, dict) else None
-        if isinstance(resource, dict):
-            yield resource
-
-
-def _person(resource: dict[str, Any], add: Callable[[str, str], None]) -> None:
+def _person(person: JsonObject, add: Callable[[str, str], None]) -> None:
     """A person's names, contact details, addresses and identifiers (Patient, RelatedPerson,
-    Patient.contact)."""
-    names = resource.get("name", [])
-    for name in names if isinstance(names, list) else [names]:
-        if isinstance(name, dict):
-            parts = [*name.get("given", []), name.get("family") or ""]
-            add(" ".join(str(part) for part in parts), "[name]")
-            for part in parts:
-                add(str(part), "[name]")
-    for telecom in resource.get("telecom", []):
-        mark = "[email]" if telecom.get("system") == "email" else "[phone]"
-        add(str(telecom.get("value", "")), mark)
-    addresses = resource.get("address", [])
-    for address in addresses if isinstance(addresses, list) else [addresses]:
-        if isinstance(address, dict):
-            for line in address.get("line", []):
-                add(str(line), "[address]")
-            for field in ("city", "district", "postalCode", "text"):
-                add(str(address.get(field) or ""), "[address]")
-    for identifier in resource.get("identifier", []):
-        add(str(identifier.get("value", "")), "[identifier]")
+    Patient.contact); a malformed element reads as absent."""
+    for name in objects_at(person, "name"):
+        parts = [*strings_at(name, "given"), *strings_at(name, "family")]
+        add(" ".join(parts), "[name]")
+        for part in parts:
+            add(part, "[name]")
+    for telecom in objects_at(person, "telecom"):
+        mark = "[email]" if string_at(telecom, "system") == "email" else "[phone]"
+        add(string_at(telecom, "value") or "", mark)
+    for address in objects_at(person, "address"):
+        for field in ("line", "city", "district", "postalCode", "text"):
+            for text in strings_at(address, field):
+                add(text, "[address]")
+    for value in strings_at(person, "identifier", "value"):
+        add(value, "[identifier]")
 
 
 def patient_deidentifier(
@@ -215,13 +204,15 @@ def patient_deidentifier(
         for identifier in [*attributes.get("identifiers", []), attributes.get("mrn") or ""]:
             add(str(identifier), "[identifier]")
         birth = attributes.get("birth_date") or birth
-    for resource in _resources(record):
-        if resource.get("resourceType") in {"Patient", "RelatedPerson"}:
+    for resource in objects_at(record, "entry", "resource"):
+        kind = string_at(resource, "resourceType")
+        if kind in {"Patient", "RelatedPerson"}:
             _person(resource, add)
-            for contact in resource.get("contact", []):
+            for contact in objects_at(resource, "contact"):
                 _person(contact, add)
-        if resource.get("resourceType") == "Patient" and resource.get("birthDate"):
-            birth = birth or _iso_date(str(resource["birthDate"]))
+        born = string_at(resource, "birthDate")
+        if kind == "Patient" and born:
+            birth = birth or _iso_date(born)
     return Deidentifier(secret, patient, known, birth)
 
 

@@ -46,3 +46,6 @@ def test_the_answer_counts_only_when_every_search_answered() -> None:
     assert changed_count(_answer(("200", 0), ("200", None)), 2) is None
     assert changed_count(_answer(("200", 0)), 2) is None  # an entry missing
     assert changed_count({"resourceType": "OperationOutcome"}, 2) is None
+    malformed = _answer(("200", 0), ("200", 1))
+    malformed["entry"][1]["resource"] = "not a resource"  # type: ignore[index]
+    assert changed_count(malformed, 2) is None

@@ -130,3 +130,25 @@ def test_json_values_are_cleaned_keys_and_all() -> None:
     assert not any(
         part in json.dumps(deidentifier.value(value)) for part in ("Okafor", "9277", PATIENT)
     )
+
+
+def test_a_malformed_record_is_read_as_far_as_it_goes_never_failing_the_export() -> None:
+    """A pulled record is the EHR's JSON as it came: an element of the wrong shape is absent."""
+    broken = {
+        "entry": [
+            {
+                "resource": {
+                    "resourceType": "Patient",
+                    "name": [{"given": "Rosalind", "family": "Okafor"}, "not a name"],
+                    "telecom": "555-848-9277",
+                    "identifier": ["MRN-0042-7781", {"value": 7}],
+                    "address": {"city": "Huntington Beach"},
+                    "contact": "none",
+                }
+            },
+            "not an entry",
+        ]
+    }
+    deidentifier = patient_deidentifier(SECRET, PATIENT, None, broken)
+    cleaned = deidentifier.text("Rosalind Okafor of Huntington Beach, phone 555-848-9277.")
+    assert "Okafor" not in cleaned and "Huntington" not in cleaned and "9277" not in cleaned
