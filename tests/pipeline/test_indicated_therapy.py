@@ -95,3 +95,23 @@ def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagge
         "admission for substance use (Dependent drug abuse): confirm the indication, the supply "
         "and an overdose plan"
     ]
+
+
+def test_naloxone_is_asked_for_after_an_overdose_and_its_order_answers_it() -> None:
+    """CDC 2022 recommendation 8: naloxone is offered to a patient with a history of overdose or
+    of a substance use disorder."""
+    overdose = fx.condition("od", "Overdose (disorder)")
+    without = state_of(overdose, going_home("a", "amlodipine 5 MG Oral Tablet"))
+    assert [r for r in risks(without) if "overdose" in r] == [
+        "No opioid overdose rescue drug at discharge after an overdose or a drug use disorder "
+        "(Overdose): confirm it was considered, or why it is not given"
+    ]
+    offered = state_of(overdose, going_home("n", "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray"))
+    assert [r for r in risks(offered) if "overdose" in r] == []
+
+
+def test_assessing_substance_use_is_not_an_admission_for_it() -> None:
+    """A routine screening procedure names substance use without being the stay's problem."""
+    assessed = fx.procedure("as", "Assessment of substance use (procedure)")
+    state = state_of(assessed, going_home("o", "tramadol hydrochloride 50 MG Oral Tablet"))
+    assert [r for r in risks(state) if "substance use" in r or "overdose" in r] == []

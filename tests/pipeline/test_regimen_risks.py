@@ -130,6 +130,20 @@ def test_a_heart_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() ->
     assert "(as needed" in lines["NEW: oxycodone hydrochloride 5 MG Oral Tablet"].text
 
 
+def test_a_loop_diuretic_as_needed_is_a_heart_drug_whose_schedule_is_asked() -> None:
+    """ESC 2021: a loop diuretic's dose is set and adjusted to congestion; "as needed" with no
+    trigger or dose is not an instruction."""
+    as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
+    state = evidence_from_fhir(
+        fx.stay(going_home("f", "Furosemide 40 MG Oral Tablet") | as_needed),
+        settings=PipelineSettings(),
+    )
+    assert [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"] == [
+        "Furosemide 40 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
+        "schedule: confirm the instruction"
+    ]
+
+
 def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
     def record(egfr: float) -> dict:
         return fx.stay(
@@ -191,6 +205,7 @@ def test_an_nsaid_with_an_antiplatelet_is_flagged_unless_the_stomach_is_protecte
 
 
 def test_an_ace_inhibitor_beside_an_arb_carries_the_duplication_on_both_lines() -> None:
+    """Neither line reads as settled: each status asks for the confirmation its flag names."""
     state = evidence_from_fhir(
         fx.stay(
             going_home("a", "lisinopril 20 MG Oral Tablet"),
@@ -204,8 +219,10 @@ def test_an_ace_inhibitor_beside_an_arb_carries_the_duplication_on_both_lines() 
         s.text.split(" (")[0]: [f.code for f in s.flags]
         for s in summary.section("medications").sentences
     }
-    assert flagged["NEW: lisinopril 20 MG Oral Tablet"] == ["therapeutic_duplication"]
-    assert flagged["NEW: losartan potassium 50 MG Oral Tablet"] == ["therapeutic_duplication"]
+    assert flagged["NEW, TO CONFIRM: lisinopril 20 MG Oral Tablet"] == ["therapeutic_duplication"]
+    assert flagged["NEW, TO CONFIRM: losartan potassium 50 MG Oral Tablet"] == [
+        "therapeutic_duplication"
+    ]
     assert flagged["NEW: amlodipine 5 MG Oral Tablet"] == []
 
 

@@ -19,8 +19,9 @@ from pipeline.summarizing.sections.common import by_time, cited_sentence
 # that drug's line as well as in Needs review (where the checker reads its words): a list line
 # that says "as needed" is read as an instruction by whoever copies it.
 LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt"})
-# A duplication names every drug it involves, and sits on each of their lines: an ACE inhibitor
-# CONTINUED beside an ARB must not read as settled where the list is copied.
+# A duplication names every drug it involves, and sits on each of their lines, whose status then
+# reads "TO CONFIRM": an ACE inhibitor CONTINUED beside an ARB must not read as settled where the
+# list is copied, since one of the two is likely to stop.
 SHARED_DOUBTS = frozenset({"therapeutic_duplication"})
 
 
@@ -59,7 +60,8 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
         doubts = doubts_about(state, change.discharge)
         in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
-        text = render.medication_change(change, before, after, in_doubt)
+        to_confirm = any(doubt.code in SHARED_DOUBTS for doubt in doubts)
+        text = render.medication_change(change, before, after, in_doubt, to_confirm)
         line = cited_sentence("medications", text, citations)
         sentences.append(line.model_copy(update={"flags": [*line.flags, *doubts]}))
     if unconfirmed:
