@@ -10,10 +10,11 @@ from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.episode import encounter_start
 from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from fhir_mapping.mapped import ref
 from fhir_mapping.resources import ParsedResource, as_type
-from fhir_mapping.scope import Scope, encounter_start
+from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     EncounterAttributes,
     Fact,

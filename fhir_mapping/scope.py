@@ -1,15 +1,11 @@
 """Which patient and which hospitalization a summary is about, and what falls inside it.
 
 Default encounter: the most recent inpatient stay (class IMP, ACUTE or NONAC), else the most recent
-encounter of any class; an explicit encounter id overrides. The hospitalization is an **episode**:
-that encounter plus every encounter of the patient that overlaps it, is ``partOf`` it, or ends
-within a window (default 48 h) before it starts (the emergency visit before admission, a procedure
-or step-down encounter), and an inpatient stay that ended within ``READMISSION_WINDOW_DAYS``
-before it (a readmission continues that stay's care). A resource belongs to the episode when it
-references one of its encounters, or, where it references none, when its own time falls inside
-the episode. Everything is
-read **as of discharge** (the stay's ``period.end``; now for a stay still open): nothing dated after
-discharge belongs to the episode.
+encounter of any class; an explicit encounter id overrides. The hospitalization is an **episode**
+(``fhir_mapping.episode``: the stay and the encounters that belong to it). A resource belongs to
+the episode when it references one of its encounters, or, where it references none, when its own
+time falls inside the episode. Everything is read **as of discharge** (the stay's ``period.end``;
+now for a stay still open): nothing dated after discharge belongs to the episode.
 """
 
 from __future__ import annotations
@@ -20,10 +16,18 @@ from typing import TypeGuard
 
 from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
-from fhir.resources.R4B.procedure import Procedure
 from fhir.resources.R4B.reference import Reference
 
 from fhir_mapping.codes import as_datetime
+from fhir_mapping.episode import (
+    ACUTE_CARE_CLASSES,
+    INPATIENT_CLASSES,
+    encounter_class,
+    encounter_period,
+    encounter_start,
+    episode_of,
+    refers_to,
+)
 from fhir_mapping.resources import (
     EvidenceInputError,
     ParsedResource,
@@ -33,19 +37,8 @@ from fhir_mapping.resources import (
 )
 from pipeline.evidence.mapped import (
     EPISODE_WINDOW_H,
-    READMISSION_WINDOW_DAYS,
     RECENT_ACUTE_CARE_DAYS,
 )
-
-INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
-ACUTE_CARE_CLASSES = INPATIENT_CLASSES | {"EMER"}
-
-
-def _period(encounter: ParsedResource[Encounter]) -> tuple[datetime | None, datetime | None]:
-    period = encounter.model.period
-    if period is None:
-        return None, None
-    return as_datetime(period.start), as_datetime(period.end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +57,14 @@ class Scope:
             start
             for key in self.episode or {self.encounter.key: ""}
             if (encounter := as_type(self.index.by_key[key], Encounter)) is not None
-            and (start := _period(encounter)[0]) is not None
+            and (start := encounter_period(encounter)[0]) is not None
         ]
         return min(starts) if starts else None
 
     @property
     def end(self) -> datetime | None:
         """Discharge: the stay's own end (None while it is open)."""
-        return _period(self.encounter)[1]
+        return encounter_period(self.encounter)[1]
 
     @property
     def as_of(self) -> datetime:
@@ -121,35 +114,17 @@ class Scope:
             for item in self.index.of_type(Encounter)
             if item.key not in self.episode
             and item.key != self.encounter.key
-            and _class_code(item) in ACUTE_CARE_CLASSES
+            and encounter_class(item) in ACUTE_CARE_CLASSES
             and self.is_patient(item.model.subject)
-            and (ended := _period(item)[1]) is not None
+            and (ended := encounter_period(item)[1]) is not None
             and since <= ended < start
         ]
         return sorted(found, key=encounter_start)
 
-    def describe_period(self) -> str:
+    def describeencounter_period(self) -> str:
         start = self.start.isoformat() if self.start else "?"
         end = self.end.isoformat() if self.end else "ongoing"
         return f"{start} to {end}"
-
-
-def _class_code(encounter: ParsedResource[Encounter]) -> str | None:
-    kind = encounter.model.class_fhir
-    return kind.code if kind is not None else None
-
-
-def encounter_start(encounter: ParsedResource[Encounter]) -> datetime:
-    period = encounter.model.period
-    start = as_datetime(period.start) if period is not None else None
-    return start or datetime.min.replace(tzinfo=UTC)
-
-
-def refers_to(index: ResourceIndex, reference: Reference | None, key: str) -> bool:
-    """Whether a Reference points at the resource ``key``; a missing one points nowhere."""
-    if reference is None or not reference.reference:
-        return False
-    return index.resolve_key(reference.reference) == key
 
 
 def _patient_for(
@@ -179,83 +154,6 @@ def _find_encounter(index: ResourceIndex, requested: str) -> ParsedResource[Enco
         if (encounter := as_type(item, Encounter)) is not None:
             return encounter
     raise EvidenceInputError(f"encounter {requested!r} is not in the input")
-
-
-def episode_of(
-    index: ResourceIndex,
-    patient: ParsedResource[Patient],
-    stay: ParsedResource[Encounter],
-    window: timedelta,
-) -> dict[str, str]:
-    """The stay's encounters, each with why it belongs to the episode: part of it, overlapping
-    it, ending within ``window`` before admission having done something (a procedure on it, a
-    reason for it, or an emergency visit: a check-up the day before does not belong), or an
-    inpatient stay that ended within the readmission window before admission."""
-    start, end = _period(stay)
-    members = {stay.key: "the inpatient stay"}
-    with_procedures = {
-        index.resolve_key(item.model.encounter.reference)
-        for item in index.of_type(Procedure)
-        if item.model.encounter is not None and item.model.encounter.reference
-    }
-    for item in index.of_type(Encounter):
-        if item.key == stay.key or not refers_to(index, item.model.subject, patient.key):
-            continue
-        other_start, other_end = _period(item)
-        part_of = item.model.partOf
-        if part_of is not None and index.resolve_key(part_of.reference) == stay.key:
-            members[item.key] = "part of the stay"
-        elif (
-            start is not None
-            and other_start is not None
-            and other_start <= (end or datetime.now(UTC))
-            and (other_end is None or other_end >= start)
-        ):
-            members[item.key] = "overlaps the stay"
-        elif start is not None and other_end is not None and start - window <= other_end < start:
-            did = _what_it_did(item, with_procedures)
-            if did is not None:
-                hours = (start - other_end).total_seconds() / 3600
-                members[item.key] = f"{did}, ended {hours:.1f} h before admission"
-        if item.key not in members and _continued_by(item, stay):
-            members[item.key] = "the inpatient stay just before (a readmission)"
-    return members
-
-
-def _reasons(encounter: ParsedResource[Encounter]) -> set[str]:
-    return {
-        (coding.code or coding.display or "").lower()
-        for concept in encounter.model.reasonCode or []
-        for coding in concept.coding or []
-    } | {concept.text.lower() for concept in encounter.model.reasonCode or [] if concept.text}
-
-
-def _continued_by(earlier: ParsedResource[Encounter], stay: ParsedResource[Encounter]) -> bool:
-    """An inpatient stay that ended within the readmission window before the stay began, whose
-    care the stay continues: the same reason, or a stay that names no reason of its own (the
-    ward stay after the operation)."""
-    admitted, ended = _period(stay)[0], _period(earlier)[1]
-    return (
-        admitted is not None
-        and ended is not None
-        and _class_code(earlier) in INPATIENT_CLASSES
-        and admitted - timedelta(days=READMISSION_WINDOW_DAYS) <= ended < admitted
-        and (not _reasons(stay) or bool(_reasons(stay) & _reasons(earlier)))
-    )
-
-
-def _what_it_did(
-    encounter: ParsedResource[Encounter], with_procedures: set[str | None]
-) -> str | None:
-    """Why an encounter just before admission belongs to the episode, or None."""
-    model = encounter.model
-    if model.class_fhir is not None and model.class_fhir.code == "EMER":
-        return "the emergency visit"
-    if encounter.key in with_procedures:
-        return "a procedure"
-    if model.reasonCode or model.reasonReference:
-        return "a reason"
-    return None
 
 
 def choose_scope(

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 
-from fhir_mapping.scope import INPATIENT_CLASSES
+from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.write_strategy import Strategy
 from smartapp.core.registrations import (
     ClientAuth,

@@ -12,6 +12,7 @@ from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.pull_plan import (
     Search,
     StayWindow,
@@ -27,7 +28,6 @@ from fhir_mapping.pull_plan import (
     whole_record_searches,
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
-from fhir_mapping.scope import INPATIENT_CLASSES
 from pipeline.evidence.mapped import EPISODE_WINDOW_H
 from smartapp.core.errors import logged
 from smartapp.ehr.fhir_answers import resource_type_of

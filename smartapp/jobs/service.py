@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.resources import record_digest
-from fhir_mapping.scope import INPATIENT_CLASSES
 from fhir_mapping.write_strategy import Strategy
 from pipeline.errors import ProvenoteError
 from pipeline.settings import PipelineSettings
