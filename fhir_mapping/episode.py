@@ -21,6 +21,8 @@ from fhir_mapping.resources import ParsedResource, ResourceIndex
 from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS
 
 INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
+# Why an earlier inpatient stay is in the episode: the stay continues its care (a readmission).
+READMISSION = "the inpatient stay just before (a readmission)"
 ACUTE_CARE_CLASSES = INPATIENT_CLASSES | {"EMER"}
 
 
@@ -88,7 +90,7 @@ def episode_of(
                 hours = (start - other_end).total_seconds() / 3600
                 members[item.key] = f"{did}, ended {hours:.1f} h before admission"
         if item.key not in members and _continued_by(item, stay):
-            members[item.key] = "the inpatient stay just before (a readmission)"
+            members[item.key] = READMISSION
     return members
 
 

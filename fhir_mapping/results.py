@@ -142,8 +142,9 @@ def observation_effective(observation: Observation) -> datetime | None:
 
 
 def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
-    """For each laboratory test of the stay, its latest value before the episode began (the
-    patient's baseline), as a fact marked ``baseline``."""
+    """For each laboratory test of the stay, its latest value before the stay's own
+    measurements began (the patient's baseline: a readmission's earlier stay included), as a
+    fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
         for f in results
@@ -159,7 +160,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         if (
             code is None
             or code.code not in codes
-            or not scope.before_episode(when)
+            or not scope.before_measured(when)
             or observation.status in _VOID
             or not scope.is_patient(observation.subject)
         ):
@@ -186,7 +187,7 @@ def map_results(scope: Scope) -> Mapped:
         effective = report.effectiveDateTime or (
             report.effectivePeriod.start if report.effectivePeriod else None
         )
-        if not scope.in_stay(report.encounter, effective or report.issued):
+        if not scope.measured_in_stay(report.encounter, effective or report.issued):
             mapped.exclude(item, "out_of_scope", "report not of this stay")
             continue
         if report.status in _VOID:
@@ -234,6 +235,8 @@ def _map_standalone_observations(scope: Scope, reported: set[str], mapped: Mappe
     for item in scope.index.of_type(Observation):
         observation = item.model
         if item.key in reported or not scope.is_encounter(observation.encounter):
+            continue
+        if not scope.measured_in_stay(observation.encounter, observation_effective(observation)):
             continue
         if not scope.is_patient(observation.subject):
             continue

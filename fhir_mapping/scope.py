@@ -10,6 +10,7 @@ now for a stay still open): nothing dated after discharge belongs to the episode
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeGuard
@@ -22,6 +23,7 @@ from fhir_mapping.codes import as_datetime
 from fhir_mapping.episode import (
     ACUTE_CARE_CLASSES,
     INPATIENT_CLASSES,
+    READMISSION,
     encounter_class,
     encounter_period,
     encounter_start,
@@ -50,16 +52,34 @@ class Scope:
     # Every encounter of the episode, the stay's own first, and why each belongs to it.
     episode: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def start(self) -> datetime | None:
-        """When the episode began: the earliest start of its encounters."""
+    def _earliest_start(self, keys: Iterable[str]) -> datetime | None:
         starts = [
             start
-            for key in self.episode or {self.encounter.key: ""}
+            for key in keys
             if (encounter := as_type(self.index.by_key[key], Encounter)) is not None
             and (start := encounter_period(encounter)[0]) is not None
         ]
         return min(starts) if starts else None
+
+    @property
+    def start(self) -> datetime | None:
+        """When the episode began: the earliest start of its encounters."""
+        return self._earliest_start(self.episode or {self.encounter.key: ""})
+
+    @property
+    def earlier_stays(self) -> frozenset[str]:
+        """The inpatient stays joined as the one before a readmission."""
+        return frozenset(key for key, why in self.episode.items() if why == READMISSION)
+
+    @property
+    def measured_from(self) -> datetime | None:
+        """When the stay's own measurements begin: the episode's start without a readmission's
+        earlier stay, whose results and vital signs are the patient's values before this stay
+        (the readmission's admission oxygen saturation is its own, not the last stay's)."""
+        own = [
+            key for key in self.episode or {self.encounter.key: ""} if key not in self.earlier_stays
+        ]
+        return self._earliest_start(own)
 
     @property
     def end(self) -> datetime | None:
@@ -88,6 +108,20 @@ class Scope:
             return False
         key = self.index.resolve_key(reference.reference)
         return key == self.encounter.key or key in self.episode
+
+    def before_measured(self, moment: datetime | None) -> TypeGuard[datetime]:
+        """Dated before the stay's own measurements (a baseline result)."""
+        start = self.measured_from
+        return moment is not None and start is not None and moment < start
+
+    def measured_in_stay(self, encounter: Reference | None, moment: date | str | None) -> bool:
+        """A result or vital sign of the stay's own: as ``in_stay``, but not one of a
+        readmission's earlier stay, by its encounter or, where it references none, its time."""
+        if encounter is not None and encounter.reference:
+            earlier = self.index.resolve_key(encounter.reference) in self.earlier_stays
+            return not earlier and self.in_stay(encounter, moment)
+        when = as_datetime(moment)
+        return self.during_stay(when) and not self.before_measured(when)
 
     def during_stay(self, moment: datetime | None) -> bool:
         if moment is None or self.start is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,30 @@ def test_an_inpatient_stay_days_before_that_the_stay_continues_joins_as_a_readmi
     other = fx.bundle(fx.patient(), fx.encounter() | reason("Pneumonia"), valve_stay, valve)
     apart = evidence_from_fhir(other, settings=PipelineSettings())
     assert "Encounter/valve-stay" not in {member.resource for member in apart.episode}
+
+
+def test_a_readmissions_earlier_stay_gives_baselines_never_this_stays_results() -> None:
+    """Its care is joined, but its values are the patient's before this stay: the latest one is
+    the baseline, and none of them reads as this stay's admission or last value."""
+    earlier = fx.encounter(
+        "first-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | reason("Heart failure")
+    in_earlier = {"encounter": {"reference": "Encounter/first-stay"}}
+    saturation = fx.observation(
+        "s1", "Oxygen saturation", 78, "%", loinc="2708-6", when="2024-02-20T09:00:00+00:00"
+    )
+    first = fx.observation("c0", "Creatinine", 0.8, "mg/dL", when="2024-02-22T08:00:00+00:00")
+    last = fx.observation("c1", "Creatinine", 0.9, "mg/dL", when="2024-02-25T08:00:00+00:00")
+    own = fx.observation("c2", "Creatinine", 2.1, "mg/dL", when="2024-03-02T08:00:00+00:00")
+    unlinked = {k: v for k, v in first.items() if k != "encounter"}
+    stay = fx.encounter() | reason("Heart failure")
+    record = fx.bundle(
+        fx.patient(), stay, earlier, saturation | in_earlier, unlinked, last | in_earlier, own
+    )
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    assert "Encounter/first-stay" in {member.resource for member in state.episode}
+    values = sorted((r.value, r.baseline) for r in facts_of(state, LabResultAttributes))
+    assert values == [(Decimal("0.9"), True), (Decimal("2.1"), False)]
 
 
 def test_emergency_visits_and_stays_of_the_weeks_before_are_named_not_joined() -> None:

@@ -155,6 +155,30 @@ def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_dischar
     ]
 
 
+def test_vital_signs_out_of_range_between_admission_and_discharge_are_shown_at_their_worst() -> (
+    None
+):
+    """Neither the admission set nor the discharge set holds the stay's low saturation."""
+    saturation = ("Oxygen saturation in Arterial blood", "%", "2708-6")
+    state = evidence_from_fhir(
+        fx.stay(
+            vital("s1", *saturation[:1], 97, *saturation[1:], "2024-03-01T10:30:00+00:00"),
+            vital("s2", *saturation[:1], 88, *saturation[1:], "2024-03-02T08:00:00+00:00"),
+            vital("s3", *saturation[:1], 85, *saturation[1:], "2024-03-03T08:00:00+00:00"),
+            vital("h2", "Heart rate", 80, "/min", "8867-4", "2024-03-03T08:00:00+00:00"),
+            vital("s4", *saturation[:1], 95, *saturation[1:], "2024-03-05T09:00:00+00:00"),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = summary.section("results").sentences
+    assert [s.text for s in lines][1:] == [
+        "Vital signs out of range during the stay (the most extreme of each): Oxygen saturation "
+        "in Arterial blood 85 % (critical low) on 2024-03-03."
+    ]
+    assert lines[1].verdict == "supported", lines[1].review_reasons()
+
+
 def test_a_laboratory_value_filed_as_a_vital_sign_is_a_result() -> None:
     """Synthea files some NT-proBNP values under vital-signs: never "a vital sign at discharge"."""
     lines = results_of(

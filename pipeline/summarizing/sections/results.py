@@ -1,10 +1,11 @@
 """Key results: abnormal results by test with their trend, the normal ones in one line, imaging,
-and the vital signs at admission."""
+the vital signs at admission and those out of range during the stay."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from pipeline.clinical.results import is_minor, is_vital_sign
@@ -29,14 +30,40 @@ def _worst(results: Sequence[LabResultAttributes]) -> str | None:
 
 def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
     """The first set of vital signs of the episode (the last is the condition at discharge's;
-    a stay with one set shows it there only, each fact cited once)."""
+    a stay with one set shows it there only, each fact cited once), then the vital signs out of
+    range between the two: an oxygen saturation of 88 % on the second day is not in either set."""
     timed = by_time([f for f in facts if effective(f) is not None], effective)
     if not timed or effective(timed[0]) == effective(timed[-1]):
         return []
     taken = effective(timed[0])
     same = [f for f in timed if effective(f) == taken]
     text = render.vital_signs("admission", taken, [f.attributes for f in same])
-    return [cited_sentence("results", text, [f.id for f in same])]
+    sentences = [cited_sentence("results", text, [f.id for f in same])]
+    between = [f for f in timed if taken != effective(f) != effective(timed[-1])]
+    worst = _worst_out_of_range(between)
+    if worst:
+        text = render.vital_signs_out_of_range([f.attributes for f in worst])
+        sentences.append(cited_sentence("results", text, [f.id for f in worst]))
+    return sentences
+
+
+def _worst_out_of_range(facts: Sequence[Fact]) -> list[Fact]:
+    """For each vital sign with a reading out of range, its most extreme one (the first of
+    equals), in the order the vital signs were first taken."""
+    by_name: dict[str, list[tuple[Decimal, Fact]]] = defaultdict(list)
+    for fact in facts:
+        result = attributes_as(fact, LabResultAttributes)
+        if result.flag in FLAG_ORDER and result.value is not None:
+            by_name[result.name].append((result.value, fact))
+    worst = []
+    for readings in by_name.values():
+        flag = _worst([attributes_as(f, LabResultAttributes) for _, f in readings])
+        flagged = [
+            (v, f) for v, f in readings if attributes_as(f, LabResultAttributes).flag == flag
+        ]
+        extreme = min if flag is not None and "low" in flag else max
+        worst.append(extreme(flagged, key=lambda reading: reading[0])[1])
+    return worst
 
 
 def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fact], list[Fact]]:
