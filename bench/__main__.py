@@ -7,6 +7,7 @@ from bench import (
     checker_quality,
     concurrent_launches,
     discharge_ahead,
+    draft_cost,
     drafts,
     evidence,
     fabrications,
@@ -20,6 +21,7 @@ from bench import (
     review_api,
     review_ui,
     scale_out,
+    second_job,
     startup,
 )
 from bench.claim_verifier import evaluate as claim_verifier_evaluate
@@ -27,6 +29,8 @@ from bench.claim_verifier import evaluate as claim_verifier_evaluate
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
     startup.main()
+    draft_cost.main()
+    second_job.main()
     evidence.main()
     drafts.main()
     fetch.main()
