@@ -1,7 +1,7 @@
 """The claim verifier measured on validation sets its training never read, against the lexical
 checker it joins.
 
-    python -m bench.claim_verifier.evaluate [--weights DIR] [--limit N]
+    python -m bench.claim_verifier.evaluate [--weights DIR] [--limit N] [--judge-model SPEC]
 
 One report of ``provenote verify``'s path (``verify_text``) per sentence gives three readers:
 **words** (the deterministic checks alone, as before the verifier), **verifier** (its check
@@ -16,6 +16,10 @@ unsupported). Sets:
   sentences) → caught (hard);
 - cost: the verifier's milliseconds per claim (batched, this machine's threads) and ``verify``
   with it against without it.
+
+With ``--judge-model`` (``smollm2``, ``openai:URL#MODEL``, ``transformers:DIR``) a language model
+judges each claim in the verifier's place (``pipeline.checking.model_judge``, the verifier
+answering where the model gives no usable verdict): the "verifier" column is then the model's.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bench.fabrications import SPLITS
 from pipeline.backends.claim_judge import ClaimJudge, default_judge
 from pipeline.checking.checker import SentenceReport
 from pipeline.checking.claims import claim_problem
+from pipeline.checking.entailment import Judge
 from pipeline.checking.verify import units, verify_text
 from pipeline.evidence.summary import CheckResult
 
@@ -90,7 +95,7 @@ class Tally:
         return lines
 
 
-def smollm2_labels(judge: ClaimJudge, split: str, tally: Tally) -> None:
+def smollm2_labels(judge: Judge, split: str, tally: Tally) -> None:
     source, labelled = SPLITS[split]
     with source.open(newline="", encoding="utf-8") as handle:
         dialogues = {row["ID"]: row["dialogue"] for row in csv.DictReader(handle)}
@@ -114,7 +119,7 @@ def _claims(text: str) -> list[str]:
     return [u for u in units(text) if len(u.split()) >= 3 and claim_problem(u) is None]
 
 
-def mts_references(judge: ClaimJudge, limit: int | None, tally: Tally) -> None:
+def mts_references(judge: Judge, limit: int | None, tally: Tally) -> None:
     rng = random.Random(7)
     with MTS_VALIDATION.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))[:limit]
@@ -158,7 +163,7 @@ def mts_references(judge: ClaimJudge, limit: int | None, tally: Tally) -> None:
                     break
 
 
-def cost(judge: ClaimJudge, limit: int | None) -> list[str]:
+def cost(judge: Judge, limit: int | None) -> list[str]:
     with MTS_VALIDATION.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))[: limit or 40]
     pairs = [(row["section_text"][:300], row["dialogue"]) for row in rows]
@@ -181,7 +186,7 @@ def cost(judge: ClaimJudge, limit: int | None) -> list[str]:
     ]
 
 
-def report(judge: ClaimJudge, limit: int | None) -> list[str]:
+def report(judge: Judge, limit: int | None) -> list[str]:
     lines = [f"Verifier cut-offs: {judge.config.model_dump()}", ""]
     for split in ("validation", "training"):
         tally = Tally()
@@ -202,12 +207,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", type=Path, default=None, help="a trained directory")
     parser.add_argument("--limit", type=int, default=None, help="MTS-Dialog references read")
+    parser.add_argument("--judge-model", default=None, help="a language model as the judge")
     args = parser.parse_args(argv)
     if not MTS_VALIDATION.is_file():
         print(f"claim verifier: skipped, no {MTS_VALIDATION}")
         return
-    judge = ClaimJudge.load(args.weights) if args.weights else default_judge()
+    verifier = ClaimJudge.load(args.weights) if args.weights else default_judge()
+    judge: Judge = verifier if args.judge_model is None else model_judge(args.judge_model, verifier)
     print("\n".join(report(judge, args.limit)))
+
+
+def model_judge(spec: str, fallback: Judge) -> Judge:
+    from pipeline.checking.model_judge import ModelJudge
+    from smartapp.core.language_models import language_model
+    from smartapp.core.settings import Settings
+
+    settings = Settings()
+    model = language_model(settings, spec)
+    if model is None:
+        raise SystemExit("--judge-model: name a model")
+    return ModelJudge(model.backend, fallback, settings.answer_limits, settings.model_concurrency)
 
 
 if __name__ == "__main__":

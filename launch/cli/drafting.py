@@ -24,6 +24,7 @@ from launch.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from pipeline.checking.model_judge import ModelJudge
     from pipeline.evidence.model import EvidenceState
 
 
@@ -189,6 +190,24 @@ def focus_command(
         )
 
 
+def _model_judge(spec: str) -> ModelJudge:
+    """The judge of ``--judge-model``: the model's verdicts, the shipped verifier's as fallback."""
+    from pipeline.backends.claim_judge import default_judge
+    from pipeline.checking.model_judge import ModelJudge
+    from smartapp.core.language_models import language_model
+
+    settings = current_settings()
+    try:
+        model = language_model(settings, spec)
+    except ValueError as error:
+        raise fail(f"--judge-model: {error}") from None
+    if model is None:
+        raise fail("--judge-model: name a model; evidence-only judges nothing")
+    return ModelJudge(
+        model.backend, default_judge(), settings.answer_limits, settings.model_concurrency
+    )
+
+
 @app.command()
 def verify(
     source: Annotated[Path, typer.Option("--source", help="The source text (UTF-8).")],
@@ -197,12 +216,22 @@ def verify(
     words_only: Annotated[
         bool, typer.Option("--words-only", help="Skip the claim verifier: word checks only.")
     ] = False,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="A language model that judges each claim instead of the trained verifier "
+            "(smollm2 | transformers:DIR | openai:URL#MODEL); the verifier answers where the "
+            "model gives no usable verdict.",
+        ),
+    ] = None,
 ) -> None:
     """Check a free-text summary against a free-text source, by the word checks and the trained
-    claim verifier; exit 1 if any sentence is unsupported."""
+    claim verifier (or a language model); exit 1 if any sentence is unsupported."""
     from pipeline.checking.verify import verify_text
 
-    report = verify_text(read_text(source), read_text(summary), meaning=not words_only)
+    judge = None if words_only or judge_model is None else _model_judge(judge_model)
+    report = verify_text(read_text(source), read_text(summary), judge=judge, meaning=not words_only)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:

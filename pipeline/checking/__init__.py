@@ -10,6 +10,7 @@ __all__ = [
     "checker",
     "claims",
     "entailment",
+    "model_judge",
     "review",
     "verify",
 ]

@@ -15,9 +15,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
-from pipeline.backends.claim_judge import ClaimJudge, JudgeConfig, Judgement
+from pipeline.backends.claim_judge import JudgeConfig, Judgement
 from pipeline.evidence.summary import CheckResult, Severity
+
+
+class Judge(Protocol):
+    """What the meaning check asks of a judge: the shipped verifier
+    (``pipeline.backends.claim_judge.ClaimJudge``) or a language model
+    (``pipeline.checking.model_judge.ModelJudge``)."""
+
+    @property
+    def config(self) -> JudgeConfig: ...
+
+    def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]: ...
+
 
 # A source this short is read whole; a longer one through the claim's nearest sentences.
 WHOLE_SOURCE_WORDS = 220
@@ -78,7 +91,7 @@ def stated_verbatim(claim: str, evidence: str) -> bool:
 
 
 def judged(
-    judge: ClaimJudge, claims: Sequence[str], windows: Sequence[str], named: Sequence[str]
+    judge: Judge, claims: Sequence[str], windows: Sequence[str], named: Sequence[str]
 ) -> list[CheckResult]:
     """The meaning check of each claim against its window (``named`` for the physician), the
     verifier asked once for all that are not copied from their window."""

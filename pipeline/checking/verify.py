@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.backends.claim_judge import ClaimJudge, default_judge
+from pipeline.backends.claim_judge import default_judge
 from pipeline.backends.retrieval import nearest
 from pipeline.checking.checker import Evidence, VerificationReport, check_free_sentence, report_of
-from pipeline.checking.entailment import NEAREST_SENTENCES, evidence_window, judged
+from pipeline.checking.entailment import NEAREST_SENTENCES, Judge, evidence_window, judged
 from pipeline.text.sentences import split_sentences
 
 RETRIEVED_SENTENCES = 3
@@ -21,7 +21,7 @@ def verify_text(
     source: str,
     summary: str,
     encoder: Any | None = None,
-    judge: ClaimJudge | None = None,
+    judge: Judge | None = None,
     *,
     meaning: bool = True,
 ) -> VerificationReport:

@@ -163,6 +163,16 @@ def test_verify_exits_1_with_json_verdicts_when_a_sentence_is_unsupported(tmp_pa
     assert missing.exit_code == 2
 
 
+def test_verify_refuses_a_judge_model_that_is_no_model(tmp_path: Path) -> None:
+    source, summary = tmp_path / "source.txt", tmp_path / "summary.txt"
+    source.write_text("Started aspirin 81 mg daily.")
+    summary.write_text("Started aspirin 81 mg daily.")
+    base = ["verify", "--source", str(source), "--summary", str(summary), "--judge-model"]
+    for spec, said in (("evidence-only", "name a model"), ("gpt", "expected evidence-only")):
+        result = runner.invoke(app, [*base, spec])
+        assert result.exit_code == 2 and said in result.stderr, result.stderr
+
+
 def test_sandbox_command_prints_its_urls_serves_the_chart_and_stops_on_sigterm() -> None:
     import signal as signals
 

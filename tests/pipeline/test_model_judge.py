@@ -1,0 +1,93 @@
+"""A language model as the claim judge: its label decides, the shipped verifier answers where the
+model gives no usable verdict, and a model's "unsupported" is a hard failure of the check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from launch.tiny_models import ScriptedModel, json_tokenizer
+from pipeline.backends.claim_judge import JudgeConfig, Judgement
+from pipeline.backends.llm import TransformersBackend
+from pipeline.checking.entailment import judged
+from pipeline.checking.model_judge import ModelJudge
+from pipeline.checking.verify import verify_text
+
+CONFIG = JudgeConfig(
+    rank=4,
+    alpha=8.0,
+    max_length=256,
+    unsupported_below=0.2,
+    contradicted_above=0.6,
+    weak_below=0.5,
+)
+
+
+class Fallback:
+    """The verifier's stand-in: judges every pair it is asked as well supported, and keeps them."""
+
+    config = CONFIG
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]:
+        self.asked += pairs
+        return [Judgement(entailed=0.9, contradicted=0.0) for _ in pairs]
+
+
+class ByClaim:
+    """A chat model that answers by the claim it is shown: a verdict, or text that is no JSON."""
+
+    name, version = "by-claim", "test"
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        prompt = messages[1]["content"]  # a retry adds the problem after it
+        return next(answer for claim, answer in self.answers.items() if claim in prompt)
+
+
+def test_the_models_label_decides_and_the_verifier_answers_where_the_model_cannot() -> None:
+    fallback = Fallback()
+    model = ByClaim(
+        {
+            "The cough began two days ago.": '{"label": "supported", "spans": []}',
+            "He has HIV.": '{"label": "unsupported", "spans": ["HIV"]}',
+            "She runs marathons.": "I would rather not say.",
+        }
+    )
+    judge = ModelJudge(model, fallback, concurrency=1)
+    claims = ["The cough began two days ago.", "He has HIV.", "She runs marathons."]
+    source = "Patient: I have had a cough for two days."
+    checks = judged(judge, claims, [source] * 3, ["the source"] * 3)
+    assert [(c.passed, c.severity) for c in checks] == [
+        (True, "hard"),
+        (False, "hard"),
+        (True, "hard"),
+    ]
+    assert "does not say this" in (checks[1].detail or "")
+    assert fallback.asked == [("She runs marathons.", source)]  # only where the model failed
+
+
+def test_provenote_verify_with_a_real_decoder_marks_what_the_model_calls_unsupported() -> None:
+    """TransformersBackend decodes under the entailment schema; the scripted weights say
+    "unsupported" to every claim."""
+    tokenizer = json_tokenizer()
+    answer = json.dumps({"label": "unsupported", "spans": []})
+    backend = TransformersBackend(ScriptedModel(tokenizer, answer), tokenizer, max_new_tokens=40)
+    report = verify_text(
+        "Doctor: Any chest pain? Patient: No, just a cough.",
+        "The patient reports a cough.",
+        encoder=None,
+        judge=ModelJudge(backend, Fallback(), concurrency=1),
+    )
+    (sentence,) = report.sentences
+    assert sentence.verdict == "unsupported"
+    assert any(c.check == "entailment" and not c.passed for c in sentence.checks)
