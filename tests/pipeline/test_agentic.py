@@ -19,6 +19,7 @@ from pipeline.summarizing.agentic import LoopSettings, agentic_summary
 from pipeline.text.rendering import render
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.chat_doubles import ScriptedChat, in_turn, task_of
 
 NOTE = (
     "# Hospital Course\n"
@@ -38,24 +39,15 @@ def course_ids(state: EvidenceState) -> list[str]:
     return [fact.id for fact in state.facts["course"]]
 
 
-class Scripted:
+class Scripted(ScriptedChat):
     """Answers by task: a fixed draft, a judge function, and a queue of fixes."""
 
-    name = "scripted-model"
-    version = "test"
-
     def __init__(self, draft: dict, judge: Callable[[str], dict], fixes: list[dict]) -> None:
+        super().__init__()
         self.draft, self.judge, self.fixes = draft, judge, list(fixes)
-        self.prompts: list[list[dict[str, str]]] = []
 
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        self.prompts.append(messages)
-        task = re.search(r"TASK: (\w+)", messages[1]["content"]).group(1)
+    def answer(self, messages: list[dict[str, str]]) -> str:
+        task = task_of(messages)
         if task == "extract":
             return json.dumps({"items": []})
         if task == "draft":
@@ -216,26 +208,14 @@ def test_unchanged_mean_grounding_stops_the_loop() -> None:
 
 
 def test_json_answers_are_parsed_strictly_with_a_bounded_retry() -> None:
-    class Flaky:
-        name, version = "flaky", "1"
-
-        def __init__(self, answers: list[str]) -> None:
-            self.answers = answers
-
-        def complete(
-            self,
-            messages: list[dict[str, str]],
-            schema: dict | None = None,
-            max_tokens: int | None = None,
-        ) -> str:
-            return self.answers.pop(0)
-
-    ok = Flaky(['The answer is {"label": "supported"}', '{"label": "supported", "spans": []}'])
+    ok = ScriptedChat(
+        in_turn('The answer is {"label": "supported"}', '{"label": "supported", "spans": []}')
+    )
     assert (
         ask_json(ok, [{"role": "user", "content": "x"}], ["label"], retries=1)["label"]
         == "supported"
     )
-    never = Flaky(["nope", '{"wrong": 1}', "still no"])
+    never = ScriptedChat(in_turn("nope", '{"wrong": 1}', "still no"))
     with pytest.raises(ModelOutputError, match="no usable JSON after 3 answers"):
         ask_json(never, [{"role": "user", "content": "x"}], ["label"], retries=2)
 
@@ -263,17 +243,10 @@ def test_note_text_cannot_change_the_instructions_the_model_receives() -> None:
 class Unusable(Scripted):
     """Drafts well, then answers every judgement and fix with text that is no JSON."""
 
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        task = re.search(r"TASK: (\w+)", messages[1]["content"]).group(1)
-        if task in {"entailment", "fix"}:
-            self.prompts.append(messages)
+    def answer(self, messages: list[dict[str, str]]) -> str:
+        if task_of(messages) in {"entailment", "fix"}:
             return "I cannot answer that."
-        return super().complete(messages, schema, max_tokens)
+        return super().answer(messages)
 
 
 def test_a_judgement_or_fix_that_stays_unusable_keeps_the_sentence_flagged_not_the_draft() -> None:

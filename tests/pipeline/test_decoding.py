@@ -30,29 +30,14 @@ from pipeline.summarizing.note_chunks import (
 from pipeline.text.echoes import echoes_prompt, restates_instructions
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.chat_doubles import ScriptedChat, in_turn
 
 ITEM = {"category": "diagnosis", "text": "pneumonia", "quote": "pneumonia"}
 
 
-class Scripted:
+def scripted(*answers: Completion) -> ScriptedChat:
     """Answers in turn, recording the budget of each call."""
-
-    name, version = "scripted", "test"
-
-    def __init__(self, *answers: Completion) -> None:
-        self.answers = list(answers)
-        self.budgets: list[int | None] = []
-        self.conversations: list[list[dict[str, str]]] = []
-
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        self.budgets.append(max_tokens)
-        self.conversations.append(messages)
-        return self.answers.pop(0)
+    return ScriptedChat(in_turn(*answers))
 
 
 def cut(text: str, tokens: int = 100) -> Completion:
@@ -65,7 +50,7 @@ def test_a_calls_budget_is_sized_to_its_schema_and_input() -> None:
     long_chunk = " ".join(f"Finding number {n} is stated here." for n in range(60))
     long = answer_budget(extraction_schema(chunk_limits(limits, long_chunk)))
     assert short < long < answer_budget(extraction_schema(limits))
-    backend = Scripted(Completion(json.dumps({"items": [ITEM]})))
+    backend = scripted(Completion(json.dumps({"items": [ITEM]})))
     schema = extraction_schema(chunk_limits(limits, "Pneumonia."))
     ask_json(backend, [{"role": "user", "content": "x"}], ["items"], 2, schema)
     assert backend.budgets == [answer_budget(schema)]
@@ -75,7 +60,7 @@ def test_an_answer_cut_short_keeps_its_complete_items_without_asking_again() -> 
     partial = '{"items": [' + json.dumps(ITEM) + ", " + json.dumps(ITEM) + ', {"category": "dia'
     other = {"category": "allergy", "text": "penicillin", "quote": "penicillin"}
     partial = partial.replace(json.dumps(ITEM), json.dumps(other), 1)
-    backend = Metered(Scripted(cut(partial, tokens=57)))
+    backend = Metered(scripted(cut(partial, tokens=57)))
     answer = ask_json(
         backend,
         [{"role": "user", "content": "x"}],
@@ -96,18 +81,18 @@ def test_duplicate_items_of_a_looping_answer_are_dropped() -> None:
 
 def test_with_nothing_to_salvage_the_retry_says_why_with_half_the_budget() -> None:
     schema = extraction_schema(SchemaLimits(extraction_items=4, quote_chars=200))
-    backend = Scripted(cut('{"items": [{"categ'), Completion(json.dumps({"items": [ITEM]})))
+    backend = scripted(cut('{"items": [{"categ'), Completion(json.dumps({"items": [ITEM]})))
     answer = ask_json(
         backend, [{"role": "user", "content": "x"}], ["items"], 2, schema, salvage="items"
     )
     assert answer == {"items": [ITEM]}
     first, second = backend.budgets
     assert first == answer_budget(schema) and second == first // 2
-    assert "cut short" in backend.conversations[1][-1]["content"]
+    assert "cut short" in backend.prompts[1][-1]["content"]
 
 
 def test_unusable_answers_end_in_a_model_error_after_the_retries() -> None:
-    backend = Scripted(*(Completion("no json") for _ in range(3)))
+    backend = scripted(*(Completion("no json") for _ in range(3)))
     with pytest.raises(ModelOutputError):
         ask_json(backend, [{"role": "user", "content": "x"}], ["items"], 2, {"type": "object"})
     assert len(backend.budgets) == 3
@@ -184,12 +169,12 @@ def test_an_item_that_echoes_the_prompt_is_rejected_and_one_from_the_note_kept()
         "text": "community acquired pneumonia",
         "quote": "community acquired pneumonia",
     }
-    backend = Scripted(Completion(json.dumps({"items": [echo, real, real]})))
+    backend = scripted(Completion(json.dumps({"items": [echo, real, real]})))
     extraction = extract_from_notes(state, backend)
     assert [f.attributes.display for f in extraction.facts] == ["community acquired pneumonia"]
     (rejected,) = extraction.rejected
     assert rejected.reason.startswith("echoes the prompt")
-    prompt = backend.conversations[0][-1]["content"]
+    prompt = backend.prompts[0][-1]["content"]
     assert "the fact in a few words" not in prompt  # no copyable placeholder
     assert echoes_prompt("facts this part of a note", prompt, NOTE)
     assert not echoes_prompt("facts this part of a note", prompt, "The facts this part of a note")
@@ -230,7 +215,7 @@ def test_extraction_past_its_time_budget_keeps_what_it_has_and_names_the_pages_n
         "text": "community acquired pneumonia",
         "quote": "community acquired pneumonia",
     }
-    backend = Scripted(*(Completion(json.dumps({"items": [real]})) for _ in range(3)))
+    backend = scripted(*(Completion(json.dumps({"items": [real]})) for _ in range(3)))
     ticks = iter([0.0, 10.0, 70.0, 130.0, 190.0])
     extraction = extract_from_notes(state, backend, budget_s=100, clock=lambda: next(ticks))
     assert len(backend.budgets) == 2  # the third note was not sent to the model
@@ -243,14 +228,14 @@ def test_an_answer_that_stays_unusable_costs_its_page_not_the_draft() -> None:
     state = evidence_from_fhir(
         fx.stay(fx.document_reference("d1", fx.attachment(NOTE))), settings=PipelineSettings()
     )
-    backend = Scripted(*(Completion("not json") for _ in range(3)))
+    backend = scripted(*(Completion("not json") for _ in range(3)))
     extraction = extract_from_notes(state, backend, strict=True)
     assert extraction.facts == []
     ((message,),) = extraction.errors.values()
     assert message.startswith("page 1 not read by the model") and "no usable JSON" in message
 
 
-class Counting(Scripted):
+class Counting(ScriptedChat):
     """A local model that states its window and counts a token per word, answering the fact of
     the chunk it is sent: "Day N." quoted from it."""
 
@@ -259,14 +244,7 @@ class Counting(Scripted):
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        self.conversations.append(messages)
-        self.budgets.append(max_tokens)
+    def answer(self, messages: list[dict[str, str]]) -> Completion:
         chunk = messages[-1]["content"].split("<data>")[-1].split("</data>")[0]
         days = [word for word in chunk.split() if word.startswith("D") and word[1:-1].isdigit()]
         items = [{"category": "follow_up", "text": day, "quote": day} for day in days[:1]]
@@ -288,7 +266,7 @@ def test_note_chunks_are_sized_in_the_models_own_tokens_to_fit_its_window() -> N
     assert all(a[1] == b[0] for a, b in pairwise(spans))
     assert all(size(page[start:end]) <= limit for start, end in spans)
     # A backend that cannot count is read in characters, as before.
-    assert chunk_measure(Scripted(), SchemaLimits()) == (CHUNK_CHARS, len)
+    assert chunk_measure(scripted(), SchemaLimits()) == (CHUNK_CHARS, len)
 
 
 def test_a_sentence_longer_than_a_chunk_is_cut_between_words() -> None:
@@ -303,19 +281,19 @@ def test_a_long_page_is_read_chunk_by_chunk_and_every_chunk_fits_the_window() ->
     state = evidence_from_fhir(fx.stay(note), settings=PipelineSettings())
     backend = Counting()
     extraction = extract_from_notes(state, backend)
-    assert len(backend.conversations) > 2
+    assert len(backend.prompts) > 2
     limit, _ = chunk_measure(backend, SchemaLimits())
-    for conversation in backend.conversations:
+    for conversation in backend.prompts:
         chunk = conversation[-1]["content"].split("<data>")[-1].split("</data>")[0]
         assert backend.count_tokens(chunk) <= limit + 4  # the title beside the chunk
         prompt = sum(backend.count_tokens(message["content"]) for message in conversation)
         assert prompt < backend.context_tokens
     # One fact per chunk, quoted where it stands on the page.
-    assert len(extraction.facts) == len(backend.conversations)
+    assert len(extraction.facts) == len(backend.prompts)
     assert not extraction.rejected
 
 
-class Concurrent(Scripted):
+class Concurrent(ScriptedChat):
     """Answers each note with its own fact, slower for earlier notes, counting calls in flight."""
 
     def __init__(self) -> None:
@@ -323,12 +301,7 @@ class Concurrent(Scripted):
         self.lock = threading.Lock()
         self.in_flight = self.most = 0
 
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
+    def answer(self, messages: list[dict[str, str]]) -> Completion:
         chunk = messages[-1]["content"]
         day = next(word.strip(".") for word in chunk.split() if word.startswith("Day-"))
         with self.lock:
@@ -360,7 +333,7 @@ def test_notes_are_read_concurrently_and_their_facts_kept_in_the_notes_order() -
 
 
 def test_a_second_answer_cut_short_ends_the_call_instead_of_a_third() -> None:
-    backend = Metered(Scripted(cut('{"sentences": [{"text": "Adm'), cut('{"sentences": [{"te')))
+    backend = Metered(scripted(cut('{"sentences": [{"text": "Adm'), cut('{"sentences": [{"te')))
     with pytest.raises(ModelOutputError, match=r"after 2 answers \(the answer was cut short\)"):
         ask_json(backend, [{"role": "user", "content": "x"}], ["sentences"], 2, salvage="sentences")
     assert backend.usage.calls == 2 and backend.usage.wasted_tokens == 200

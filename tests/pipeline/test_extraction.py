@@ -11,6 +11,7 @@ from pipeline.settings import PipelineSettings
 from pipeline.summarizing.extraction import extract_from_notes, locate_quote, with_extraction
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.chat_doubles import ScriptedChat
 
 NOTE = (
     "# Hospital Course\n"
@@ -21,20 +22,14 @@ NOTE = (
 )
 
 
-class Extractor:
-    name, version = "scripted-extractor", "test"
+class Extractor(ScriptedChat):
+    """Answers every chunk with ``items``, or with text that is no JSON."""
 
     def __init__(self, items: list[dict] | None, fail: bool = False) -> None:
+        super().__init__()
         self.items, self.fail = items, fail
-        self.prompts: list[list[dict[str, str]]] = []
 
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        self.prompts.append(messages)
+    def answer(self, messages: list[dict[str, str]]) -> str:
         return "not json at all" if self.fail else json.dumps({"items": self.items})
 
 

@@ -17,6 +17,7 @@ from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.chat_doubles import ScriptedChat
 from tests.conftest import PDFS
 
 
@@ -208,21 +209,6 @@ def test_the_review_page_shows_each_documents_verdict_and_where_its_identifiers_
 def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> None:
     from pipeline.summarizing.extraction import extract_from_notes
 
-    class Recording:
-        name, version = "recording", "test"
-
-        def __init__(self) -> None:
-            self.prompts: list[str] = []
-
-        def complete(
-            self,
-            messages: list[dict[str, str]],
-            schema: dict | None = None,
-            max_tokens: int | None = None,
-        ) -> str:
-            self.prompts.append(messages[-1]["content"])
-            return '{"items": []}'
-
     theirs = "Patient Name: Justin Norman\nDOB: 12/28/1965\nStarted on warfarin 5 mg daily.\n"
     ours = "Patient Name: Ada Lovelace\nDOB: 06/15/1950\nPathology is pending.\n"
     state = evidence_from_fhir(
@@ -232,7 +218,8 @@ def test_a_model_is_never_asked_to_extract_from_another_patients_document() -> N
         ),
         settings=PipelineSettings(),
     )
-    backend = Recording()
+    backend = ScriptedChat(lambda messages: '{"items": []}')
     extract_from_notes(state, backend)
     assert len(backend.prompts) == 1
-    assert "Ada Lovelace" in backend.prompts[0] and "Justin" not in backend.prompts[0]
+    asked = backend.prompts[0][-1]["content"]
+    assert "Ada Lovelace" in asked and "Justin" not in asked

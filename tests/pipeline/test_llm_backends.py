@@ -24,6 +24,7 @@ from pipeline.backends.chat import Completion, Metered
 from pipeline.backends.llm import TransformersBackend
 from pipeline.settings import PipelineSettings, SchemaLimits
 from smartapp.core.openai_backend import BackendError, OpenAIBackend
+from tests.chat_doubles import ScriptedChat
 
 MESSAGES = [
     {"role": "system", "content": "answer with json"},
@@ -107,19 +108,9 @@ def test_a_tiny_random_llama_answers_json_that_matches_each_schema(schema: dict)
 
 
 def test_metered_counts_one_drafts_calls_and_tokens() -> None:
-    class Counting:
-        name, version = "counting", "1"
-
-        def complete(self, messages, schema=None, max_tokens=None):
-            return Completion("{}", prompt_tokens=10, completion_tokens=2)
-
-    class Plain:
-        name, version = "plain", "1"
-
-        def complete(self, messages, schema=None, max_tokens=None):
-            return "{}"
-
-    metered = Metered(Counting())
+    metered = Metered(
+        ScriptedChat(lambda messages: Completion("{}", prompt_tokens=10, completion_tokens=2))
+    )
     for _ in range(3):
         metered.complete(MESSAGES)
     assert metered.usage.model_dump() == {
@@ -128,7 +119,7 @@ def test_metered_counts_one_drafts_calls_and_tokens() -> None:
         "completion_tokens": 6,
         "wasted_tokens": 0,
     }
-    plain = Metered(Plain())
+    plain = Metered(ScriptedChat(lambda messages: "{}"))
     assert plain.complete(MESSAGES).text == "{}" and plain.usage.calls == 1
 
 

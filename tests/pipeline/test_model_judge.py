@@ -12,6 +12,7 @@ from pipeline.backends.llm import TransformersBackend
 from pipeline.checking.entailment import judged
 from pipeline.checking.model_judge import ModelJudge
 from pipeline.checking.verify import verify_text
+from tests.chat_doubles import ScriptedChat
 
 CONFIG = JudgeConfig(
     rank=4,
@@ -36,27 +37,19 @@ class Fallback:
         return [Judgement(entailed=0.9, contradicted=0.0) for _ in pairs]
 
 
-class ByClaim:
-    """A chat model that answers by the claim it is shown: a verdict, or text that is no JSON."""
-
-    name, version = "by-claim", "test"
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = answers
-
-    def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        prompt = messages[1]["content"]  # a retry adds the problem after it
-        return next(answer for claim, answer in self.answers.items() if claim in prompt)
+def by_claim(answers: dict[str, str]) -> ScriptedChat:
+    """A chat model that answers by the claim it is shown: a verdict, or text that is no JSON.
+    A retry adds its problem after the prompt, so the claim is read from the first one."""
+    return ScriptedChat(
+        lambda messages: next(
+            answer for claim, answer in answers.items() if claim in messages[1]["content"]
+        )
+    )
 
 
 def test_the_models_label_decides_and_the_verifier_answers_where_the_model_cannot() -> None:
     fallback = Fallback()
-    model = ByClaim(
+    model = by_claim(
         {
             "The cough began two days ago.": '{"label": "supported", "spans": []}',
             "He has HIV.": '{"label": "unsupported", "spans": ["HIV"]}',
