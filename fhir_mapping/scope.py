@@ -155,11 +155,6 @@ class Scope:
         ]
         return sorted(found, key=encounter_start)
 
-    def describeencounter_period(self) -> str:
-        start = self.start.isoformat() if self.start else "?"
-        end = self.end.isoformat() if self.end else "ongoing"
-        return f"{start} to {end}"
-
 
 def _patient_for(
     index: ResourceIndex, encounter: ParsedResource[Encounter] | None

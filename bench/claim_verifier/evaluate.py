@@ -213,20 +213,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"claim verifier: skipped, no {MTS_VALIDATION}")
         return
     verifier = ClaimJudge.load(args.weights) if args.weights else default_judge()
-    judge: Judge = verifier if args.judge_model is None else model_judge(args.judge_model, verifier)
+    judge: Judge = verifier
+    if args.judge_model is not None:
+        from smartapp.core.language_models import judging_model
+        from smartapp.core.settings import Settings
+
+        judge = judging_model(Settings(), args.judge_model, verifier)
     print("\n".join(report(judge, args.limit)))
-
-
-def model_judge(spec: str, fallback: Judge) -> Judge:
-    from pipeline.checking.model_judge import ModelJudge
-    from smartapp.core.language_models import language_model
-    from smartapp.core.settings import Settings
-
-    settings = Settings()
-    model = language_model(settings, spec)
-    if model is None:
-        raise SystemExit("--judge-model: name a model")
-    return ModelJudge(model.backend, fallback, settings.answer_limits, settings.model_concurrency)
 
 
 if __name__ == "__main__":

@@ -193,19 +193,12 @@ def focus_command(
 def _model_judge(spec: str) -> ModelJudge:
     """The judge of ``--judge-model``: the model's verdicts, the shipped verifier's as fallback."""
     from pipeline.backends.claim_judge import default_judge
-    from pipeline.checking.model_judge import ModelJudge
-    from smartapp.core.language_models import language_model
+    from smartapp.core.language_models import judging_model
 
-    settings = current_settings()
     try:
-        model = language_model(settings, spec)
+        return judging_model(current_settings(), spec, default_judge())
     except ValueError as error:
         raise fail(f"--judge-model: {error}") from None
-    if model is None:
-        raise fail("--judge-model: name a model; evidence-only judges nothing")
-    return ModelJudge(
-        model.backend, default_judge(), settings.answer_limits, settings.model_concurrency
-    )
 
 
 @app.command()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.backends.chat import ChatBackend, Progress, no_progress
 from pipeline.evidence.model import EvidenceState
@@ -30,6 +31,10 @@ from smartapp.core.packaged_model import (
 )
 from smartapp.core.setting_groups import SUMMARIZER_PATTERN
 from smartapp.core.settings import Settings
+
+if TYPE_CHECKING:
+    from pipeline.checking.entailment import Judge
+    from pipeline.checking.model_judge import ModelJudge
 
 EVIDENCE_ONLY = "evidence-only"
 SUMMARIZER_SPEC = re.compile(SUMMARIZER_PATTERN)
@@ -105,3 +110,14 @@ def language_model(settings: Settings, spec: str | None = None) -> LanguageModel
         TransformersBackend.from_directory(scorer).grounding if scorer else None,
         judges=True,
     )
+
+
+def judging_model(settings: Settings, spec: str, fallback: Judge) -> ModelJudge:
+    """The model ``spec`` names as the claim judge, ``fallback`` (the shipped verifier) answering
+    where it gives no usable verdict; ValueError for a spec that names no model."""
+    from pipeline.checking.model_judge import ModelJudge  # torch loads with the verifier only
+
+    model = language_model(settings, spec)
+    if model is None:
+        raise ValueError("name a model; evidence-only judges nothing")
+    return ModelJudge(model.backend, fallback, settings.answer_limits, settings.model_concurrency)

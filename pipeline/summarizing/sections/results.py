@@ -39,7 +39,8 @@ def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
     same = [f for f in timed if effective(f) == taken]
     text = render.vital_signs("admission", taken, [f.attributes for f in same])
     sentences = [cited_sentence("results", text, [f.id for f in same])]
-    between = [f for f in timed if taken != effective(f) != effective(timed[-1])]
+    discharge = effective(timed[-1])
+    between = [f for f in timed if effective(f) not in (taken, discharge)]
     worst = _worst_out_of_range(between)
     if worst:
         text = render.vital_signs_out_of_range([f.attributes for f in worst])
