@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from smartapp.core.schema import SchemaNotCurrentError, revisions_of, upgrade_to_newest
@@ -32,10 +32,27 @@ def _private_sqlite_file(dsn: str) -> None:
         path.chmod(0o600)
 
 
+# How long a SQLite writer waits for another's lock before "database is locked" (milliseconds):
+# the web process and the in-process worker write the same file.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_concurrency(connection: object, _record: object) -> None:
+    """Write-ahead logging, so that readers never block the writer nor it them, and a busy
+    timeout, so that two writers wait for each other instead of failing. SQLite creates the
+    -wal and -shm files with the database file's permissions (owner only)."""
+    cursor = connection.cursor()  # type: ignore[attr-defined]
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
 class Database:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.engine: AsyncEngine = create_async_engine(dsn, pool_pre_ping=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine.sync_engine, "connect", _sqlite_concurrency)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @property
