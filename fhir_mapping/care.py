@@ -2,8 +2,10 @@
 Immunizations, MedicationAdministrations and ImagingStudies (with imaging report conclusions).
 
 A care plan belongs to the follow-up when it is one of the episode's (it references one of its
-encounters, or began during the episode) and is active at discharge. A service request or an
-appointment belongs there when it is active and falls after discharge. Vaccines, medications
+encounters, or began during the episode) and is active at discharge, or when it is active and
+addresses the stay's reason, whenever it began: the ongoing plan for what brought the patient
+in. A service request or an appointment belongs there when it is active and falls after
+discharge. Vaccines, medications
 given and imaging studies belong to the episode by its encounters, else by their time.
 """
 
@@ -24,6 +26,7 @@ from fhir.resources.R4B.medicationadministration import MedicationAdministration
 from fhir.resources.R4B.servicerequest import ServiceRequest
 
 from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.episode import reasons_of
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
@@ -44,6 +47,24 @@ def _code_of(condition: Condition | None) -> CodeableConcept | None:
     return condition.code if condition is not None else None
 
 
+def _for_the_stays_reason(scope: Scope, plan: CarePlan) -> bool:
+    """Whether the plan addresses a condition that is the stay's reason (by code or text)."""
+    reasons = reasons_of(scope.encounter)
+    for reference in plan.addresses or []:
+        condition = scope.index.resolve(reference.reference, Condition)
+        concept = condition.code if condition is not None else None
+        said = (
+            {(c.code or c.display or "").lower() for c in (concept.coding or [])}
+            if concept
+            else set()
+        )
+        if concept is not None and concept.text:
+            said.add(concept.text.lower())
+        if said & reasons:
+            return True
+    return False
+
+
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
     for item in scope.index.of_type(CarePlan):
         plan = item.model
@@ -51,7 +72,8 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             continue
         start = as_datetime(plan.period.start) if plan.period else None
         end = as_datetime(plan.period.end) if plan.period else None
-        ours = scope.is_encounter(plan.encounter) or scope.during_stay(start)
+        ongoing = plan.status in _ACTIVE and _for_the_stays_reason(scope, plan)
+        ours = scope.is_encounter(plan.encounter) or scope.during_stay(start) or ongoing
         active = plan.status in _ACTIVE or (end is not None and scope.after_discharge(end))
         if not ours or not active or scope.after_discharge(start):
             mapped.exclude(item, "out_of_scope", "not a care plan of this stay active at discharge")
@@ -97,6 +119,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                     addresses=addresses,
                     goals=goals,
                     when=start,
+                    before_stay=scope.before_episode(start),
                 ),
                 sources=[ref(item, "category")],
             )

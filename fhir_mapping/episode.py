@@ -94,7 +94,8 @@ def episode_of(
     return members
 
 
-def _reasons(encounter: ParsedResource[Encounter]) -> set[str]:
+def reasons_of(encounter: ParsedResource[Encounter]) -> set[str]:
+    """The encounter's reasons, by code and by text, lower-cased."""
     return {
         (coding.code or coding.display or "").lower()
         for concept in encounter.model.reasonCode or []
@@ -112,7 +113,7 @@ def _continued_by(earlier: ParsedResource[Encounter], stay: ParsedResource[Encou
         and ended is not None
         and encounter_class(earlier) in INPATIENT_CLASSES
         and admitted - timedelta(days=READMISSION_WINDOW_DAYS) <= ended < admitted
-        and (not _reasons(stay) or bool(_reasons(stay) & _reasons(earlier)))
+        and (not reasons_of(stay) or bool(reasons_of(stay) & reasons_of(earlier)))
     )
 
 

@@ -152,6 +152,9 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
         Search("ServiceRequest", who | {"authored": [f"ge{window.episode_from}"]}),
         Search("Appointment", who | {"status": UPCOMING_APPOINTMENT}),
         Search("Goal", who | {"lifecycle-status": "proposed,planned,accepted,active,on-hold"}),
+        # Implants, for life, and what was supplied (neither type has a date to search by).
+        Search("Device", who),
+        Search("SupplyDelivery", who),
     ]
 
 

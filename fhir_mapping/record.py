@@ -13,6 +13,7 @@ from fhir.resources.R4B.procedure import Procedure
 from fhir_mapping.care import map_care
 from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures, performed
 from fhir_mapping.demographics import encounter_fact, patient_fact
+from fhir_mapping.devices import map_devices
 from fhir_mapping.documents import collect_documents
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.medication_statements import map_medication_statements
@@ -31,6 +32,7 @@ MAPPERS = (
     map_procedures,
     map_results,
     map_care,
+    map_devices,
 )
 
 

@@ -43,6 +43,8 @@ RECORD_TYPES = (
     "MedicationAdministration",
     "ImagingStudy",
     "Goal",
+    "Device",
+    "SupplyDelivery",
 )
 # Read besides: the patient, and what the searched resources point to.
 MAPPED_TYPES = frozenset({"Patient", "Medication", "Binary", *RECORD_TYPES})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
@@ -163,7 +164,11 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
     flags += duplication_flags(discharge, drug_table, unconfirmed)
-    flags += regimen_risk_flags(state, discharge, table("regimen_risks", settings))
+    risks = table("regimen_risks", settings)
+    flags += regimen_risk_flags(state, discharge, risks)
+    flags += dual_antiplatelet_bleeding_risk(
+        state, discharge, risks, table("bleeding_risk", settings)
+    )
     flags += indicated_therapy_flags(state, discharge, table("indicated_therapy", settings))
     flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)

@@ -7,10 +7,14 @@ line per finding, never a decision:
   of the episode, a procedure of the episode, a reason of the stay; for a transplant also a
   recipient's status on the problem list) whose drug groups have no member among the medications
   going home (secondary prevention after myocardial infarction, PCI or CABG; an antithrombotic
-  after a valve replacement; immunosuppression after a solid-organ transplant).
+  after a valve replacement; a vitamin K antagonist for a mechanical heart valve, read from the
+  problem list and the patient's devices too; immunosuppression after a solid-organ
+  transplant).
 - **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
   out (an opioid or benzodiazepine after a substance-use admission). A home drug with no discharge
   order (held or stopped?) counts: the patient has it at home, so it may still be taken.
+- **Required procedures**: a drug whose indication is a procedure (prasugrel: PCI) with no such
+  procedure in the episode.
 - **Age limits**: a drug the table limits by age (prasugrel from 75 years).
 
 Matching is by keyword in the clinical term, with the table's words that cancel a match
@@ -27,6 +31,7 @@ from typing import Any
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    DeviceAttributes,
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
@@ -50,8 +55,11 @@ def _names_it(term: str, rule: dict[str, Any]) -> bool:
     return any(keyword in text for keyword in rule["keywords"])
 
 
-def _terms(state: EvidenceState, with_problem_list: bool) -> list[tuple[Fact, str]]:
-    """The clinical terms an indication may be read from, each with its fact."""
+def _terms(
+    state: EvidenceState, with_problem_list: bool, with_devices: bool = False
+) -> list[tuple[Fact, str]]:
+    """The clinical terms an indication may be read from, each with its fact (the patient's
+    devices too, for a rule about an implant that stays for life)."""
     found: list[tuple[Fact, str]] = []
     listings = _EPISODE_LISTINGS | ({"active"} if with_problem_list else set())
     for fact in state.facts["diagnosis"]:
@@ -65,11 +73,17 @@ def _terms(state: EvidenceState, with_problem_list: bool) -> list[tuple[Fact, st
         encounter = attributes_as(fact, EncounterAttributes)
         if encounter.kind == "stay":
             found += [(fact, reason) for reason in encounter.reasons]
+    if with_devices:
+        found += [
+            (fact, fact.attributes.name)
+            for fact in state.facts["device"]
+            if isinstance(fact.attributes, DeviceAttributes) and fact.attributes.kind == "device"
+        ]
     return found
 
 
 def _indication(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
-    terms = _terms(state, with_problem_list=rule.get("problem_list", False))
+    terms = _terms(state, rule.get("problem_list", False), rule.get("devices", False))
     return [(f, term) for f, term in terms if _names_it(term, rule)]
 
 
@@ -80,23 +94,32 @@ def _named(indications: list[tuple[Fact, str]]) -> str:
 def expected_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
+    """A group with no member going home is missing; a group whose only members are orders to
+    confirm (last written long before the stay) is asked about too: the expected drug must be
+    confirmed, not left to "whether still taken"."""
+    to_confirm = set(state.medications.unconfirmed())
     flags = []
     for name, rule in therapy.extra["expected"].items():
         indications = _indication(state, rule)
         if not indications:
             continue
-        missing = [
-            group for group, drugs in rule["groups"].items() if not having(going_home, drugs)
-        ]
-        if not missing:
-            continue
         named = _named(indications)
-        reason = (
-            f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it was "
-            "considered, or why it is not given"
-        )
         cited = [fact for fact, _ in indications]
-        flags.append(risk_flag(f"expected-{name}", reason, cited))
+        members = {group: having(going_home, drugs) for group, drugs in rule["groups"].items()}
+        missing = [group for group, drugs in members.items() if not drugs]
+        if missing:
+            reason = (
+                f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it "
+                "was considered, or why it is not given"
+            )
+            flags.append(risk_flag(f"expected-{name}", reason, cited))
+        for group, drugs in members.items():
+            if drugs and all(f.id in to_confirm for f in drugs):
+                reason = (
+                    f"The only {group} after {name} ({named}) is an old order to confirm: "
+                    f"{drug_names(drugs)}: confirm that it continues, or why not"
+                )
+                flags.append(risk_flag(f"confirm-{name}-{group}", reason, [*cited, *drugs]))
     return flags
 
 
@@ -151,12 +174,35 @@ def age_limits(
     return flags
 
 
+def required_procedures(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    """A drug whose indication is a procedure (prasugrel: an acute coronary syndrome managed
+    with PCI) going home with no such procedure in the episode: the record may lack the
+    procedure, or the drug may be the wrong one; either way the physician says which. An old
+    order to confirm is left out: its procedure, if any, came long before this episode."""
+    to_confirm = set(state.medications.unconfirmed())
+    started = [f for f in going_home if f.id not in to_confirm]
+    flags = []
+    for rule in therapy.extra.get("requires_procedure", []):
+        given = having(started, [rule["ingredient"]])
+        if given and not _indication(state, rule):
+            reason = (
+                f"{drug_names(given)} at discharge with no {rule['procedure']} recorded in this "
+                f"episode: {rule['why']}"
+            )
+            flags.append(risk_flag(f"procedure-{rule['ingredient']}", reason, given))
+    return flags
+
+
 def indicated_therapy_flags(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
-    """Every rule's flags: what is ruled out first, then what is missing, then age limits."""
+    """Every rule's flags: what is ruled out first, then what is missing, then the procedure a
+    drug needs, then age limits."""
     return [
         *avoided_therapy(state, going_home, therapy),
         *expected_therapy(state, going_home, therapy),
+        *required_procedures(state, going_home, therapy),
         *age_limits(state, going_home, therapy),
     ]

@@ -49,7 +49,7 @@ def renal_dosing(
     return [risk_flag("renal", reason, [latest, *to_review])]
 
 
-def _latest(results: Sequence[Fact]) -> LabResultAttributes | None:
+def latest_of(results: Sequence[Fact]) -> LabResultAttributes | None:
     """The latest of ``results`` that has a value and a date."""
     dated = [
         attributes_as(f, LabResultAttributes)
@@ -60,11 +60,11 @@ def _latest(results: Sequence[Fact]) -> LabResultAttributes | None:
     return max(dated, key=lambda r: aware(r.effective or datetime.min)) if dated else None
 
 
-def _fact_of(results: Sequence[Fact], result: LabResultAttributes) -> Fact:
+def fact_of(results: Sequence[Fact], result: LabResultAttributes) -> Fact:
     return next(f for f in results if f.attributes is result)
 
 
-def _said(result: LabResultAttributes, name: str) -> str:
+def said_value(result: LabResultAttributes, name: str) -> str:
     assert result.value is not None and result.effective is not None
     unit = f" {result.unit}" if result.unit else ""
     value = result.shown_value or str(result.value)
@@ -77,7 +77,7 @@ def potassium_raising(
     """A drug that raises potassium goes home while the stay's latest potassium is above the
     table's limit."""
     results = stay_results(state, risks.extra["potassium_codes"])
-    latest = _latest(results)
+    latest = latest_of(results)
     limit = risks.extra["potassium_limit"]
     if latest is None or latest.value is None or latest.value <= limit:
         return []
@@ -87,10 +87,10 @@ def potassium_raising(
     # The limit is the table's, not the record's: the flag states only the record's numbers, and
     # never calls the value high (the laboratory's own range may still call it normal).
     reason = (
-        f"{_said(latest, 'Potassium')} is above the level at which drugs that raise potassium "
+        f"{said_value(latest, 'Potassium')} is above the level at which drugs that raise potassium "
         f"are reviewed: review {drug_names(raising)}"
     )
-    return [risk_flag("potassium", reason, [_fact_of(results, latest), *raising])]
+    return [risk_flag("potassium", reason, [fact_of(results, latest), *raising])]
 
 
 def _recent(
@@ -110,7 +110,7 @@ def _recent(
         and f.attributes.effective is not None
         and (end is None or end - aware(f.attributes.effective) <= window)
     ]
-    return results, _latest(results)
+    return results, latest_of(results)
 
 
 def low_blood_pressure(
@@ -127,10 +127,10 @@ def low_blood_pressure(
     if latest is None or latest.value is None or latest.value >= risks.extra["systolic_floor"]:
         return []
     reason = (
-        f"{_said(latest, 'Systolic blood pressure')} is below the level at which drugs that "
+        f"{said_value(latest, 'Systolic blood pressure')} is below the level at which drugs that "
         f"lower blood pressure are reviewed: review {drug_names(lowering)}"
     )
-    return [risk_flag("blood_pressure", reason, [_fact_of(results, latest), *lowering])]
+    return [risk_flag("blood_pressure", reason, [fact_of(results, latest), *lowering])]
 
 
 def _recent_hba1c(
@@ -168,11 +168,13 @@ def hypoglycaemia_risk(
     found: list[str] = []
     cited: list[Fact] = []
     if hba1c is not None and hba1c.value is not None and hba1c.value < floor:
-        found.append(f"{_said(hba1c, 'HbA1c')}, below the level at which such drugs are reduced")
-        cited.append(_fact_of(hba1c_results, hba1c))
+        found.append(
+            f"{said_value(hba1c, 'HbA1c')}, below the level at which such drugs are reduced"
+        )
+        cited.append(fact_of(hba1c_results, hba1c))
     if glucose is not None:
-        found.append(f"{_said(glucose, 'glucose')} in the stay")
-        cited.append(_fact_of(glucose_results, glucose))
+        found.append(f"{said_value(glucose, 'glucose')} in the stay")
+        cited.append(fact_of(glucose_results, glucose))
     if not found:
         return []
     reason = (

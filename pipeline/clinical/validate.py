@@ -21,16 +21,18 @@ from pipeline.evidence.model import (
     stable_id,
 )
 
-# Sections every discharge summary has; an empty one reads "Not documented", never blank.
-REQUIRED_CATEGORIES: tuple[FactCategory, ...] = (
-    "diagnosis",
-    "medication",
-    "allergy",
-    "procedure",
-    "lab_result",
-    "pending_result",
-    "follow_up",
-)
+# Sections every discharge summary has, each with the categories of facts that fill it (a care
+# plan is follow-up: "Follow-up not documented" above a care plan's line contradicts it); an
+# empty one reads "Not documented", never blank.
+REQUIRED_CATEGORIES: dict[FactCategory, tuple[FactCategory, ...]] = {
+    "diagnosis": ("diagnosis",),
+    "medication": ("medication",),
+    "allergy": ("allergy",),
+    "procedure": ("procedure",),
+    "lab_result": ("lab_result",),
+    "pending_result": ("pending_result",),
+    "follow_up": ("follow_up", "care_plan"),
+}
 
 
 def quote_problem(state: EvidenceState, ref: SourceRef) -> str | None:
@@ -153,7 +155,11 @@ def validate(state: EvidenceState) -> tuple[EvidenceState, str, bool]:
             rejected.append(RejectedFact(fact=fact, reason=reason))
             newly_rejected += 1
     grouped = group_facts(kept)
-    missing = [category for category in REQUIRED_CATEGORIES if not grouped[category]]
+    missing = [
+        category
+        for category, filled_by in REQUIRED_CATEGORIES.items()
+        if not any(grouped[kind] for kind in filled_by)
+    ]
     rejection_flags = [
         ReviewFlag(
             id=stable_id("flag", "rejected", item.fact.id),

@@ -206,6 +206,9 @@ class CarePlanAttributes(StrictModel):
     addresses: list[str] = Field(default_factory=list)
     goals: list[str] = Field(default_factory=list)
     when: datetime | None = None
+    # A care plan for the stay's own reason that began before it: the ongoing plan the stay
+    # returns to (addiction counselling after a detoxification), said with its start.
+    before_stay: bool = False
 
 
 class AdministrationAttributes(StrictModel):
@@ -228,6 +231,19 @@ class ImagingAttributes(StrictModel):
     conclusion: str | None = None
 
 
+class DeviceAttributes(StrictModel):
+    """A device on the patient's record (an implant such as a heart valve or a stent, or home
+    equipment), or an item supplied during the stay (a kidney graft). Which devices are implants
+    is the pipeline's ``implants`` table's to say, not the mapping's."""
+
+    category: Literal["device"] = "device"
+    kind: Literal["device", "supplied"]
+    name: str
+    # The device record's date (manufacture, else expiry) or the delivery's time.
+    when: datetime | None = None
+    status: str | None = None
+
+
 FactAttributes = Annotated[
     DiagnosisAttributes
     | MedicationAttributes
@@ -240,6 +256,7 @@ FactAttributes = Annotated[
     | EncounterAttributes
     | CarePlanAttributes
     | AdministrationAttributes
-    | ImagingAttributes,
+    | ImagingAttributes
+    | DeviceAttributes,
     Field(discriminator="category"),
 ]

@@ -19,6 +19,7 @@ from pipeline.evidence.attributes import (
     AdministrationAttributes,
     AllergyAttributes,
     CarePlanAttributes,
+    DeviceAttributes,
     DiagnosisAttributes,
     DiagnosisListing,
     EncounterAttributes,
@@ -69,6 +70,7 @@ FactCategory = Literal[
     "care_plan",
     "administration",
     "imaging",
+    "device",
     "medication_list",
     "condition_statement",
 ]
@@ -231,6 +233,7 @@ __all__ = [
     "Coding",
     "Conflict",
     "ConflictKind",
+    "DeviceAttributes",
     "DiagnosisAttributes",
     "DiagnosisListing",
     "EncounterAttributes",

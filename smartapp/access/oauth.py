@@ -39,7 +39,6 @@ READ_TYPES = (
     "Practitioner",
     "Composition",
     "Provenance",
-    "Device",
 )
 WRITE_TYPES = ("Composition", "DocumentReference", "Provenance", "Device")
 

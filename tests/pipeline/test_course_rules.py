@@ -238,6 +238,49 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
     assert all(s.verdict == "supported" for s in summary.sentences())
 
 
+def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_not_documented() -> (
+    None
+):
+    """Addiction counselling planned two weeks before a detoxification stay is the plan the
+    patient goes back to; a plan as old for another problem is not this stay's."""
+    reason = fx.condition("abuse", "Dependent drug abuse (disorder)", code="6525002")
+    stay = fx.encounter() | {"reasonCode": [{"coding": [{"code": "6525002"}]}]}
+
+    def plan(plan_id: str, addresses: str, title: str) -> dict:
+        return {
+            "resourceType": "CarePlan",
+            "id": plan_id,
+            "status": "active",
+            "intent": "plan",
+            "category": [{"text": title}],
+            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+            "period": {"start": "2024-02-15T10:00:00+00:00"},
+            "addresses": [{"reference": f"Condition/{addresses}"}],
+            "activity": [{"detail": {"status": "in-progress", "code": {"text": "Counselling"}}}],
+        }
+
+    other = fx.condition("knee", "Osteoarthritis of knee", code="239873007", encounter_id=None)
+    record = fx.bundle(
+        fx.patient(),
+        stay,
+        reason,
+        other,
+        plan("addiction", "abuse", "Drug addiction therapy plan"),
+        plan("knee-care", "knee", "Musculoskeletal care plan"),
+    )
+    summary = summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
+    assert [s.text for s in summary.section("follow_up").sentences] == [
+        "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan, for "
+        "Dependent drug abuse; activities: Counselling."
+    ]
+    review = [s.text for s in summary.section("needs_review").sentences]
+    assert not any("Follow-up" in line for line in review if line.startswith("Not documented"))
+
+
 def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
     from fhir_mapping.resources import RECORD_TYPES
     from smartapp.access.oauth import READ_TYPES
@@ -336,13 +379,14 @@ def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_numb
 
 
 def test_a_section_empty_because_the_record_starts_later_says_so() -> None:
-    """The record's earliest procedure is years after the stay: "none before <year>", not a
-    bare "Not documented"; an older procedure makes it a plain "Not documented" again."""
+    """The record's earliest procedure is years after the stay: none recorded in the stay,
+    since the record holds none before that date, not a bare "Not documented"; an older
+    procedure makes it a plain "Not documented" again."""
     later = fx.procedure("later", "Appendectomy", encounter_id="other", when="2025-05-02")
     state = evidence_from_fhir(fx.stay(later), settings=PipelineSettings())
     summary = summarize_evidence(state, settings=PipelineSettings())
     assert summary.section("procedures").empty_reason == (
-        "Not documented: the available record holds no procedures before 2025."
+        "None recorded in this stay: the available record holds no procedures before 2025-05-02."
     )
     earlier = fx.procedure("earlier", "Appendectomy", encounter_id="other", when="2001-05-02")
     summary = summarize_evidence(

@@ -48,13 +48,16 @@ def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> 
     assert risks(only_aspirin) == [
         "No statin and no beta blocker at discharge after myocardial infarction or coronary "
         "revascularization (Acute ST segment elevation myocardial infarction): confirm it was "
-        "considered, or why it is not given"
+        "considered, or why it is not given",
+        "No short-acting nitrate at discharge after an acute coronary syndrome (Acute ST segment "
+        "elevation myocardial infarction): confirm it was considered, or why it is not given",
     ]
     complete = state_of(
         infarction,
         going_home("a", "aspirin 81 MG Oral Tablet"),
         going_home("s", "atorvastatin 80 MG Oral Tablet"),
         going_home("b", "metoprolol tartrate 25 MG Oral Tablet"),
+        going_home("n", "Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray"),
     )
     assert risks(complete) == []
 
@@ -78,12 +81,12 @@ def test_opioids_after_a_substance_use_admission_are_flagged_but_treatment_is_no
 def test_prasugrel_past_the_labels_age_limit_is_flagged_with_the_patients_age() -> None:
     prasugrel = going_home("p", "prasugrel 10 MG Oral Tablet")
     old = risks(state_of(prasugrel, born="1940-01-01"))
-    assert [r for r in old if r.startswith("prasugrel")] == [
+    assert [r for r in old if "year-old" in r] == [
         "prasugrel 10 MG Oral Tablet at discharge for a 84-year-old: past the label's age limit, "
         "where it is generally not recommended (bleeding risk): confirm the indication or "
         "consider another P2Y12 inhibitor"
     ]
-    assert [r for r in risks(state_of(prasugrel)) if r.startswith("prasugrel")] == []
+    assert [r for r in risks(state_of(prasugrel)) if "year-old" in r] == []
 
 
 def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagged() -> None:
@@ -115,3 +118,36 @@ def test_assessing_substance_use_is_not_an_admission_for_it() -> None:
     assessed = fx.procedure("as", "Assessment of substance use (procedure)")
     state = state_of(assessed, going_home("o", "tramadol hydrochloride 50 MG Oral Tablet"))
     assert [r for r in risks(state) if "substance use" in r or "overdose" in r] == []
+
+
+def test_an_expected_drug_that_is_only_an_old_order_to_confirm_is_asked_about() -> None:
+    """After an infarction, sublingual nitroglycerin is prescribed at discharge; a 1997 order
+    not renewed since is no answer until someone confirms it continues."""
+    infarction = fx.condition("mi", "Acute non-ST segment elevation myocardial infarction")
+    old = fx.medication_request(
+        "n",
+        "Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray",
+        authored="1997-12-09",
+        **FULL,  # type: ignore[arg-type]
+    )
+    asked = [r for r in risks(state_of(infarction, old)) if "nitrate" in r]
+    assert asked == [
+        "The only short-acting nitrate after an acute coronary syndrome (Acute non-ST segment "
+        "elevation myocardial infarction) is an old order to confirm: Nitroglycerin 0.4 "
+        "MG/ACTUAT Mucosal Spray: confirm that it continues, or why not"
+    ]
+    renewed = going_home("n", "Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray")
+    assert [r for r in risks(state_of(infarction, renewed)) if "nitrate" in r] == []
+
+
+def test_prasugrel_without_a_pci_in_the_episode_asks_for_the_procedure() -> None:
+    """Prasugrel's indication is an acute coronary syndrome managed with PCI."""
+    prasugrel = going_home("p", "prasugrel 10 MG Oral Tablet")
+    without = [r for r in risks(state_of(prasugrel)) if "PCI" in r]
+    assert without == [
+        "prasugrel 10 MG Oral Tablet at discharge with no PCI recorded in this episode: its "
+        "indication is an acute coronary syndrome managed with PCI: confirm the procedure, or "
+        "the choice of P2Y12 inhibitor"
+    ]
+    stented = fx.procedure("pci", "Percutaneous coronary intervention (procedure)")
+    assert [r for r in risks(state_of(prasugrel, stented)) if "PCI" in r] == []

@@ -126,6 +126,32 @@ def test_therapeutic_duplication_at_discharge_is_flagged(
     assert flag.reason == f"Therapeutic duplication at discharge ({group}): {first}; {second}"
 
 
+def test_an_old_order_duplicated_by_a_new_one_is_proposed_stopped_on_its_own_line() -> None:
+    """A 1997 metoprolol succinate order beside atenolol started in the stay: "confirm whether
+    still taken" would leave two beta blockers; the older order is proposed stopped, to
+    confirm, with the duplication on its line. An old order no stay order duplicates keeps
+    the plain "confirm whether still taken"."""
+    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+    _, sections = drafted(
+        fx.medication_request("old", "metoprolol succinate 100 MG", authored="1997-12-09", **full),  # type: ignore[arg-type]
+        fx.medication_request("nitro", "Nitroglycerin 0.4 MG Spray", authored="1997-12-09", **full),  # type: ignore[arg-type]
+        fx.medication_request(
+            "new",
+            "atenolol 25 MG Oral Tablet",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+            **full,  # type: ignore[arg-type]
+        ),
+    )
+    lines = sections["medications"]
+    assert (
+        "PROPOSED STOP, TO CONFIRM: metoprolol succinate 100 MG (ordered 1997-12-09, before this "
+        "stay): duplicated by atenolol 25 MG Oral Tablet, ordered in this stay."
+    ) in lines
+    (left,) = [line for line in lines if line.startswith("Last ordered long before")]
+    assert "Nitroglycerin" in left and "metoprolol" not in left
+
+
 def test_one_drug_at_two_strengths_is_not_a_duplication_of_its_class() -> None:
     state, _ = drafted(
         fx.medication_request("a", "Clopidogrel 75 MG Oral Tablet", authored=BEFORE),

@@ -125,6 +125,32 @@ def test_a_stay_with_one_set_of_vital_signs_shows_it_once() -> None:
     assert len(cited) == len(set(cited)) == 1
 
 
+def test_the_only_set_taken_at_admission_is_never_the_condition_at_discharge() -> None:
+    """A one-day stay whose only vital signs were taken on arrival: a pain score of 7 then is
+    not how the patient left; the same set taken near discharge is."""
+
+    def condition_at_discharge(taken: str) -> str:
+        record = fx.bundle(
+            fx.patient(),
+            fx.encounter(start="2024-03-04T13:00:00+00:00"),
+            vital("p", "Pain severity", 7, "{score}", "72514-3", taken),
+        )
+        summary = summarize_evidence(
+            evidence_from_fhir(record, settings=PipelineSettings()),
+            salience=lambda text: ([], []),
+            settings=PipelineSettings(),
+        )
+        (line,) = [s.text for s in summary.section("condition_at_discharge").sentences]
+        return line
+
+    assert condition_at_discharge("2024-03-04T13:10:00+00:00").startswith(
+        "No vital signs recorded after admission; at admission (2024-03-04): Pain severity 7"
+    )
+    assert condition_at_discharge("2024-03-05T10:00:00+00:00").startswith(
+        "Vital signs at discharge (2024-03-05): Pain severity 7"
+    )
+
+
 def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
     return lab(
         obs_id, name, value, unit, loinc, when, category=[{"coding": [{"code": "vital-signs"}]}]

@@ -103,10 +103,17 @@ def each_procedure_once(procedures: list[Fact]) -> list[RepeatedProcedure]:
     return named
 
 
-def last_moment(taken: datetime | None, stay: Fact | None) -> str:
+def last_moment(taken: datetime | None, stay: Fact | None, first: datetime | None = None) -> str:
     """ "discharge" for values taken in the last day of the stay; otherwise they are only the
-    latest, and a reader must see that they are older."""
-    end = stay.attributes.end if stay and isinstance(stay.attributes, EncounterAttributes) else None
-    if taken is None or end is None or aware(end) - aware(taken) > DISCHARGE_WINDOW:
+    latest, and a reader must see that they are older. The only set of a stay, taken nearer its
+    admission than its discharge, is the admission's ("admission_only"): a pain score of 7 at
+    admission is not the patient's condition on leaving a one-day stay."""
+    encounter = stay.attributes if stay else None
+    if not isinstance(encounter, EncounterAttributes) or taken is None or encounter.end is None:
         return "latest"
+    since, until = encounter.start, encounter.end
+    if aware(until) - aware(taken) > DISCHARGE_WINDOW:
+        return "latest"
+    if taken == first and since and aware(taken) - aware(since) < aware(until) - aware(taken):
+        return "admission_only"
     return "discharge"

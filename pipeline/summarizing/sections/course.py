@@ -10,6 +10,7 @@ from typing import Any
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    DeviceAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -30,6 +31,7 @@ from pipeline.summarizing.focus import (
 from pipeline.summarizing.sections.common import (
     FLAG_ORDER,
     NEVER,
+    by_time,
     cited_sentence,
     each_procedure_once,
     effective,
@@ -125,7 +127,7 @@ def condition_at_discharge_section(
     if vitals:
         last = max(effective(f) or NEVER for f in vitals)
         latest = [f for f in vitals if effective(f) == last]
-        moment = last_moment(last, stay)
+        moment = last_moment(last, stay, first=min(effective(f) or NEVER for f in vitals))
         text = render.vital_signs(moment, last, [f.attributes for f in latest])
         sentences.append(cited_sentence("condition_at_discharge", text, [f.id for f in latest]))
     sentences += [
@@ -179,8 +181,51 @@ def hospital_course_section(
     return sentences
 
 
-def procedures_section(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
-    return [
+def implants(state: EvidenceState, table: CodeTable) -> list[Fact]:
+    """The patient's devices that the ``implants`` table calls implants (a valve, a stent), in
+    the order of their records."""
+    return by_time(
+        [
+            f
+            for f in state.facts["device"]
+            if isinstance(f.attributes, DeviceAttributes)
+            and f.attributes.kind == "device"
+            and table.matches(None, f.attributes.name)
+        ],
+        lambda f: attributes_as(f, DeviceAttributes).when,
+    )
+
+
+def procedures_section(
+    state: EvidenceState, render: Any, routine: CodeTable, implant_table: CodeTable
+) -> list[Sentence]:
+    """Each significant procedure once; then the implants on record (a valve replacement's
+    bioprosthesis: whether the valve is mechanical decides the anticoagulation) and the organs,
+    tissues and blood products supplied during the stay (a kidney graft, where the transplant
+    itself is not coded), never its consumables."""
+    sentences = [
         cited_sentence("procedures", render.procedure(p), p.fact_ids)
         for p in each_procedure_once(significant_procedures(state, routine))
     ]
+    implanted = implants(state, implant_table)
+    if implanted:
+        text = render.implants([f.attributes for f in implanted])
+        sentences.append(cited_sentence("procedures", text, [f.id for f in implanted]))
+    shown = implant_table.extra["supplied_keywords"]
+    supplied = by_time(
+        [
+            f
+            for f in state.facts["device"]
+            if isinstance(f.attributes, DeviceAttributes)
+            and f.attributes.kind == "supplied"
+            and (
+                implant_table.matches(None, f.attributes.name)
+                or any(word in f.attributes.name.lower() for word in shown)
+            )
+        ],
+        lambda f: attributes_as(f, DeviceAttributes).when,
+    )
+    if supplied:
+        text = render.supplied([f.attributes for f in supplied])
+        sentences.append(cited_sentence("procedures", text, [f.id for f in supplied]))
+    return sentences

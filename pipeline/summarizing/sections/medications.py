@@ -41,10 +41,48 @@ def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag
     ]
 
 
+def superseded_by(state: EvidenceState, order: str) -> list[str]:
+    """The discharge orders of this stay that duplicate an order to confirm (the same drug or
+    class): the older order is proposed stopped on its own line, since "confirm whether still
+    taken" beside a new beta blocker leaves two beta blockers to whoever copies the list."""
+    to_confirm = set(state.medications.unconfirmed())
+    going_home = set(state.medications.discharge) - to_confirm
+    return list(
+        dict.fromkeys(
+            fact_id
+            for flag in state.flags_for_review
+            if flag.code in SHARED_DOUBTS and order in flag.fact_ids
+            for fact_id in flag.fact_ids
+            if fact_id in going_home
+        )
+    )
+
+
+def _superseded_lines(state: EvidenceState, render: Any, orders: list[str]) -> list[Sentence]:
+    lines = []
+    for order in orders:
+        newer = superseded_by(state, order)
+        text = render.superseded(
+            state.fact(order).attributes, [state.fact(i).attributes for i in newer]
+        )
+        line = cited_sentence("medications", text, [order, *newer])
+        lines.append(line.model_copy(update={"flags": [*line.flags, *doubts_about(state, order)]}))
+    return lines
+
+
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
-    unconfirmed = [c.admission for c in state.medications.changes if c.kind == "unconfirmed"]
-    left_off = [c for c in state.medications.changes if c.kind == "not_on_home_list"]
+    superseded = [o for o in state.medications.unconfirmed() if superseded_by(state, o)]
+    unconfirmed = [
+        c.admission
+        for c in state.medications.changes
+        if c.kind == "unconfirmed" and c.admission not in superseded
+    ]
+    left_off = [
+        c
+        for c in state.medications.changes
+        if c.kind == "not_on_home_list" and c.admission not in superseded
+    ]
     held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
     prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
     for change in state.medications.changes:
@@ -64,6 +102,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         text = render.medication_change(change, before, after, in_doubt, to_confirm)
         line = cited_sentence("medications", text, citations)
         sentences.append(line.model_copy(update={"flags": [*line.flags, *doubts]}))
+    sentences += _superseded_lines(state, render, superseded)
     if unconfirmed:
         stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
         text = render.not_renewed([f.attributes for f in stale])

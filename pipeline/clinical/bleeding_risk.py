@@ -1,0 +1,166 @@
+"""High bleeding risk on dual antiplatelet therapy, by the ARC-HBR criteria.
+
+Two antiplatelets going home after a coronary event are the standard, for a time the physician
+sets; in a patient at high bleeding risk that time is shortened or the combination de-escalated
+(2023 ESC ACS guideline). ARC-HBR (the shipped ``bleeding_risk`` table names its source) calls a
+patient at high bleeding risk with one major or two minor criteria. Each criterion is read from
+the record: the problem list and the episode's diagnoses, the stay's latest haemoglobin,
+platelets and eGFR, the patient's age, and long-term NSAIDs or steroids going home. One Needs
+review line names the criteria met, with their values and dates; never a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    DiagnosisAttributes,
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    PatientInfoAttributes,
+    ReviewFlag,
+    attributes_as,
+)
+from pipeline.text.rendering import plain_term
+
+# Where a criterion may be read: the problem list and what the stay itself found.
+_LISTINGS = frozenset({"principal", "episode", "active"})
+
+
+@dataclass
+class _Criteria:
+    """The criteria met so far, each said as the flag will say it, and the facts they cite."""
+
+    major: list[str] = field(default_factory=list)
+    minor: list[str] = field(default_factory=list)
+    cited: list[Fact] = field(default_factory=list)
+
+    def add(self, major: bool, said: str, facts: Sequence[Fact]) -> None:
+        (self.major if major else self.minor).append(said)
+        self.cited += facts
+
+    @property
+    def high_risk(self) -> bool:
+        return bool(self.major) or len(self.minor) >= 2
+
+
+def _antiplatelets(going_home: Sequence[Fact], risks: CodeTable) -> list[Fact]:
+    """The antiplatelets going home, when they hold two different ingredients."""
+    listed = risks.extra["antithrombotic"]["antiplatelet"]
+    drugs = having(going_home, listed)
+    ingredients = {
+        word
+        for f in drugs
+        for word in attributes_as(f, MedicationAttributes).name.lower().split()
+        if word in listed
+    }
+    return drugs if len(ingredients) >= 2 else []
+
+
+def _named(term: str, rule: dict[str, list[str]]) -> bool:
+    text = term.lower()
+    if any(word in text for word in rule["except_keywords"]):
+        return False
+    return any(keyword in text for keyword in rule["keywords"])
+
+
+def _diagnoses(state: EvidenceState) -> list[tuple[Fact, DiagnosisAttributes]]:
+    return [
+        (f, f.attributes)
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes) and f.attributes.listing in _LISTINGS
+    ]
+
+
+def _since(diagnosis: DiagnosisAttributes) -> str:
+    return f" (since {diagnosis.onset.date().isoformat()})" if diagnosis.onset else ""
+
+
+def _conditions(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> None:
+    diagnoses = _diagnoses(state)
+    for major, key in ((True, "major_conditions"), (False, "minor_conditions")):
+        for name, rule in hbr.extra[key].items():
+            found = [(f, d) for f, d in diagnoses if _named(d.display, rule)]
+            if found:
+                fact, diagnosis = found[0]
+                said = f"{name}: {plain_term(diagnosis.display)}{_since(diagnosis)}"
+                criteria.add(major, said, [fact])
+
+
+def _latest(state: EvidenceState, codes: Sequence[str]) -> tuple[Fact, Decimal, str] | None:
+    results = stay_results(state, codes)
+    latest = latest_of(results)
+    if latest is None or latest.value is None:
+        return None
+    return fact_of(results, latest), latest.value, said_value(latest, latest.name)
+
+
+def _haemoglobin(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> None:
+    found = _latest(state, hbr.extra["hemoglobin_codes"])
+    if found is None:
+        anaemia = [
+            (f, d)
+            for f, d in _diagnoses(state)
+            if any(word in d.display.lower() for word in hbr.extra["anaemia_keywords"])
+        ]
+        if anaemia:
+            fact, diagnosis = anaemia[0]
+            said = f"{plain_term(diagnosis.display)} on the problem list{_since(diagnosis)}"
+            criteria.add(False, f"{said}, no haemoglobin in this stay", [fact])
+        return
+    fact, value, said = found
+    patient = next(iter(state.facts["patient_info"]), None)
+    gender = attributes_as(patient, PatientInfoAttributes).gender if patient else None
+    minor_below = hbr.extra["hemoglobin_minor_below"].get(gender or "", 13)
+    if value < hbr.extra["hemoglobin_major_below"]:
+        criteria.add(True, said, [fact])
+    elif value < minor_below:
+        criteria.add(False, said, [fact])
+
+
+def _laboratory(
+    state: EvidenceState, hbr: CodeTable, risks: CodeTable, criteria: _Criteria
+) -> None:
+    _haemoglobin(state, hbr, criteria)
+    platelets = _latest(state, hbr.extra["platelet_codes"])
+    if platelets is not None and platelets[1] < hbr.extra["platelets_major_below"]:
+        criteria.add(True, platelets[2], [platelets[0]])
+    egfr = _latest(state, risks.extra["egfr_codes"])
+    if egfr is not None and egfr[1] < hbr.extra["egfr_minor_below"]:
+        criteria.add(egfr[1] < hbr.extra["egfr_major_below"], egfr[2], [egfr[0]])
+
+
+def dual_antiplatelet_bleeding_risk(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable, hbr: CodeTable
+) -> list[ReviewFlag]:
+    antiplatelets = _antiplatelets(going_home, risks)
+    if not antiplatelets:
+        return []
+    criteria = _Criteria()
+    _conditions(state, hbr, criteria)
+    _laboratory(state, hbr, risks, criteria)
+    patient = next(iter(state.facts["patient_info"]), None)
+    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter if patient else None
+    if patient is not None and age is not None and age >= hbr.extra["age_minor_from"]:
+        criteria.add(False, f"age {age}", [patient])
+    long_term = [
+        f for f in having(going_home, hbr.extra["long_term_minor"]) if f not in antiplatelets
+    ]
+    if long_term:
+        criteria.add(False, f"{drug_names(long_term)} (long-term NSAID or steroid)", long_term)
+    if not criteria.high_risk:
+        return []
+    said = "; ".join(
+        [*(f"major: {c}" for c in criteria.major), *(f"minor: {c}" for c in criteria.minor)]
+    )
+    reason = (
+        f"High bleeding risk (ARC-HBR) on two antiplatelets at discharge, "
+        f"{drug_names(antiplatelets)}: {said}: confirm the combination and set its duration"
+    )
+    return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]

@@ -1,0 +1,106 @@
+"""Devices and supplies on hand-built records: an implant on record, whatever its age, is in
+Procedures and read as an indication; home equipment is not; what was supplied during the stay
+is shown when it is an organ, a tissue or a blood product, never a consumable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+
+def device(device_id: str, name: str, made: str, status: str = "active") -> dict[str, Any]:
+    return {
+        "resourceType": "Device",
+        "id": device_id,
+        "status": status,
+        "type": {"coding": [{"system": "http://snomed.info/sct", "display": name}]},
+        "manufactureDate": made,
+        "patient": {"reference": f"Patient/{fx.PATIENT_ID}"},
+    }
+
+
+def supplied(delivery_id: str, name: str, when: str) -> dict[str, Any]:
+    return {
+        "resourceType": "SupplyDelivery",
+        "id": delivery_id,
+        "status": "completed",
+        "patient": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "suppliedItem": {
+            "quantity": {"value": 1},
+            "itemCodeableConcept": {"coding": [{"display": name}]},
+        },
+        "occurrenceDateTime": when,
+    }
+
+
+def procedures(*resources: dict[str, Any]) -> list[str]:
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    return [s.text for s in summary.section("procedures").sentences]
+
+
+def test_an_implant_on_record_is_shown_and_home_equipment_is_not() -> None:
+    assert procedures(
+        device("valve", "Aortic valve bioprosthesis (physical object)", "2019-05-02"),
+        device("chair", "Power-assisted wheelchair (physical object)", "2015-01-01"),
+        device("old", "Coronary artery stent (physical object)", "2001-01-01", "inactive"),
+    ) == ["Implants on record: Aortic valve bioprosthesis (device record of 2019-05-02)."]
+
+
+def test_an_organ_supplied_in_the_stay_is_shown_and_consumables_and_other_days_are_not() -> None:
+    assert procedures(
+        supplied("graft", "Kidney part (body structure)", "2024-03-02T10:00:00+00:00"),
+        supplied("floss", "Dental floss (physical object)", "2024-03-02T10:00:00+00:00"),
+        supplied("earlier", "Kidney part (body structure)", "2020-01-01T10:00:00+00:00"),
+    ) == ["Supplied during the stay: Kidney part on 2024-03-02."]
+
+
+def test_a_mechanical_valve_on_record_asks_for_a_vitamin_k_antagonist() -> None:
+    """2020 ACC/AHA valvular guideline: lifelong warfarin; a direct oral anticoagulant is no
+    answer."""
+    valve = device("valve", "Mechanical heart valve prosthesis (physical object)", "2010-05-02")
+    apixaban = fx.medication_request(
+        "x",
+        "apixaban 5 MG Oral Tablet",
+        encounter_id=fx.ENCOUNTER_ID,
+        dose="1 tablet",
+        frequency=(1, 2, "d"),
+        route="oral",
+    )
+    state = evidence_from_fhir(fx.stay(valve, apixaban), settings=PipelineSettings())
+    asked = [f.reason for f in state.flags_for_review if "mechanical" in f.reason]
+    assert asked == [
+        "No vitamin K antagonist at discharge after a mechanical heart valve (Mechanical heart "
+        "valve prosthesis): confirm it was considered, or why it is not given"
+    ]
+    warfarin = fx.medication_request(
+        "w",
+        "warfarin sodium 5 MG Oral Tablet",
+        encounter_id=fx.ENCOUNTER_ID,
+        dose="1 tablet",
+        frequency=(1, 1, "d"),
+        route="oral",
+    )
+    state = evidence_from_fhir(fx.stay(valve, warfarin), settings=PipelineSettings())
+    assert not [f for f in state.flags_for_review if "vitamin K" in f.reason]
+
+
+def test_the_pull_asks_for_devices_and_supplies() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fhir_mapping.pull_plan import StayWindow, stay_searches
+    from fhir_mapping.resources import RECORD_TYPES
+    from smartapp.access.oauth import READ_TYPES
+
+    assert {"Device", "SupplyDelivery"} <= set(RECORD_TYPES) <= set(READ_TYPES)
+    admitted = datetime(2024, 3, 1, tzinfo=UTC)
+    window = StayWindow(
+        admitted, admitted + timedelta(days=4), timedelta(hours=48), timedelta(days=365)
+    )
+    searched = {search.resource_type: search.params for search in stay_searches("p", window)}
+    assert searched["Device"] == {"patient": "Patient/p"}
+    assert searched["SupplyDelivery"] == {"patient": "Patient/p"}

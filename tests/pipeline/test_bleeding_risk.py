@@ -1,0 +1,77 @@
+"""High bleeding risk on two antiplatelets, by the ARC-HBR criteria, on hand-built records: one
+major criterion or two minor ones make the line; one minor criterion alone does not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+FULL = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+
+
+def going_home(request_id: str, name: str) -> dict[str, Any]:
+    return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **FULL)  # type: ignore[arg-type]
+
+
+DUAL = (
+    going_home("a", "aspirin 81 MG Oral Tablet"),
+    going_home("c", "clopidogrel 75 MG Oral Tablet"),
+)
+
+
+def high_bleeding_risk(*resources: dict[str, Any], born: str = "1950-06-15") -> list[str]:
+    record = fx.bundle(fx.patient() | {"birthDate": born}, fx.encounter(), *resources)
+    state: EvidenceState = evidence_from_fhir(record, settings=PipelineSettings())
+    return [f.reason for f in state.flags_for_review if "ARC-HBR" in f.reason]
+
+
+def haemoglobin(value: float) -> dict[str, Any]:
+    return fx.observation("hb", "Hemoglobin", value, "g/dL", loinc="718-7")
+
+
+def test_an_active_cancer_is_a_major_criterion_and_makes_the_line_alone() -> None:
+    cancer = fx.condition(
+        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="1978-08-26"
+    )
+    assert high_bleeding_risk(cancer, *DUAL) == [
+        "High bleeding risk (ARC-HBR) on two antiplatelets at discharge, aspirin 81 MG Oral "
+        "Tablet; clopidogrel 75 MG Oral Tablet: major: active malignancy: Malignant neoplasm of "
+        "breast (since 1978-08-26): confirm the combination and set its duration"
+    ]
+    # One antiplatelet alone is no dual therapy to shorten.
+    assert high_bleeding_risk(cancer, DUAL[0]) == []
+
+
+def test_a_cancer_in_the_past_is_no_criterion() -> None:
+    past = fx.condition(
+        "ca", "History of malignant neoplasm of breast", encounter_id=None, onset="1978-08-26"
+    )
+    assert high_bleeding_risk(past, *DUAL) == []
+
+
+def test_two_minor_criteria_make_the_line_and_one_does_not() -> None:
+    """Age 80 is one minor criterion; a haemoglobin of 11.5 g/dL in a woman (below 12) is the
+    second; 12.5 g/dL is not."""
+    old = "1944-01-01"
+    assert high_bleeding_risk(*DUAL, haemoglobin(12.5), born=old) == []
+    (line,) = high_bleeding_risk(*DUAL, haemoglobin(11.5), born=old)
+    assert "minor: Hemoglobin 11.5 g/dL on 2024-03-02; minor: age 80" in line
+
+
+def test_a_haemoglobin_below_11_is_major() -> None:
+    (line,) = high_bleeding_risk(*DUAL, haemoglobin(9.8))
+    assert "major: Hemoglobin 9.8 g/dL on 2024-03-02" in line
+
+
+def test_anaemia_on_the_problem_list_stands_for_an_unmeasured_haemoglobin() -> None:
+    anaemia = fx.condition("an", "Anemia (disorder)", encounter_id=None, onset="1978-11-09")
+    (line,) = high_bleeding_risk(anaemia, *DUAL, born="1944-01-01")
+    assert "minor: Anemia on the problem list (since 1978-11-09), no haemoglobin in this stay" in (
+        line
+    )
+    # Measured, the value decides: a normal haemoglobin leaves age as the only criterion.
+    assert high_bleeding_risk(anaemia, *DUAL, haemoglobin(13.5), born="1944-01-01") == []
