@@ -15,9 +15,18 @@ from fhir.resources.R4B.supplydelivery import SupplyDelivery
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
-from pipeline.evidence.model import DeviceAttributes, Fact, stable_id
+from pipeline.evidence.model import DeviceAttributes, Fact, SourceRef, stable_id
 
 _GONE = frozenset({"inactive", "entered-in-error"})
+
+
+def _fact(key: str, attributes: DeviceAttributes, source: SourceRef) -> Fact:
+    return Fact(
+        id=stable_id(attributes.kind, key),
+        category="device",
+        attributes=attributes,
+        sources=[source],
+    )
 
 
 def _devices(scope: Scope, mapped: Mapped) -> None:
@@ -32,16 +41,9 @@ def _devices(scope: Scope, mapped: Mapped) -> None:
         if scope.after_discharge(when):
             mapped.exclude(item, "out_of_scope", "a device recorded after discharge")
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id("device", item.key),
-                category="device",
-                attributes=DeviceAttributes(
-                    kind="device", name=name, when=when, status=device.status
-                ),
-                sources=[ref(item, "type" if device.type else "deviceName")],
-            )
-        )
+        attributes = DeviceAttributes(kind="device", name=name, when=when, status=device.status)
+        source = ref(item, "type" if device.type else "deviceName")
+        mapped.facts.append(_fact(item.key, attributes, source))
 
 
 def _supplies(scope: Scope, mapped: Mapped) -> None:
@@ -57,16 +59,8 @@ def _supplies(scope: Scope, mapped: Mapped) -> None:
             or not scope.during_stay(when)
         ):
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id("supplied", item.key),
-                category="device",
-                attributes=DeviceAttributes(
-                    kind="supplied", name=name, when=when, status=delivery.status
-                ),
-                sources=[ref(item, "suppliedItem")],
-            )
-        )
+        attributes = DeviceAttributes(kind="supplied", name=name, when=when, status=delivery.status)
+        mapped.facts.append(_fact(item.key, attributes, ref(item, "suppliedItem")))
 
 
 def map_devices(scope: Scope) -> Mapped:

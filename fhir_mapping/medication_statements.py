@@ -14,7 +14,7 @@ from datetime import datetime
 
 from fhir.resources.R4B.medicationstatement import MedicationStatement
 
-from fhir_mapping.codes import RXNORM, as_datetime, concept_text, first_coding
+from fhir_mapping.codes import RXNORM, as_datetime, first_coding
 from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.medications import medication_concept, medication_fact
@@ -54,8 +54,7 @@ def map_medication_statements(scope: Scope) -> Mapped:
         if isinstance(medication, str):
             mapped.exclude(item, "unresolved", medication)
             continue
-        concept, sources = medication
-        name = concept_text(concept) or "medication not named"
+        concept, sources, name = medication
         dosage = statement.dosage[0] if statement.dosage else None
         attributes = MedicationAttributes(
             name=name,

@@ -129,11 +129,12 @@ def _reason(request: MedicationRequest, scope: Scope) -> str | None:
 
 def medication_concept(
     item: ParsedResource[Order], scope: Scope
-) -> tuple[Any, list[SourceRef]] | str:
-    """The medication concept and its sources, or why it cannot be read."""
+) -> tuple[Any, list[SourceRef], str] | str:
+    """The medication concept, its sources and its name, or why it cannot be read."""
     request = item.model
     if request.medicationCodeableConcept is not None:
-        return request.medicationCodeableConcept, [ref(item, "medicationCodeableConcept")]
+        concept = request.medicationCodeableConcept
+        return concept, [ref(item, "medicationCodeableConcept")], _name(concept)
     reference = request.medicationReference.reference if request.medicationReference else None
     target = scope.index.resolve(reference, Medication, container=item)
     if target is None or target.code is None:
@@ -142,7 +143,11 @@ def medication_concept(
     key = scope.index.resolve_key(reference)
     if key is not None:
         sources.append(ref(scope.index.by_key[key], "code"))
-    return target.code, sources
+    return target.code, sources, _name(target.code)
+
+
+def _name(concept: Any) -> str:
+    return concept_text(concept) or "medication not named"
 
 
 def _earlier_orders(scope: Scope) -> dict[str, datetime]:
@@ -194,8 +199,7 @@ def map_medications(scope: Scope) -> Mapped:
         if isinstance(medication, str):
             mapped.exclude(item, "unresolved", medication)
             continue
-        concept, sources = medication
-        name = concept_text(concept) or "medication not named"
+        concept, sources, name = medication
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None
         rxnorm = first_coding(concept, RXNORM)
         attributes = MedicationAttributes(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import ColumnElement, Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from pipeline.evidence.model import EvidenceState
@@ -21,14 +21,21 @@ from smartapp.core.tables import AuditRow, DraftRevisionRow, DraftRow, WriteBack
 from smartapp.ehr.writeback import Written
 
 
+def _same_stay(draft: DraftRow) -> tuple[ColumnElement[bool], ...]:
+    """The conditions that select the versions of ``draft``'s stay."""
+    return (
+        DraftRow.iss == draft.iss,
+        DraftRow.patient == draft.patient,
+        DraftRow.encounter == draft.encounter,
+    )
+
+
 async def _supersede_open_drafts(session: AsyncSession, draft: DraftRow) -> None:
     """Every preliminary draft of the stay gives way to ``draft``, with an audit event each."""
     superseded = (
         await session.execute(
             select(DraftRow).where(
-                DraftRow.iss == draft.iss,
-                DraftRow.patient == draft.patient,
-                DraftRow.encounter == draft.encounter,
+                *_same_stay(draft),
                 DraftRow.status == DraftStatus.PRELIMINARY,
             )
         )
@@ -126,9 +133,7 @@ async def earlier_version(database: Database, draft: DraftRow) -> DraftRow | Non
         found = await session.execute(
             select(DraftRow)
             .where(
-                DraftRow.iss == draft.iss,
-                DraftRow.patient == draft.patient,
-                DraftRow.encounter == draft.encounter,
+                *_same_stay(draft),
                 DraftRow.version < draft.version,
             )
             .order_by(DraftRow.version.desc())
@@ -143,9 +148,7 @@ async def signed_version(database: Database, draft: DraftRow) -> DraftRow | None
         found = await session.execute(
             select(DraftRow)
             .where(
-                DraftRow.iss == draft.iss,
-                DraftRow.patient == draft.patient,
-                DraftRow.encounter == draft.encounter,
+                *_same_stay(draft),
                 DraftRow.status.in_([DraftStatus.FINAL, DraftStatus.SIGNING]),
             )
             .limit(1)

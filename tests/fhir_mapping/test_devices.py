@@ -37,6 +37,12 @@ def supplied(delivery_id: str, name: str, when: str) -> dict[str, Any]:
     }
 
 
+def going_home(request_id: str, name: str) -> dict[str, Any]:
+    return fx.medication_request(
+        request_id, name, encounter_id=fx.ENCOUNTER_ID, dose="1 tablet", frequency=(1, 1, "d")
+    )
+
+
 def procedures(*resources: dict[str, Any]) -> list[str]:
     state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
@@ -63,28 +69,15 @@ def test_a_mechanical_valve_on_record_asks_for_a_vitamin_k_antagonist() -> None:
     """2020 ACC/AHA valvular guideline: lifelong warfarin; a direct oral anticoagulant is no
     answer."""
     valve = device("valve", "Mechanical heart valve prosthesis (physical object)", "2010-05-02")
-    apixaban = fx.medication_request(
-        "x",
-        "apixaban 5 MG Oral Tablet",
-        encounter_id=fx.ENCOUNTER_ID,
-        dose="1 tablet",
-        frequency=(1, 2, "d"),
-        route="oral",
+    state = evidence_from_fhir(
+        fx.stay(valve, going_home("x", "apixaban 5 MG Oral Tablet")), settings=PipelineSettings()
     )
-    state = evidence_from_fhir(fx.stay(valve, apixaban), settings=PipelineSettings())
     asked = [f.reason for f in state.flags_for_review if "mechanical" in f.reason]
     assert asked == [
         "No vitamin K antagonist at discharge after a mechanical heart valve (Mechanical heart "
         "valve prosthesis): confirm it was considered, or why it is not given"
     ]
-    warfarin = fx.medication_request(
-        "w",
-        "warfarin sodium 5 MG Oral Tablet",
-        encounter_id=fx.ENCOUNTER_ID,
-        dose="1 tablet",
-        frequency=(1, 1, "d"),
-        route="oral",
-    )
+    warfarin = going_home("w", "warfarin sodium 5 MG Oral Tablet")
     state = evidence_from_fhir(fx.stay(valve, warfarin), settings=PipelineSettings())
     assert not [f for f in state.flags_for_review if "vitamin K" in f.reason]
 
