@@ -71,3 +71,28 @@ def test_a_note_line_generated_from_codes_is_not_quoted_as_course() -> None:
     course = [s.text for s in summary.section("hospital_course").sentences]
     assert "She tolerated a regular diet on the second day." in course
     assert not any("(situation)" in text for text in course)
+
+
+def test_a_history_of_the_stays_own_event_is_cited_on_its_line_not_listed_again() -> None:
+    """ "History of myocardial infarction" recorded the day of the infarction is the coded
+    aftermath of the stay's own event; a history of something else stays a diagnosis."""
+    infarction = "Acute non-ST segment elevation myocardial infarction (disorder)"
+    stay = fx.encounter() | {"reasonCode": [{"coding": [{"code": "401314000"}]}]}
+    record = fx.bundle(
+        fx.patient(),
+        stay,
+        fx.condition("mi", infarction, code="401314000"),
+        fx.condition("h", "History of myocardial infarction (situation)", code="399211009"),
+        fx.condition("cabg", "History of coronary artery bypass grafting", code="399261000"),
+    )
+    summary = summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
+    lines = summary.section("diagnoses").sentences
+    assert [s.text.split(":")[0] for s in lines] == [
+        "Acute non-ST segment elevation myocardial infarction",
+        "History of coronary artery bypass grafting",
+    ]
+    assert len(lines[0].citations) == 2  # the infarction and its "History of", on one line

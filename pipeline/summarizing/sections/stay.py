@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import STATUS_TERM
+from pipeline.clinical.diagnoses import HISTORY_OF, STATUS_TERM, topic_stems
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -92,13 +92,35 @@ def diagnoses_section(
     state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
-    record names no clinical problem for the stay, a flagged line says so first."""
-    return _principal_not_documented(state, render, routine, stay) + [
-        cited_sentence(
-            "diagnoses", render.diagnosis(f.attributes), [f.id, *_status_post_of(state, f)]
-        )
-        for f in _listed(state, "principal", "episode")
-    ]
+    record names no clinical problem for the stay, a flagged line says so first. A "History of
+    X" recorded in the stay where X is the principal diagnosis ("History of myocardial
+    infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
+    is cited on the principal diagnosis's line, not listed as a second diagnosis."""
+    principal = _listed(state, "principal")
+    aftermath = _aftermath(_listed(state, "episode"), principal)
+    lines = []
+    for f in _listed(state, "principal", "episode"):
+        if f.id in aftermath:
+            continue
+        folded = aftermath if f in principal else []
+        cited = [f.id, *_status_post_of(state, f), *folded]
+        lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
+    return _principal_not_documented(state, render, routine, stay) + lines
+
+
+def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
+    """The episode's "History of X" diagnoses whose X the principal diagnosis names."""
+    named = {
+        w for f in principal for w in topic_stems(attributes_as(f, DiagnosisAttributes).display)
+    }
+    found = []
+    for fact in episode:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        display = plain_term(diagnosis.display)
+        said = topic_stems(HISTORY_OF.sub("", display))
+        if HISTORY_OF.match(display) and not diagnosis.status_post and said and said <= named:
+            found.append(fact.id)
+    return found
 
 
 def _principal_not_documented(
