@@ -106,14 +106,15 @@ def _add_pdf_patient(box: Sandbox, admin: dict[str, str]) -> None:
 def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharged: str) -> None:
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
     data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
-    (two duplications), naproxen beside aspirin and prasugrel (an NSAID with antiplatelets), its
+    (two duplications), naproxen beside aspirin and prasugrel (an NSAID with antiplatelets, a
+    high bleeding risk), prasugrel with no PCI, its
     notes list no medications beside home orders (a discrepancy), and
     its heart drugs are ordered "as needed" (a regimen risk); the stay is coded only as awaiting
     a kidney transplant (no principal diagnosis) and the recipient goes home with no
     immunosuppressant. Here the events resolved a year after onset, the older drugs were
-    completed, the others are taken on a schedule, the stay names its clinical reason, tacrolimus
-    is ordered and the notes list the orders, so one flag remains: the orders without a complete
-    dosage."""
+    completed (prasugrel too), the others are taken on a schedule, the stay names its clinical
+    reason, tacrolimus is ordered and the notes list the orders, so one flag remains: the orders
+    without a complete dosage."""
 
     def update(kind: str, change) -> None:
         found = httpx.get(
@@ -136,7 +137,7 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
     def complete(order: dict) -> dict | None:
         name = order.get("medicationCodeableConcept", {}).get("text", "")
-        if name.startswith(("Clopidogrel", "Simva", "Naproxen")):
+        if name.startswith(("Clopidogrel", "Simva", "Naproxen", "prasugrel")):
             return order | {"status": "completed"}
         scheduled = [
             {key: value for key, value in dosage.items() if key != "asNeededBoolean"}

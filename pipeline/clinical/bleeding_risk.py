@@ -132,8 +132,21 @@ def _laboratory(
     if platelets is not None and platelets[1] < hbr.extra["platelets_major_below"]:
         criteria.add(True, platelets[2], [platelets[0]])
     egfr = _latest(state, risks.extra["egfr_codes"])
-    if egfr is not None and egfr[1] < hbr.extra["egfr_minor_below"]:
+    if egfr is None:
+        _kidney_disease(state, hbr, criteria)
+    elif egfr[1] < hbr.extra["egfr_minor_below"]:
         criteria.add(egfr[1] < hbr.extra["egfr_major_below"], egfr[2], [egfr[0]])
+
+
+def _kidney_disease(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> None:
+    """With no eGFR measured, chronic kidney disease on the problem list stands for the eGFR
+    criterion by its stage (stage 4 or worse: eGFR below 30)."""
+    for major, key in ((True, "kidney_major"), (False, "kidney_minor")):
+        for fact, diagnosis in _diagnoses(state):
+            if any(word in diagnosis.display.lower() for word in hbr.extra[key]):
+                said = f"{plain_term(diagnosis.display)} on the problem list{_since(diagnosis)}"
+                criteria.add(major, f"{said}, no eGFR in this stay", [fact])
+                return
 
 
 def dual_antiplatelet_bleeding_risk(

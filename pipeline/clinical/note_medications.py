@@ -32,9 +32,14 @@ def ingredients(name: str) -> set[str]:
     return {word for word in drug_key(name).split() if word not in _SALTS and len(word) > 2}
 
 
+def lists_none(text: str) -> bool:
+    """Whether a medication list's line says the patient takes none ("No Active Medications")."""
+    return bool(_NONE_LISTED.search(text.strip()))
+
+
 def list_items(text: str) -> list[str]:
     """The drugs one line of a medication list names; none for "no active medications"."""
-    if _NONE_LISTED.search(text.strip()):
+    if lists_none(text):
         return []
     return [item.strip(" -*•\t.") for item in text.split(";") if item.strip(" -*•\t.")]
 

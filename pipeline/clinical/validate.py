@@ -22,11 +22,12 @@ from pipeline.evidence.model import (
 )
 
 # Sections every discharge summary has, each with the categories of facts that fill it (a care
-# plan is follow-up: "Follow-up not documented" above a care plan's line contradicts it); an
-# empty one reads "Not documented", never blank.
+# plan is follow-up: "Follow-up not documented" above a care plan's line contradicts it; a
+# note's medication list documents medications, even "No Active Medications"); an empty one
+# reads "Not documented", never blank.
 REQUIRED_CATEGORIES: dict[FactCategory, tuple[FactCategory, ...]] = {
     "diagnosis": ("diagnosis",),
-    "medication": ("medication",),
+    "medication": ("medication", "medication_list"),
     "allergy": ("allergy",),
     "procedure": ("procedure",),
     "lab_result": ("lab_result",),

@@ -121,7 +121,9 @@ class PendingResultAttributes(StrictModel):
 class NarrativeAttributes(StrictModel):
     """A statement taken verbatim from a note (hospital course, follow-up, a medication list)."""
 
-    category: Literal["course", "follow_up", "medication_list", "condition_statement"]
+    category: Literal[
+        "course", "follow_up", "medication_list", "condition_statement", "social_statement"
+    ]
     text: str
     section: str | None = None
     # A medication list says either what the patient took at home (an H&P's "Medications") or

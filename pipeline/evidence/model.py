@@ -73,6 +73,7 @@ FactCategory = Literal[
     "device",
     "medication_list",
     "condition_statement",
+    "social_statement",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 

@@ -55,6 +55,7 @@ _COMPLAINT_SECTIONS = frozenset(
     {"chief complaint", "reason for admission", "reason for visit", "presenting complaint"}
 )
 _ALLERGY_SECTIONS = frozenset({"allergies", "allergy", "drug allergies"})
+_SOCIAL_SECTIONS = frozenset({"social history", "social", "substance use", "habits"})
 _CONDITION_SECTIONS = frozenset(
     {"condition at discharge", "discharge condition", "condition on discharge", "condition"}
 )
@@ -176,6 +177,10 @@ def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> 
     elif key in _CONDITION_SECTIONS:
         attributes = NarrativeAttributes(
             category="condition_statement", text=span.text, section=section
+        )
+    elif key in _SOCIAL_SECTIONS:
+        attributes = NarrativeAttributes(
+            category="social_statement", text=span.text, section=section
         )
     elif key in MEDICATION_SECTIONS or key in PRESCRIPTION_SECTIONS:
         attributes = NarrativeAttributes(

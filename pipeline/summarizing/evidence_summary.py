@@ -94,17 +94,17 @@ def summarize_evidence(
         None,
     )
     routine = table("routine_procedures", settings)
+    implant_table = table("implants", settings)
     stay = next((f for f in state.facts["encounter"] if f.id == stay_fact), None)
     built: dict[SectionKey, list[Sentence]] = {
-        "needs_review": needs_review_section(state, render, stay_fact),
         "stay": stay_section(state, render),
-        "diagnoses": diagnoses_section(state, render, routine, stay),
+        "diagnoses": diagnoses_section(state, render, (routine, implant_table), stay),
         "active_problems": active_problems_section(state, render),
-        "social_history": social_history_section(state, render),
+        "social_history": social_history_section(state, render, table("social_findings", settings)),
         "hospital_course": structured_course_section(state, render, routine, stay)
         + hospital_course_section(state, salience, ratio, render),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
-        "procedures": procedures_section(state, render, routine, table("implants", settings)),
+        "procedures": procedures_section(state, render, routine, implant_table),
         "medications": medications_section(state, render),
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),
@@ -112,6 +112,7 @@ def summarize_evidence(
         "follow_up": _simple(state, "care_plan", "follow_up", render.care_plan)
         + _simple(state, "follow_up", "follow_up", render.quote),
     }
+    built["needs_review"] = needs_review_section(state, render, stay_fact, built)
     sections = [
         SummarySection(
             key=spec.key,

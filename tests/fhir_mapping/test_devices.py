@@ -97,3 +97,19 @@ def test_the_pull_asks_for_devices_and_supplies() -> None:
     searched = {search.resource_type: search.params for search in stay_searches("p", window)}
     assert searched["Device"] == {"patient": "Patient/p"}
     assert searched["SupplyDelivery"] == {"patient": "Patient/p"}
+
+
+def test_a_transplant_stay_coded_only_as_awaiting_names_the_organ_supplied() -> None:
+    """The line that asks the physician to name the problem says what the record shows was
+    done: a kidney supplied in the stay; and Needs review never calls Procedures undocumented
+    above that line."""
+    stay = fx.encounter() | {"reasonCode": [{"text": "Awaiting transplantation of kidney"}]}
+    graft = supplied("graft", "Kidney part (body structure)", "2024-03-02T10:00:00+00:00")
+    state = evidence_from_fhir(fx.bundle(fx.patient(), stay, graft), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (first, *_) = summary.section("diagnoses").sentences
+    assert first.text.endswith("supplied in the stay: Kidney part on 2024-03-02.")
+    (undocumented,) = [
+        s.text for s in summary.section("needs_review").sentences if s.text.startswith("Not doc")
+    ]
+    assert "Procedures" not in undocumented

@@ -75,3 +75,15 @@ def test_anaemia_on_the_problem_list_stands_for_an_unmeasured_haemoglobin() -> N
     )
     # Measured, the value decides: a normal haemoglobin leaves age as the only criterion.
     assert high_bleeding_risk(anaemia, *DUAL, haemoglobin(13.5), born="1944-01-01") == []
+
+
+def test_advanced_kidney_disease_on_the_problem_list_stands_for_an_unmeasured_egfr() -> None:
+    ckd = fx.condition(
+        "ckd", "Chronic kidney disease stage 4 (disorder)", encounter_id=None, onset="2015-01-01"
+    )
+    (line,) = high_bleeding_risk(ckd, *DUAL)
+    assert "major: Chronic kidney disease stage 4 on the problem list (since 2015-01-01), " in line
+    assert "no eGFR in this stay" in line
+    measured = fx.observation("egfr", "eGFR", 45, "mL/min/{1.73_m2}", loinc="33914-3")
+    (line,) = high_bleeding_risk(ckd, *DUAL, measured, born="1944-01-01")
+    assert "minor: eGFR 45 mL/min/{1.73_m2} on 2024-03-02; minor: age 80" in line

@@ -183,7 +183,7 @@ def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_ro
 
 def test_the_tables_carry_their_source_and_a_deployment_can_replace_them(tmp_path: Path) -> None:
     shipped = table("social_findings", PipelineSettings())
-    assert shipped.source and shipped.date == "2026-12-01" and "224299000" in shipped.codes
+    assert shipped.source and shipped.date == "2026-12-06" and "224299000" in shipped.codes
     (tmp_path / "social_findings.json").write_text(
         json.dumps({"source": "local", "date": "2026-12-01", "codes": {"271737000": "Anemia"}})
     )

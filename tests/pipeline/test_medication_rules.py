@@ -287,3 +287,34 @@ def test_a_note_listing_no_medications_beside_home_orders_is_a_discrepancy_too()
     )
     assert not [f for f in state.flags_for_review if f.code == "medication_discrepancy"]
     assert any(line.startswith("CONTINUED: Metformin") for line in sections["medications"])
+
+
+def test_a_stay_with_no_medication_whose_note_lists_none_says_so_not_not_documented() -> None:
+    """The note documents an absence; "Not documented" would read as a gap."""
+    note = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
+    state, sections = drafted(note)
+    assert sections["medications"] == [
+        "No medication ordered in the record, and the notes' medication list reads \"No Active "
+        'Medications".'
+    ]
+    assert "medication" not in state.missing_fields
+
+
+def test_an_old_order_duplicated_by_a_home_drug_the_notes_confirm_says_continued() -> None:
+    """Simvastatin of 1994, confirmed by the admission note, goes home CONTINUED: it was not
+    "ordered in this stay"; the unmentioned atorvastatin order is the one proposed stopped."""
+    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+    note = fx.document_reference("hp", fx.attachment("# Medications\nsimvastatin 20 mg\n"))
+    _, sections = drafted(
+        note,
+        fx.medication_request(
+            "simva", "Simvastatin 20 MG Oral Tablet", authored="1994-05-27", **full
+        ),  # type: ignore[arg-type]
+        fx.medication_request(
+            "atorva", "atorvastatin 40 MG Oral Tablet", authored="2003-07-19", **full
+        ),  # type: ignore[arg-type]
+    )
+    assert (
+        "PROPOSED STOP, TO CONFIRM: atorvastatin 40 MG Oral Tablet (ordered 2003-07-19, before "
+        "this stay): duplicated by Simvastatin 20 MG Oral Tablet, continued from the home list."
+    ) in sections["medications"]

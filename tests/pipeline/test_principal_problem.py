@@ -96,3 +96,19 @@ def test_a_history_of_the_stays_own_event_is_cited_on_its_line_not_listed_again(
         "History of coronary artery bypass grafting",
     ]
     assert len(lines[0].citations) == 2  # the infarction and its "History of", on one line
+
+
+def test_what_the_notes_say_of_substance_use_is_quoted_once_under_social_history() -> None:
+    """The coded "Dependent drug abuse" names no substance; the notes' "documented history of
+    opioid addiction" does, and templated notes repeat it."""
+    social = (
+        "# Social History\nPatient is single. Patient has a documented history of opioid "
+        "addiction. Patient has never smoked.\n"
+    )
+    notes = [fx.document_reference(f"n{i}", fx.attachment(social)) for i in (1, 2)]
+    summary = summary_of(*notes)
+    assert [s.text for s in summary.section("social_history").sentences] == [
+        "Patient has a documented history of opioid addiction.",
+        "Patient has never smoked.",
+    ]
+    assert all(s.verdict == "supported" for s in summary.section("social_history").sentences)

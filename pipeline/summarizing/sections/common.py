@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    DeviceAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -117,3 +118,37 @@ def last_moment(taken: datetime | None, stay: Fact | None, first: datetime | Non
     if taken == first and since and aware(taken) - aware(since) < aware(until) - aware(taken):
         return "admission_only"
     return "discharge"
+
+
+def implants(state: EvidenceState, table: CodeTable) -> list[Fact]:
+    """The patient's devices that the ``implants`` table calls implants (a valve, a stent), in
+    the order of their records."""
+    return by_time(
+        [
+            f
+            for f in state.facts["device"]
+            if isinstance(f.attributes, DeviceAttributes)
+            and f.attributes.kind == "device"
+            and table.matches(None, f.attributes.name)
+        ],
+        lambda f: attributes_as(f, DeviceAttributes).when,
+    )
+
+
+def supplied_in_stay(state: EvidenceState, table: CodeTable) -> list[Fact]:
+    """What was supplied during the stay that the ``implants`` table shows: implants, organs,
+    tissues and blood products (a kidney graft), never consumables, in order of time."""
+    shown = table.extra["supplied_keywords"]
+    return by_time(
+        [
+            f
+            for f in state.facts["device"]
+            if isinstance(f.attributes, DeviceAttributes)
+            and f.attributes.kind == "supplied"
+            and (
+                table.matches(None, f.attributes.name)
+                or any(word in f.attributes.name.lower() for word in shown)
+            )
+        ],
+        lambda f: attributes_as(f, DeviceAttributes).when,
+    )

@@ -10,7 +10,6 @@ from typing import Any
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
-    DeviceAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -31,12 +30,13 @@ from pipeline.summarizing.focus import (
 from pipeline.summarizing.sections.common import (
     FLAG_ORDER,
     NEVER,
-    by_time,
     cited_sentence,
     each_procedure_once,
     effective,
+    implants,
     last_moment,
     significant_procedures,
+    supplied_in_stay,
 )
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 
@@ -181,21 +181,6 @@ def hospital_course_section(
     return sentences
 
 
-def implants(state: EvidenceState, table: CodeTable) -> list[Fact]:
-    """The patient's devices that the ``implants`` table calls implants (a valve, a stent), in
-    the order of their records."""
-    return by_time(
-        [
-            f
-            for f in state.facts["device"]
-            if isinstance(f.attributes, DeviceAttributes)
-            and f.attributes.kind == "device"
-            and table.matches(None, f.attributes.name)
-        ],
-        lambda f: attributes_as(f, DeviceAttributes).when,
-    )
-
-
 def procedures_section(
     state: EvidenceState, render: Any, routine: CodeTable, implant_table: CodeTable
 ) -> list[Sentence]:
@@ -211,20 +196,7 @@ def procedures_section(
     if implanted:
         text = render.implants([f.attributes for f in implanted])
         sentences.append(cited_sentence("procedures", text, [f.id for f in implanted]))
-    shown = implant_table.extra["supplied_keywords"]
-    supplied = by_time(
-        [
-            f
-            for f in state.facts["device"]
-            if isinstance(f.attributes, DeviceAttributes)
-            and f.attributes.kind == "supplied"
-            and (
-                implant_table.matches(None, f.attributes.name)
-                or any(word in f.attributes.name.lower() for word in shown)
-            )
-        ],
-        lambda f: attributes_as(f, DeviceAttributes).when,
-    )
+    supplied = supplied_in_stay(state, implant_table)
     if supplied:
         text = render.supplied([f.attributes for f in supplied])
         sentences.append(cited_sentence("procedures", text, [f.id for f in supplied]))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.note_medications import lists_none
 from pipeline.evidence.model import (
     AdministrationAttributes,
     AllergyAttributes,
     EvidenceState,
     Fact,
     MedicationAttributes,
+    NarrativeAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
@@ -42,9 +44,10 @@ def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag
 
 
 def superseded_by(state: EvidenceState, order: str) -> list[str]:
-    """The discharge orders of this stay that duplicate an order to confirm (the same drug or
-    class): the older order is proposed stopped on its own line, since "confirm whether still
-    taken" beside a new beta blocker leaves two beta blockers to whoever copies the list."""
+    """The discharge orders that duplicate an order to confirm (the same drug or class): started
+    in this stay, or home drugs the notes confirm. The order to confirm is proposed stopped on its
+    own line, since "confirm whether still taken" beside a new beta blocker leaves two beta
+    blockers to whoever copies the list."""
     to_confirm = set(state.medications.unconfirmed())
     going_home = set(state.medications.discharge) - to_confirm
     return list(
@@ -59,12 +62,14 @@ def superseded_by(state: EvidenceState, order: str) -> list[str]:
 
 
 def _superseded_lines(state: EvidenceState, render: Any, orders: list[str]) -> list[Sentence]:
+    how = {c.discharge: c.kind for c in state.medications.changes if c.discharge}
     lines = []
     for order in orders:
         newer = superseded_by(state, order)
-        text = render.superseded(
-            state.fact(order).attributes, [state.fact(i).attributes for i in newer]
-        )
+        # "ordered in this stay" only for a drug the stay started or changed; a home drug the
+        # notes confirm goes home CONTINUED, and is said so.
+        going = [(state.fact(i).attributes, how.get(i) in ("new", "changed")) for i in newer]
+        text = render.superseded(state.fact(order).attributes, going)
         line = cited_sentence("medications", text, [order, *newer])
         lines.append(line.model_copy(update={"flags": [*line.flags, *doubts_about(state, order)]}))
     return lines
@@ -137,7 +142,23 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     if administered:
         text = render.administered(each_drug_once(administered))
         sentences.append(cited_sentence("medications", text, [f.id for f in administered]))
-    return sentences
+    return sentences or _none_listed(state, render)
+
+
+def _none_listed(state: EvidenceState, render: Any) -> list[Sentence]:
+    """A stay with no medication in the record whose note lists none says so, quoted: "Not
+    documented" would read as a gap where the record documents an absence."""
+    if state.facts["medication"]:
+        return []
+    said = [
+        f
+        for f in state.facts["medication_list"]
+        if isinstance(f.attributes, NarrativeAttributes) and lists_none(f.attributes.text)
+    ]
+    if not said:
+        return []
+    text = render.none_listed(attributes_as(said[0], NarrativeAttributes).text)
+    return [cited_sentence("medications", text, [said[0].id])]
 
 
 def each_drug_once(administered: list[Fact]) -> list[tuple[AdministrationAttributes, str | None]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pipeline.clinical.validate import REQUIRED_CATEGORIES
 from pipeline.evidence.model import (
     EvidenceState,
     ReviewFlag,
@@ -62,10 +64,15 @@ def _severity(sentence: Sentence) -> int:
 
 
 def needs_review_section(
-    state: EvidenceState, render: Any, stay_fact: str | None
+    state: EvidenceState,
+    render: Any,
+    stay_fact: str | None,
+    drafted: Mapping[SectionKey, list[Sentence]],
 ) -> list[Sentence]:
     """One line per flag (incomplete medications grouped by what they lack), most severe first;
-    what is not documented at the end."""
+    at the end, the required sections that the draft leaves empty (read from the drafted
+    sections themselves, so that the line never calls a section undocumented above its own
+    lines: a kidney supplied in the stay, a care plan)."""
     sentences = []
     known = {fact.id for fact in state.all_facts()}
     incomplete: list[ReviewFlag] = []
@@ -90,9 +97,9 @@ def needs_review_section(
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
     sentences.sort(key=_severity)
     missing = [
-        SECTION_SPECS[CATEGORY_SECTIONS[c]].title
-        for c in state.missing_fields
-        if c in CATEGORY_SECTIONS
+        SECTION_SPECS[key].title
+        for category, key in CATEGORY_SECTIONS.items()
+        if category in REQUIRED_CATEGORIES and not drafted.get(key)
     ]
     if missing and stay_fact:
         sentences.append(

@@ -14,6 +14,7 @@ from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
     Fact,
+    NarrativeAttributes,
     ProcedureAttributes,
     attributes_as,
 )
@@ -21,7 +22,11 @@ from pipeline.evidence.summary import (
     Sentence,
     SentenceFlag,
 )
-from pipeline.summarizing.sections.common import cited_sentence, significant_procedures
+from pipeline.summarizing.sections.common import (
+    cited_sentence,
+    significant_procedures,
+    supplied_in_stay,
+)
 from pipeline.text.rendering import plain_term
 
 # A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")
@@ -89,13 +94,17 @@ def _listed(state: EvidenceState, *listings: str) -> list[Fact]:
 
 
 def diagnoses_section(
-    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay: Fact | None,
 ) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
     record names no clinical problem for the stay, a flagged line says so first. A "History of
     X" recorded in the stay where X is the principal diagnosis ("History of myocardial
     infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
-    is cited on the principal diagnosis's line, not listed as a second diagnosis."""
+    is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
+    the routine procedures and the implants."""
     principal = _listed(state, "principal")
     aftermath = _aftermath(_listed(state, "episode"), principal)
     lines = []
@@ -105,7 +114,7 @@ def diagnoses_section(
         folded = aftermath if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
         lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
-    return _principal_not_documented(state, render, routine, stay) + lines
+    return _principal_not_documented(state, render, tables, stay) + lines
 
 
 def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
@@ -124,12 +133,17 @@ def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
 
 
 def _principal_not_documented(
-    state: EvidenceState, render: Any, routine: CodeTable, stay_fact: Fact | None
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay_fact: Fact | None,
 ) -> list[Sentence]:
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
     flagged line: what the stay was coded as, and what the episode's procedures say was done (or
-    that the record documents none), for the physician to name the problem."""
+    that the record documents none) and what was supplied in the stay (a kidney graft), for the
+    physician to name the problem. ``tables``: the routine procedures and the implants."""
+    routine, implant_table = tables
     if stay_fact is None or _listed(state, "principal"):
         return []
     stay = attributes_as(stay_fact, EncounterAttributes)
@@ -158,13 +172,17 @@ def _principal_not_documented(
         if key not in said or during is not None:
             said[key] = (diagnosis.display, during)
     done = significant_procedures(state, routine)
-    text = render.principal_not_documented(list(said.values()), [f.attributes for f in done])
+    supplied = supplied_in_stay(state, implant_table)
+    text = render.principal_not_documented(
+        list(said.values()), [f.attributes for f in done], [f.attributes for f in supplied]
+    )
     flag = SentenceFlag(
         code="principal_not_documented",
         reason="no clinical diagnosis is recorded as the reason for this stay"
         + ("" if done else ", and no procedure of the episode is recorded"),
     )
-    line = cited_sentence("diagnoses", text, [stay_fact.id, *(f.id for f in coded + done)])
+    cited = [stay_fact.id, *(f.id for f in coded + done + supplied)]
+    line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [flag]})]
 
 
@@ -187,10 +205,25 @@ def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]
     ]
 
 
-def social_history_section(state: EvidenceState, render: Any) -> list[Sentence]:
-    """One short line: social findings are context, not diagnoses."""
+def social_history_section(
+    state: EvidenceState, render: Any, social_table: CodeTable
+) -> list[Sentence]:
+    """One short line of the coded social findings (context, not diagnoses); then what the notes'
+    Social History says of substance use, quoted, each statement once (templated notes repeat
+    it): "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what
+    decides naloxone and the pain plan."""
     facts = _listed(state, "social")
-    if not facts:
-        return []
-    text = render.social([f.attributes for f in facts])
-    return [cited_sentence("social_history", text, [f.id for f in facts])]
+    sentences = []
+    if facts:
+        text = render.social([f.attributes for f in facts])
+        sentences.append(cited_sentence("social_history", text, [f.id for f in facts]))
+    words = social_table.extra["substance_use_words"]
+    said: dict[str, Fact] = {}
+    for fact in state.facts["social_statement"]:
+        quote = attributes_as(fact, NarrativeAttributes).text.strip()
+        if any(word in quote.lower() for word in words):
+            said.setdefault(quote.lower(), fact)
+    sentences += [
+        cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
+    ]
+    return sentences
