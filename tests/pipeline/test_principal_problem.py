@@ -112,3 +112,19 @@ def test_what_the_notes_say_of_substance_use_is_quoted_once_under_social_history
         "Patient has never smoked.",
     ]
     assert all(s.verdict == "supported" for s in summary.section("social_history").sentences)
+
+
+def test_the_problems_a_status_term_names_are_listed_for_the_physician_to_choose() -> None:
+    """ "Awaiting transplantation of kidney" names the kidney: the kidney disease on the problem
+    list is offered, never chosen; a problem of another organ is not."""
+    kidney = fx.condition(
+        "ckd", "Chronic kidney disease stage 4 (disorder)", encounter_id=None, onset="2015-01-01"
+    )
+    knee = fx.condition("oa", "Osteoarthritis of knee", encounter_id=None, onset="2010-01-01")
+    summary = summary_of(kidney, knee, reason="Awaiting transplantation of kidney (situation)")
+    first = summary.section("diagnoses").sentences[0]
+    assert first.text.startswith("Principal diagnosis not documented")
+    assert first.text.endswith(
+        "; on the problem list: Chronic kidney disease stage 4 (since 2015-01-01)."
+    )
+    assert first.flags and first.verdict == "supported"

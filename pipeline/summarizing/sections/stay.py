@@ -141,8 +141,9 @@ def _principal_not_documented(
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
     flagged line: what the stay was coded as, and what the episode's procedures say was done (or
-    that the record documents none) and what was supplied in the stay (a kidney graft), for the
-    physician to name the problem. ``tables``: the routine procedures and the implants."""
+    that the record documents none), what was supplied in the stay (a kidney graft) and the
+    active problems the coded terms name, for the physician to name the problem. ``tables``:
+    the routine procedures and the implants."""
     routine, implant_table = tables
     if stay_fact is None or _listed(state, "principal"):
         return []
@@ -173,17 +174,33 @@ def _principal_not_documented(
             said[key] = (diagnosis.display, during)
     done = significant_procedures(state, routine)
     supplied = supplied_in_stay(state, implant_table)
+    related = _problems_named(state, [term for term, _ in said.values()])
     text = render.principal_not_documented(
-        list(said.values()), [f.attributes for f in done], [f.attributes for f in supplied]
+        list(said.values()),
+        [f.attributes for f in done],
+        [f.attributes for f in supplied],
+        [f.attributes for f in related],
     )
     flag = SentenceFlag(
         code="principal_not_documented",
         reason="no clinical diagnosis is recorded as the reason for this stay"
         + ("" if done else ", and no procedure of the episode is recorded"),
     )
-    cited = [stay_fact.id, *(f.id for f in coded + done + supplied)]
+    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related)]
     line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [flag]})]
+
+
+def _problems_named(state: EvidenceState, coded: list[str]) -> list[Fact]:
+    """The active problems a status term's subject names ("Awaiting transplantation of kidney":
+    the kidney disease on the list; "History of aortic valve replacement": the aortic stenosis),
+    for the physician to choose from: listed, never chosen."""
+    topics = {word for term in coded for word in topic_stems(STATUS_TERM.sub("", plain_term(term)))}
+    return [
+        f
+        for f in _listed(state, "active")
+        if topics & topic_stems(attributes_as(f, DiagnosisAttributes).display)
+    ]
 
 
 def _status_post_of(state: EvidenceState, fact: Fact) -> list[str]:
