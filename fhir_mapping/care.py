@@ -1,12 +1,10 @@
-"""Care after discharge and care given in the episode: CarePlans, ServiceRequests, Appointments,
-Immunizations, MedicationAdministrations and ImagingStudies (with imaging report conclusions).
+"""Care after discharge and care given in the episode: CarePlans (``fhir_mapping.care_plans``),
+ServiceRequests, Appointments, Immunizations, MedicationAdministrations and ImagingStudies (with
+imaging report conclusions).
 
-A care plan belongs to the follow-up when it is one of the episode's (it references one of its
-encounters, or began during the episode) and is active at discharge, or when it is active and
-addresses the stay's reason, whenever it began: the ongoing plan for what brought the patient
-in. A service request or an appointment belongs there when it is active and falls after
-discharge. Vaccines, medications
-given and imaging studies belong to the episode by its encounters, else by their time.
+A service request or an appointment belongs to the follow-up when it is active and falls after
+discharge. Vaccines, medications given and imaging studies belong to the episode by its
+encounters, else by their time.
 """
 
 from __future__ import annotations
@@ -14,19 +12,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from fhir.resources.R4B.appointment import Appointment
-from fhir.resources.R4B.careplan import CarePlan
-from fhir.resources.R4B.codeableconcept import CodeableConcept
-from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.diagnosticreport import DiagnosticReport
-from fhir.resources.R4B.goal import Goal
 from fhir.resources.R4B.imagingstudy import ImagingStudy
 from fhir.resources.R4B.immunization import Immunization
 from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationadministration import MedicationAdministration
 from fhir.resources.R4B.servicerequest import ServiceRequest
 
+from fhir_mapping.care_plans import map_care_plans
 from fhir_mapping.codes import as_datetime, concept_text
-from fhir_mapping.episode import reasons_of
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
@@ -38,92 +32,8 @@ from pipeline.evidence.model import (
     stable_id,
 )
 
-_ACTIVE = frozenset({"active", "on-hold", "draft"})
 _GIVEN = frozenset({"completed", "in-progress"})
 _IMAGING_CATEGORIES = frozenset({"RAD", "imaging", "LP29684-5"})
-
-
-def _code_of(condition: Condition | None) -> CodeableConcept | None:
-    return condition.code if condition is not None else None
-
-
-def _for_the_stays_reason(scope: Scope, plan: CarePlan) -> bool:
-    """Whether the plan addresses a condition that is the stay's reason (by code or text)."""
-    reasons = reasons_of(scope.encounter)
-    for reference in plan.addresses or []:
-        condition = scope.index.resolve(reference.reference, Condition)
-        concept = condition.code if condition is not None else None
-        said = (
-            {(c.code or c.display or "").lower() for c in (concept.coding or [])}
-            if concept
-            else set()
-        )
-        if concept is not None and concept.text:
-            said.add(concept.text.lower())
-        if said & reasons:
-            return True
-    return False
-
-
-def _care_plans(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type(CarePlan):
-        plan = item.model
-        if not scope.is_patient(plan.subject):
-            continue
-        start = as_datetime(plan.period.start) if plan.period else None
-        end = as_datetime(plan.period.end) if plan.period else None
-        ongoing = plan.status in _ACTIVE and _for_the_stays_reason(scope, plan)
-        ours = scope.is_encounter(plan.encounter) or scope.during_stay(start) or ongoing
-        active = plan.status in _ACTIVE or (end is not None and scope.after_discharge(end))
-        if not ours or not active or scope.after_discharge(start):
-            mapped.exclude(item, "out_of_scope", "not a care plan of this stay active at discharge")
-            continue
-        title = (
-            next(
-                (text for text in map(concept_text, plan.category or []) if text and " " in text),
-                None,
-            )
-            or plan.title
-            or "care plan"
-        )
-        activities = list(
-            dict.fromkeys(
-                text
-                for activity in plan.activity or []
-                if activity.detail is not None and (text := concept_text(activity.detail.code))
-            )
-        )
-        addresses = [
-            text
-            for reference in plan.addresses or []
-            if (
-                text := reference.display
-                or concept_text(_code_of(scope.index.resolve(reference.reference, Condition)))
-            )
-        ]
-        goals = [
-            text
-            for reference in plan.goal or []
-            if (goal := scope.index.resolve(reference.reference, Goal)) is not None
-            and (text := concept_text(goal.description))
-        ]
-        mapped.facts.append(
-            Fact(
-                id=stable_id("careplan", item.key),
-                category="care_plan",
-                attributes=CarePlanAttributes(
-                    kind="care_plan",
-                    title=title,
-                    status=plan.status,
-                    activities=activities,
-                    addresses=addresses,
-                    goals=goals,
-                    when=start,
-                    before_stay=scope.before_episode(start),
-                ),
-                sources=[ref(item, "category")],
-            )
-        )
 
 
 # When and what a request or appointment plans, or None when it is not this patient's.
@@ -291,8 +201,7 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
 
 
 def map_care(scope: Scope) -> Mapped:
-    mapped = Mapped()
-    _care_plans(scope, mapped)
+    mapped = map_care_plans(scope)
     _requests(scope, mapped)
     _administrations(scope, mapped)
     _imaging(scope, mapped)
