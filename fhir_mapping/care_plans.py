@@ -3,8 +3,9 @@ the problems they address and their goals.
 
 A care plan belongs to the follow-up when it is one of the episode's (it references one of its
 encounters, or began during the episode) and is active at discharge, or when it is active and
-addresses the stay's reason, whenever it began: the ongoing plan for what brought the patient
-in.
+addresses the stay's reason or was made at the recent acute care the draft names (the overdose
+visit before a detoxification stay), whenever it began: the ongoing plan for what brought the
+patient in.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.goal import Goal
 
 from fhir_mapping.codes import as_datetime, concept_text
-from fhir_mapping.episode import reasons_of
+from fhir_mapping.episode import reasons_of, refers_to
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import CarePlanAttributes, Fact, stable_id
@@ -45,6 +46,15 @@ def _for_the_stays_reason(scope: Scope, plan: CarePlan) -> bool:
     return False
 
 
+def _made_at_recent_acute_care(scope: Scope, plan: CarePlan) -> bool:
+    """Whether the plan was made at the emergency visit or stay of the weeks before that the
+    draft names as recent (addiction counselling planned at the overdose visit that preceded a
+    detoxification stay)."""
+    return any(
+        refers_to(scope.index, plan.encounter, item.key) for item in scope.recent_acute_care()
+    )
+
+
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
     for item in scope.index.of_type(CarePlan):
         plan = item.model
@@ -52,7 +62,9 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             continue
         start = as_datetime(plan.period.start) if plan.period else None
         end = as_datetime(plan.period.end) if plan.period else None
-        ongoing = plan.status in _ACTIVE and _for_the_stays_reason(scope, plan)
+        ongoing = plan.status in _ACTIVE and (
+            _for_the_stays_reason(scope, plan) or _made_at_recent_acute_care(scope, plan)
+        )
         ours = scope.is_encounter(plan.encounter) or scope.during_stay(start) or ongoing
         active = plan.status in _ACTIVE or (end is not None and scope.after_discharge(end))
         if not ours or not active or scope.after_discharge(start):

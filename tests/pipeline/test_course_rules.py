@@ -281,6 +281,41 @@ def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_no
     assert not any("Follow-up" in line for line in review if line.startswith("Not documented"))
 
 
+def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
+    """Counselling planned at the overdose visit two weeks before a detoxification stay is the
+    plan the patient returns to; a plan made at a visit long before is not."""
+
+    def plan(plan_id: str, encounter_id: str) -> dict:
+        return {
+            "resourceType": "CarePlan",
+            "id": plan_id,
+            "status": "active",
+            "intent": "plan",
+            "category": [{"text": "Drug addiction therapy plan"}],
+            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+            "encounter": {"reference": f"Encounter/{encounter_id}"},
+            "period": {"start": "2024-02-15T01:00:00+00:00"},
+            "activity": [{"detail": {"status": "in-progress", "code": {"text": "Counselling"}}}],
+        }
+
+    overdose = fx.encounter(
+        "overdose", "2024-02-14T20:00:00+00:00", "2024-02-15T02:00:00+00:00", "EMER"
+    )
+    long_ago = fx.encounter(
+        "long-ago", "2019-12-01T20:00:00+00:00", "2019-12-01T23:00:00+00:00", "EMER"
+    )
+    record = fx.stay(overdose, long_ago, plan("recent", "overdose"), plan("old", "long-ago"))
+    summary = summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
+    assert [s.text for s in summary.section("follow_up").sentences] == [
+        "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan; "
+        "activities: Counselling."
+    ]
+
+
 def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
     from fhir_mapping.resources import RECORD_TYPES
     from smartapp.access.oauth import READ_TYPES

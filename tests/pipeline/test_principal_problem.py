@@ -128,3 +128,23 @@ def test_the_problems_a_status_term_names_are_listed_for_the_physician_to_choose
         "; on the problem list: Chronic kidney disease stage 4 (since 2015-01-01)."
     )
     assert first.flags and first.verdict == "supported"
+
+
+def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_record_implies() -> None:
+    """ "History of coronary artery bypass grafting" coded on the day of admission, and no
+    bypass in the record: the bypass is implied, said so and flagged; a history coded before the
+    stay is a plain diagnosis, and one whose procedure is recorded is "Status post"."""
+    during = fx.condition(
+        "h", "History of coronary artery bypass grafting (situation)", onset="2024-03-01T12:00:00Z"
+    )
+    summary = summary_of(during, reason="Abnormal findings diagnostic imaging heart")
+    (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
+    assert line.text == (
+        "History of coronary artery bypass grafting: recorded 2024-03-01, during this stay: a "
+        "treatment the record implies, with no procedure recorded."
+    )
+    assert [flag.code for flag in line.flags] == ["implied_treatment"]
+    done = fx.procedure("cabg", "Coronary artery bypass grafting (procedure)")
+    summary = summary_of(during, done, reason="Abnormal findings diagnostic imaging heart")
+    (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
+    assert line.text.startswith("Status post Coronary artery bypass grafting") and not line.flags

@@ -107,14 +107,45 @@ def diagnoses_section(
     the routine procedures and the implants."""
     principal = _listed(state, "principal")
     aftermath = _aftermath(_listed(state, "episode"), principal)
+    not_documented = _principal_not_documented(state, render, tables, stay)
     lines = []
     for f in _listed(state, "principal", "episode"):
         if f.id in aftermath:
             continue
         folded = aftermath if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
-        lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
-    return _principal_not_documented(state, render, tables, stay) + lines
+        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay):
+            lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
+            continue
+        line = cited_sentence("diagnoses", render.implied_treatment(f.attributes), cited)
+        # Where the principal diagnosis's own line flags it already, once is enough.
+        flags = [] if not_documented else [IMPLIED_TREATMENT]
+        lines.append(line.model_copy(update={"flags": flags}))
+    return not_documented + lines
+
+
+IMPLIED_TREATMENT = SentenceFlag(
+    code="implied_treatment",
+    reason="a treatment the record implies but does not document: confirm it was done in this "
+    "stay, and when",
+)
+
+
+def _implied_treatment(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> bool:
+    """A "History of X" recorded during the stay with no procedure of the episode that it names
+    ("History of coronary artery bypass grafting" coded on the day of admission): the record
+    implies the treatment without documenting it."""
+    stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
+    onset = diagnosis.onset
+    return (
+        stay is not None
+        and stay.start is not None
+        and onset is not None
+        and bool(HISTORY_OF.match(plain_term(diagnosis.display)))
+        and not diagnosis.status_post
+        and stay.start <= onset
+        and (stay.end is None or onset <= stay.end)
+    )
 
 
 def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
