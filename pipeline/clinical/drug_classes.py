@@ -51,19 +51,25 @@ def classes_of(name: str, drug_table: CodeTable) -> set[str]:
     }
 
 
-def _named(facts: list[Fact], unconfirmed: frozenset[str]) -> str:
+def _named(facts: list[Fact], unconfirmed: frozenset[str], held: frozenset[str]) -> str:
     return "; ".join(
-        _drug_name(f) + (" (order to confirm)" if f.id in unconfirmed else "") for f in facts
+        _drug_name(f)
+        + (" (order to confirm)" if f.id in unconfirmed else "")
+        + (" (at home, held or stopped?)" if f.id in held else "")
+        for f in facts
     )
 
 
 def duplication_flags(
-    discharge: list[Fact], drug_table: CodeTable, unconfirmed: frozenset[str] = frozenset()
+    discharge: list[Fact],
+    drug_table: CodeTable,
+    unconfirmed: frozenset[str] = frozenset(),
+    held: frozenset[str] = frozenset(),
 ) -> list[ReviewFlag]:
     """The same ingredient in two orders (metoprolol succinate beside metoprolol tartrate, an
     ingredient alone and inside a combination), and two different ingredients of one duplicated
-    class group, among discharge medications and orders to confirm (which may still be taken:
-    named as such)."""
+    class group, among discharge medications, orders to confirm and home drugs held or stopped
+    (which may still be taken: named as such)."""
     by_ingredient: dict[str, list[Fact]] = defaultdict(list)
     for fact in discharge:
         for ingredient in ingredients(_drug_name(fact)):
@@ -72,7 +78,8 @@ def duplication_flags(
         ReviewFlag(
             id=stable_id("flag", "same-drug", *(f.id for f in facts)),
             code="therapeutic_duplication",
-            reason=f"The same drug twice at discharge ({ingredient}): {_named(facts, unconfirmed)}",
+            reason=f"The same drug twice at discharge ({ingredient}): "
+            f"{_named(facts, unconfirmed, held)}",
             raised_by=RAISED_BY,
             fact_ids=[f.id for f in facts],
         )
@@ -90,7 +97,7 @@ def duplication_flags(
                 id=stable_id("flag", "duplication", *(f.id for f in facts)),
                 code="therapeutic_duplication",
                 reason=f"Therapeutic duplication at discharge ({' or '.join(group)}): "
-                f"{_named(facts, unconfirmed)}",
+                f"{_named(facts, unconfirmed, held)}",
                 raised_by=RAISED_BY,
                 fact_ids=[f.id for f in facts],
             )
@@ -155,7 +162,14 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     drug_table = table("drug_classes", settings)
     # Orders to confirm may still be taken: a drug that clashes with one is flagged all the same.
     unconfirmed = frozenset(state.medications.unconfirmed())
-    discharge_ids = set(state.medications.discharge) | unconfirmed
+    # A home drug with no discharge order ("held or stopped?") is at home and may still be taken:
+    # an NSAID there beside an antiplatelet going home is the same bleeding risk.
+    held = frozenset(
+        c.admission
+        for c in state.medications.changes
+        if c.kind == "held_or_stopped" and c.admission is not None
+    )
+    discharge_ids = set(state.medications.discharge) | unconfirmed | held
     discharge = [
         fact
         for fact in state.facts.get("medication", [])
@@ -163,7 +177,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     ]
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
-    flags += duplication_flags(discharge, drug_table, unconfirmed)
+    flags += duplication_flags(discharge, drug_table, unconfirmed, held)
     risks = table("regimen_risks", settings)
     flags += regimen_risk_flags(state, discharge, risks)
     flags += dual_antiplatelet_bleeding_risk(

@@ -318,3 +318,24 @@ def test_an_old_order_duplicated_by_a_home_drug_the_notes_confirm_says_continued
         "PROPOSED STOP, TO CONFIRM: atorvastatin 40 MG Oral Tablet (ordered 2003-07-19, before "
         "this stay): duplicated by Simvastatin 20 MG Oral Tablet, continued from the home list."
     ) in sections["medications"]
+
+
+def test_a_home_nsaid_held_or_stopped_beside_an_antiplatelet_going_home_is_flagged() -> None:
+    """Ibuprofen the patient takes at home, with no discharge order ("held or stopped?"), may
+    still be taken beside the clopidogrel that goes home: the same bleeding risk."""
+    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
+    state, _ = drafted(
+        fx.medication_statement("home", "ibuprofen 400 MG Oral Tablet"),
+        fx.medication_request(
+            "c",
+            "clopidogrel 75 MG Oral Tablet",
+            authored=IN_STAY,
+            encounter_id=fx.ENCOUNTER_ID,
+            **full,  # type: ignore[arg-type]
+        ),
+    )
+    assert [c.kind for c in state.medications.changes if c.name.startswith("ibuprofen")] == [
+        "held_or_stopped"
+    ]
+    (flag,) = [f for f in state.flags_for_review if "NSAID" in f.reason]
+    assert "ibuprofen 400 MG Oral Tablet" in flag.reason and "clopidogrel" in flag.reason
