@@ -9,7 +9,9 @@ __all__ = [
     "diagnoses",
     "drug_classes",
     "medications",
+    "note_medications",
     "record_conflicts",
     "results",
     "tables",
+    "validate",
 ]
