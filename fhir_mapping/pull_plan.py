@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from fhir_mapping.json_values import JsonObject, string_at, strings_at
+from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS, RECENT_ACUTE_CARE_DAYS
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
@@ -220,6 +220,36 @@ def resource_key(resource: JsonObject) -> str | None:
     return (
         f"{kind}/{resource_id}" if isinstance(kind, str) and isinstance(resource_id, str) else None
     )
+
+
+# What a search may bring with it (FHIR ``_include``) instead of one read per reference, where
+# the EHR's CapabilityStatement offers it: the Medication an order or a statement references
+# (EHRs that code medications as resources answer each with a reference).
+INCLUDES = {
+    "MedicationRequest": "MedicationRequest:medication",
+    "MedicationStatement": "MedicationStatement:medication",
+}
+
+
+def offered_includes(capability: object) -> frozenset[str]:
+    """The ``_include`` values a CapabilityStatement's server lists (``searchInclude``), of
+    those the pull asks for; none from anything malformed."""
+    found = {
+        include
+        for resource in objects_at(capability, "rest", "resource")
+        for include in strings_at(resource, "searchInclude")
+    }
+    return frozenset(found & set(INCLUDES.values()))
+
+
+def with_includes(searches: Sequence[Search], offered: frozenset[str]) -> list[Search]:
+    """Each search, asking for what it references to come with it where the EHR offers that."""
+    return [
+        Search(s.resource_type, {**s.params, "_include": include})
+        if (include := INCLUDES.get(s.resource_type)) in offered
+        else s
+        for s in searches
+    ]
 
 
 # Where each type the pull follows points to what the mapping reads besides it.

@@ -169,6 +169,10 @@ class FhirClient:
             raise FhirError(f"{what}: the answer is not a resource")
         return answer
 
+    async def capability_statement(self) -> dict[str, Any]:
+        """The EHR's CapabilityStatement (``GET [base]/metadata``)."""
+        return await self._json("GET", "metadata")
+
     async def read(self, resource_type: str, resource_id: str) -> dict[str, Any]:
         return await self._json("GET", f"{resource_type}/{resource_id}")
 

@@ -19,6 +19,7 @@ from fhir_mapping.pull_plan import (
     encounter_searches,
     episode_searches,
     follow_ups,
+    offered_includes,
     record_start_searches,
     resource_key,
     stay_search,
@@ -26,6 +27,7 @@ from fhir_mapping.pull_plan import (
     stay_window,
     unbounded,
     whole_record_searches,
+    with_includes,
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from pipeline.evidence.mapped import EPISODE_WINDOW_H
@@ -89,8 +91,29 @@ async def _record_start(client: FhirClient, search: Search) -> SearchResult:
         return SearchResult()
 
 
+# Each EHR's offered ``_include`` values, by base URL, read once per process: capabilities change
+# with an EHR's upgrade, not between two pulls.
+OFFERED_INCLUDES: dict[str, frozenset[str]] = {}
+
+
+async def offered(client: FhirClient) -> frozenset[str]:
+    """What the EHR lets a search bring with it; none where its CapabilityStatement cannot be
+    read (the pull then reads each reference, as it would anyway), remembered either way."""
+    if client.base not in OFFERED_INCLUDES:
+        try:
+            OFFERED_INCLUDES[client.base] = offered_includes(await client.capability_statement())
+        except FhirError as unreadable:
+            logged("CapabilityStatement unreadable, no _include", str(unreadable))
+            OFFERED_INCLUDES[client.base] = frozenset()
+    return OFFERED_INCLUDES[client.base]
+
+
 async def _stay_searches(
-    client: FhirClient, patient_id: str, stay: dict[str, Any], window: StayWindow
+    client: FhirClient,
+    patient_id: str,
+    stay: dict[str, Any],
+    window: StayWindow,
+    includes: frozenset[str] = frozenset(),
 ) -> tuple[list[SearchResult], dict[str, Any], list[SearchResult]]:
     """The episode's encounters, the patient, and the stay's searches. The searches by encounter
     wait for the episode; the date-bounded ones start at once, beside it, to save a round trip.
@@ -107,14 +130,18 @@ async def _stay_searches(
             for search in episode_searches(patient_id, str(stay["id"]), window)
         ]
         patient = start(client.read("Patient", patient_id))
-        dated = [start(_search(client, search)) for search in stay_searches(patient_id, window)]
+        dated = [
+            start(_search(client, search))
+            for search in with_includes(stay_searches(patient_id, window), includes)
+        ]
         dated += [
             start(_record_start(client, search)) for search in record_start_searches(patient_id)
         ]
         episode = list(await asyncio.gather(*episode_tasks))
         encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]
         linked = [
-            start(_search(client, search)) for search in encounter_searches(patient_id, encounters)
+            start(_search(client, search))
+            for search in with_includes(encounter_searches(patient_id, encounters), includes)
         ]
         found = list(await asyncio.gather(*dated, *linked))
         return episode, await patient, found
@@ -168,17 +195,20 @@ async def pull_record(
     that points elsewhere is not fetched and is listed in the bundle's not-fetched outcome.
     """
     bounds = bounds or PullBounds()
-    stay = await find_stay(client, patient_id, encounter_id, bounds.inpatient_classes)
+    # The CapabilityStatement is read beside the stay, not after it: no round trip added.
+    includes, stay = await asyncio.gather(
+        offered(client), find_stay(client, patient_id, encounter_id, bounds.inpatient_classes)
+    )
     window = (
         stay_window(stay, bounds.window_h, bounds.lookback_days)
         if stay and not bounds.whole_record
         else None
     )
     if stay is not None and window is not None:
-        episode, patient, found = await _stay_searches(client, patient_id, stay, window)
+        episode, patient, found = await _stay_searches(client, patient_id, stay, window, includes)
     else:
         episode = []
-        searches = whole_record_searches(patient_id, RECORD_TYPES)
+        searches = with_includes(whole_record_searches(patient_id, RECORD_TYPES), includes)
         patient, *found = await asyncio.gather(
             client.read("Patient", patient_id), *(_search(client, s) for s in searches)
         )

@@ -14,6 +14,34 @@ const SUPPORTED_TYPES = [
   'Provenance', 'Device', 'Practitioner', 'PractitionerRole', 'Organization', 'Location',
 ];
 
+// What a search may bring with it (_include), and the element each one follows. Medplum's
+// in-memory repository does not answer _include, so the wrapper does (withIncludes).
+const SEARCH_INCLUDES = { MedicationRequest: ['MedicationRequest:medication'] };
+const INCLUDED_ELEMENT = { 'MedicationRequest:medication': 'medicationReference' };
+
+// A searchset with what an offered _include asks for appended (search mode "include"), each
+// resource once; references that do not resolve are left out, as a server would.
+export async function withIncludes(bundle, type, includes, readReference) {
+  const offered = includes.filter((include) => (SEARCH_INCLUDES[type] ?? []).includes(include));
+  if (bundle?.type !== 'searchset' || offered.length === 0) return bundle;
+  const seen = new Set((bundle.entry ?? []).map((e) => `${e.resource?.resourceType}/${e.resource?.id}`));
+  const included = [];
+  for (const entry of bundle.entry ?? []) {
+    for (const include of offered) {
+      const reference = entry.resource?.[INCLUDED_ELEMENT[include]]?.reference;
+      if (!reference || seen.has(reference)) continue;
+      seen.add(reference);
+      try {
+        const resource = await readReference({ reference });
+        included.push({ fullUrl: `${PUBLIC_BASE}/${reference}`, resource, search: { mode: 'include' } });
+      } catch {
+        // Not found or not readable: nothing to include.
+      }
+    }
+  }
+  return { ...bundle, entry: [...(bundle.entry ?? []), ...included] };
+}
+
 export function capabilityStatement() {
   return {
     resourceType: 'CapabilityStatement',
@@ -42,6 +70,9 @@ export function capabilityStatement() {
           const writable = !(type === 'Composition' && PROFILE !== 'composition');
           const codes = ['read', 'vread', 'search-type', ...(writable ? ['create', 'update'] : [])];
           const entry = { type, interaction: codes.map((code) => ({ code })), conditionalCreate: writable, versioning: 'versioned' };
+          if (SEARCH_INCLUDES[type]) {
+            entry.searchInclude = SEARCH_INCLUDES[type];
+          }
           if (type === 'DocumentReference' && PROFILE === 'final-only') {
             entry.extension = [{ url: ACCEPTED_STATUS, valueCode: 'final' }];
           }

