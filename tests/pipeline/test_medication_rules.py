@@ -16,6 +16,8 @@ from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
 IN_STAY = "2024-03-02T09:00:00+00:00"
+# A complete dosage, so that only the rule under test speaks.
+FULL: dict[str, object] = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
 BEFORE = "2023-06-01"
 
 
@@ -131,16 +133,15 @@ def test_an_old_order_duplicated_by_a_new_one_is_proposed_stopped_on_its_own_lin
     still taken" would leave two beta blockers; the older order is proposed stopped, to
     confirm, with the duplication on its line. An old order no stay order duplicates keeps
     the plain "confirm whether still taken"."""
-    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
     _, sections = drafted(
-        fx.medication_request("old", "metoprolol succinate 100 MG", authored="1997-12-09", **full),  # type: ignore[arg-type]
-        fx.medication_request("nitro", "Nitroglycerin 0.4 MG Spray", authored="1997-12-09", **full),  # type: ignore[arg-type]
+        fx.medication_request("old", "metoprolol succinate 100 MG", authored="1997-12-09", **FULL),  # type: ignore[arg-type]
+        fx.medication_request("nitro", "Nitroglycerin 0.4 MG Spray", authored="1997-12-09", **FULL),  # type: ignore[arg-type]
         fx.medication_request(
             "new",
             "atenolol 25 MG Oral Tablet",
             authored=IN_STAY,
             encounter_id=fx.ENCOUNTER_ID,
-            **full,  # type: ignore[arg-type]
+            **FULL,  # type: ignore[arg-type]
         ),
     )
     lines = sections["medications"]
@@ -303,15 +304,14 @@ def test_a_stay_with_no_medication_whose_note_lists_none_says_so_not_not_documen
 def test_an_old_order_duplicated_by_a_home_drug_the_notes_confirm_says_continued() -> None:
     """Simvastatin of 1994, confirmed by the admission note, goes home CONTINUED: it was not
     "ordered in this stay"; the unmentioned atorvastatin order is the one proposed stopped."""
-    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
     note = fx.document_reference("hp", fx.attachment("# Medications\nsimvastatin 20 mg\n"))
     _, sections = drafted(
         note,
         fx.medication_request(
-            "simva", "Simvastatin 20 MG Oral Tablet", authored="1994-05-27", **full
+            "simva", "Simvastatin 20 MG Oral Tablet", authored="1994-05-27", **FULL
         ),  # type: ignore[arg-type]
         fx.medication_request(
-            "atorva", "atorvastatin 40 MG Oral Tablet", authored="2003-07-19", **full
+            "atorva", "atorvastatin 40 MG Oral Tablet", authored="2003-07-19", **FULL
         ),  # type: ignore[arg-type]
     )
     assert (
@@ -323,7 +323,6 @@ def test_an_old_order_duplicated_by_a_home_drug_the_notes_confirm_says_continued
 def test_a_home_nsaid_held_or_stopped_beside_an_antiplatelet_going_home_is_flagged() -> None:
     """Ibuprofen the patient takes at home, with no discharge order ("held or stopped?"), may
     still be taken beside the clopidogrel that goes home: the same bleeding risk."""
-    full = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
     state, _ = drafted(
         fx.medication_statement("home", "ibuprofen 400 MG Oral Tablet"),
         fx.medication_request(
@@ -331,7 +330,7 @@ def test_a_home_nsaid_held_or_stopped_beside_an_antiplatelet_going_home_is_flagg
             "clopidogrel 75 MG Oral Tablet",
             authored=IN_STAY,
             encounter_id=fx.ENCOUNTER_ID,
-            **full,  # type: ignore[arg-type]
+            **FULL,  # type: ignore[arg-type]
         ),
     )
     assert [c.kind for c in state.medications.changes if c.name.startswith("ibuprofen")] == [
