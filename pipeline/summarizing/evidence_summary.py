@@ -36,12 +36,12 @@ from pipeline.summarizing.sections.course import (
     procedures_section,
     structured_course_section,
 )
+from pipeline.summarizing.sections.diagnoses import diagnoses_section
 from pipeline.summarizing.sections.medications import allergies_section, medications_section
 from pipeline.summarizing.sections.needs_review import needs_review_section
 from pipeline.summarizing.sections.results import results_section
 from pipeline.summarizing.sections.stay import (
     active_problems_section,
-    diagnoses_section,
     social_history_section,
     stay_section,
 )

@@ -1,0 +1,201 @@
+"""The discharge diagnoses: the principal diagnosis, or a flagged line that says what the stay
+was coded as and what was done when the record names no clinical problem; then the diagnoses
+that began in the episode, as a physician lists them (``pipeline.clinical.diagnoses``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pipeline.clinical.diagnoses import HISTORY_OF, STATUS_TERM, topic_stems
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    DiagnosisAttributes,
+    EncounterAttributes,
+    EvidenceState,
+    Fact,
+    ProcedureAttributes,
+    attributes_as,
+)
+from pipeline.evidence.summary import (
+    Sentence,
+    SentenceFlag,
+)
+from pipeline.summarizing.sections.common import (
+    cited_sentence,
+    significant_procedures,
+    supplied_in_stay,
+)
+from pipeline.text.rendering import plain_term
+
+
+def listed(state: EvidenceState, *listings: str) -> list[Fact]:
+    """Diagnosis facts of these listings (pipeline.clinical.diagnoses), in the order given, then by
+    onset: never alphabetical."""
+    facts = [
+        f
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and (f.attributes.listing or "episode") in listings
+    ]
+    return sorted(
+        facts,
+        key=lambda f: (
+            listings.index(attributes_as(f, DiagnosisAttributes).listing or "episode"),
+            attributes_as(f, DiagnosisAttributes).onset is None,
+            attributes_as(f, DiagnosisAttributes).onset,
+        ),
+    )
+
+
+def diagnoses_section(
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay: Fact | None,
+) -> list[Sentence]:
+    """The principal diagnosis first, then the diagnoses that began in the episode; when the
+    record names no clinical problem for the stay, a flagged line says so first. A "History of
+    X" recorded in the stay where X is the principal diagnosis ("History of myocardial
+    infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
+    is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
+    the routine procedures and the implants."""
+    principal = listed(state, "principal")
+    aftermath = _aftermath(listed(state, "episode"), principal)
+    not_documented = _principal_not_documented(state, render, tables, stay)
+    lines = []
+    for f in listed(state, "principal", "episode"):
+        if f.id in aftermath:
+            continue
+        folded = aftermath if f in principal else []
+        cited = [f.id, *_status_post_of(state, f), *folded]
+        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay):
+            lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
+            continue
+        line = cited_sentence("diagnoses", render.implied_treatment(f.attributes), cited)
+        # Where the principal diagnosis's own line flags it already, once is enough.
+        flags = [] if not_documented else [IMPLIED_TREATMENT]
+        lines.append(line.model_copy(update={"flags": flags}))
+    return not_documented + lines
+
+
+IMPLIED_TREATMENT = SentenceFlag(
+    code="implied_treatment",
+    reason="a treatment the record implies but does not document: confirm it was done in this "
+    "stay, and when",
+)
+
+
+def _implied_treatment(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> bool:
+    """A "History of X" recorded during the stay with no procedure of the episode that it names
+    ("History of coronary artery bypass grafting" coded on the day of admission): the record
+    implies the treatment without documenting it."""
+    stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
+    onset = diagnosis.onset
+    return (
+        stay is not None
+        and stay.start is not None
+        and onset is not None
+        and bool(HISTORY_OF.match(plain_term(diagnosis.display)))
+        and not diagnosis.status_post
+        and stay.start <= onset
+        and (stay.end is None or onset <= stay.end)
+    )
+
+
+def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
+    """The episode's "History of X" diagnoses whose X the principal diagnosis names."""
+    named = {
+        w for f in principal for w in topic_stems(attributes_as(f, DiagnosisAttributes).display)
+    }
+    found = []
+    for fact in episode:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        display = plain_term(diagnosis.display)
+        said = topic_stems(HISTORY_OF.sub("", display))
+        if HISTORY_OF.match(display) and not diagnosis.status_post and said and said <= named:
+            found.append(fact.id)
+    return found
+
+
+def _principal_not_documented(
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay_fact: Fact | None,
+) -> list[Sentence]:
+    """When the stay has no principal diagnosis and no clinical reason (only status or
+    administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
+    flagged line: what the stay was coded as, and what the episode's procedures say was done (or
+    that the record documents none), what was supplied in the stay (a kidney graft) and the
+    active problems the coded terms name, for the physician to name the problem. ``tables``:
+    the routine procedures and the implants."""
+    routine, implant_table = tables
+    if stay_fact is None or listed(state, "principal"):
+        return []
+    stay = attributes_as(stay_fact, EncounterAttributes)
+    if any(not STATUS_TERM.search(plain_term(reason)) for reason in stay.reasons):
+        return []
+    coded = [
+        f
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and (f.attributes.principal or f.attributes.listing == "episode")
+        and STATUS_TERM.search(plain_term(f.attributes.display))
+    ]
+    # Each term once; a status recorded during the stay ("History of renal transplant", onset on
+    # day 2) is a treatment the record implies but does not document: it keeps that date.
+    said: dict[str, tuple[str, datetime | None]] = {
+        plain_term(term).lower(): (term, None) for term in [*stay.reasons, *stay.arranged_reasons]
+    }
+    for fact in coded:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        during = (
+            diagnosis.onset
+            if stay.start and diagnosis.onset and diagnosis.onset >= stay.start
+            else None
+        )
+        key = plain_term(diagnosis.display).lower()
+        if key not in said or during is not None:
+            said[key] = (diagnosis.display, during)
+    done = significant_procedures(state, routine)
+    supplied = supplied_in_stay(state, implant_table)
+    related = _problems_named(state, [term for term, _ in said.values()])
+    text = render.principal_not_documented(
+        list(said.values()),
+        [f.attributes for f in done],
+        [f.attributes for f in supplied],
+        [f.attributes for f in related],
+    )
+    flag = SentenceFlag(
+        code="principal_not_documented",
+        reason="no clinical diagnosis is recorded as the reason for this stay"
+        + ("" if done else ", and no procedure of the episode is recorded"),
+    )
+    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related)]
+    line = cited_sentence("diagnoses", text, cited)
+    return [line.model_copy(update={"flags": [flag]})]
+
+
+def _problems_named(state: EvidenceState, coded: list[str]) -> list[Fact]:
+    """The active problems a status term's subject names ("Awaiting transplantation of kidney":
+    the kidney disease on the list; "History of aortic valve replacement": the aortic stenosis),
+    for the physician to choose from: listed, never chosen."""
+    topics = {word for term in coded for word in topic_stems(STATUS_TERM.sub("", plain_term(term)))}
+    return [
+        f
+        for f in listed(state, "active")
+        if topics & topic_stems(attributes_as(f, DiagnosisAttributes).display)
+    ]
+
+
+def _status_post_of(state: EvidenceState, fact: Fact) -> list[str]:
+    """The procedure a "Status post" line names, to cite beside the diagnosis."""
+    diagnosis = attributes_as(fact, DiagnosisAttributes)
+    return [
+        f.id
+        for f in state.facts["procedure"]
+        if diagnosis.status_post is not None
+        and attributes_as(f, ProcedureAttributes).name == diagnosis.status_post
+        and attributes_as(f, ProcedureAttributes).performed_start == diagnosis.status_post_on
+    ]
