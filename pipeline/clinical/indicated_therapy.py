@@ -144,7 +144,14 @@ def avoided_therapy(
         indications = _indication(state, rule)
         if not indications:
             continue
-        given = [f for drugs in rule["groups"].values() for f in having(going_home, drugs)]
+        # A home drug held or stopped is named as such below, never as going home too.
+        at_home = {c.admission for c in state.medications.changes if c.kind == "held_or_stopped"}
+        given = [
+            f
+            for drugs in rule["groups"].values()
+            for f in having(going_home, drugs)
+            if f.id not in at_home
+        ]
         held = [found for drugs in rule["groups"].values() for found in _held_at_home(state, drugs)]
         if not (given or held):
             continue
