@@ -54,6 +54,7 @@ def test_a_clinical_reason_is_the_principal_diagnosis_and_no_line_is_added() -> 
     )
     texts = [s.text for s in summary.section("diagnoses").sentences]
     assert not any(text.startswith("Principal diagnosis not documented") for text in texts)
+    assert len([text for text in texts if text.startswith("Acute appendicitis")]) == 1
 
 
 def test_a_note_line_generated_from_codes_is_not_quoted_as_course() -> None:
@@ -148,3 +149,28 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
     summary = summary_of(during, done, reason="Abnormal findings diagnostic imaging heart")
     (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
     assert line.text.startswith("Status post Coronary artery bypass grafting") and not line.flags
+
+
+def test_a_procedure_that_may_be_the_history_never_lets_the_line_say_none_is_recorded() -> None:
+    """ "Ligation of bilateral fallopian tubes" in the episode beside "History of tubal
+    ligation": the line never says that no procedure is recorded."""
+    history = fx.condition(
+        "h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"
+    )
+    ligation = fx.procedure("l", "Ligation of bilateral fallopian tubes (procedure)")
+    summary = summary_of(history, ligation, reason="Sterilization requested (situation)")
+    lines = [s.text for s in summary.section("diagnoses").sentences]
+    assert not any("no procedure recorded" in line for line in lines)
+
+
+def test_a_clinical_reason_with_no_condition_is_still_the_principal_diagnosis() -> None:
+    """ "Appendicitis" coded on the encounter, no Condition for it, and "History of
+    appendectomy" recorded in the stay: the list opens with the appendicitis."""
+    history = fx.condition("h", "History of appendectomy (situation)", onset="2024-03-01T12:00:00Z")
+    summary = summary_of(history, reason="Appendicitis (disorder)")
+    lines = [s.text for s in summary.section("diagnoses").sentences]
+    assert lines[0] == (
+        "Appendicitis: principal diagnosis, the reason for the stay (coded on the encounter; no "
+        "condition record)."
+    )
+    assert lines[1].startswith("History of appendectomy: recorded 2024-03-01, during this stay")

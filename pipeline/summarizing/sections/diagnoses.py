@@ -69,14 +69,38 @@ def diagnoses_section(
             continue
         folded = aftermath if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
-        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay):
+        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay, state):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
         line = cited_sentence("diagnoses", render.implied_treatment(f.attributes), cited)
         # Where the principal diagnosis's own line flags it already, once is enough.
         flags = [] if not_documented else [IMPLIED_TREATMENT]
         lines.append(line.model_copy(update={"flags": flags}))
-    return not_documented + lines
+    return not_documented + _reason_as_principal(state, render, stay) + lines
+
+
+def _reason_as_principal(
+    state: EvidenceState, render: Any, stay_fact: Fact | None
+) -> list[Sentence]:
+    """A clinical reason coded on the encounter with no Condition for it ("Appendicitis") is
+    the principal diagnosis all the same: a list of "History of appendectomy" alone would read
+    as if the stay had none."""
+    if stay_fact is None or listed(state, "principal"):
+        return []
+    stay = attributes_as(stay_fact, EncounterAttributes)
+    listed_already = {
+        plain_term(attributes_as(f, DiagnosisAttributes).display).lower()
+        for f in listed(state, "episode")
+    }
+    clinical = [
+        r
+        for r in stay.reasons
+        if not STATUS_TERM.search(plain_term(r)) and plain_term(r).lower() not in listed_already
+    ]
+    return [
+        cited_sentence("diagnoses", render.reason_as_principal(reason), [stay_fact.id])
+        for reason in clinical
+    ]
 
 
 IMPLIED_TREATMENT = SentenceFlag(
@@ -86,18 +110,30 @@ IMPLIED_TREATMENT = SentenceFlag(
 )
 
 
-def _implied_treatment(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> bool:
-    """A "History of X" recorded during the stay with no procedure of the episode that it names
-    ("History of coronary artery bypass grafting" coded on the day of admission): the record
-    implies the treatment without documenting it."""
+def _implied_treatment(
+    diagnosis: DiagnosisAttributes, stay_fact: Fact | None, state: EvidenceState
+) -> bool:
+    """A "History of X" recorded during the stay with no procedure of the episode that names
+    any part of X ("History of coronary artery bypass grafting" coded on the day of admission):
+    the record implies the treatment without documenting it. A procedure that shares a word with
+    X ("Ligation of bilateral fallopian tubes" for "History of tubal ligation") may be it: the
+    line then never says that no procedure is recorded."""
     stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
     onset = diagnosis.onset
+    said = plain_term(diagnosis.display)
+    topic = topic_stems(HISTORY_OF.sub("", said))
+    done = {
+        word
+        for f in state.facts["procedure"]
+        for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
+    }
     return (
         stay is not None
         and stay.start is not None
         and onset is not None
-        and bool(HISTORY_OF.match(plain_term(diagnosis.display)))
+        and bool(HISTORY_OF.match(said))
         and not diagnosis.status_post
+        and not topic & done
         and stay.start <= onset
         and (stay.end is None or onset <= stay.end)
     )
