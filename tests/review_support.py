@@ -178,7 +178,9 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
 
 def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
-    """The stay names end-stage renal disease as its reason, and tacrolimus goes home."""
+    """The stay names end-stage renal disease as its reason, records the transplant itself (its
+    "History of renal transplant" would otherwise be a treatment the record only implies), and
+    tacrolimus goes home."""
     with httpx.Client() as browser:
         stay_id = inpatient_encounter(browser, box, patient)
     stay = httpx.get(f"{box.fhir_base}/Encounter/{stay_id}", headers=admin).json()
@@ -205,6 +207,15 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     ) | {"subject": {"reference": f"Patient/{patient}"}}
     httpx.put(
         f"{box.fhir_base}/MedicationRequest/one-flag-tacrolimus", json=order, headers=admin
+    ).raise_for_status()
+    transplant = fx.procedure(
+        "one-flag-transplant", "Transplantation of kidney (procedure)", encounter_id=stay_id
+    ) | {
+        "subject": {"reference": f"Patient/{patient}"},
+        "performedDateTime": stay["period"]["start"],
+    }
+    httpx.put(
+        f"{box.fhir_base}/Procedure/one-flag-transplant", json=transplant, headers=admin
     ).raise_for_status()
 
 
