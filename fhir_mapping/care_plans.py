@@ -16,7 +16,7 @@ from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.goal import Goal
 
 from fhir_mapping.codes import as_datetime, concept_text
-from fhir_mapping.episode import reasons_of, refers_to
+from fhir_mapping.episode import concept_keys, reasons_of
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import CarePlanAttributes, Fact, stable_id
@@ -28,43 +28,32 @@ def _code_of(condition: Condition | None) -> CodeableConcept | None:
     return condition.code if condition is not None else None
 
 
-def _for_the_stays_reason(scope: Scope, plan: CarePlan) -> bool:
-    """Whether the plan addresses a condition that is the stay's reason (by code or text)."""
-    reasons = reasons_of(scope.encounter)
-    for reference in plan.addresses or []:
-        condition = scope.index.resolve(reference.reference, Condition)
-        concept = condition.code if condition is not None else None
-        said = (
-            {(c.code or c.display or "").lower() for c in (concept.coding or [])}
-            if concept
-            else set()
-        )
-        if concept is not None and concept.text:
-            said.add(concept.text.lower())
-        if said & reasons:
-            return True
-    return False
-
-
-def _made_at_recent_acute_care(scope: Scope, plan: CarePlan) -> bool:
-    """Whether the plan was made at the emergency visit or stay of the weeks before that the
-    draft names as recent (addiction counselling planned at the overdose visit that preceded a
-    detoxification stay)."""
+def _ongoing(scope: Scope, plan: CarePlan, reasons: set[str], recent: set[str]) -> bool:
+    """Whether an active plan is the one the patient returns to: it addresses a condition that
+    is the stay's reason (``reasons``, by code or text), or was made at the emergency visit or
+    stay of the weeks before that the draft names as recent (``recent``, their keys: addiction
+    counselling planned at the overdose visit that preceded a detoxification stay)."""
+    if plan.status not in _ACTIVE:
+        return False
+    made_at = scope.index.resolve_key(plan.encounter.reference) if plan.encounter else None
+    if made_at is not None and made_at in recent:
+        return True
     return any(
-        refers_to(scope.index, plan.encounter, item.key) for item in scope.recent_acute_care()
+        concept_keys(_code_of(scope.index.resolve(reference.reference, Condition))) & reasons
+        for reference in plan.addresses or []
     )
 
 
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
+    reasons = reasons_of(scope.encounter)
+    recent = {item.key for item in scope.recent_acute_care()}
     for item in scope.index.of_type(CarePlan):
         plan = item.model
         if not scope.is_patient(plan.subject):
             continue
         start = as_datetime(plan.period.start) if plan.period else None
         end = as_datetime(plan.period.end) if plan.period else None
-        ongoing = plan.status in _ACTIVE and (
-            _for_the_stays_reason(scope, plan) or _made_at_recent_acute_care(scope, plan)
-        )
+        ongoing = _ongoing(scope, plan, reasons, recent)
         ours = scope.is_encounter(plan.encounter) or scope.during_stay(start) or ongoing
         active = plan.status in _ACTIVE or (end is not None and scope.after_discharge(end))
         if not ours or not active or scope.after_discharge(start):

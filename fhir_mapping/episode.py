@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from fhir.resources.R4B.codeableconcept import CodeableConcept
 from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
 from fhir.resources.R4B.procedure import Procedure
@@ -94,13 +95,18 @@ def episode_of(
     return members
 
 
+def concept_keys(concept: CodeableConcept | None) -> set[str]:
+    """What a concept can be matched by: each coding's code (else display) and its text,
+    lower-cased."""
+    if concept is None:
+        return set()
+    keys = {(coding.code or coding.display or "").lower() for coding in concept.coding or []}
+    return keys | ({concept.text.lower()} if concept.text else set())
+
+
 def reasons_of(encounter: ParsedResource[Encounter]) -> set[str]:
     """The encounter's reasons, by code and by text, lower-cased."""
-    return {
-        (coding.code or coding.display or "").lower()
-        for concept in encounter.model.reasonCode or []
-        for coding in concept.coding or []
-    } | {concept.text.lower() for concept in encounter.model.reasonCode or [] if concept.text}
+    return {key for concept in encounter.model.reasonCode or [] for key in concept_keys(concept)}
 
 
 def _continued_by(earlier: ParsedResource[Encounter], stay: ParsedResource[Encounter]) -> bool:

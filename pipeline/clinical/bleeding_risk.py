@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.risk_flags import (
+    drug_names,
+    having,
+    names_it,
+    risk_flag,
+    stay_results,
+    words,
+)
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -54,20 +61,8 @@ def _antiplatelets(going_home: Sequence[Fact], risks: CodeTable) -> list[Fact]:
     """The antiplatelets going home, when they hold two different ingredients."""
     listed = risks.extra["antithrombotic"]["antiplatelet"]
     drugs = having(going_home, listed)
-    ingredients = {
-        word
-        for f in drugs
-        for word in attributes_as(f, MedicationAttributes).name.lower().split()
-        if word in listed
-    }
-    return drugs if len(ingredients) >= 2 else []
-
-
-def _named(term: str, rule: dict[str, list[str]]) -> bool:
-    text = term.lower()
-    if any(word in text for word in rule["except_keywords"]):
-        return False
-    return any(keyword in text for keyword in rule["keywords"])
+    ingredients = {w for f in drugs for w in words(attributes_as(f, MedicationAttributes).name)}
+    return drugs if len(ingredients & set(listed)) >= 2 else []
 
 
 def _diagnoses(state: EvidenceState) -> list[tuple[Fact, DiagnosisAttributes]]:
@@ -86,7 +81,7 @@ def _conditions(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> No
     diagnoses = _diagnoses(state)
     for major, key in ((True, "major_conditions"), (False, "minor_conditions")):
         for name, rule in hbr.extra[key].items():
-            found = [(f, d) for f, d in diagnoses if _named(d.display, rule)]
+            found = [(f, d) for f, d in diagnoses if names_it(d.display, rule)]
             if found:
                 fact, diagnosis = found[0]
                 said = f"{name}: {plain_term(diagnosis.display)}{_since(diagnosis)}"
@@ -104,15 +99,9 @@ def _latest(state: EvidenceState, codes: Sequence[str]) -> tuple[Fact, Decimal, 
 def _haemoglobin(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> None:
     found = _latest(state, hbr.extra["hemoglobin_codes"])
     if found is None:
-        anaemia = [
-            (f, d)
-            for f, d in _diagnoses(state)
-            if any(word in d.display.lower() for word in hbr.extra["anaemia_keywords"])
-        ]
-        if anaemia:
-            fact, diagnosis = anaemia[0]
-            said = f"{plain_term(diagnosis.display)} on the problem list{_since(diagnosis)}"
-            criteria.add(False, f"{said}, no haemoglobin in this stay", [fact])
+        anaemia = _standing_in(state, hbr.extra["anaemia_keywords"], "haemoglobin")
+        if anaemia is not None:
+            criteria.add(False, anaemia[1], [anaemia[0]])
         return
     fact, value, said = found
     patient = next(iter(state.facts["patient_info"]), None)
@@ -142,11 +131,22 @@ def _kidney_disease(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -
     """With no eGFR measured, chronic kidney disease on the problem list stands for the eGFR
     criterion by its stage (stage 4 or worse: eGFR below 30)."""
     for major, key in ((True, "kidney_major"), (False, "kidney_minor")):
-        for fact, diagnosis in _diagnoses(state):
-            if any(word in diagnosis.display.lower() for word in hbr.extra[key]):
-                said = f"{plain_term(diagnosis.display)} on the problem list{_since(diagnosis)}"
-                criteria.add(major, f"{said}, no eGFR in this stay", [fact])
-                return
+        found = _standing_in(state, hbr.extra[key], "eGFR")
+        if found is not None:
+            criteria.add(major, found[1], [found[0]])
+            return
+
+
+def _standing_in(
+    state: EvidenceState, keywords: Sequence[str], unmeasured: str
+) -> tuple[Fact, str] | None:
+    """The first problem naming one of ``keywords``, said as standing in for a value the stay
+    did not measure ("Anemia on the problem list (since …), no haemoglobin in this stay")."""
+    for fact, diagnosis in _diagnoses(state):
+        if any(word in diagnosis.display.lower() for word in keywords):
+            said = f"{plain_term(diagnosis.display)} on the problem list{_since(diagnosis)}"
+            return fact, f"{said}, no {unmeasured} in this stay"
+    return None
 
 
 def dual_antiplatelet_bleeding_risk(

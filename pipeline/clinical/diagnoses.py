@@ -59,12 +59,15 @@ def topic_stems(term: str) -> set[str]:
     return {word[:6] for word in words if len(word) > 3 and word not in _GENERIC}
 
 
+def history_topic(display: str) -> set[str]:
+    """What a "History of X" is about (the topic stems of X); empty for any other term."""
+    said = plain_term(display)
+    return topic_stems(HISTORY_OF.sub("", said)) if HISTORY_OF.match(said) else set()
+
+
 def _status_post(diagnosis: DiagnosisAttributes, procedures: list[Fact]) -> Fact | None:
     """The procedure of the episode that a "History of X" names, if any."""
-    said = HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()
-    if said == plain_term(diagnosis.display):
-        return None
-    wanted = topic_stems(said)
+    wanted = history_topic(diagnosis.display)
     for fact in procedures:
         procedure = fact.attributes
         if (

@@ -164,11 +164,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     unconfirmed = frozenset(state.medications.unconfirmed())
     # A home drug with no discharge order ("held or stopped?") is at home and may still be taken:
     # an NSAID there beside an antiplatelet going home is the same bleeding risk.
-    held = frozenset(
-        c.admission
-        for c in state.medications.changes
-        if c.kind == "held_or_stopped" and c.admission is not None
-    )
+    held = frozenset(state.medications.held_at_home())
     discharge_ids = set(state.medications.discharge) | unconfirmed | held
     discharge = [
         fact

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.risk_flags import drug_names, having, names_it, risk_flag
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DeviceAttributes,
@@ -46,13 +46,6 @@ from pipeline.text.rendering import plain_term
 # Where an indication may be read: what the stay was for and what was done in it (a rule whose
 # condition lasts for life, a transplant, reads the problem list too: ``problem_list``).
 _EPISODE_LISTINGS = frozenset({"principal", "episode"})
-
-
-def _names_it(term: str, rule: dict[str, Any]) -> bool:
-    text = plain_term(term).lower()
-    if any(word in text for word in rule.get("except_keywords", [])):
-        return False
-    return any(keyword in text for keyword in rule["keywords"])
 
 
 def _terms(
@@ -84,7 +77,7 @@ def _terms(
 
 def _indication(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
     terms = _terms(state, rule.get("problem_list", False), rule.get("devices", False))
-    return [(f, term) for f, term in terms if _names_it(term, rule)]
+    return [(f, term) for f, term in terms if names_it(term, rule)]
 
 
 def _named(indications: list[tuple[Fact, str]]) -> str:
@@ -145,7 +138,7 @@ def avoided_therapy(
         if not indications:
             continue
         # A home drug held or stopped is named as such below, never as going home too.
-        at_home = {c.admission for c in state.medications.changes if c.kind == "held_or_stopped"}
+        at_home = set(state.medications.held_at_home())
         given = [
             f
             for drugs in rule["groups"].values()

@@ -1,10 +1,12 @@
-"""What the regimen rules share: the drugs that hold an ingredient, their names for a reason, the
-stay's results under some codes, and the Needs review flag one rule raises over its facts."""
+"""What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
+whether a clinical term names a table rule's subject, the stay's results under some codes, and
+the Needs review flag one rule raises over its facts."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pipeline.evidence.model import (
     EvidenceState,
@@ -16,20 +18,31 @@ from pipeline.evidence.model import (
     attributes_as,
     stable_id,
 )
+from pipeline.text.rendering import plain_term
 
 RAISED_BY = "medication_safety"
 CODE: FlagCode = "regimen_risk"
 
 
-def _words(text: str) -> set[str]:
+def words(text: str) -> set[str]:
+    """The lower-case words of a drug's name or a clinical term."""
     return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def names_it(term: str, rule: Mapping[str, Any]) -> bool:
+    """Whether a clinical term names what a table's rule is about: one of its ``keywords``,
+    and none of its ``except_keywords`` ("History of", "Awaiting")."""
+    text = plain_term(term).lower()
+    if any(word in text for word in rule.get("except_keywords", [])):
+        return False
+    return any(keyword in text for keyword in rule["keywords"])
 
 
 def having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
     """The drugs whose names hold one of ``ingredients`` as a word (each part of a combination
     counts)."""
     wanted = set(ingredients)
-    return [f for f in facts if _words(attributes_as(f, MedicationAttributes).name) & wanted]
+    return [f for f in facts if words(attributes_as(f, MedicationAttributes).name) & wanted]
 
 
 def drug_names(facts: Sequence[Fact]) -> str:

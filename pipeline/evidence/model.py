@@ -156,6 +156,11 @@ class MedicationLists(StrictModel):
     discharge: list[str] = Field(default_factory=list)
     changes: list[MedicationChange] = Field(default_factory=list)
 
+    def held_at_home(self) -> list[str]:
+        """The home drugs with no discharge order ("held or stopped?"): at home, so they may
+        still be taken, and every rule about what the patient takes counts them."""
+        return [c.admission for c in self.changes if c.kind == "held_or_stopped" and c.admission]
+
     def unconfirmed(self) -> list[str]:
         """The orders to confirm (too old to count as taken, or left out by the stay's home
         list): every rule about what the patient takes leaves them out; their own flag asks

@@ -98,14 +98,19 @@ OFFERED_INCLUDES: dict[str, frozenset[str]] = {}
 
 async def offered(client: FhirClient) -> frozenset[str]:
     """What the EHR lets a search bring with it; none where its CapabilityStatement cannot be
-    read (the pull then reads each reference, as it would anyway), remembered either way."""
-    if client.base not in OFFERED_INCLUDES:
-        try:
-            OFFERED_INCLUDES[client.base] = offered_includes(await client.capability_statement())
-        except FhirError as unreadable:
-            logged("CapabilityStatement unreadable, no _include", str(unreadable))
-            OFFERED_INCLUDES[client.base] = frozenset()
-    return OFFERED_INCLUDES[client.base]
+    read (the pull then reads each reference, as it would anyway). An answer is remembered, a
+    refusal (4xx) too; a fault that may pass (a timeout, a 5xx) is asked again next pull."""
+    if client.base in OFFERED_INCLUDES:
+        return OFFERED_INCLUDES[client.base]
+    try:
+        found = offered_includes(await client.capability_statement())
+    except FhirError as unreadable:
+        logged("CapabilityStatement unreadable, no _include", str(unreadable))
+        if unreadable.status is None or unreadable.status >= 500:
+            return frozenset()
+        found = frozenset()
+    OFFERED_INCLUDES[client.base] = found
+    return found
 
 
 async def _stay_searches(

@@ -34,13 +34,18 @@ ORDER = {
 }
 
 
-def ehr(offers: bool, asked: list[httpx.URL]) -> httpx.MockTransport:
+def ehr(offers: bool, asked: list[httpx.URL], metadata_down: int = 0) -> httpx.MockTransport:
     """An EHR that answers ``_include`` as FHIR says (the referenced resources in the same
-    bundle, search mode include), and says so in its CapabilityStatement when ``offers``."""
+    bundle, search mode include), and says so in its CapabilityStatement when ``offers``; its
+    CapabilityStatement answers 503 the first ``metadata_down`` times it is asked."""
+    down = [metadata_down]
 
     def answer(request: httpx.Request) -> httpx.Response:
         asked.append(request.url)
         path = request.url.path.removeprefix("/fhir/")
+        if path == "metadata" and down[0] > 0:
+            down[0] -= 1
+            return httpx.Response(503, json={"resourceType": "OperationOutcome"})
         if path == "metadata":
             includes = ["MedicationRequest:medication"] if offers else []
             rest = [
@@ -71,12 +76,14 @@ def ehr(offers: bool, asked: list[httpx.URL]) -> httpx.MockTransport:
     return httpx.MockTransport(answer)
 
 
-def pulled(base: str, offers: bool) -> tuple[dict[str, Any], list[httpx.URL]]:
+def pulled(
+    base: str, offers: bool, transport: httpx.MockTransport | None = None
+) -> tuple[dict[str, Any], list[httpx.URL]]:
     asked: list[httpx.URL] = []
 
     async def pull() -> dict[str, Any]:
-        async with httpx.AsyncClient(transport=ehr(offers, asked)) as http:
-            return await pull_record(FhirClient(base, http), "p1", "stay")
+        async with httpx.AsyncClient(transport=transport or ehr(offers, asked)) as http:
+            return await pull_record(FhirClient(base, http, backoff_s=0.01), "p1", "stay")
 
     return asyncio.run(pull()), asked
 
@@ -107,6 +114,20 @@ def test_the_capability_statement_is_read_once_per_ehr() -> None:
     _, second = pulled("http://once.example/fhir", offers=True)
     assert [u.path for u in first].count("/fhir/metadata") == 1
     assert [u.path for u in second].count("/fhir/metadata") == 0
+
+
+def test_a_capability_statement_that_is_down_is_asked_again_at_the_next_pull() -> None:
+    """A 503 is a fault that may pass: that pull reads each reference, and the next one asks
+    again and takes the offer."""
+    asked: list[httpx.URL] = []
+    flaky = ehr(True, asked, metadata_down=100)
+    first, _ = pulled("http://flaky.example/fhir", True, flaky)
+    assert "Medication/m1" in keys(first)
+    assert not [url for url in asked if "_include" in url.params]
+    asked.clear()
+    _, _ = pulled("http://flaky.example/fhir", True, ehr(True, asked))
+    assert [url.path for url in asked].count("/fhir/metadata") == 1
+    assert any(url.params.get("_include") == "MedicationRequest:medication" for url in asked)
 
 
 def test_the_sandbox_offers_the_include_and_answers_it(sandbox: Sandbox) -> None:

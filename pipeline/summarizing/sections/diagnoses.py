@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import HISTORY_OF, STATUS_TERM, topic_stems
+from pipeline.clinical.diagnoses import STATUS_TERM, history_topic, topic_stems
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -62,31 +62,47 @@ def diagnoses_section(
     the routine procedures and the implants."""
     principal = listed(state, "principal")
     aftermath = _aftermath(listed(state, "episode"), principal)
-    not_documented = _principal_not_documented(state, render, tables, stay)
+    in_place = [] if principal else _in_place_of_principal(state, render, tables, stay)
+    done = {
+        word
+        for f in state.facts["procedure"]
+        for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
+    }
     lines = []
     for f in listed(state, "principal", "episode"):
         if f.id in aftermath:
             continue
         folded = aftermath if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
-        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay, state):
+        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
         line = cited_sentence("diagnoses", render.implied_treatment(f.attributes), cited)
-        # Where the principal diagnosis's own line flags it already, once is enough.
-        flags = [] if not_documented else [IMPLIED_TREATMENT]
-        lines.append(line.model_copy(update={"flags": flags}))
-    return not_documented + _reason_as_principal(state, render, stay) + lines
+        # Where the flagged principal-diagnosis line says it already, once is enough.
+        flagged = any(line.flags for line in in_place)
+        lines.append(line.model_copy(update={"flags": [] if flagged else [IMPLIED_TREATMENT]}))
+    return in_place + lines
 
 
-def _reason_as_principal(
-    state: EvidenceState, render: Any, stay_fact: Fact | None
+def _in_place_of_principal(
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay_fact: Fact | None,
 ) -> list[Sentence]:
+    """With no principal diagnosis: the stay's clinical reasons coded on the encounter alone,
+    else the flagged line that says the principal diagnosis is not documented."""
+    if stay_fact is None:
+        return []
+    return _reason_as_principal(state, render, stay_fact) or _principal_not_documented(
+        state, render, tables, stay_fact
+    )
+
+
+def _reason_as_principal(state: EvidenceState, render: Any, stay_fact: Fact) -> list[Sentence]:
     """A clinical reason coded on the encounter with no Condition for it ("Appendicitis") is
     the principal diagnosis all the same: a list of "History of appendectomy" alone would read
     as if the stay had none."""
-    if stay_fact is None or listed(state, "principal"):
-        return []
     stay = attributes_as(stay_fact, EncounterAttributes)
     listed_already = {
         plain_term(attributes_as(f, DiagnosisAttributes).display).lower()
@@ -111,27 +127,22 @@ IMPLIED_TREATMENT = SentenceFlag(
 
 
 def _implied_treatment(
-    diagnosis: DiagnosisAttributes, stay_fact: Fact | None, state: EvidenceState
+    diagnosis: DiagnosisAttributes, stay_fact: Fact | None, done: set[str]
 ) -> bool:
     """A "History of X" recorded during the stay with no procedure of the episode that names
     any part of X ("History of coronary artery bypass grafting" coded on the day of admission):
     the record implies the treatment without documenting it. A procedure that shares a word with
     X ("Ligation of bilateral fallopian tubes" for "History of tubal ligation") may be it: the
-    line then never says that no procedure is recorded."""
+    line then never says that no procedure is recorded. ``done``: the topic stems of the
+    episode's procedures."""
     stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
     onset = diagnosis.onset
-    said = plain_term(diagnosis.display)
-    topic = topic_stems(HISTORY_OF.sub("", said))
-    done = {
-        word
-        for f in state.facts["procedure"]
-        for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
-    }
+    topic = history_topic(diagnosis.display)
     return (
         stay is not None
         and stay.start is not None
         and onset is not None
-        and bool(HISTORY_OF.match(said))
+        and bool(topic)
         and not diagnosis.status_post
         and not topic & done
         and stay.start <= onset
@@ -147,18 +158,14 @@ def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
     found = []
     for fact in episode:
         diagnosis = attributes_as(fact, DiagnosisAttributes)
-        display = plain_term(diagnosis.display)
-        said = topic_stems(HISTORY_OF.sub("", display))
-        if HISTORY_OF.match(display) and not diagnosis.status_post and said and said <= named:
+        said = history_topic(diagnosis.display)
+        if said and not diagnosis.status_post and said <= named:
             found.append(fact.id)
     return found
 
 
 def _principal_not_documented(
-    state: EvidenceState,
-    render: Any,
-    tables: tuple[CodeTable, CodeTable],
-    stay_fact: Fact | None,
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay_fact: Fact
 ) -> list[Sentence]:
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
@@ -167,8 +174,6 @@ def _principal_not_documented(
     active problems the coded terms name, for the physician to name the problem. ``tables``:
     the routine procedures and the implants."""
     routine, implant_table = tables
-    if stay_fact is None or listed(state, "principal"):
-        return []
     stay = attributes_as(stay_fact, EncounterAttributes)
     if any(not STATUS_TERM.search(plain_term(reason)) for reason in stay.reasons):
         return []

@@ -43,29 +43,33 @@ def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag
     ]
 
 
-def superseded_by(state: EvidenceState, order: str) -> list[str]:
-    """The discharge orders that duplicate an order to confirm (the same drug or class): started
-    in this stay, or home drugs the notes confirm. The order to confirm is proposed stopped on its
-    own line, since "confirm whether still taken" beside a new beta blocker leaves two beta
-    blockers to whoever copies the list."""
-    to_confirm = set(state.medications.unconfirmed())
-    going_home = set(state.medications.discharge) - to_confirm
-    return list(
-        dict.fromkeys(
+def superseded(state: EvidenceState) -> dict[str, list[str]]:
+    """Each order to confirm that a discharge order duplicates (the same drug or class), with
+    those discharge orders: started in this stay, or home drugs the notes confirm. The order to
+    confirm is proposed stopped on its own line, since "confirm whether still taken" beside a new
+    beta blocker leaves two beta blockers to whoever copies the list."""
+    to_confirm = state.medications.unconfirmed()
+    going_home = set(state.medications.discharge) - set(to_confirm)
+    found: dict[str, list[str]] = {}
+    for order in to_confirm:
+        newer = [
             fact_id
             for flag in state.flags_for_review
             if flag.code in SHARED_DOUBTS and order in flag.fact_ids
             for fact_id in flag.fact_ids
             if fact_id in going_home
-        )
-    )
+        ]
+        if newer:
+            found[order] = list(dict.fromkeys(newer))
+    return found
 
 
-def _superseded_lines(state: EvidenceState, render: Any, orders: list[str]) -> list[Sentence]:
+def _superseded_lines(
+    state: EvidenceState, render: Any, orders: dict[str, list[str]]
+) -> list[Sentence]:
     how = {c.discharge: c.kind for c in state.medications.changes if c.discharge}
     lines = []
-    for order in orders:
-        newer = superseded_by(state, order)
+    for order, newer in orders.items():
         # "ordered in this stay" only for a drug the stay started or changed; a home drug the
         # notes confirm goes home CONTINUED, and is said so.
         going = [(state.fact(i).attributes, how.get(i) in ("new", "changed")) for i in newer]
@@ -77,16 +81,16 @@ def _superseded_lines(state: EvidenceState, render: Any, orders: list[str]) -> l
 
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     sentences = []
-    superseded = [o for o in state.medications.unconfirmed() if superseded_by(state, o)]
+    replaced = superseded(state)
     unconfirmed = [
         c.admission
         for c in state.medications.changes
-        if c.kind == "unconfirmed" and c.admission not in superseded
+        if c.kind == "unconfirmed" and c.admission not in replaced
     ]
     left_off = [
         c
         for c in state.medications.changes
-        if c.kind == "not_on_home_list" and c.admission not in superseded
+        if c.kind == "not_on_home_list" and c.admission not in replaced
     ]
     held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
     prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
@@ -107,7 +111,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         text = render.medication_change(change, before, after, in_doubt, to_confirm)
         line = cited_sentence("medications", text, citations)
         sentences.append(line.model_copy(update={"flags": [*line.flags, *doubts]}))
-    sentences += _superseded_lines(state, render, superseded)
+    sentences += _superseded_lines(state, render, replaced)
     if unconfirmed:
         stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
         text = render.not_renewed([f.attributes for f in stale])
