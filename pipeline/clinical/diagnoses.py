@@ -44,6 +44,9 @@ STATUS_TERM = re.compile(
     r"^(?:history of|h/o|awaiting|status post|s/p)\b|\brequested\b|\btransfer\b|\badmission\b",
     re.IGNORECASE,
 )
+# A request for care ("Sterilization requested") as a stay's reason: an elective admission, whose
+# reason is the care asked for rather than a disease.
+REQUEST_TERM = re.compile(r"\brequested\b", re.IGNORECASE)
 # Words too general to tie two clinical terms together.
 _GENERIC = frozenset(
     "acute chronic disorder finding situation procedure history of the and with without due "

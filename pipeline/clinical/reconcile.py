@@ -21,11 +21,14 @@ right (the list's flag names the orders it leaves out).
 A home drug that no discharge order carries (a MedicationStatement, or a drug an H&P's
 medication list names) is *held or stopped?*: never dropped silently, never decided. A drug a
 note of the stay prescribes that no discharge order carries is *prescribed, not ordered*, never
-"not continued at discharge" (pipeline.clinical.note_medications reads the notes' lists).
+"not continued at discharge" (pipeline.clinical.note_medications reads the notes' lists). A home
+drug released by a device a clinician placed (an intrauterine system, an implant) is *in place*:
+no order holds or stops it, only its removal does.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from pipeline.clinical.medications import (
@@ -166,7 +169,7 @@ def reconcile_medications(
         )
     # In the order they are listed: the admission list's drugs kept, then the new orders.
     discharge_ids = [change.discharge for change in changes if change.discharge is not None]
-    changes = _home_drugs_left_out(changes, noted_drugs(facts, "home"))
+    changes = [_in_place(c) for c in _home_drugs_left_out(changes, noted_drugs(facts, "home"))]
     given = [fact for fact in medications if medication(fact).phase == "inpatient"]
     changes += _prescribed_not_ordered(changes, noted_drugs(facts, "prescribed"), given)
     lists = MedicationLists(
@@ -193,6 +196,16 @@ def _home_drugs_left_out(
         elif updated[index].kind == "held_or_stopped" and updated[index].noted is None:
             updated[index] = updated[index].model_copy(update={"noted": drug.line.id})
     return updated
+
+
+# Dose forms that a clinician places and removes: the drug is given for years, with no order.
+PLACED_DEVICE = re.compile(r"\bintrauterine\b|\bimplant\b", re.IGNORECASE)
+
+
+def _in_place(change: MedicationChange) -> MedicationChange:
+    if change.kind == "held_or_stopped" and PLACED_DEVICE.search(change.name):
+        return change.model_copy(update={"kind": "in_place"})
+    return change
 
 
 def _prescribed_not_ordered(
@@ -232,6 +245,7 @@ def reconcile(
             "not_on_home_list",
             "held_or_stopped",
             "prescribed_not_ordered",
+            "in_place",
         )
     }
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())

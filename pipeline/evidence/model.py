@@ -121,6 +121,8 @@ class RejectedFact(StrictModel):
 # mentioned in the stay's notes: whether it is still taken is for the physician to confirm.
 # "not_on_home_list": an order from before the stay, still active, that the stay's own home
 # medication list leaves out: the note and the order disagree, so it is confirmed, not continued.
+# "in_place": a home drug released by a device a clinician places and removes (an intrauterine
+# system, an implant): it stays in place with no order, so it is never "held or stopped?".
 
 MedicationChangeKind = Literal[
     "new",
@@ -131,6 +133,7 @@ MedicationChangeKind = Literal[
     "not_on_home_list",
     "held_or_stopped",
     "prescribed_not_ordered",
+    "in_place",
 ]
 
 

@@ -52,6 +52,26 @@ def test_a_home_drug_of_the_hp_that_no_order_carries_is_asked_about_never_droppe
     assert state.fact(flag.fact_ids[0]).sources[0].quote is not None  # cites the H&P's line
 
 
+def test_a_drug_released_by_a_device_a_clinician_placed_is_in_place_never_held() -> None:
+    """An intrauterine system on the H&P's list has no order at discharge, as none is needed: it
+    stays in place until removed, so it is said so and never asked about as held or stopped."""
+    hp = fx.document_reference(
+        "hp",
+        fx.attachment(
+            "# Medications\nkyleena 19.5 mg intrauterine system; lisinopril 10 mg oral tablet\n"
+        ),
+    )
+    state, sections = drafted(hp)
+    assert sections["medications"] == [
+        "Home medications with no discharge order (held or stopped? confirm): "
+        "lisinopril 10 mg oral tablet.",
+        "In place from before the stay (placed by a clinician; no order holds or stops it, only "
+        "removal): kyleena 19.5 mg intrauterine system.",
+    ]
+    (flag,) = [f for f in state.flags_for_review if f.code == "home_medication_not_ordered"]
+    assert len(flag.fact_ids) == 1
+
+
 def test_a_home_drug_given_during_the_stay_is_held_or_stopped_never_absent_from_the_orders() -> (
     None
 ):

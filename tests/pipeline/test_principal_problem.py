@@ -21,15 +21,41 @@ def summary_of(*resources: dict[str, Any], reason: str | None = None) -> Summary
     return summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
 
 
-def test_a_requested_procedure_is_no_diagnosis_and_the_line_says_what_was_done() -> None:
+def test_a_request_for_care_that_was_given_is_an_elective_admission_not_a_gap() -> None:
+    """ "Sterilization requested" and a ligation done: the request is the reason for the stay,
+    said plainly and not flagged; the "History of tubal ligation" coded that day is the
+    ligation's after-state, cited on the line, and the request resolved that day is no active
+    problem."""
+    requested = fx.condition(
+        "r", "Sterilization requested (situation)", onset="2024-02-01T12:00:00Z", encounter_id=None
+    ) | {
+        "abatementDateTime": "2024-03-01T15:00:00Z",
+        "clinicalStatus": {"coding": [{"code": "resolved"}]},
+    }
+    history = fx.condition(
+        "h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"
+    )
     summary = summary_of(
         fx.procedure("p", "Ligation of bilateral fallopian tubes (procedure)"),
+        history,
+        requested,
         reason="Sterilization requested (situation)",
     )
+    (line,) = summary.section("diagnoses").sentences
+    assert line.text == (
+        "Sterilization requested: an elective admission, the reason for the stay (no disease "
+        "coded); done: Ligation of bilateral fallopian tubes on 2024-03-01."
+    )
+    assert not line.flags and len(line.citations) == 3
+    assert summary.section("active_problems").sentences == []
+
+
+def test_a_request_with_no_procedure_recorded_stays_a_flagged_gap() -> None:
+    summary = summary_of(reason="Sterilization requested (situation)")
     first = summary.section("diagnoses").sentences[0]
     assert first.text == (
         "Principal diagnosis not documented: the stay is coded only as Sterilization requested; "
-        "done in the episode: Ligation of bilateral fallopian tubes on 2024-03-01."
+        "procedures of the episode: not documented."
     )
     assert [flag.code for flag in first.flags] == ["principal_not_documented"]
 
@@ -174,3 +200,15 @@ def test_a_clinical_reason_with_no_condition_is_still_the_principal_diagnosis() 
         "condition record)."
     )
     assert lines[1].startswith("History of appendectomy: recorded 2024-03-01, during this stay")
+
+
+def test_a_statement_about_an_age_the_patient_has_not_reached_is_left_out() -> None:
+    """The patient is 73 at this stay: "quit smoking at age 80" is a template's line, not hers."""
+    social = (
+        "# Social History\nPatient quit smoking at age 80. Patient quit drinking at the age of "
+        "40.\n"
+    )
+    summary = summary_of(fx.document_reference("n", fx.attachment(social)))
+    assert [s.text for s in summary.section("social_history").sentences] == [
+        "Patient quit drinking at the age of 40."
+    ]

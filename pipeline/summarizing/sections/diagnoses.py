@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import STATUS_TERM, history_topic, topic_stems
+from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, history_topic, topic_stems
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -61,16 +61,17 @@ def diagnoses_section(
     is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
     the routine procedures and the implants."""
     principal = listed(state, "principal")
-    aftermath = _aftermath(listed(state, "episode"), principal)
-    in_place = [] if principal else _in_place_of_principal(state, render, tables, stay)
     done = {
         word
         for f in state.facts["procedure"]
         for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
     }
+    aftermath = _aftermath(listed(state, "episode"), principal)
+    after_done = _coded_after_done(listed(state, "episode"), stay, done)
+    in_place = [] if principal else _in_place_of_principal(state, render, tables, stay)
     lines = []
     for f in listed(state, "principal", "episode"):
-        if f.id in aftermath:
+        if f.id in aftermath or f.id in after_done:
             continue
         folded = aftermath if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
@@ -81,7 +82,30 @@ def diagnoses_section(
         # Where the flagged principal-diagnosis line says it already, once is enough.
         flagged = any(line.flags for line in in_place)
         lines.append(line.model_copy(update={"flags": [] if flagged else [IMPLIED_TREATMENT]}))
-    return in_place + lines
+    listing = in_place + lines
+    if listing and after_done:
+        first = listing[0]
+        listing[0] = first.model_copy(update={"citations": [*first.citations, *after_done]})
+    return listing
+
+
+def _coded_after_done(episode: list[Fact], stay_fact: Fact | None, done: set[str]) -> list[str]:
+    """The episode's "History of X" coded during the stay where a procedure of the episode names
+    part of X ("History of tubal ligation" the day of the ligation): the procedure's coded
+    after-state, cited on the first line rather than listed as a diagnosis of the stay."""
+    stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
+    if stay is None or stay.start is None:
+        return []
+    found = []
+    for fact in episode:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        onset = diagnosis.onset
+        during = (
+            onset is not None and stay.start <= onset and (stay.end is None or onset <= stay.end)
+        )
+        if during and not diagnosis.status_post and history_topic(diagnosis.display) & done:
+            found.append(fact.id)
+    return found
 
 
 def _in_place_of_principal(
@@ -200,6 +224,11 @@ def _principal_not_documented(
         if key not in said or during is not None:
             said[key] = (diagnosis.display, during)
     done = significant_procedures(state, routine)
+    reasons = [*stay.reasons, *stay.arranged_reasons]
+    if done and reasons and all(REQUEST_TERM.search(plain_term(r)) for r in reasons):
+        # The care asked for was given: an elective admission, its reason the request.
+        text = render.elective_admission(reasons, [f.attributes for f in done])
+        return [cited_sentence("diagnoses", text, [stay_fact.id, *(f.id for f in done)])]
     supplied = supplied_in_stay(state, implant_table)
     related = _problems_named(state, [term for term, _ in said.values()])
     text = render.principal_not_documented(

@@ -94,12 +94,14 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     ]
     held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
     prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
+    in_place = [c for c in state.medications.changes if c.kind == "in_place"]
     for change in state.medications.changes:
         if change.kind in (
             "unconfirmed",
             "not_on_home_list",
             "held_or_stopped",
             "prescribed_not_ordered",
+            "in_place",
         ):
             continue
         before = state.fact(change.admission).attributes if change.admission else None
@@ -124,6 +126,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     for listed, macro in (
         (prescribed, render.prescribed_not_ordered),
         (held, render.held_or_stopped),
+        (in_place, render.in_place),
     ):
         if listed:
             cited = [i for c in listed for i in (c.admission, c.noted, *c.stay_orders) if i]

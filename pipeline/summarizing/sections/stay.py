@@ -8,10 +8,12 @@ from typing import Any
 
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
     NarrativeAttributes,
+    PatientInfoAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import (
@@ -19,12 +21,17 @@ from pipeline.evidence.summary import (
 )
 from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.summarizing.sections.diagnoses import listed
+from pipeline.text.rendering import plain_term
 
 # A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")
 # belongs to the header, which says it from the record; templated notes repeat it in every note.
 DEMOGRAPHIC_LINE = re.compile(
     r"^[\w'’.-]+(?: [\w'’.-]+){0,3} is an? \d{1,3}[- ]year[- ]old\b[^.;:]*\.?$", re.IGNORECASE
 )
+
+# "quit smoking at age 16": a statement about the patient at an age, which cannot be true of a
+# patient who is younger at this stay (templated notes write it regardless).
+AT_AGE = re.compile(r"\bat (?:the )?age (?:of )?(\d{1,3})\b", re.IGNORECASE)
 
 # A templated chief complaint that says nothing ("No complaints.") is not a complaint.
 NOTHING_SAID = frozenset({"no complaints", "no complaint", "none", "n/a", "not applicable"})
@@ -66,9 +73,19 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
 
 
 def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The problem list at discharge. A problem that is the stay's own coded reason and was
+    resolved in it ("Sterilization requested", resolved the day of the ligation) is the
+    diagnoses' line: under this heading it would read as still active."""
+    stay = state.stay()
+    coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
+    reasons = {plain_term(reason).lower() for reason in coded}
     return [
         cited_sentence("active_problems", render.problem(f.attributes), [f.id])
         for f in listed(state, "active")
+        if not (
+            attributes_as(f, DiagnosisAttributes).abatement
+            and plain_term(attributes_as(f, DiagnosisAttributes).display).lower() in reasons
+        )
     ]
 
 
@@ -78,8 +95,10 @@ def social_history_section(
     """One short line of the coded social findings (context, not diagnoses); then what the notes'
     Social History says of substance use, quoted, each statement once (templated notes repeat
     it): "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what
-    decides naloxone and the pain plan."""
+    decides naloxone and the pain plan. A statement about an age the patient has not reached
+    ("quit smoking at age 16" at 15) is the template's, not the patient's: left out."""
     facts = listed(state, "social")
+    age = _age_at_stay(state)
     sentences = []
     if facts:
         text = render.social([f.attributes for f in facts])
@@ -88,9 +107,18 @@ def social_history_section(
     said: dict[str, Fact] = {}
     for fact in state.facts["social_statement"]:
         quote = attributes_as(fact, NarrativeAttributes).text.strip()
+        ages = [int(found) for found in AT_AGE.findall(quote)]
+        if age is not None and any(said_age > age for said_age in ages):
+            continue
         if any(word in quote.lower() for word in words):
             said.setdefault(quote.lower(), fact)
     sentences += [
         cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
     ]
     return sentences
+
+
+def _age_at_stay(state: EvidenceState) -> int | None:
+    for fact in state.facts["patient_info"]:
+        return attributes_as(fact, PatientInfoAttributes).age_at_encounter
+    return None
