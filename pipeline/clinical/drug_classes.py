@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 
 from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
+from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
@@ -180,6 +181,13 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
         state, discharge, risks, table("bleeding_risk", settings)
     )
     flags += indicated_therapy_flags(state, discharge, table("indicated_therapy", settings))
+    # A drug a note of the stay prescribes, given in the stay and not yet ordered, may go home.
+    prescribed = {i for c in state.medications.changes for i in c.stay_orders}
+    maybe_home = [
+        *discharge,
+        *(f for f in state.facts.get("medication", []) if f.id in prescribed - discharge_ids),
+    ]
+    flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
     flags += discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})
