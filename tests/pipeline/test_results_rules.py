@@ -406,3 +406,29 @@ def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
     assert cited is not None  # one number for the three results
     assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
     assert "Observation [" not in markdown  # each result is in the panel's citation
+
+
+def test_vital_signs_taken_before_this_admission_are_never_called_the_admissions() -> None:
+    """A set two days before the stay (a joined episode's telemedicine call) is said to be from
+    before this admission; the admission's own set follows it, and a reading that line states
+    is not said again among those out of range."""
+    saturation = ("Oxygen saturation in Arterial blood", "%", "2708-6")
+    earlier = fx.encounter("vr", start="2024-02-28T09:00:00+00:00", end=None, class_code="VR")
+    state = evidence_from_fhir(
+        fx.stay(
+            earlier,
+            vital("b1", "Systolic blood pressure", 77, "mm[Hg]", "8480-6", "2024-02-28T09:10:00Z")
+            | {"encounter": {"reference": "Encounter/vr"}},
+            vital("s1", *saturation[:1], 88, *saturation[1:], "2024-03-01T10:30:00+00:00"),
+            vital("s2", *saturation[:1], 88, *saturation[1:], "2024-03-01T11:30:00+00:00"),
+            vital("s3", *saturation[:1], 95, *saturation[1:], "2024-03-05T09:00:00+00:00"),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = [s.text for s in summary.section("results").sentences]
+    assert lines[-2:] == [
+        "Vital signs before this admission, earlier in the episode (2024-02-28): Systolic blood "
+        "pressure 77 mm[Hg] (low).",
+        "Vital signs at admission (2024-03-01): Oxygen saturation in Arterial blood 88 % (low).",
+    ]

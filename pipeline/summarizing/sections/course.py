@@ -108,7 +108,8 @@ def condition_at_discharge_section(
     state: EvidenceState, render: Any, stay: Fact | None
 ) -> list[Sentence]:
     """The Joint Commission's condition at discharge: disposition, the last vital signs, and
-    what the notes say of it, quoted."""
+    what the notes say of it, quoted. The disposition is said here only (the header and the
+    course once repeated it: three times in one draft)."""
     sentences = []
     if (
         stay is not None

@@ -5,22 +5,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from pipeline.clinical.results import is_minor, is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    EncounterAttributes,
     EvidenceState,
     Fact,
     ImagingAttributes,
     LabResultAttributes,
     attributes_as,
+    aware,
 )
 from pipeline.evidence.summary import (
     Sentence,
 )
-from pipeline.summarizing.sections.common import FLAG_ORDER, by_time, cited_sentence, effective
+from pipeline.summarizing.sections.common import (
+    FLAG_ORDER,
+    NEVER,
+    by_time,
+    cited_sentence,
+    effective,
+)
 
 
 def _worst(results: Sequence[LabResultAttributes]) -> str | None:
@@ -28,20 +37,48 @@ def _worst(results: Sequence[LabResultAttributes]) -> str | None:
     return next((flag for flag in FLAG_ORDER if flag in flags), None)
 
 
-def _vital_signs(facts: list[Fact], render: Any) -> list[Sentence]:
+# The admitting emergency visit may begin the day before the stay: its vital signs are the
+# admission's. A set older than that (a telemedicine call two days before) is not.
+ADMITTING_VISIT = timedelta(hours=24)
+
+
+def _vital_signs(facts: list[Fact], render: Any, admitted: datetime | None) -> list[Sentence]:
     """The first set of vital signs of the episode (the last is the condition at discharge's;
     a stay with one set shows it there only, each fact cited once), then the vital signs out of
-    range between the two: an oxygen saturation of 88 % on the second day is not in either set."""
+    range between the two: an oxygen saturation of 88 % on the second day is not in either set.
+    A joined episode's first set, taken before this admission, is said to be so, and the
+    admission's own set follows it."""
     timed = by_time([f for f in facts if effective(f) is not None], effective)
     if not timed or effective(timed[0]) == effective(timed[-1]):
         return []
-    taken = effective(timed[0])
-    same = [f for f in timed if effective(f) == taken]
-    text = render.vital_signs("admission", taken, [f.attributes for f in same])
-    sentences = [cited_sentence("results", text, [f.id for f in same])]
     discharge = effective(timed[-1])
-    between = [f for f in timed if effective(f) not in (taken, discharge)]
-    worst = _worst_out_of_range(between)
+    window = None if admitted is None else aware(admitted) - ADMITTING_VISIT
+    sets = list(dict.fromkeys(effective(f) for f in timed))
+    before = [t for t in sets if window is not None and t is not None and aware(t) < window]
+    at_admission = next((t for t in sets if t not in before and t != discharge), None)
+    shown = [*before[:1], *([at_admission] if at_admission else [])]
+    sentences = []
+    for taken in shown:
+        moment = "before_admission" if taken in before else "admission"
+        same = [f for f in timed if effective(f) == taken]
+        text = render.vital_signs(moment, taken, [f.attributes for f in same])
+        sentences.append(cited_sentence("results", text, [f.id for f in same]))
+    last_shown = aware(shown[-1] or NEVER)
+    between = [
+        f for f in timed if effective(f) != discharge and aware(effective(f) or NEVER) > last_shown
+    ]
+    # A reading the admission's line states already ("88 %" twice that morning) is said once.
+    stated = {
+        (attributes_as(f, LabResultAttributes).name, attributes_as(f, LabResultAttributes).value)
+        for f in timed
+        if effective(f) in shown
+    }
+    worst = [
+        f
+        for f in _worst_out_of_range(between)
+        if (attributes_as(f, LabResultAttributes).name, attributes_as(f, LabResultAttributes).value)
+        not in stated
+    ]
     if worst:
         text = render.vital_signs_out_of_range([f.attributes for f in worst])
         sentences.append(cited_sentence("results", text, [f.id for f in worst]))
@@ -134,4 +171,5 @@ def results_section(
             state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started
         )
     ]
-    return sentences + imaging + _vital_signs(vitals, render)
+    admitted = attributes_as(stay, EncounterAttributes).start if stay is not None else None
+    return sentences + imaging + _vital_signs(vitals, render, admitted)

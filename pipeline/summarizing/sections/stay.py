@@ -60,8 +60,6 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
             sentences.append(cited_sentence("stay", render.reasons(stay), [fact.id]))
         if stay.attending:
             sentences.append(cited_sentence("stay", render.attending(stay), [fact.id]))
-        if stay.discharge_disposition:
-            sentences.append(cited_sentence("stay", render.disposition(stay), [fact.id]))
     if complaints:
         cited = [f.id for f in complaints.values()]
         said_once = [
