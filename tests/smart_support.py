@@ -112,13 +112,25 @@ def launch_job(
     return landing.text.split('data-job="', 1)[1].split('"', 1)[0]
 
 
+def json_answer(answer: httpx.Response) -> dict:
+    """The answer's JSON; an answer that is not JSON (a balancer's 502 page) fails with its status
+    and first bytes, so a load test says what it got instead of a bare JSONDecodeError."""
+    try:
+        return dict(answer.json())
+    except ValueError:
+        raise AssertionError(
+            f"{answer.request.method} {answer.request.url.path}: HTTP {answer.status_code}, "
+            f"not JSON: {answer.text[:120]!r}"
+        ) from None
+
+
 def wait_for(
     browser: httpx.Client, app: RunningApp | Cluster, job_id: str, timeout_s: float = 120
 ) -> dict:
     deadline = time.monotonic() + timeout_s
     job: dict = {}
     while time.monotonic() < deadline:
-        job = browser.get(f"{app.base_url}/jobs/{job_id}").json()
+        job = json_answer(browser.get(f"{app.base_url}/jobs/{job_id}"))
         if job.get("state") in {"done", "failed"}:
             return job
         time.sleep(0.2)

@@ -32,11 +32,19 @@ def nginx_binary() -> str | None:
 
 
 def site_for(
-    upstreams: list[int], listen: int, certificate: Certificate | None, logs: Path | None = None
+    upstreams: list[int],
+    listen: int,
+    certificate: Certificate | None,
+    logs: Path | None = None,
+    idle_upstream_s: int | None = None,
 ) -> str:
     """The shipped site with loopback addresses (and a test certificate, or none: plain HTTP);
-    its access log in ``logs`` beside the balancer's routing log."""
+    its access log in ``logs`` beside the balancer's routing log. ``idle_upstream_s`` replaces
+    the shipped keep-alive of idle app connections, for the bench that shows why it is shipped
+    shorter than the app's own."""
     site = SITE.read_text(encoding="utf-8")
+    if idle_upstream_s is not None:
+        site = re.sub(r"keepalive_timeout \d+s;", f"keepalive_timeout {idle_upstream_s}s;", site)
     if logs is not None:
         site = site.replace(
             "access_log /var/log/nginx/provenote.access.log provenote_redacted;",
@@ -106,13 +114,18 @@ class Balancer:
 
 @contextlib.contextmanager
 def nginx(
-    upstreams: list[int], prefix: Path, certificate: Certificate | None = None
+    upstreams: list[int],
+    prefix: Path,
+    certificate: Certificate | None = None,
+    idle_upstream_s: int | None = None,
 ) -> Iterator[Balancer]:
     """nginx with the shipped site in front of ``upstreams``, until the block ends."""
     prefix.mkdir(parents=True, exist_ok=True)
     port = free_port()
     site = prefix / "provenote.conf"
-    site.write_text(site_for(upstreams, port, certificate, prefix), encoding="utf-8")
+    site.write_text(
+        site_for(upstreams, port, certificate, prefix, idle_upstream_s), encoding="utf-8"
+    )
     config = prefix / "nginx.conf"
     config.write_text(main_config(prefix, site), encoding="utf-8")
     (prefix / "access.log").touch()

@@ -25,15 +25,18 @@ def free_port() -> int:
 
 class ThreadedServer:
     """An ASGI app served by uvicorn on 127.0.0.1 from a background thread (over HTTPS with
-    ``tls``)."""
+    ``tls``); idle connections are closed after ``keep_alive_s`` (uvicorn's default: 5 s)."""
 
-    def __init__(self, app: Any, port: int, tls: Certificate | None = None) -> None:
+    def __init__(
+        self, app: Any, port: int, tls: Certificate | None = None, keep_alive_s: int = 5
+    ) -> None:
         config = uvicorn.Config(
             app,
             host="127.0.0.1",
             port=port,
             log_level="warning",
             lifespan="on",
+            timeout_keep_alive=keep_alive_s,
             ssl_certfile=str(tls.cert_file) if tls else None,
             ssl_keyfile=str(tls.key_file) if tls else None,
         )

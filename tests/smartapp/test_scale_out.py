@@ -33,7 +33,7 @@ from smartapp.core.settings import Settings
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.state import new_state
-from tests.smart_support import launch_job, wait_for
+from tests.smart_support import json_answer, launch_job, wait_for
 
 # Load on a 2-core machine: run alone, after the parallel suite (launch/test.sh), so that neither
 # these tests' load nor the suite's slows the other past its timeouts.
@@ -251,7 +251,7 @@ def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
             job = wait_for(browser, health_system, job_id, timeout_s=600)
             draft = browser.get(f"{health_system.base_url}/api/drafts/{job.get('draft')}")
-            return patient, job, draft.json()
+            return patient, job, json_answer(draft)
 
     with ThreadPoolExecutor(max_workers=len(launches)) as pool:
         results = list(pool.map(launch_and_wait, launches))
