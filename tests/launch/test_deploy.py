@@ -51,6 +51,14 @@ def test_nginx_drops_idle_app_connections_before_the_app_does() -> None:
         assert timeout is not None and int(timeout.group(1)) < APP_KEEP_ALIVE_S
 
 
+def test_the_balancer_keeps_the_shipped_keep_alive_unless_a_bench_compares_another() -> None:
+    """bench/keepalive_race.py runs nginx's default beside the shipped rule; nothing else may."""
+    shipped = site_for([9001], 9000, None)
+    assert "keepalive_timeout 4s;" in shipped
+    compared = site_for([9001], 9000, None, idle_upstream_s=60)
+    assert "keepalive_timeout 60s;" in compared and "keepalive_timeout 4s;" not in compared
+
+
 @needs_nginx
 def test_the_nginx_site_passes_nginx_t(tmp_path: Path) -> None:
     certificate = loopback_certificate(tmp_path)
