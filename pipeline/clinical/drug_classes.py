@@ -158,6 +158,29 @@ def no_discharge_medication_flags(state: EvidenceState) -> list[ReviewFlag]:
     ]
 
 
+def noted_at_home(state: EvidenceState) -> list[Fact]:
+    """The home drugs that only a note's medication list names, with no discharge order ("held
+    or stopped?"), as the medications the safety rules read: at home, so they may still be
+    taken (four opioids on an H&P's list are four opioids). Each is cited by the note's line;
+    none joins the evidence, whose medications are the EHR's."""
+    found = []
+    for change in state.medications.changes:
+        if change.kind != "held_or_stopped" or change.admission or not change.noted:
+            continue
+        attributes = MedicationAttributes(
+            name=change.name,
+            status="active",
+            phase="admission",
+            phase_rule="named on the home medication list of a note of this stay",
+            recorded_as="statement",
+        )
+        line = state.fact(change.noted)
+        found.append(
+            Fact(id=line.id, category="medication", attributes=attributes, sources=line.sources)
+        )
+    return found
+
+
 def medication_safety(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
     """The reconciled state with its medication safety flags (once, however often it runs)."""
     drug_table = table("drug_classes", settings)
@@ -165,13 +188,15 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     unconfirmed = frozenset(state.medications.unconfirmed())
     # A home drug with no discharge order ("held or stopped?") is at home and may still be taken:
     # an NSAID there beside an antiplatelet going home is the same bleeding risk.
-    held = frozenset(state.medications.held_at_home())
+    noted = noted_at_home(state)
+    held = frozenset(state.medications.held_at_home()) | {f.id for f in noted}
     discharge_ids = set(state.medications.discharge) | unconfirmed | held
-    discharge = [
+    ordered = [
         fact
         for fact in state.facts.get("medication", [])
         if fact.id in discharge_ids and isinstance(fact.attributes, MedicationAttributes)
     ]
+    discharge = ordered + noted
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
     flags += duplication_flags(discharge, drug_table, unconfirmed, held)
@@ -180,7 +205,8 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += dual_antiplatelet_bleeding_risk(
         state, discharge, risks, table("bleeding_risk", settings)
     )
-    flags += indicated_therapy_flags(state, discharge, table("indicated_therapy", settings))
+    # Indicated therapy reads the notes' home lists itself.
+    flags += indicated_therapy_flags(state, ordered, table("indicated_therapy", settings))
     # A drug a note of the stay prescribes, given in the stay and not yet ordered, may go home.
     prescribed = {i for c in state.medications.changes for i in c.stay_orders}
     maybe_home = [

@@ -5,7 +5,8 @@ which may still be taken), from the shipped ``regimen_risks`` table (its header 
 guidelines): an anticoagulant with an antiplatelet or NSAID; an NSAID with an antiplatelet and no
 gastric protection; warfarin with no recent INR (and
 what sets its goal, when the record names it); an antithrombotic for a patient of the table's
-age admitted after a fall; an opioid with no duration; a heart drug taken "as needed"; and
+age admitted after a fall; an opioid with a benzodiazepine; an opioid prescribed with no
+duration; a heart drug taken "as needed"; and
 drugs a laboratory value decides (``lab_risks``: the dose at a low eGFR, potassium-raising drugs
 at a high potassium, drugs that lower blood pressure at a low systolic pressure, insulin or a
 secretagogue at a low HbA1c or glucose). Computed in code,
@@ -156,10 +157,12 @@ def falls_in_old_age(
 
 
 def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    # A prescription's duration: a home drug the patient says they take has none to state.
     undated = [
         f
         for f in having(going_home, risks.extra["opioid"])
         if not attributes_as(f, MedicationAttributes).duration
+        and attributes_as(f, MedicationAttributes).recorded_as == "order"
     ]
     if not undated:
         return []
@@ -167,6 +170,21 @@ def opioid_duration(going_home: Sequence[Fact], risks: CodeTable) -> list[Review
         f"{drug_names(undated)} at discharge with no duration: state how long it is to be taken"
     )
     return [risk_flag("opioid", reason, undated)]
+
+
+def opioid_with_benzodiazepine(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+    """CDC 2022 (recommendation 11) and the FDA's boxed warning: an opioid with a benzodiazepine
+    risks respiratory depression. (Several opioids at once are the duplication rule's line.)"""
+    opioids = having(going_home, risks.extra["opioid"])
+    sedatives = having(going_home, risks.extra["benzodiazepine"])
+    if not (opioids and sedatives):
+        return []
+    both = [*opioids, *sedatives]
+    reason = (
+        f"An opioid with a benzodiazepine: {drug_names(both)}: a risk of respiratory "
+        "depression; confirm both are needed"
+    )
+    return [risk_flag("opioid-benzodiazepine", reason, both)]
 
 
 def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
@@ -202,6 +220,7 @@ def regimen_risk_flags(
         *potassium_raising(state, going_home, risks),
         *low_blood_pressure(state, going_home, risks),
         *hypoglycaemia_risk(state, going_home, risks),
+        *opioid_with_benzodiazepine(going_home, risks),
         *opioid_duration(going_home, risks),
         *heart_drugs_as_needed(going_home, risks),
     ]

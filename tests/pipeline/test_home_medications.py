@@ -217,3 +217,26 @@ def test_a_combination_on_the_home_list_is_its_own_drug_not_its_shared_ingredien
     _, sections = drafted(hp)
     (line,) = [s for s in sections["medications"] if s.startswith("Home medications")]
     assert "[oxycontin]" in line and "[percocet]" in line
+
+
+def test_home_drugs_only_a_note_lists_are_seen_by_the_safety_rules() -> None:
+    """Ibuprofen and two opioids on the H&P's list, none ordered: at home, so they may still be
+    taken beside the clopidogrel going home. The rules cite the note's line; a home drug has no
+    prescription whose duration to ask for."""
+    hp = fx.document_reference(
+        "hp",
+        fx.attachment(
+            "# Medications\nibuprofen 400 mg oral tablet; oxycodone hydrochloride 5 mg oral "
+            "tablet; 72 hr fentanyl 0.025 mg/hr transdermal system\n"
+        ),
+    )
+    clopidogrel = fx.medication_request(
+        "c", "clopidogrel 75 MG Oral Tablet", encounter_id=fx.ENCOUNTER_ID
+    )
+    state, _ = drafted(hp, clopidogrel)
+    reasons = {flag.code: flag.reason for flag in state.flags_for_review}
+    bleeding = [f for f in state.flags_for_review if "NSAID with an antiplatelet" in f.reason]
+    assert len(bleeding) == 1
+    assert state.fact(bleeding[0].fact_ids[0]).category == "medication_list"
+    assert "Therapeutic duplication at discharge (opioid)" in reasons["therapeutic_duplication"]
+    assert not any("no duration" in flag.reason for flag in state.flags_for_review)

@@ -351,3 +351,17 @@ def test_drugs_that_lower_blood_pressure_are_flagged_at_a_low_systolic_pressure(
     assert risks(evidence_from_fhir(record(118), settings=PipelineSettings())) == []
     long_ago = record(77, when="2023-06-01T10:00:00+00:00")
     assert risks(evidence_from_fhir(long_ago, settings=PipelineSettings())) == []
+
+
+def test_an_opioid_with_a_benzodiazepine_is_flagged() -> None:
+    state = evidence_from_fhir(
+        fx.stay(
+            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
+            going_home("l", "lorazepam 1 MG Oral Tablet"),
+        ),
+        settings=PipelineSettings(),
+    )
+    assert (
+        "An opioid with a benzodiazepine: oxycodone hydrochloride 5 MG Oral Tablet; lorazepam 1 MG "
+        "Oral Tablet: a risk of respiratory depression; confirm both are needed"
+    ) in risks(state)
