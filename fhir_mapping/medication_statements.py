@@ -50,9 +50,8 @@ def map_medication_statements(scope: Scope) -> Mapped:
         if scope.after_discharge(began or asserted):
             mapped.exclude(item, "out_of_scope", "recorded as taken only after the stay")
             continue
-        medication = medication_concept(item, scope)
-        if isinstance(medication, str):
-            mapped.exclude(item, "unresolved", medication)
+        medication = medication_concept(item, scope, mapped)
+        if medication is None:
             continue
         concept, sources, name = medication
         dosage = statement.dosage[0] if statement.dosage else None

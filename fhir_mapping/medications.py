@@ -128,9 +128,18 @@ def _reason(request: MedicationRequest, scope: Scope) -> str | None:
 
 
 def medication_concept(
-    item: ParsedResource[Order], scope: Scope
-) -> tuple[Any, list[SourceRef], str] | str:
-    """The medication concept, its sources and its name, or why it cannot be read."""
+    item: ParsedResource[Order], scope: Scope, mapped: Mapped
+) -> tuple[Any, list[SourceRef], str] | None:
+    """The medication concept, its sources and its name; None when it cannot be read, the
+    order then excluded as unresolved with the reason."""
+    found = _concept(item, scope)
+    if isinstance(found, str):
+        mapped.exclude(item, "unresolved", found)
+        return None
+    return found
+
+
+def _concept(item: ParsedResource[Order], scope: Scope) -> tuple[Any, list[SourceRef], str] | str:
     request = item.model
     if request.medicationCodeableConcept is not None:
         concept = request.medicationCodeableConcept
@@ -195,9 +204,8 @@ def map_medications(scope: Scope) -> Mapped:
             assert decision.exclusion is not None
             mapped.exclude(item, decision.exclusion, decision.rule)
             continue
-        medication = medication_concept(item, scope)
-        if isinstance(medication, str):
-            mapped.exclude(item, "unresolved", medication)
+        medication = medication_concept(item, scope, mapped)
+        if medication is None:
             continue
         concept, sources, name = medication
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import get_args
 
 from pipeline.clinical.medications import (
     drug_key,
@@ -45,6 +46,7 @@ from pipeline.evidence.model import (
     Fact,
     MedicationAttributes,
     MedicationChange,
+    MedicationChangeKind,
     MedicationLists,
     ReviewFlag,
 )
@@ -235,18 +237,7 @@ def reconcile(
     lists, flags = reconcile_medications(state.all_facts(), stay_context(state, renewal_window))
     kept = [flag for flag in state.flags_for_review if flag.raised_by != "reconcile"]
     counts = {
-        kind: sum(c.kind == kind for c in lists.changes)
-        for kind in (
-            "new",
-            "changed",
-            "stopped",
-            "continued",
-            "unconfirmed",
-            "not_on_home_list",
-            "held_or_stopped",
-            "prescribed_not_ordered",
-            "in_place",
-        )
+        kind: sum(c.kind == kind for c in lists.changes) for kind in get_args(MedicationChangeKind)
     }
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     updated = state.model_copy(update={"medications": lists, "flags_for_review": kept + flags})

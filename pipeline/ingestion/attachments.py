@@ -17,7 +17,13 @@ from PIL import Image
 
 from pipeline.evidence.model import Page
 from pipeline.ingestion.ocr import OcrBudget, OcrUnavailableError, ocr_image
-from pipeline.ingestion.pdf import PdfUnreadableError, has_usable_text, page_png, read_pdf
+from pipeline.ingestion.pdf import (
+    PdfUnreadableError,
+    has_usable_text,
+    ocr_page,
+    page_png,
+    read_pdf,
+)
 from pipeline.settings import PipelineSettings
 from pipeline.text.html_text import html_to_text
 
@@ -172,17 +178,7 @@ def _read_image(data: bytes, settings: PipelineSettings, budget: OcrBudget) -> R
             ocr = ocr_image(_within_pixel_cap(data, settings), settings)
     except (OcrUnavailableError, OSError, Image.DecompressionBombError) as error:
         return ReadAttachment([Page(number=1, text="", has_text=False, error=str(error))])
-    usable = has_usable_text(ocr.text, settings)
-    page = Page(
-        number=1,
-        text=ocr.text,
-        has_text=usable,
-        ocr_applied=True,
-        ocr_confidence=ocr.confidence,
-        words=ocr.words,
-        error=None if usable else "no readable text found by OCR",
-    )
-    return ReadAttachment([page])
+    return ReadAttachment([ocr_page(1, ocr, settings)])
 
 
 def shows_pages(content_type: str | None) -> bool:

@@ -16,7 +16,7 @@ from pdfminer.pdfparser import PDFParser
 
 from pipeline.errors import InputError
 from pipeline.evidence.model import Page, WordBox
-from pipeline.ingestion.ocr import OcrBudget, OcrUnavailableError, ocr_image
+from pipeline.ingestion.ocr import OcrBudget, OcrResult, OcrUnavailableError, ocr_image
 from pipeline.settings import PipelineSettings
 
 
@@ -26,6 +26,21 @@ class PdfUnreadableError(InputError):
 
 def has_usable_text(text: str, settings: PipelineSettings) -> bool:
     return sum(ch.isalnum() for ch in text) >= max(1, settings.min_text_chars)
+
+
+def ocr_page(number: int, ocr: OcrResult, settings: PipelineSettings) -> Page:
+    """A page read by OCR (a scanned PDF page or an image), flagged unread when OCR found too
+    little text to use."""
+    usable = has_usable_text(ocr.text, settings)
+    return Page(
+        number=number,
+        text=ocr.text,
+        has_text=usable,
+        ocr_applied=True,
+        ocr_confidence=ocr.confidence,
+        words=ocr.words,
+        error=None if usable else "no readable text found by OCR",
+    )
 
 
 def _open(data: bytes) -> list[PDFPage]:
@@ -195,18 +210,7 @@ def read_pdf(
         except (OcrUnavailableError, pypdfium2.PdfiumError) as error:
             pages.append(Page(number=number, text=text, has_text=False, error=str(error)))
             continue
-        usable = has_usable_text(ocr.text, settings)
-        pages.append(
-            Page(
-                number=number,
-                text=ocr.text,
-                has_text=usable,
-                ocr_applied=True,
-                ocr_confidence=ocr.confidence,
-                words=ocr.words,
-                error=None if usable else "no readable text found by OCR",
-            )
-        )
+        pages.append(ocr_page(number, ocr, settings))
     if skipped:
         errors.append(f"OCR limit: {skipped} page(s) without a text layer were not OCR'd")
     return pages, errors

@@ -8,9 +8,7 @@ kept under ``test-artifacts/``.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 
@@ -18,19 +16,12 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
+from tests.browser_support import BROWSER_MARKS, CHROMIUM
 from tests.conftest import ARTIFACTS
 from tests.review_support import HOSTILE, ONE_FLAG, PDF_PATIENT
 from tests.smart_support import RunningApp, inpatient_encounter
 
-CHROMIUM = os.environ.get("PROVENOTE_CHROMIUM") or shutil.which("chromium")
-pytestmark = [
-    pytest.mark.skipif(
-        CHROMIUM is None and not os.environ.get("CI"),
-        reason="Debian chromium is not installed (launch/setup.sh installs it)",
-    ),
-    # One worker runs the browser tests, on one shared Chromium.
-    pytest.mark.xdist_group("browser"),
-]
+pytestmark = BROWSER_MARKS
 GRAVE = {"serious", "critical"}
 
 

@@ -4,8 +4,6 @@ happen inside the frame, on cookies that are SameSite=None, Secure and Partition
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,16 +11,10 @@ import pytest
 
 from launch.sandbox.run import Sandbox
 from tests.attack_support import seed_stay
+from tests.browser_support import BROWSER_MARKS, CHROMIUM
 from tests.smart_support import running_app
 
-CHROMIUM = os.environ.get("PROVENOTE_CHROMIUM") or shutil.which("chromium")
-pytestmark = [
-    pytest.mark.skipif(
-        CHROMIUM is None and not os.environ.get("CI"),
-        reason="Debian chromium is not installed (launch/setup.sh installs it)",
-    ),
-    pytest.mark.xdist_group("browser"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
