@@ -9,7 +9,7 @@ document (``fhir_mapping.documents``), not a result.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +20,7 @@ from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
+from pipeline.evidence.mapped import RECENT_RESULTS_DAYS
 from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
@@ -143,8 +144,10 @@ def observation_effective(observation: Observation) -> datetime | None:
 
 def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     """For each laboratory test of the stay, its latest value before the stay's own
-    measurements began (the patient's baseline: a readmission's earlier stay included), as a
-    fact marked ``baseline``."""
+    measurements began (the patient's baseline: a readmission's earlier stay included); and
+    for each test the stay never measured, its latest value of the ``RECENT_RESULTS_DAYS``
+    before (still the current value: a potassium the week before a stay with no laboratory
+    work). Each a fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
         for f in results
@@ -152,6 +155,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         and f.attributes.code
         and "vital-signs" not in (f.attributes.observation_category or "")
     }
+    recent_from = (
+        scope.measured_from - timedelta(days=RECENT_RESULTS_DAYS) if scope.measured_from else None
+    )
     latest: dict[str, tuple[Any, ParsedResource[Observation]]] = {}
     for item in scope.index.of_type(Observation):
         observation = item.model
@@ -159,10 +165,13 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         when = observation_effective(observation)
         if (
             code is None
-            or code.code not in codes
             or not scope.before_measured(when)
             or observation.status in _VOID
             or not scope.is_patient(observation.subject)
+        ):
+            continue
+        if code.code not in codes and not (
+            recent_from is not None and when >= recent_from and _laboratory(observation)
         ):
             continue
         code_value = code.code or ""
@@ -175,6 +184,14 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
             baseline = fact.attributes.model_copy(update={"baseline": True})
             baselines.append(fact.model_copy(update={"attributes": baseline}))
     return baselines
+
+
+def _laboratory(observation: Observation) -> bool:
+    return any(
+        coding.code == "laboratory"
+        for concept in observation.category or []
+        for coding in concept.coding or []
+    )
 
 
 def map_results(scope: Scope) -> Mapped:

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.risk_flags import (
+    current_results,
+    drug_names,
+    having,
+    risk_flag,
+    stay_results,
+)
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     EvidenceState,
@@ -24,7 +30,7 @@ def renal_dosing(
 ) -> list[ReviewFlag]:
     egfr = [
         f
-        for f in stay_results(state, risks.extra["egfr_codes"])
+        for f in current_results(state, risks.extra["egfr_codes"])
         if attributes_as(f, LabResultAttributes).value is not None
     ]
     if not egfr:
@@ -74,9 +80,9 @@ def said_value(result: LabResultAttributes, name: str) -> str:
 def potassium_raising(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
-    """A drug that raises potassium goes home while the stay's latest potassium is above the
-    table's limit."""
-    results = stay_results(state, risks.extra["potassium_codes"])
+    """A drug that raises potassium goes home while the latest potassium (the stay's, else the
+    week's before it) is above the table's limit."""
+    results = current_results(state, risks.extra["potassium_codes"])
     latest = latest_of(results)
     limit = risks.extra["potassium_limit"]
     if latest is None or latest.value is None or latest.value <= limit:

@@ -71,3 +71,20 @@ def stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
         and f.attributes.effective is not None
         and not f.attributes.baseline
     ]
+
+
+def current_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
+    """The stay's results under ``codes``; where the stay measured none, the latest of the days
+    before admission (a baseline the stay never repeated is still the current value)."""
+    found = stay_results(state, codes)
+    if found:
+        return found
+    return [
+        f
+        for f in state.facts["lab_result"]
+        if isinstance(f.attributes, LabResultAttributes)
+        and f.attributes.code is not None
+        and f.attributes.code.code in codes
+        and f.attributes.effective is not None
+        and f.attributes.baseline
+    ]

@@ -23,6 +23,9 @@ READMISSION_WINDOW_DAYS = 7
 # acute care, not joined (the window of CMS's 30-day readmission measures): an overdose two weeks
 # before a detoxification admission is what the discharge plan must answer.
 RECENT_ACUTE_CARE_DAYS = 30
+# Days before admission within which a laboratory result the stay never repeated is still the
+# patient's current value (a potassium of 5.1 the week before a stay with no laboratory work).
+RECENT_RESULTS_DAYS = 14
 
 
 @dataclass(slots=True)

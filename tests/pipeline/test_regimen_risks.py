@@ -365,3 +365,23 @@ def test_an_opioid_with_a_benzodiazepine_is_flagged() -> None:
         "An opioid with a benzodiazepine: oxycodone hydrochloride 5 MG Oral Tablet; lorazepam 1 MG "
         "Oral Tablet: a risk of respiratory depression; confirm both are needed"
     ) in risks(state)
+
+
+def test_a_potassium_of_the_week_before_a_stay_that_measured_none_is_the_current_one() -> None:
+    """No potassium in the stay; one of 5.4 mmol/L five days before admission (another
+    encounter's) still decides; one of a month before does not."""
+
+    def record(when: str) -> dict:
+        before = fx.observation("k", "Potassium", 5.4, "mmol/L", loinc="2823-3", when=when) | {
+            "encounter": {"reference": "Encounter/clinic"},
+            "referenceRange": [],
+        }
+        return fx.stay(going_home("l", "lisinopril 10 MG Oral Tablet"), before)
+
+    week = evidence_from_fhir(record("2024-02-25T08:00:00+00:00"), settings=PipelineSettings())
+    assert risks(week) == [
+        "Potassium 5.4 mmol/L on 2024-02-25 is above the level at which drugs that raise "
+        "potassium are reviewed: review lisinopril 10 MG Oral Tablet"
+    ]
+    month = evidence_from_fhir(record("2024-01-25T08:00:00+00:00"), settings=PipelineSettings())
+    assert risks(month) == []

@@ -432,3 +432,17 @@ def test_vital_signs_taken_before_this_admission_are_never_called_the_admissions
         "pressure 77 mm[Hg] (low).",
         "Vital signs at admission (2024-03-01): Oxygen saturation in Arterial blood 88 % (low).",
     ]
+
+
+def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_shown() -> None:
+    """Creatinine 2.06 mg/dL three days before admission, none in the stay: still the current
+    value, shown with its date; a normal one is not listed."""
+    high = lab("c", "Creatinine", 2.06, "mg/dL", CREATININE, "2024-02-27T08:00:00+00:00")
+    normal = lab("n", "Sodium", 140, "mmol/L", SODIUM, "2024-02-27T08:00:00+00:00")
+    for observation in (high, normal):
+        observation["encounter"] = {"reference": "Encounter/clinic"}
+    lines = results_of(high, normal)
+    assert [line for line in lines if "before admission" in line] == [
+        "Out of range in the days before admission, not measured in this stay: Creatinine 2.06 "
+        "mg/dL (high) on 2024-02-27, reference 0.6 to 1.3."
+    ]

@@ -129,7 +129,8 @@ def results_section(
     state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
     """Abnormal results first (critical, then high or low), each marked, with its trend over the
-    episode and against the latest value before admission; the normal ones in one line, without
+    episode and against the latest value before admission, then those out of range in the days
+    before admission that the stay never measured; the normal ones in one line, without
     screening scores and indices (``minor_results``); vital signs at admission and at discharge
     (or the latest, dated, when none was taken in the stay's last day)."""
     minor = ranges.extra.get("minor_results", {})
@@ -156,6 +157,15 @@ def results_section(
             )
         )
     sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
+    # A test the stay never measured: its value of the days before admission is still current.
+    recent = [
+        f
+        for key, f in baselines.items()
+        if key not in by_test and attributes_as(f, LabResultAttributes).flag in FLAG_ORDER
+    ]
+    if recent:
+        text = render.recent_before_admission([f.attributes for f in by_time(recent, effective)])
+        sentences.append(cited_sentence("results", text, [f.id for f in recent]))
     if normal:
         names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
         sentences.append(
