@@ -44,6 +44,12 @@ def _ongoing(scope: Scope, plan: CarePlan, reasons: set[str], recent: set[str]) 
     )
 
 
+def _title(plan: CarePlan) -> str:
+    """The plan's category in words ("Heart failure self management plan"), else its title."""
+    named = (text for text in map(concept_text, plan.category or []) if text and " " in text)
+    return next(named, None) or plan.title or "care plan"
+
+
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
     reasons = reasons_of(scope.encounter)
     recent = {item.key for item in scope.recent_acute_care()}
@@ -59,14 +65,6 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
         if not ours or not active or scope.after_discharge(start):
             mapped.exclude(item, "out_of_scope", "not a care plan of this stay active at discharge")
             continue
-        title = (
-            next(
-                (text for text in map(concept_text, plan.category or []) if text and " " in text),
-                None,
-            )
-            or plan.title
-            or "care plan"
-        )
         activities = list(
             dict.fromkeys(
                 text
@@ -94,7 +92,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                 category="care_plan",
                 attributes=CarePlanAttributes(
                     kind="care_plan",
-                    title=title,
+                    title=_title(plan),
                     status=plan.status,
                     activities=activities,
                     addresses=addresses,

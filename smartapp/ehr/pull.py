@@ -186,6 +186,32 @@ async def find_stay(
     return None
 
 
+async def _follow_references(
+    client: FhirClient, resources: list[dict[str, Any]], not_fetched: list[tuple[str, str]]
+) -> None:
+    """What the pulled resources point to inside the EHR (medications, results, goals,
+    attachments' Binaries), added to ``resources``; a reference elsewhere, or a Binary gone, is
+    added to ``not_fetched`` with why."""
+    wanted, binaries = follow_ups(resources)
+    inside = []
+    for reference in sorted(wanted | binaries):
+        try:
+            client.url(reference)
+        except OutsideEhrError:
+            logged("reference outside the EHR, not fetched", reference)
+            not_fetched.append((reference, "reference outside the EHR, not fetched"))
+            continue
+        inside.append(reference)
+    extra = await asyncio.gather(
+        *(_binary(client, ref) if ref in binaries else client.read_reference(ref) for ref in inside)
+    )
+    for reference, resource in zip(inside, extra, strict=True):
+        if resource is None:
+            not_fetched.append((reference, ATTACHMENT_GONE))
+        else:
+            resources.append(resource)
+
+
 async def pull_record(
     client: FhirClient,
     patient_id: str,
@@ -219,24 +245,7 @@ async def pull_record(
         )
     resources, not_fetched = _merged([SearchResult([stay] if stay else []), *episode, *found])
     resources.insert(0, patient)
-    wanted, binaries = follow_ups(resources)
-    inside = []
-    for reference in sorted(wanted | binaries):
-        try:
-            client.url(reference)
-        except OutsideEhrError:
-            logged("reference outside the EHR, not fetched", reference)
-            not_fetched.append((reference, "reference outside the EHR, not fetched"))
-            continue
-        inside.append(reference)
-    extra = await asyncio.gather(
-        *(_binary(client, ref) if ref in binaries else client.read_reference(ref) for ref in inside)
-    )
-    for reference, resource in zip(inside, extra, strict=True):
-        if resource is None:
-            not_fetched.append((reference, ATTACHMENT_GONE))
-        else:
-            resources.append(resource)
+    await _follow_references(client, resources, not_fetched)
     if not_fetched:
         resources.append(not_fetched_outcome(not_fetched))
     return {

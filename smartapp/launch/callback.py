@@ -11,7 +11,7 @@ from litestar.response import Response
 from fhir_mapping.demographics import person_name
 from pipeline.text.rendering import render
 from smartapp.access.oauth import exchange_code
-from smartapp.access.sessions import LaunchContext, PendingLaunch, StoredTokens
+from smartapp.access.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.access.smart_errors import SetupError, SmartError
 from smartapp.access.tokens import EhrAccess, grant_ends_at, token_expiry
 from smartapp.core.registrations import callback_id, normalise_issuer
@@ -88,6 +88,19 @@ async def exchange(
     )
     stored = StoredTokens(config=config, tokens=tokens, expires_at=token_expiry(tokens.expires_in))
     return context, stored
+
+
+async def open_session(
+    store: SessionStore, access: EhrAccess, context: LaunchContext, stored: StoredTokens
+) -> tuple[str, LaunchContext]:
+    """A new session, whose id only the server chose (never the cookie the browser brought),
+    its context with the user's name when the EHR lets us read it."""
+    session_id = SessionStore.new_id()
+    await store.save(session_id, context, stored)
+    named = await with_user_name(access, session_id, context)
+    if named is not context:
+        await store.save(session_id, named, stored)
+    return session_id, named
 
 
 async def with_user_name(

@@ -260,13 +260,9 @@ class LaunchController(Controller):
             context, stored = await steps.exchange(provenote.access, pending, code)
         except SmartError as failure:
             return steps.refused(failure)
-        # A new session, whose id only the server chose: never the cookie the browser brought.
-        session_id = SessionStore.new_id()
-        await provenote.store.save(session_id, context, stored)
-        named = await steps.with_user_name(provenote.access, session_id, context)
-        if named is not context:
-            await provenote.store.save(session_id, named, stored)
-            context = named
+        session_id, context = await steps.open_session(
+            provenote.store, provenote.access, context, stored
+        )
         cookies = [
             cookie(provenote.settings, provenote.session_cookie, session_id),
             cookie(provenote.settings, provenote.launch_cookie, "", 0),

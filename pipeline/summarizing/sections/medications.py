@@ -11,6 +11,7 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationAttributes,
+    MedicationChange,
     NarrativeAttributes,
     attributes_as,
 )
@@ -79,60 +80,82 @@ def _superseded_lines(
     return lines
 
 
+# The change kinds listed together on one line each, not one line per drug.
+_LISTED_KINDS = frozenset(
+    {"unconfirmed", "not_on_home_list", "held_or_stopped", "prescribed_not_ordered", "in_place"}
+)
+
+
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
-    sentences = []
+    """One line per drug going home (continued, changed, new, stopped), then the lines that
+    list drugs to decide about, then what was given in the stay."""
     replaced = superseded(state)
-    unconfirmed = [
-        c.admission
-        for c in state.medications.changes
-        if c.kind == "unconfirmed" and c.admission not in replaced
+    sentences = [
+        _change_line(state, render, change)
+        for change in state.medications.changes
+        if change.kind not in _LISTED_KINDS
     ]
-    left_off = [
-        c
-        for c in state.medications.changes
-        if c.kind == "not_on_home_list" and c.admission not in replaced
-    ]
-    held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
-    prescribed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
-    in_place = [c for c in state.medications.changes if c.kind == "in_place"]
-    for change in state.medications.changes:
-        if change.kind in (
-            "unconfirmed",
-            "not_on_home_list",
-            "held_or_stopped",
-            "prescribed_not_ordered",
-            "in_place",
-        ):
-            continue
-        before = state.fact(change.admission).attributes if change.admission else None
-        after = state.fact(change.discharge).attributes if change.discharge else None
-        citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
-        doubts = doubts_about(state, change.discharge)
-        in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
-        to_confirm = any(doubt.code in SHARED_DOUBTS for doubt in doubts)
-        text = render.medication_change(change, before, after, in_doubt, to_confirm)
-        line = cited_sentence("medications", text, citations)
-        sentences.append(line.model_copy(update={"flags": [*line.flags, *doubts]}))
     sentences += _superseded_lines(state, render, replaced)
-    if unconfirmed:
-        stale = [state.fact(fact_id) for fact_id in unconfirmed if fact_id]
+    sentences += _listed_lines(state, render, replaced)
+    sentences += _given_lines(state, render)
+    return sentences or _none_listed(state, render)
+
+
+def _change_line(state: EvidenceState, render: Any, change: MedicationChange) -> Sentence:
+    before = state.fact(change.admission).attributes if change.admission else None
+    after = state.fact(change.discharge).attributes if change.discharge else None
+    citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
+    doubts = doubts_about(state, change.discharge)
+    in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
+    to_confirm = any(doubt.code in SHARED_DOUBTS for doubt in doubts)
+    text = render.medication_change(change, before, after, in_doubt, to_confirm)
+    line = cited_sentence("medications", text, citations)
+    return line.model_copy(update={"flags": [*line.flags, *doubts]})
+
+
+def _listed_lines(
+    state: EvidenceState, render: Any, replaced: dict[str, list[str]]
+) -> list[Sentence]:
+    """Orders to confirm (too old, or left out by the stay's home list), then the drugs a note
+    prescribes, the home drugs held or stopped, and the devices in place: one line each."""
+    changes = state.medications.changes
+    sentences = []
+    stale = [
+        state.fact(c.admission)
+        for c in changes
+        if c.kind == "unconfirmed" and c.admission and c.admission not in replaced
+    ]
+    if stale:
         text = render.not_renewed([f.attributes for f in stale])
         sentences.append(cited_sentence("medications", text, [f.id for f in stale]))
+    left_off = [c for c in changes if c.kind == "not_on_home_list" and c.admission not in replaced]
     if left_off:
         orders = [state.fact(c.admission) for c in left_off if c.admission]
         text = render.not_on_home_list([f.attributes for f in orders])
         cited = [*(f.id for f in orders), *dict.fromkeys(c.noted for c in left_off if c.noted)]
         sentences.append(cited_sentence("medications", text, cited))
-    for listed, macro in (
-        (prescribed, render.prescribed_not_ordered),
-        (held, render.held_or_stopped),
-        (in_place, render.in_place),
+    for kind, macro in (
+        ("prescribed_not_ordered", render.prescribed_not_ordered),
+        ("held_or_stopped", render.held_or_stopped),
+        ("in_place", render.in_place),
     ):
+        listed = [c for c in changes if c.kind == kind]
         if listed:
             cited = [i for c in listed for i in (c.admission, c.noted, *c.stay_orders) if i]
             sentences.append(cited_sentence("medications", macro(listed), cited))
-    # A drug a note prescribes is never "not continued": it has its line above.
-    prescribed_orders = {i for c in prescribed for i in c.stay_orders}
+    return sentences
+
+
+def _given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
+    """What the stay gave and did not continue, and what it administered, each drug once."""
+    sentences = []
+    # A drug a note prescribes is never "not continued": it has its own line.
+    prescribed_orders = {
+        i
+        for c in state.medications.changes
+        if c.kind == "prescribed_not_ordered"
+        for i in c.stay_orders
+    }
     given = [
         f
         for f in state.facts["medication"]
@@ -149,7 +172,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     if administered:
         text = render.administered(each_drug_once(administered))
         sentences.append(cited_sentence("medications", text, [f.id for f in administered]))
-    return sentences or _none_listed(state, render)
+    return sentences
 
 
 def _none_listed(state: EvidenceState, render: Any) -> list[Sentence]:
