@@ -60,8 +60,7 @@ def risk_flag(key: str, reason: str, facts: Sequence[Fact], code: FlagCode = COD
     )
 
 
-def stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
-    """The stay's dated results (not the baselines before it) under one of ``codes``."""
+def _dated_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     return [
         f
         for f in state.facts["lab_result"]
@@ -69,22 +68,21 @@ def stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
         and f.attributes.code is not None
         and f.attributes.code.code in codes
         and f.attributes.effective is not None
-        and not f.attributes.baseline
+    ]
+
+
+def stay_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
+    """The stay's dated results (not the baselines before it) under one of ``codes``."""
+    return [
+        f
+        for f in _dated_results(state, codes)
+        if not attributes_as(f, LabResultAttributes).baseline
     ]
 
 
 def current_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     """The stay's results under ``codes``; where the stay measured none, the latest of the days
     before admission (a baseline the stay never repeated is still the current value)."""
-    found = stay_results(state, codes)
-    if found:
-        return found
-    return [
-        f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and f.attributes.code is not None
-        and f.attributes.code.code in codes
-        and f.attributes.effective is not None
-        and f.attributes.baseline
-    ]
+    dated = _dated_results(state, codes)
+    found = [f for f in dated if not attributes_as(f, LabResultAttributes).baseline]
+    return found or dated
