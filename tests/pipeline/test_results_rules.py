@@ -446,3 +446,15 @@ def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_
         "Out of range in the days before admission, not measured in this stay: Creatinine 2.06 "
         "mg/dL (high) on 2024-02-27, reference 0.6 to 1.3."
     ]
+
+
+def test_a_test_with_no_range_measured_twice_is_one_line() -> None:
+    """Two ferritins of one morning, no range on either: one line with both values, each cited."""
+    ferritin = "2276-4"
+    first = lab("f1", "Ferritin", 53.43, "ug/L", ferritin, "2024-03-02T08:00:00+00:00")
+    second = lab("f2", "Ferritin", 111.2, "ug/L", ferritin, "2024-03-02T11:00:00+00:00")
+    state = evidence_from_fhir(fx.stay(first, second), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("results").sentences if "Ferritin" in s.text]
+    assert line.text == "Ferritin: 53.43 → 111.2 ug/L on 2024-03-02."
+    assert len(line.citations) == 2 and line.verdict == "supported", line.review_reasons()

@@ -137,14 +137,17 @@ def results_section(
     by_test, baselines, vitals = _grouped(state)
     abnormal: list[tuple[int, str, Sentence]] = []
     normal: list[Fact] = []
-    unranged: list[Fact] = []
+    unranged: list[list[Fact]] = []
     for key, facts in by_test.items():
         facts[:] = by_time(facts, effective)
         results = [attributes_as(f, LabResultAttributes) for f in facts]
         worst = _worst(results)
         if worst is None:
             if not is_minor(results[-1], minor):
-                (normal if any(r.flag == "normal" for r in results) else unranged).extend(facts)
+                if any(r.flag == "normal" for r in results):
+                    normal.extend(facts)
+                else:
+                    unranged.append(list(facts))
             continue
         before = baselines.get(key)
         cited = [f.id for f in facts] + ([before.id] if before else [])
@@ -171,10 +174,17 @@ def results_section(
         sentences.append(
             cited_sentence("results", render.normal_results(names), [f.id for f in normal])
         )
-    if unranged:
-        sentences += [
-            cited_sentence("results", render.result(f.attributes), [f.id]) for f in unranged
-        ]
+    # A test with no range, measured twice that day, is one line: its values, not two lines.
+    sentences += [
+        cited_sentence(
+            "results",
+            render.result(facts[0].attributes)
+            if len(facts) == 1
+            else render.unranged_trend([f.attributes for f in facts]),
+            [f.id for f in facts],
+        )
+        for facts in unranged
+    ]
     imaging = [
         cited_sentence("results", render.imaging(f.attributes), [f.id])
         for f in by_time(
