@@ -286,3 +286,39 @@ def test_a_skilled_nursing_stay_is_named_as_one() -> None:
     assert any(line.startswith("Skilled nursing stay (IMP) from 2024-03-01") for line in stay)
     assert any("after 4 day(s) in the skilled nursing facility" in line for line in course)
     assert not any("in hospital" in line for line in course)
+
+
+def test_a_readmissions_earlier_stay_gives_its_doses_a_line_of_their_own() -> None:
+    """Furosemide given in the stay of a week before, and again in this one: each stay's doses
+    on its own line, never the earlier stay's credited to this one."""
+    earlier = fx.encounter(
+        "first-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | reason("Heart failure")
+
+    def dose(dose_id: str, encounter: str, when: str) -> dict:
+        return {
+            "resourceType": "MedicationAdministration",
+            "id": dose_id,
+            "status": "completed",
+            "medicationCodeableConcept": {"text": "Furosemide 10 MG/ML Injection"},
+            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+            "context": {"reference": f"Encounter/{encounter}"},
+            "effectiveDateTime": when,
+        }
+
+    record = fx.bundle(
+        fx.patient(),
+        fx.encounter() | reason("Heart failure"),
+        earlier,
+        dose("d1", "first-stay", "2024-02-21T08:00:00+00:00"),
+        dose("d2", "first-stay", "2024-02-24T08:00:00+00:00"),
+        dose("d3", fx.ENCOUNTER_ID, "2024-03-02T08:00:00+00:00"),
+    )
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    given = [s.text for s in summary.section("medications").sentences if "Given" in s.text]
+    assert given == [
+        "Given in the earlier stay of this readmission: Furosemide 10 MG/ML Injection from "
+        "2024-02-21 to 2024-02-24.",
+        "Given during the stay: Furosemide 10 MG/ML Injection on 2024-03-02.",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.note_medications import lists_none
@@ -14,6 +15,7 @@ from pipeline.evidence.model import (
     MedicationChange,
     NarrativeAttributes,
     attributes_as,
+    aware,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import by_time, cited_sentence
@@ -146,9 +148,25 @@ def _listed_lines(
     return sentences
 
 
+def _earlier_stay_end(state: EvidenceState) -> datetime | None:
+    """When a readmission's earlier stay (an inpatient stay of the episode that ended before
+    this one began) ended: what was given until then was given in that stay, not this one."""
+    stay = state.stay()
+    if stay is None or stay.start is None:
+        return None
+    ends = [
+        aware(other.end)
+        for other in stay.joined
+        if other.class_code == "IMP"
+        and other.end is not None
+        and aware(other.end) <= aware(stay.start)
+    ]
+    return max(ends, default=None)
+
+
 def _given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
-    """What the stay gave and did not continue, and what it administered, each drug once."""
-    sentences = []
+    """What the stay gave and did not continue, and what it administered, each drug once; a
+    readmission's earlier stay's on lines of their own, never credited to this stay."""
     # A drug a note prescribes is never "not continued": it has its own line.
     prescribed_orders = {
         i
@@ -163,15 +181,32 @@ def _given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
         and f.attributes.phase == "inpatient"
         and f.id not in prescribed_orders
     ]
-    if given:
-        text = render.given_during_stay([f.attributes for f in given])
-        sentences.append(cited_sentence("medications", text, [f.id for f in given]))
     administered = by_time(
         state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
     )
-    if administered:
-        text = render.administered(each_drug_once(administered))
-        sentences.append(cited_sentence("medications", text, [f.id for f in administered]))
+    earlier_end = _earlier_stay_end(state)
+
+    def earlier(moment: datetime | None) -> bool:
+        return earlier_end is not None and moment is not None and aware(moment) <= earlier_end
+
+    sentences = []
+    for in_earlier in (True, False):
+        orders = [
+            f
+            for f in given
+            if earlier(attributes_as(f, MedicationAttributes).authored_on) == in_earlier
+        ]
+        if orders:
+            text = render.given_during_stay([f.attributes for f in orders], in_earlier)
+            sentences.append(cited_sentence("medications", text, [f.id for f in orders]))
+        doses = [
+            f
+            for f in administered
+            if earlier(attributes_as(f, AdministrationAttributes).when) == in_earlier
+        ]
+        if doses:
+            text = render.administered(each_drug_once(doses), in_earlier)
+            sentences.append(cited_sentence("medications", text, [f.id for f in doses]))
     return sentences
 
 
