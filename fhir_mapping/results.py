@@ -171,7 +171,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         ):
             continue
         if code.code not in codes and not (
-            recent_from is not None and when >= recent_from and _laboratory(observation)
+            recent_from is not None
+            and when >= recent_from
+            and "laboratory" in observation_categories(observation)
         ):
             continue
         code_value = code.code or ""
@@ -184,14 +186,6 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
             baseline = fact.attributes.model_copy(update={"baseline": True})
             baselines.append(fact.model_copy(update={"attributes": baseline}))
     return baselines
-
-
-def _laboratory(observation: Observation) -> bool:
-    return any(
-        coding.code == "laboratory"
-        for concept in observation.category or []
-        for coding in concept.coding or []
-    )
 
 
 def map_results(scope: Scope) -> Mapped:

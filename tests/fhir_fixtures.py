@@ -215,6 +215,20 @@ def attachment(text: str | bytes, content_type: str = "text/plain; charset=utf-8
     return {"contentType": content_type, "data": base64.b64encode(data).decode("ascii")}
 
 
+def medication_administration(
+    administration_id: str, name: str, when: str, *, encounter_id: str = ENCOUNTER_ID
+) -> dict[str, Any]:
+    return {
+        "resourceType": "MedicationAdministration",
+        "id": administration_id,
+        "status": "completed",
+        "medicationCodeableConcept": {"text": name},
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "context": {"reference": f"Encounter/{encounter_id}"},
+        "effectiveDateTime": when,
+    }
+
+
 def document_reference(
     document_id: str, content: dict[str, Any], *, encounter_id: str = ENCOUNTER_ID
 ) -> dict[str, Any]:

@@ -158,9 +158,9 @@ def dual_antiplatelet_bleeding_risk(
     criteria = _Criteria()
     _conditions(state, hbr, criteria)
     _laboratory(state, hbr, risks, criteria)
-    patient = next(iter(state.facts["patient_info"]), None)
-    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter if patient else None
-    if patient is not None and age is not None and age >= hbr.extra["age_minor_from"]:
+    aged = state.patient_age()
+    if aged is not None and aged[1] >= hbr.extra["age_minor_from"]:
+        patient, age = aged
         criteria.add(False, f"age {age}", [patient])
     long_term = [
         f for f in having(going_home, hbr.extra["long_term_minor"]) if f not in antiplatelets

@@ -14,24 +14,16 @@ from pipeline.evidence.model import (
     DiagnosisAttributes,
     EvidenceState,
     Fact,
-    PatientInfoAttributes,
     ReviewFlag,
     attributes_as,
 )
-
-
-def _age(state: EvidenceState) -> tuple[Fact, int] | None:
-    for fact in state.facts["patient_info"]:
-        age = attributes_as(fact, PatientInfoAttributes).age_at_encounter
-        return (fact, age) if age is not None else None
-    return None
 
 
 def avoid_in_older_adults(
     state: EvidenceState, drugs: Sequence[Fact], table: CodeTable
 ) -> list[ReviewFlag]:
     """Beers Table 2: one line over every drug of a group to avoid from ``older_age``."""
-    aged = _age(state)
+    aged = state.patient_age()
     if aged is None or aged[1] < table.extra["older_age"]:
         return []
     patient, age = aged

@@ -36,7 +36,6 @@ from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
     Fact,
-    PatientInfoAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
@@ -161,10 +160,10 @@ def avoided_therapy(
 def age_limits(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
-    patient = next(iter(state.facts["patient_info"]), None)
-    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter if patient else None
-    if patient is None or age is None:
+    aged = state.patient_age()
+    if aged is None:
         return []
+    patient, age = aged
     flags = []
     for limit in therapy.extra["age_limits"]:
         given = having(going_home, [limit["ingredient"]])

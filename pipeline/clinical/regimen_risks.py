@@ -34,7 +34,6 @@ from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
     MedicationAttributes,
-    PatientInfoAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
@@ -140,12 +139,10 @@ def falls_in_old_age(
 ) -> list[ReviewFlag]:
     classes = risks.extra["antithrombotic"]
     antithrombotics = having(going_home, [*classes["anticoagulant"], *classes["antiplatelet"]])
-    patient = next(iter(state.facts["patient_info"]), None)
-    if not antithrombotics or patient is None:
+    aged = state.patient_age()
+    if not antithrombotics or aged is None or aged[1] < risks.extra["fall_age"]:
         return []
-    age = attributes_as(patient, PatientInfoAttributes).age_at_encounter
-    if age is None or age < risks.extra["fall_age"]:
-        return []
+    patient, age = aged
     falls = _falls(state, risks.extra["fall_keywords"])
     if not falls:
         return []

@@ -211,6 +211,14 @@ class EvidenceState(StrictModel):
                 return document
         raise KeyError(document_id)
 
+    def patient_age(self) -> tuple[Fact, int] | None:
+        """The patient's fact and their age at the stay, when the record gives a birth date."""
+        for fact in self.facts.get("patient_info", []):
+            if isinstance(fact.attributes, PatientInfoAttributes):
+                age = fact.attributes.age_at_encounter
+                return (fact, age) if age is not None else None
+        return None
+
     def stay(self) -> EncounterAttributes | None:
         """The stay being summarised (its dates, class, reasons), if the record has it."""
         for fact in self.facts.get("encounter", []):

@@ -201,15 +201,9 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
         "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
         "occurrenceDateTime": "2024-03-03T10:00:00+00:00",
     }
-    heparin = {
-        "resourceType": "MedicationAdministration",
-        "id": "heparin",
-        "status": "completed",
-        "medicationCodeableConcept": {"text": "Heparin 5000 UNT Injection"},
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "context": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "effectiveDateTime": "2024-03-02T08:00:00+00:00",
-    }
+    heparin = fx.medication_administration(
+        "heparin", "Heparin 5000 UNT Injection", "2024-03-02T08:00:00+00:00"
+    )
     xray = {
         "resourceType": "ImagingStudy",
         "id": "cxr",

@@ -296,15 +296,8 @@ def test_a_readmissions_earlier_stay_gives_its_doses_a_line_of_their_own() -> No
     ) | reason("Heart failure")
 
     def dose(dose_id: str, encounter: str, when: str) -> dict:
-        return {
-            "resourceType": "MedicationAdministration",
-            "id": dose_id,
-            "status": "completed",
-            "medicationCodeableConcept": {"text": "Furosemide 10 MG/ML Injection"},
-            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-            "context": {"reference": f"Encounter/{encounter}"},
-            "effectiveDateTime": when,
-        }
+        furosemide = "Furosemide 10 MG/ML Injection"
+        return fx.medication_administration(dose_id, furosemide, when, encounter_id=encounter)
 
     record = fx.bundle(
         fx.patient(),

@@ -93,19 +93,26 @@ def _coded_after_done(episode: list[Fact], stay_fact: Fact | None, done: set[str
     """The episode's "History of X" coded during the stay where a procedure of the episode names
     part of X ("History of tubal ligation" the day of the ligation): the procedure's coded
     after-state, cited on the first line rather than listed as a diagnosis of the stay."""
+    return [
+        fact.id
+        for fact in episode
+        if _history_coded_in_stay(attributes_as(fact, DiagnosisAttributes), stay_fact) & done
+    ]
+
+
+def _history_coded_in_stay(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> set[str]:
+    """The topic stems of a "History of X" (not a "Status post") coded during the stay; empty
+    for any other diagnosis."""
     stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
-    if stay is None or stay.start is None:
-        return []
-    found = []
-    for fact in episode:
-        diagnosis = attributes_as(fact, DiagnosisAttributes)
-        onset = diagnosis.onset
-        during = (
-            onset is not None and stay.start <= onset and (stay.end is None or onset <= stay.end)
-        )
-        if during and not diagnosis.status_post and history_topic(diagnosis.display) & done:
-            found.append(fact.id)
-    return found
+    onset = diagnosis.onset
+    during = (
+        stay is not None
+        and stay.start is not None
+        and onset is not None
+        and stay.start <= onset
+        and (stay.end is None or onset <= stay.end)
+    )
+    return history_topic(diagnosis.display) if during and not diagnosis.status_post else set()
 
 
 def _in_place_of_principal(
@@ -159,19 +166,8 @@ def _implied_treatment(
     X ("Ligation of bilateral fallopian tubes" for "History of tubal ligation") may be it: the
     line then never says that no procedure is recorded. ``done``: the topic stems of the
     episode's procedures."""
-    stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
-    onset = diagnosis.onset
-    topic = history_topic(diagnosis.display)
-    return (
-        stay is not None
-        and stay.start is not None
-        and onset is not None
-        and bool(topic)
-        and not diagnosis.status_post
-        and not topic & done
-        and stay.start <= onset
-        and (stay.end is None or onset <= stay.end)
-    )
+    topic = _history_coded_in_stay(diagnosis, stay_fact)
+    return bool(topic) and not topic & done
 
 
 def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:

@@ -13,7 +13,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     NarrativeAttributes,
-    PatientInfoAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import (
@@ -96,7 +95,8 @@ def social_history_section(
     decides naloxone and the pain plan. A statement about an age the patient has not reached
     ("quit smoking at age 16" at 15) is the template's, not the patient's: left out."""
     facts = listed(state, "social")
-    age = _age_at_stay(state)
+    aged = state.patient_age()
+    age = aged[1] if aged else None
     sentences = []
     if facts:
         text = render.social([f.attributes for f in facts])
@@ -114,9 +114,3 @@ def social_history_section(
         cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
     ]
     return sentences
-
-
-def _age_at_stay(state: EvidenceState) -> int | None:
-    for fact in state.facts["patient_info"]:
-        return attributes_as(fact, PatientInfoAttributes).age_at_encounter
-    return None
