@@ -19,9 +19,8 @@ from fhir.resources.R4B.reference import Reference
 
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.resources import ParsedResource, ResourceIndex
-from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS
+from pipeline.evidence.mapped import INPATIENT_CLASSES, READMISSION_WINDOW_DAYS
 
-INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 # Why an earlier inpatient stay is in the episode: the stay continues its care (a readmission).
 READMISSION = "the inpatient stay just before (a readmission)"
 ACUTE_CARE_CLASSES = INPATIENT_CLASSES | {"EMER"}

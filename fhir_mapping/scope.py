@@ -22,7 +22,6 @@ from fhir.resources.R4B.reference import Reference
 from fhir_mapping.codes import as_datetime
 from fhir_mapping.episode import (
     ACUTE_CARE_CLASSES,
-    INPATIENT_CLASSES,
     READMISSION,
     encounter_class,
     encounter_period,
@@ -39,6 +38,7 @@ from fhir_mapping.resources import (
 )
 from pipeline.evidence.mapped import (
     EPISODE_WINDOW_H,
+    INPATIENT_CLASSES,
     RECENT_ACUTE_CARE_DAYS,
 )
 

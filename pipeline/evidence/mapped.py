@@ -16,6 +16,8 @@ from pipeline.evidence.model import Exclusion, Fact, SourceRef
 # Hours before admission within which an encounter that did something (a procedure, a reason,
 # an emergency visit) belongs to the hospitalization: the surgery the day before the ward stay.
 EPISODE_WINDOW_H = 48.0
+# Encounter.class codes of an inpatient stay (v3 ActCode).
+INPATIENT_CLASSES = frozenset({"IMP", "ACUTE", "NONAC"})
 # Days before admission within which an inpatient stay that ended belongs to the hospitalization
 # (a readmission: the ward stay days after a valve replacement continues that stay's care).
 READMISSION_WINDOW_DAYS = 7

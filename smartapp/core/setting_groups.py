@@ -13,8 +13,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 
-from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.write_strategy import Strategy
+from pipeline.evidence.mapped import INPATIENT_CLASSES
 from smartapp.core.registrations import (
     ClientAuth,
     ClientRegistration,

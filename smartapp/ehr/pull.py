@@ -12,7 +12,6 @@ from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.pull_plan import (
     Search,
     StayWindow,
@@ -30,7 +29,7 @@ from fhir_mapping.pull_plan import (
     with_includes,
 )
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
-from pipeline.evidence.mapped import EPISODE_WINDOW_H
+from pipeline.evidence.mapped import EPISODE_WINDOW_H, INPATIENT_CLASSES
 from smartapp.core.errors import logged
 from smartapp.ehr.fhir_answers import resource_type_of
 from smartapp.ehr.fhir_client import (

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from fhir_mapping.episode import INPATIENT_CLASSES
 from fhir_mapping.resources import record_digest
 from fhir_mapping.write_strategy import Strategy
 from pipeline.errors import ProvenoteError
+from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.settings import PipelineSettings
 from smartapp.access.tokens import GrantEndedError
 from smartapp.core.db import Database

@@ -6,6 +6,7 @@ import csv
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from functools import cache
 
 import pytest
@@ -23,6 +24,7 @@ from pipeline.checking.checker import (
     numeric_metrics,
 )
 from pipeline.checking.verify import verify_text
+from pipeline.evidence.model import AdministrationAttributes, Fact, SourceRef
 from pipeline.evidence.summary import CheckResult, Sentence
 from pipeline.text.words import FUNCTION_WORDS
 from tests.conftest import ROOT, SHARED_DATA
@@ -45,6 +47,38 @@ def failing(check) -> list[str]:
 )
 def test_numbers_are_compared_after_normalising(sentence, evidence, spans) -> None:
     assert failing(check_numbers(sentence, Evidence.of_text(evidence))) == spans
+
+
+def _doses(count: int) -> list[Fact]:
+    return [
+        Fact(
+            id=f"dose-{day}",
+            category="administration",
+            attributes=AdministrationAttributes(
+                kind="medication",
+                name="Furosemide 10 MG/ML Injection",
+                when=datetime(2024, 3, day, 8, tzinfo=UTC),
+            ),
+            sources=[SourceRef(resource=f"MedicationAdministration/dose-{day}", path="$")],
+        )
+        for day in range(1, count + 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "spans"),
+    [
+        ("Furosemide, 3 doses from 2024-03-01 to 2024-03-03.", []),
+        ("Furosemide given on 3 days.", []),
+        ("Furosemide, 4 doses.", ["4"]),
+        ("Furosemide 3 mg.", ["3 mg"]),
+        ("Furosemide for 3 years.", ["3 years"]),
+    ],
+)
+def test_counts_of_the_cited_facts_are_evidence_for_what_they_count(sentence, spans) -> None:
+    """A count is computed from the facts a sentence cites (three doses on three days), and
+    supports only a count: never a dose or a duration."""
+    assert failing(check_numbers(sentence, Evidence.of_facts(_doses(3)))) == spans
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,21 @@ def test_the_index_procedure_comes_first_in_procedures_and_in_the_course() -> No
     assert course.startswith("Procedures: Coronary artery bypass graft on 2024-03-02; Wound care")
 
 
+def test_a_procedure_done_on_separate_days_says_on_how_many_never_a_continuous_range() -> None:
+    """Wound care on three separate days of a stay reads "on 3 days from … to …": "from the 1st
+    to the 5th" alone reads as care that went on for five days (oxygen by mask, in one draft)."""
+    days = ("2024-03-01", "2024-03-03", "2024-03-03", "2024-03-05")
+    care = [
+        fx.procedure(f"care-{i}", "Wound care", when=f"{day}T09:00:00+00:00")
+        for i, day in enumerate(days)
+    ]
+    state = evidence_from_fhir(fx.stay(*care), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = summary.section("procedures").sentences
+    assert line.text == "Wound care (completed) on 3 days from 2024-03-01 to 2024-03-05."
+    assert line.flags == []
+
+
 def test_the_course_is_told_from_the_structured_record() -> None:
     course = sections()["hospital_course"]
     assert course[:4] == [
@@ -147,6 +162,36 @@ def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() ->
         settings=PipelineSettings(),
     )
     assert empty.section("condition_at_discharge").empty_reason == "Not documented"
+
+
+def test_a_sign_the_last_set_does_not_hold_is_given_at_its_last_reading() -> None:
+    """The stay's last set is one body weight; the oxygen saturation of 88 % that morning is
+    said with its date, and the saturation of the visit before admission is not."""
+
+    def sign(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
+        observation = fx.observation(obs_id, name, value, unit, loinc=loinc, when=when)
+        observation["category"] = [{"coding": [{"code": "vital-signs"}]}]
+        return observation
+
+    state = evidence_from_fhir(
+        fx.stay(
+            sign(
+                "spo2-before", "Oxygen saturation", 97, "%", "2708-6", "2024-02-27T09:00:00+00:00"
+            ),
+            sign("spo2", "Oxygen saturation", 88, "%", "2708-6", "2024-03-05T02:00:00+00:00"),
+            sign("weight", "Body Weight", 74.4, "kg", "29463-7", "2024-03-05T11:00:00+00:00"),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = summary.section("condition_at_discharge").sentences
+    assert [s.text for s in lines][-2:] == [
+        "Vital signs at discharge (2024-03-05): Body Weight 74.4 kg.",
+        "Not in that set, last taken earlier in the stay: Oxygen saturation 88 % on 2024-03-05.",
+    ]
+    assert lines[-1].citations == [
+        f.id for f in state.all_facts() if f.sources[0].resource.endswith("/spo2")
+    ]
 
 
 ROUTINE = table("routine_procedures", PipelineSettings())

@@ -153,7 +153,7 @@ def test_an_inpatient_stay_days_before_that_the_stay_continues_joins_as_a_readmi
     assert "Replacement of aortic valve" in {p.name for p in facts_of(state, ProcedureAttributes)}
     assert (
         "Joined to this stay as one episode: inpatient stay from 2024-02-20 to 2024-02-26 "
-        "(Aortic valve stenosis), a readmission." in stay_lines(state)
+        "(Aortic valve stenosis), the earlier stay of this readmission." in stay_lines(state)
     )
     other = fx.bundle(fx.patient(), fx.encounter() | reason("Pneumonia"), valve_stay, valve)
     apart = evidence_from_fhir(other, settings=PipelineSettings())
@@ -309,9 +309,50 @@ def test_a_readmissions_earlier_stay_gives_its_doses_a_line_of_their_own() -> No
     )
     state = evidence_from_fhir(record, settings=PipelineSettings())
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    given = [s.text for s in summary.section("medications").sentences if "Given" in s.text]
-    assert given == [
-        "Given in the earlier stay of this readmission: Furosemide 10 MG/ML Injection from "
-        "2024-02-21 to 2024-02-24.",
+    given = [s for s in summary.section("medications").sentences if "Given" in s.text]
+    assert [s.text for s in given] == [
+        "Given in the earlier stay of this readmission: Furosemide 10 MG/ML Injection, 2 doses "
+        "from 2024-02-21 to 2024-02-24.",
         "Given during the stay: Furosemide 10 MG/ML Injection on 2024-03-02.",
     ]
+    # The count is computed from the doses cited, so the number check finds it.
+    assert [flag.check for s in given for flag in s.flags] == []
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert "Treated in the stay with: Furosemide 10 MG/ML Injection on 2024-03-02." in course
+
+
+def test_a_drug_ordered_and_given_in_the_stay_is_one_line_with_its_doses() -> None:
+    """Furosemide ordered in the stay, given twice and not continued: one line that says all of
+    it and cites the order and both doses, where there were two lines for one drug."""
+    order = fx.medication_request(
+        "iv-furosemide", "Furosemide 10 MG/ML Injection", status="stopped",
+        encounter_id=fx.ENCOUNTER_ID,
+    )  # fmt: skip
+    doses = [
+        fx.medication_administration(
+            f"dose-{hour}", "Furosemide 10 MG/ML Injection", f"2024-03-02T{hour}:00:00+00:00"
+        )
+        for hour in ("08", "20")
+    ]
+    record = fx.bundle(fx.patient(), fx.encounter() | reason("Heart failure"), order, *doses)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    given = [s for s in summary.section("medications").sentences if "Given" in s.text]
+    assert [s.text for s in given] == [
+        "Given during the stay: Furosemide 10 MG/ML Injection, 2 doses on 2024-03-02, not "
+        "continued at discharge."
+    ]
+    assert len(given[0].citations) == 3
+    assert given[0].flags == []
+
+
+def test_a_dose_at_a_check_up_is_not_called_a_treatment_of_a_stay() -> None:
+    """A fluoride gel applied at an ambulatory check-up is listed as given, never as what a
+    stay was treated with."""
+    visit = fx.encounter(class_code="AMB")
+    when = "2024-03-01T09:00:00+00:00"
+    gel = fx.medication_administration("gel", "sodium fluoride Oral Gel", when)
+    state = evidence_from_fhir(fx.bundle(fx.patient(), visit, gel), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    assert not any("Treated" in s.text for s in summary.section("hospital_course").sentences)
+    assert any("sodium fluoride" in s.text for s in summary.section("medications").sentences)

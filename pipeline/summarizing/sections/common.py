@@ -82,11 +82,14 @@ def significant_procedures(state: EvidenceState, routine: CodeTable) -> list[Fac
 @dataclass(frozen=True, slots=True)
 class RepeatedProcedure:
     """One procedure as a draft names it: the first time, and the last when it was repeated on
-    later days (oxygen by mask each day of the stay is one line, not one per day)."""
+    later days (oxygen by mask each day of the stay is one line, not one per day), with the
+    number of days it was done on: "from the 4th to the 17th" read as two weeks of oxygen where
+    the record has seven separate days."""
 
     first: ProcedureAttributes
     last_on: datetime | None
     fact_ids: list[str]
+    days: int = 1
 
 
 def each_procedure_once(procedures: list[Fact]) -> list[RepeatedProcedure]:
@@ -100,7 +103,8 @@ def each_procedure_once(procedures: list[Fact]) -> list[RepeatedProcedure]:
         dates = [d for f in facts if (d := attributes_as(f, ProcedureAttributes).performed_start)]
         started, last = first.performed_start, max(dates, default=None)
         repeated = last if started and last and last.date() > started.date() else None
-        named.append(RepeatedProcedure(first, repeated, [f.id for f in facts]))
+        days = len({d.date() for d in dates}) or 1
+        named.append(RepeatedProcedure(first, repeated, [f.id for f in facts], days))
     return named
 
 

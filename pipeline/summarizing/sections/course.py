@@ -9,13 +9,16 @@ from typing import Any
 
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
+    AdministrationAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
     LabResultAttributes,
     NarrativeAttributes,
     attributes_as,
+    aware,
 )
 from pipeline.evidence.summary import (
     Sentence,
@@ -38,6 +41,7 @@ from pipeline.summarizing.sections.common import (
     significant_procedures,
     supplied_in_stay,
 )
+from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 
 # A note line that carries SNOMED CT semantic tags ("Patient is presenting with history of tubal
@@ -70,6 +74,7 @@ def structured_course_section(
         text = render.course_procedures(procedures)
         cited = [fact_id for p in procedures for fact_id in p.fact_ids]
         sentences.append(cited_sentence("hospital_course", text, cited))
+    sentences += _treatment_given(state, render)
     abnormal = [
         f
         for f in state.facts["lab_result"]
@@ -104,6 +109,25 @@ def structured_course_section(
     return sentences
 
 
+def _treatment_given(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The drugs this stay gave (never a readmission's earlier stay's, never vaccines), named
+    in the course: two doses of IV furosemide are the treatment of a heart failure stay, and a
+    course that names only the admission reads as if nothing was done. An inpatient stay's only:
+    a fluoride gel at a check-up is not a treatment of a stay."""
+    stay = state.stay()
+    if stay is None or stay.class_code not in INPATIENT_CLASSES:
+        return []
+    doses = [
+        f
+        for f in given_in_periods(state)[1]
+        if attributes_as(f, AdministrationAttributes).kind == "medication"
+    ]
+    if not doses:
+        return []
+    text = render.course_given(each_drug_once(doses))
+    return [cited_sentence("hospital_course", text, [f.id for f in doses])]
+
+
 def condition_at_discharge_section(
     state: EvidenceState, render: Any, stay: Fact | None
 ) -> list[Sentence]:
@@ -131,11 +155,34 @@ def condition_at_discharge_section(
         moment = last_moment(last, stay, first=min(effective(f) or NEVER for f in vitals))
         text = render.vital_signs(moment, last, [f.attributes for f in latest])
         sentences.append(cited_sentence("condition_at_discharge", text, [f.id for f in latest]))
+        sentences += _signs_last_taken_earlier(vitals, latest, stay, render)
     sentences += [
         cited_sentence("condition_at_discharge", render.quote(f.attributes), [f.id])
         for f in state.facts["condition_statement"]
     ]
     return sentences
+
+
+def _signs_last_taken_earlier(
+    vitals: list[Fact], latest: list[Fact], stay: Fact | None, render: Any
+) -> list[Sentence]:
+    """The vital signs of the stay that the last set does not hold, each at its last reading:
+    a last set of one body weight said nothing of the oxygen saturation of 88 % that morning,
+    and the reader must see when each sign was last taken."""
+    encounter = stay.attributes if stay else None
+    if not isinstance(encounter, EncounterAttributes) or encounter.start is None:
+        return []
+    shown = {attributes_as(f, LabResultAttributes).name for f in latest}
+    last_of: dict[str, Fact] = {}
+    for fact in sorted(vitals, key=lambda f: aware(effective(f) or NEVER)):
+        result = attributes_as(fact, LabResultAttributes)
+        taken = effective(fact)
+        if result.name not in shown and taken and aware(taken) >= aware(encounter.start):
+            last_of[result.name] = fact
+    if not last_of:
+        return []
+    text = render.vital_signs_last_taken([f.attributes for f in last_of.values()])
+    return [cited_sentence("condition_at_discharge", text, [f.id for f in last_of.values()])]
 
 
 def hospital_course_section(

@@ -3,9 +3,12 @@ administered, each drug once, with a readmission's earlier stay's on lines of th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pipeline.clinical.medications import drug_key
+from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     AdministrationAttributes,
     EvidenceState,
@@ -27,16 +30,35 @@ def earlier_stay_end(state: EvidenceState) -> datetime | None:
     ends = [
         aware(other.end)
         for other in stay.joined
-        if other.class_code == "IMP"
+        if other.class_code in INPATIENT_CLASSES
         and other.end is not None
         and aware(other.end) <= aware(stay.start)
     ]
     return max(ends, default=None)
 
 
+def given_in_periods(state: EvidenceState) -> tuple[list[Fact], list[Fact]]:
+    """The doses administered in this episode, split into a readmission's earlier stay's (an
+    inpatient stay of the episode that ended before this one began) and this stay's."""
+    administered = by_time(
+        state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
+    )
+    earlier_end = earlier_stay_end(state)
+    earlier = [
+        f
+        for f in administered
+        if earlier_end is not None
+        and (when := attributes_as(f, AdministrationAttributes).when) is not None
+        and aware(when) <= earlier_end
+    ]
+    return earlier, [f for f in administered if f not in earlier]
+
+
 def given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
-    """What the stay gave and did not continue, and what it administered, each drug once; a
-    readmission's earlier stay's on lines of their own, never credited to this stay."""
+    """What the stay gave, each drug once with its number of doses, and the stay's orders that
+    were not continued at discharge: an order whose drug was given is said on the drug's line
+    (four lines for one furosemide injection, two per stay, were noise); a readmission's earlier
+    stay's on lines of their own, never credited to this stay."""
     # A drug a note prescribes is never "not continued": it has its own line.
     prescribed_orders = {
         i
@@ -51,38 +73,47 @@ def given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
         and f.attributes.phase == "inpatient"
         and f.id not in prescribed_orders
     ]
-    administered = by_time(
-        state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
-    )
     earlier_end = earlier_stay_end(state)
-
-    def earlier(moment: datetime | None) -> bool:
-        return earlier_end is not None and moment is not None and aware(moment) <= earlier_end
-
     sentences = []
-    for in_earlier in (True, False):
+    for in_earlier, doses in zip((True, False), given_in_periods(state), strict=True):
         orders = [
             f
             for f in given
-            if earlier(attributes_as(f, MedicationAttributes).authored_on) == in_earlier
+            if (
+                earlier_end is not None
+                and (ordered := attributes_as(f, MedicationAttributes).authored_on) is not None
+                and aware(ordered) <= earlier_end
+            )
+            == in_earlier
         ]
-        if orders:
-            text = render.given_during_stay([f.attributes for f in orders], in_earlier)
-            sentences.append(cited_sentence("medications", text, [f.id for f in orders]))
-        doses = [
-            f
-            for f in administered
-            if earlier(attributes_as(f, AdministrationAttributes).when) == in_earlier
+        dosed = {drug_key(attributes_as(f, AdministrationAttributes).name) for f in doses}
+        stopped = {drug_key(attributes_as(f, MedicationAttributes).name) for f in orders}
+        only_ordered = [
+            f for f in orders if drug_key(attributes_as(f, MedicationAttributes).name) not in dosed
         ]
+        if only_ordered:
+            text = render.given_during_stay([f.attributes for f in only_ordered], in_earlier)
+            sentences.append(cited_sentence("medications", text, [f.id for f in only_ordered]))
         if doses:
-            text = render.administered(each_drug_once(doses), in_earlier)
-            sentences.append(cited_sentence("medications", text, [f.id for f in doses]))
+            text = render.administered(each_drug_once(doses), in_earlier, sorted(stopped))
+            cited = [f.id for f in doses] + [f.id for f in orders if f not in only_ordered]
+            sentences.append(cited_sentence("medications", text, cited))
     return sentences
 
 
-def each_drug_once(administered: list[Fact]) -> list[tuple[AdministrationAttributes, str | None]]:
-    """Each drug given once, at its first time, with the day of its last when later (furosemide
-    twice a day for a week is one entry, not fourteen)."""
+@dataclass(frozen=True, slots=True)
+class GivenDrug:
+    """One drug as the draft says it was given: its first dose, the day of its last when later
+    (furosemide twice a day for a week is one entry, not fourteen), and how many doses."""
+
+    first: AdministrationAttributes
+    until: str | None
+    doses: int
+    key: str
+
+
+def each_drug_once(administered: list[Fact]) -> list[GivenDrug]:
+    """Each drug given once, in the order of its first dose."""
     by_name: dict[tuple[str, str], list[AdministrationAttributes]] = {}
     for fact in administered:
         given = attributes_as(fact, AdministrationAttributes)
@@ -91,5 +122,6 @@ def each_drug_once(administered: list[Fact]) -> list[tuple[AdministrationAttribu
     for times in by_name.values():
         first, last = times[0], times[-1]
         later = first.when and last.when and last.when.date() > first.when.date()
-        named.append((first, last.when.date().isoformat() if later and last.when else None))
+        until = last.when.date().isoformat() if later and last.when else None
+        named.append(GivenDrug(first, until, len(times), drug_key(first.name)))
     return named
