@@ -20,7 +20,7 @@ from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
-from pipeline.evidence.mapped import RECENT_RESULTS_DAYS
+from pipeline.evidence.mapped import RECENT_RESULTS_DAYS, is_lasting_measure
 from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
@@ -147,7 +147,8 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     measurements began (the patient's baseline: a readmission's earlier stay included); and
     for each test the stay never measured, its latest value of the ``RECENT_RESULTS_DAYS``
     before (still the current value: a potassium the week before a stay with no laboratory
-    work). Each a fact marked ``baseline``."""
+    work); and for a lasting measure (an ejection fraction), its latest value of any date.
+    Each a fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
         for f in results
@@ -170,10 +171,14 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
             or not scope.is_patient(observation.subject)
         ):
             continue
-        if code.code not in codes and not (
-            recent_from is not None
-            and when >= recent_from
-            and "laboratory" in observation_categories(observation)
+        if (
+            code.code not in codes
+            and not is_lasting_measure(code.code, concept_text(observation.code))
+            and not (
+                recent_from is not None
+                and when >= recent_from
+                and "laboratory" in observation_categories(observation)
+            )
         ):
             continue
         code_value = code.code or ""

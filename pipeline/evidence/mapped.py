@@ -28,6 +28,19 @@ RECENT_ACUTE_CARE_DAYS = 30
 # Days before admission within which a laboratory result the stay never repeated is still the
 # patient's current value (a potassium of 5.1 the week before a stay with no laboratory work).
 RECENT_RESULTS_DAYS = 14
+# Measures that stay the patient's current value until they are measured again, whatever their
+# age: the left ventricular ejection fraction is what classifies heart failure (reduced, mildly
+# reduced, preserved; ACC/AHA/HFSA 2022, section 3) and decides its drugs, and an echocardiogram
+# is repeated only when the picture changes. LOINC codes, and the words of their names for a
+# record that codes them otherwise.
+LASTING_MEASURE_CODES = frozenset({"10230-1", "8806-2", "18043-0", "8808-8", "8810-4", "8811-2"})
+LASTING_MEASURE_WORDS = ("ejection fraction",)
+
+
+def is_lasting_measure(code: str | None, name: str | None) -> bool:
+    """Whether a measure keeps its last value, of whatever date (``LASTING_MEASURE_CODES``)."""
+    words = (name or "").lower()
+    return code in LASTING_MEASURE_CODES or any(word in words for word in LASTING_MEASURE_WORDS)
 
 
 @dataclass(slots=True)

@@ -37,6 +37,7 @@ from pipeline.summarizing.sections.course import (
     structured_course_section,
 )
 from pipeline.summarizing.sections.diagnoses import diagnoses_section
+from pipeline.summarizing.sections.follow_up import follow_up_section
 from pipeline.summarizing.sections.medications import allergies_section, medications_section
 from pipeline.summarizing.sections.needs_review import needs_review_section
 from pipeline.summarizing.sections.results import results_section
@@ -109,8 +110,7 @@ def summarize_evidence(
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": _simple(state, "care_plan", "follow_up", render.care_plan)
-        + _simple(state, "follow_up", "follow_up", render.quote),
+        "follow_up": follow_up_section(state, render),
     }
     built["needs_review"] = needs_review_section(state, render, stay_fact, built)
     sections = [

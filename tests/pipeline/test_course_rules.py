@@ -14,6 +14,11 @@ from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
+NO_NEW_FOLLOW_UP = (
+    "No appointment, test or plan made in this stay for after discharge is documented; the plans "
+    "above began before it."
+)
+
 
 def procedure(procedure_id: str, name: str, code: str, when: str) -> dict:
     return {
@@ -165,8 +170,9 @@ def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() ->
 
 
 def test_a_sign_the_last_set_does_not_hold_is_given_at_its_last_reading() -> None:
-    """The stay's last set is one body weight; the oxygen saturation of 88 % that morning is
-    said with its date, and the saturation of the visit before admission is not."""
+    """The stay's last set is one body weight: the heart rate never taken after admission is
+    named, the oxygen saturation of 88 % that morning is said with its date, and the saturation
+    of the visit before admission is not."""
 
     def sign(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
         observation = fx.observation(obs_id, name, value, unit, loinc=loinc, when=when)
@@ -178,6 +184,7 @@ def test_a_sign_the_last_set_does_not_hold_is_given_at_its_last_reading() -> Non
             sign(
                 "spo2-before", "Oxygen saturation", 97, "%", "2708-6", "2024-02-27T09:00:00+00:00"
             ),
+            sign("hr", "Heart rate", 80, "/min", "8867-4", "2024-03-01T11:00:00+00:00"),
             sign("spo2", "Oxygen saturation", 88, "%", "2708-6", "2024-03-05T02:00:00+00:00"),
             sign("weight", "Body Weight", 74.4, "kg", "29463-7", "2024-03-05T11:00:00+00:00"),
         ),
@@ -187,11 +194,11 @@ def test_a_sign_the_last_set_does_not_hold_is_given_at_its_last_reading() -> Non
     lines = summary.section("condition_at_discharge").sentences
     assert [s.text for s in lines][-2:] == [
         "Vital signs at discharge (2024-03-05): Body Weight 74.4 kg.",
-        "Not in that set, last taken earlier in the stay: Oxygen saturation 88 % on 2024-03-05.",
+        "Not taken again after the admission's set: Heart rate. Not in that set, last taken "
+        "earlier in the stay: Oxygen saturation 88 % on 2024-03-05.",
     ]
-    assert lines[-1].citations == [
-        f.id for f in state.all_facts() if f.sources[0].resource.endswith("/spo2")
-    ]
+    cited = {state.fact(c).sources[0].resource for c in lines[-1].citations}
+    assert cited == {"Observation/hr", "Observation/spo2"}
 
 
 ROUTINE = table("routine_procedures", PipelineSettings())
@@ -314,7 +321,8 @@ def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_no
     )
     assert [s.text for s in summary.section("follow_up").sentences] == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan, for "
-        "Dependent drug abuse; activities: Counselling."
+        "Dependent drug abuse; activities: Counselling.",
+        NO_NEW_FOLLOW_UP,
     ]
     review = [s.text for s in summary.section("needs_review").sentences]
     assert not any("Follow-up" in line for line in review if line.startswith("Not documented"))
@@ -351,7 +359,8 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
     )
     assert [s.text for s in summary.section("follow_up").sentences] == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan; "
-        "activities: Counselling."
+        "activities: Counselling.",
+        NO_NEW_FOLLOW_UP,
     ]
 
 

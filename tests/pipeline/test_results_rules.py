@@ -111,7 +111,8 @@ def test_vital_signs_at_admission_and_at_discharge() -> None:
     ]
     # The last set is the condition at discharge, said there only.
     assert [s.text for s in summary.section("condition_at_discharge").sentences] == [
-        "Vital signs at discharge (2024-03-05): Heart rate 76 /min."
+        "Vital signs at discharge (2024-03-05): Heart rate 76 /min.",
+        "Not taken again after the admission's set: Body temperature.",
     ]
 
 
@@ -446,6 +447,45 @@ def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_
         "Out of range in the days before admission, not measured in this stay: Creatinine 2.06 "
         "mg/dL (high) on 2024-02-27, reference 0.6 to 1.3."
     ]
+
+
+@pytest.mark.parametrize(
+    ("loinc", "name"),
+    [
+        ("10230-1", "Left ventricular Ejection fraction"),
+        ("18043-0", "Left ventricular Ejection fraction by US"),
+        ("99999-9", "LV ejection fraction (echo report)"),
+    ],
+)
+def test_the_last_ejection_fraction_of_any_date_is_shown_when_the_stay_has_none(
+    loinc: str, name: str
+) -> None:
+    """An ejection fraction of seven months before classifies the heart failure a stay treats:
+    it stays current whatever its age, and only the latest is shown; a sodium of seven weeks
+    before is not."""
+    older = lab("ef0", name, 42.56, "%", loinc, "2023-08-29T08:00:00+00:00")
+    latest = lab("ef1", name, 45.57, "%", loinc, "2024-02-25T08:00:00+00:00")
+    sodium = lab("na", "Sodium", 150, "mmol/L", SODIUM, "2024-01-10T08:00:00+00:00")
+    for observation in (older, latest, sodium):
+        observation["encounter"] = {"reference": "Encounter/clinic"}
+    lines = results_of(older, latest, sodium)
+    assert [line for line in lines if "before" in line] == [
+        f"Last measured before this stay, not measured in it: {name} 45.57 % on 2024-02-25."
+    ]
+
+
+def test_an_ejection_fraction_measured_in_the_stay_is_its_own_result() -> None:
+    """Measured in the stay, the stay's value is the result and the old one no line of its own."""
+    before = lab(
+        "ef0", "Left ventricular Ejection fraction", 45, "%", "10230-1", "2023-08-29T08:00:00+00:00"
+    )
+    before["encounter"] = {"reference": "Encounter/clinic"}
+    during = lab(
+        "ef1", "Left ventricular Ejection fraction", 35, "%", "10230-1", "2024-03-02T08:00:00+00:00"
+    )
+    lines = results_of(before, during)
+    assert not any(line.startswith("Last measured before this stay") for line in lines)
+    assert any("Left ventricular Ejection fraction" in line and "35 %" in line for line in lines)
 
 
 def test_a_test_with_no_range_measured_twice_is_one_line() -> None:

@@ -166,22 +166,33 @@ def condition_at_discharge_section(
 def _signs_last_taken_earlier(
     vitals: list[Fact], latest: list[Fact], stay: Fact | None, render: Any
 ) -> list[Sentence]:
-    """The vital signs of the stay that the last set does not hold, each at its last reading:
-    a last set of one body weight said nothing of the oxygen saturation of 88 % that morning,
-    and the reader must see when each sign was last taken."""
+    """The vital signs of the stay that the last set does not hold: a last set of one body
+    weight said nothing of the saturation of 88 % that morning, nor that no saturation, blood
+    pressure or heart rate was taken after it. A sign last taken in the admission's set (its
+    value shown under Key results) is named only; one taken later is given at its last reading."""
     encounter = stay.attributes if stay else None
     if not isinstance(encounter, EncounterAttributes) or encounter.start is None:
         return []
     shown = {attributes_as(f, LabResultAttributes).name for f in latest}
+    in_stay = sorted(
+        (f for f in vitals if aware(effective(f) or NEVER) >= aware(encounter.start)),
+        key=lambda f: aware(effective(f) or NEVER),
+    )
+    if not in_stay:
+        return []
+    admission_set = effective(in_stay[0])
     last_of: dict[str, Fact] = {}
-    for fact in sorted(vitals, key=lambda f: aware(effective(f) or NEVER)):
-        result = attributes_as(fact, LabResultAttributes)
-        taken = effective(fact)
-        if result.name not in shown and taken and aware(taken) >= aware(encounter.start):
-            last_of[result.name] = fact
+    for fact in in_stay:
+        name = attributes_as(fact, LabResultAttributes).name
+        if name not in shown:
+            last_of[name] = fact
     if not last_of:
         return []
-    text = render.vital_signs_last_taken([f.attributes for f in last_of.values()])
+    at_admission = [f for f in last_of.values() if effective(f) == admission_set]
+    later = [f for f in last_of.values() if effective(f) != admission_set]
+    text = render.vital_signs_last_taken(
+        [f.attributes for f in at_admission], [f.attributes for f in later]
+    )
     return [cited_sentence("condition_at_discharge", text, [f.id for f in last_of.values()])]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.clinical.results import is_minor, is_vital_sign
 from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.mapped import is_lasting_measure
 from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
@@ -125,6 +126,10 @@ def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fac
     return by_test, baselines, vitals
 
 
+def _is_lasting(result: LabResultAttributes) -> bool:
+    return is_lasting_measure(result.code.code if result.code else None, result.name)
+
+
 def results_section(
     state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
@@ -169,6 +174,16 @@ def results_section(
     if recent:
         text = render.recent_before_admission([f.attributes for f in by_time(recent, effective)])
         sentences.append(cited_sentence("results", text, [f.id for f in recent]))
+    lasting = [
+        f
+        for key, f in baselines.items()
+        if key not in by_test
+        and f not in recent
+        and _is_lasting(attributes_as(f, LabResultAttributes))
+    ]
+    if lasting:
+        text = render.last_measured([f.attributes for f in by_time(lasting, effective)])
+        sentences.append(cited_sentence("results", text, [f.id for f in lasting]))
     if normal:
         names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
         sentences.append(
