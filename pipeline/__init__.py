@@ -13,4 +13,7 @@ Its rooms, each importing only itself and those before it (``tests/test_layering
 - ``checking``: whether a sentence is supported by the evidence;
 - ``summarizing``: FOCUS, the evidence-only summary, extraction, the agentic loop;
 - ``build``: the evidence state from a mapped record, the one entry that uses them all.
+
+Each room's ``__all__`` names the modules other rooms and packages may import; the rest are the
+room's own.
 """

@@ -1,8 +1,6 @@
 """Language models: the chat protocol every backend answers, the answer schemas, the local
 transformers backend with its attention read (AURA), the sentence encoder, and the trained claim
 verifier (LoRA adapters over that encoder, its weights and cards in ``weights/claim_judge``).
-
-``__all__`` names the modules other rooms and packages may import; the rest are this room's own.
 """
 
 __all__ = [

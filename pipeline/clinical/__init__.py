@@ -1,7 +1,5 @@
 """Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
 conflicts between sources, the shipped clinical tables, and the agent that runs the rules in order.
-
-``__all__`` names the modules other rooms and packages may import; the rest are this room's own.
 """
 
 __all__ = [

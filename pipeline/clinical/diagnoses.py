@@ -30,7 +30,6 @@ from pipeline.evidence.model import (
     Fact,
     ProcedureAttributes,
     ReviewFlag,
-    stable_id,
 )
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
@@ -149,13 +148,13 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
         related = not about or bool(topic_stems(diagnosis.display) & about)
         if not abated and related and diagnosis.onset is not None:
             flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", "stale", fact.id),
-                    code="stale_condition",
-                    reason=f"{plain_term(diagnosis.display)} recorded active since "
+                ReviewFlag.on_facts(
+                    ("stale",),
+                    "stale_condition",
+                    f"{plain_term(diagnosis.display)} recorded active since "
                     f"{diagnosis.onset.date().isoformat()}, an acute event: confirm it is current",
-                    raised_by="diagnoses",
-                    fact_ids=[fact.id],
+                    "diagnoses",
+                    [fact.id],
                 )
             )
     facts = dict(state.facts) | {"diagnosis": listed}

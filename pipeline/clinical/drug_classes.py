@@ -76,13 +76,12 @@ def duplication_flags(
         for ingredient in ingredients(_drug_name(fact)):
             by_ingredient[ingredient].append(fact)
     flags = [
-        ReviewFlag(
-            id=stable_id("flag", "same-drug", *(f.id for f in facts)),
-            code="therapeutic_duplication",
-            reason=f"The same drug twice at discharge ({ingredient}): "
-            f"{_named(facts, unconfirmed, held)}",
-            raised_by=RAISED_BY,
-            fact_ids=[f.id for f in facts],
+        ReviewFlag.on_facts(
+            ("same-drug",),
+            "therapeutic_duplication",
+            f"The same drug twice at discharge ({ingredient}): {_named(facts, unconfirmed, held)}",
+            RAISED_BY,
+            [f.id for f in facts],
         )
         for ingredient, facts in by_ingredient.items()
         if len(facts) > 1
@@ -94,13 +93,13 @@ def duplication_flags(
         if len({i for f in facts for i in _words(_drug_name(f)) & members}) < 2:
             continue
         flags.append(
-            ReviewFlag(
-                id=stable_id("flag", "duplication", *(f.id for f in facts)),
-                code="therapeutic_duplication",
-                reason=f"Therapeutic duplication at discharge ({' or '.join(group)}): "
+            ReviewFlag.on_facts(
+                ("duplication",),
+                "therapeutic_duplication",
+                f"Therapeutic duplication at discharge ({' or '.join(group)}): "
                 f"{_named(facts, unconfirmed, held)}",
-                raised_by=RAISED_BY,
-                fact_ids=[f.id for f in facts],
+                RAISED_BY,
+                [f.id for f in facts],
             )
         )
     return flags
@@ -125,13 +124,13 @@ def allergy_class_flags(
             shared = classes_of(medication.name, drug_table) & allergic_to
             if shared:
                 flags.append(
-                    ReviewFlag(
-                        id=stable_id("flag", "allergy-class", allergy.id, fact.id),
-                        code="allergy_conflict",
-                        reason=f"{medication.name} at discharge, and an allergy to "
+                    ReviewFlag.on_facts(
+                        ("allergy-class",),
+                        "allergy_conflict",
+                        f"{medication.name} at discharge, and an allergy to "
                         f"{attributes.substance} ({', '.join(sorted(shared))})",
-                        raised_by=RAISED_BY,
-                        fact_ids=[allergy.id, fact.id],
+                        RAISED_BY,
+                        [allergy.id, fact.id],
                     )
                 )
     return flags

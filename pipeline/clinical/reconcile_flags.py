@@ -4,17 +4,13 @@ prescribes that no order carries; one flag per question, never a decision."""
 
 from __future__ import annotations
 
-from pipeline.evidence.model import (
-    MedicationChange,
-    ReviewFlag,
-    stable_id,
-)
+from pipeline.evidence.model import FlagCode, MedicationChange, ReviewFlag
 
 
 def left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
     """One flag for the home drugs held or stopped, one for the drugs prescribed in a note but
     not ordered (the medication list names each; the flag says what to decide)."""
-    asks = {
+    asks: dict[str, tuple[FlagCode, str]] = {
         "held_or_stopped": (
             "home_medication_not_ordered",
             "Home medications with no discharge order: confirm whether each is held or stopped",
@@ -35,15 +31,7 @@ def left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
             if fact_id
         ]
         if cited:
-            flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", code, *cited),
-                    code=code,
-                    reason=reason,
-                    raised_by="reconcile",
-                    fact_ids=list(dict.fromkeys(cited)),
-                )
-            )
+            flags.append(ReviewFlag.on_facts((code,), code, reason, "reconcile", cited))
     return flags
 
 
@@ -55,12 +43,12 @@ def unexplained(changes: list[MedicationChange]) -> list[ReviewFlag]:
         fact_ids = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
         what = "; ".join(change.differences) if change.differences else "stopped"
         flags.append(
-            ReviewFlag(
-                id=stable_id("flag", "unexplained", *fact_ids),
-                code="unexplained_medication_change",
-                reason=f"{change.name}: {what}, with no documented reason",
-                raised_by="reconcile",
-                fact_ids=fact_ids,
+            ReviewFlag.on_facts(
+                ("unexplained",),
+                "unexplained_medication_change",
+                f"{change.name}: {what}, with no documented reason",
+                "reconcile",
+                fact_ids,
             )
         )
     return flags
@@ -74,14 +62,14 @@ def not_renewed(changes: list[MedicationChange]) -> list[ReviewFlag]:
     fact_ids = [change.admission for change in stale if change.admission]
     # No number in the text: every number a draft states must be one of the evidence's.
     return [
-        ReviewFlag(
-            id=stable_id("flag", "not_renewed", *fact_ids),
-            code="medication_not_renewed",
-            reason=(
+        ReviewFlag.on_facts(
+            ("not_renewed",),
+            "medication_not_renewed",
+            (
                 "Home orders last written long before admission (beyond the renewal window) "
                 "and not mentioned in this stay's notes: confirm whether still taken"
             ),
-            raised_by="reconcile",
-            fact_ids=fact_ids,
+            "reconcile",
+            fact_ids,
         )
     ]

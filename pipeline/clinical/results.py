@@ -25,7 +25,6 @@ from pipeline.evidence.model import (
     ReviewFlag,
     attributes_as,
     aware,
-    stable_id,
 )
 from pipeline.settings import PipelineSettings
 
@@ -196,17 +195,17 @@ def kidney_injury(facts: Sequence[Fact], criteria: CodeTable) -> ReviewFlag | No
                 criterion = "relative rise"
             else:
                 continue
-            return ReviewFlag(
-                id=stable_id("flag", "acute_kidney_injury", earlier_fact.id, later_fact.id),
-                code="acute_kidney_injury",
-                reason=(
+            return ReviewFlag.on_facts(
+                ("acute_kidney_injury",),
+                "acute_kidney_injury",
+                (
                     f"Acute kidney injury by KDIGO creatinine criteria ({criterion}): creatinine "
                     f"{shown(earlier_value, 2)} {unit} on {earlier_at.date().isoformat()} → "
                     f"{shown(later_value, 2)} {unit} on {later_at.date().isoformat()}: confirm "
                     "the diagnosis and plan follow-up of renal function"
                 ),
-                raised_by="results",
-                fact_ids=[earlier_fact.id, later_fact.id],
+                "results",
+                [earlier_fact.id, later_fact.id],
             )
     return None
 
@@ -235,12 +234,12 @@ def critical_flags(facts: Sequence[Fact]) -> list[ReviewFlag]:
         last = attributes_as(found[-1], LabResultAttributes)
         said = _at(first) if len(found) == 1 else f"first {_at(first)}, last {_at(last)}"
         flags.append(
-            ReviewFlag(
-                id=stable_id("flag", "critical", *(f.id for f in found)),
-                code="critical_result",
-                reason=f"Critical result: {name}{':' if len(found) > 1 else ''} {said}",
-                raised_by="results",
-                fact_ids=[f.id for f in found],
+            ReviewFlag.on_facts(
+                ("critical",),
+                "critical_result",
+                f"Critical result: {name}{':' if len(found) > 1 else ''} {said}",
+                "results",
+                [f.id for f in found],
             )
         )
     return flags

@@ -16,7 +16,6 @@ from pipeline.evidence.model import (
     MedicationAttributes,
     ReviewFlag,
     attributes_as,
-    stable_id,
 )
 from pipeline.text.rendering import plain_term
 
@@ -51,13 +50,7 @@ def drug_names(facts: Sequence[Fact]) -> str:
 
 def risk_flag(key: str, reason: str, facts: Sequence[Fact], code: FlagCode = CODE) -> ReviewFlag:
     ids = list(dict.fromkeys(f.id for f in facts))
-    return ReviewFlag(
-        id=stable_id("flag", "regimen", key, *ids),
-        code=code,
-        reason=reason,
-        raised_by=RAISED_BY,
-        fact_ids=ids,
-    )
+    return ReviewFlag.on_facts(("regimen", key), code, reason, RAISED_BY, ids)
 
 
 def _dated_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:

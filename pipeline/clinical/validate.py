@@ -83,22 +83,22 @@ def _medication_flags(facts: list[Fact], unconfirmed: set[str]) -> list[ReviewFl
         ]
         if missing:
             flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", "incomplete", fact.id),
-                    code="incomplete_medication",
-                    reason=f"{attributes.name}: {', '.join(missing)} not documented",
-                    raised_by="validate",
-                    fact_ids=[fact.id],
+                ReviewFlag.on_facts(
+                    ("incomplete",),
+                    "incomplete_medication",
+                    f"{attributes.name}: {', '.join(missing)} not documented",
+                    "validate",
+                    [fact.id],
                 )
             )
         if attributes.phase == "unknown":
             flags.append(
-                ReviewFlag(
-                    id=stable_id("flag", "phase", fact.id),
-                    code="medication_phase_unknown",
-                    reason=f"{attributes.name}: {attributes.phase_rule}",
-                    raised_by="validate",
-                    fact_ids=[fact.id],
+                ReviewFlag.on_facts(
+                    ("phase",),
+                    "medication_phase_unknown",
+                    f"{attributes.name}: {attributes.phase_rule}",
+                    "validate",
+                    [fact.id],
                 )
             )
     return flags

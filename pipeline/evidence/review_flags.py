@@ -3,11 +3,12 @@ one trace event per agent step, and the resources left out, each with why."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
-from pipeline.evidence.base import StrictModel
+from pipeline.evidence.base import StrictModel, stable_id
 
 ConflictKind = Literal[
     "duplicate_active_medication",
@@ -60,6 +61,20 @@ class ReviewFlag(StrictModel):
     raised_by: str
     fact_ids: list[str] = Field(default_factory=list)
     document: str | None = None
+
+    @classmethod
+    def on_facts(
+        cls, key: tuple[str, ...], code: FlagCode, reason: str, raised_by: str, facts: Sequence[str]
+    ) -> ReviewFlag:
+        """A flag on facts, its id derived from ``key`` and the facts: the same flag on the same
+        facts keeps its id from one draft to the next, so a physician's answer to it holds."""
+        return cls(
+            id=stable_id("flag", *key, *facts),
+            code=code,
+            reason=reason,
+            raised_by=raised_by,
+            fact_ids=list(dict.fromkeys(facts)),
+        )
 
 
 class TraceEvent(StrictModel):

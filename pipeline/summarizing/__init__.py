@@ -1,14 +1,5 @@
 """Writing the summary: the evidence-only draft with FOCUS, the model's extraction from notes,
 and AgenticSum's loop (draft, detect, fix, supervise).
-
-``__all__`` names the modules other rooms and packages may import; the rest are this room's own.
 """
 
-__all__ = [
-    "agentic",
-    "draft_agent",
-    "evidence_summary",
-    "extraction",
-    "focus",
-    "summary_text",
-]
+__all__ = ["agentic", "draft_agent", "evidence_summary", "extraction", "focus", "summary_text"]

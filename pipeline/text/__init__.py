@@ -1,13 +1,5 @@
 """Plain-text tools every other room reads with: words, sentences, rendering for people,
 HTML to text, and a model's echoes of its prompt.
-
-``__all__`` names the modules other rooms and packages may import; the rest are this room's own.
 """
 
-__all__ = [
-    "echoes",
-    "html_text",
-    "rendering",
-    "sentences",
-    "words",
-]
+__all__ = ["echoes", "html_text", "rendering", "sentences", "words"]
