@@ -356,3 +356,41 @@ def test_a_dose_at_a_check_up_is_not_called_a_treatment_of_a_stay() -> None:
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     assert not any("Treated" in s.text for s in summary.section("hospital_course").sentences)
     assert any("sodium fluoride" in s.text for s in summary.section("medications").sentences)
+
+
+def test_an_earlier_stays_procedures_are_said_to_be_that_stays() -> None:
+    """Oxygen by mask on three days of the heart failure stay a week before, and once in this
+    one: the earlier stay's days on a line of its own, first, never "from the 21st to the 2nd"
+    as if this stay had given oxygen for ten days; a surgical stay the same-day transfer
+    continues is "this episode", not a readmission."""
+    earlier = fx.encounter(
+        "first-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | reason("Heart failure")
+    oxygen = [
+        fx.procedure(f"o2-{day}", "Oxygen therapy", "first-stay", f"2024-02-{day}T09:00:00+00:00")
+        for day in (21, 22, 23)
+    ] + [fx.procedure("o2-now", "Oxygen therapy", when="2024-03-02T09:00:00+00:00")]
+    record = fx.bundle(fx.patient(), fx.encounter() | reason("Heart failure"), earlier, *oxygen)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    assert [s.text for s in summary.section("procedures").sentences] == [
+        "Oxygen therapy (completed) on 3 days from 2024-02-21 to 2024-02-23, in the earlier stay "
+        "of this readmission.",
+        "Oxygen therapy (completed) on 2024-03-02.",
+    ]
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert "Procedures: Oxygen therapy on 2024-03-02." in course
+    surgery = fx.encounter(
+        "surgery", "2024-02-27T08:00:00+00:00", "2024-03-01T10:00:00+00:00", "IMP"
+    ) | reason("Injury of knee")
+    operation = fx.procedure("op", "Knee arthroscopy", "surgery", "2024-02-27T09:00:00+00:00")
+    rehabilitation = fx.encounter() | reason("Rehabilitation")
+    continued = evidence_from_fhir(
+        fx.bundle(fx.patient(), rehabilitation, surgery, operation), settings=PipelineSettings()
+    )
+    drafted = summarize_evidence(
+        continued, salience=lambda text: ([], []), settings=PipelineSettings()
+    )
+    assert [s.text for s in drafted.section("procedures").sentences] == [
+        "Knee arthroscopy (completed) on 2024-02-27, in the earlier stay of this episode."
+    ]

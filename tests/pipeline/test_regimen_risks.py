@@ -385,3 +385,24 @@ def test_a_potassium_of_the_week_before_a_stay_that_measured_none_is_the_current
     ]
     month = evidence_from_fhir(record("2024-01-25T08:00:00+00:00"), settings=PipelineSettings())
     assert risks(month) == []
+
+
+def test_a_value_in_range_that_a_safety_rule_cites_is_never_listed_as_normal() -> None:
+    """A potassium of 5.05 mmol/L is within 3.5 to 5.1 and above the 5.0 at which lisinopril is
+    reviewed: Key results give it a line of its own, never the normal list its flag contradicts."""
+    potassium = fx.observation(
+        "k", "Potassium", 5.05, "mmol/L", loinc="2823-3", when="2024-03-04T08:00:00+00:00"
+    ) | {"referenceRange": [{"low": {"value": 3.5}, "high": {"value": 5.1}}]}
+    sodium = fx.observation(
+        "na", "Sodium", 140, "mmol/L", loinc="2951-2", when="2024-03-04T08:00:00+00:00"
+    ) | {"referenceRange": [{"low": {"value": 135}, "high": {"value": 145}}]}
+    state = evidence_from_fhir(
+        fx.stay(going_home("l", "lisinopril 10 MG Oral Tablet"), potassium, sodium),
+        settings=PipelineSettings(),
+    )
+    assert len(risks(state)) == 1
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = [s.text for s in summary.section("results").sentences]
+    (normal,) = [line for line in lines if line.startswith("Other results within")]
+    assert "Sodium" in normal and "Potassium" not in normal
+    assert "Potassium: 5.1 mmol/L on 2024-03-04 (reference 3.5 to 5.1)." in lines

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     DeviceAttributes,
     EncounterAttributes,
@@ -156,3 +157,40 @@ def supplied_in_stay(state: EvidenceState, table: CodeTable) -> list[Fact]:
         ],
         lambda f: attributes_as(f, DeviceAttributes).when,
     )
+
+
+def earlier_stay_end(state: EvidenceState) -> datetime | None:
+    """When a readmission's earlier stay (an inpatient stay of the episode that ended before
+    this one began) ended: what was given or done until then was that stay's, not this one's."""
+    stay = state.stay()
+    if stay is None or stay.start is None:
+        return None
+    ends = [
+        aware(other.end)
+        for other in stay.joined
+        if other.class_code in INPATIENT_CLASSES
+        and other.end is not None
+        and aware(other.end) <= aware(stay.start)
+    ]
+    return max(ends, default=None)
+
+
+def earlier_stay_of(state: EvidenceState) -> str:
+    """What the earlier stay of the episode was to this one: "this readmission" when it was
+    joined as the stay a readmission follows, else "this episode" (the surgical stay a ward or
+    rehabilitation stay continues the same day is no readmission)."""
+    stay = state.stay()
+    readmitted = stay is not None and any("readmission" in (o.why or "") for o in stay.joined)
+    return "this readmission" if readmitted else "this episode"
+
+
+def split_at(
+    end: datetime | None, facts: list[Fact], moment: Callable[[Fact], datetime | None]
+) -> tuple[list[Fact], list[Fact]]:
+    """The facts of a readmission's earlier stay (at or before ``end``), and the others."""
+    earlier = [
+        f
+        for f in facts
+        if end is not None and (when := moment(f)) is not None and aware(when) <= end
+    ]
+    return earlier, [f for f in facts if f not in earlier]

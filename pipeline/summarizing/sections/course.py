@@ -35,10 +35,14 @@ from pipeline.summarizing.sections.common import (
     NEVER,
     cited_sentence,
     each_procedure_once,
+    earlier_stay_end,
+    earlier_stay_of,
     effective,
     implants,
     last_moment,
+    performed,
     significant_procedures,
+    split_at,
     supplied_in_stay,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
@@ -69,11 +73,15 @@ def structured_course_section(
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
     sentences = [cited_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
-    procedures = each_procedure_once(significant_procedures(state, routine))
-    if procedures:
-        text = render.course_procedures(procedures)
-        cited = [fact_id for p in procedures for fact_id in p.fact_ids]
-        sentences.append(cited_sentence("hospital_course", text, cited))
+    earlier, own = split_at(
+        earlier_stay_end(state), significant_procedures(state, routine), performed
+    )
+    for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own)):
+        procedures = each_procedure_once(facts)
+        if procedures:
+            text = render.course_procedures(procedures, in_earlier)
+            cited = [fact_id for p in procedures for fact_id in p.fact_ids]
+            sentences.append(cited_sentence("hospital_course", text, cited))
     sentences += _treatment_given(state, render)
     abnormal = [
         f
@@ -243,13 +251,19 @@ def hospital_course_section(
 def procedures_section(
     state: EvidenceState, render: Any, routine: CodeTable, implant_table: CodeTable
 ) -> list[Sentence]:
-    """Each significant procedure once; then the implants on record (a valve replacement's
-    bioprosthesis: whether the valve is mechanical decides the anticoagulation) and the organs,
+    """Each significant procedure once, an earlier stay of the episode's first and said to be
+    that stay's (seven days of oxygen there read as this one-day stay's); then the
+    implants on record (a valve replacement's bioprosthesis: whether the valve is mechanical
+    decides the anticoagulation) and the organs,
     tissues and blood products supplied during the stay (a kidney graft, where the transplant
     itself is not coded), never its consumables."""
+    earlier, own = split_at(
+        earlier_stay_end(state), significant_procedures(state, routine), performed
+    )
     sentences = [
-        cited_sentence("procedures", render.procedure(p), p.fact_ids)
-        for p in each_procedure_once(significant_procedures(state, routine))
+        cited_sentence("procedures", render.procedure(p, in_earlier), p.fact_ids)
+        for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own))
+        for p in each_procedure_once(facts)
     ]
     implanted = implants(state, implant_table)
     if implanted:

@@ -4,54 +4,37 @@ administered, each drug once, with a readmission's earlier stay's on lines of th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.medications import drug_key
-from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     AdministrationAttributes,
     EvidenceState,
     Fact,
     MedicationAttributes,
     attributes_as,
-    aware,
 )
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import by_time, cited_sentence
-
-
-def earlier_stay_end(state: EvidenceState) -> datetime | None:
-    """When a readmission's earlier stay (an inpatient stay of the episode that ended before
-    this one began) ended: what was given until then was given in that stay, not this one."""
-    stay = state.stay()
-    if stay is None or stay.start is None:
-        return None
-    ends = [
-        aware(other.end)
-        for other in stay.joined
-        if other.class_code in INPATIENT_CLASSES
-        and other.end is not None
-        and aware(other.end) <= aware(stay.start)
-    ]
-    return max(ends, default=None)
+from pipeline.summarizing.sections.common import (
+    by_time,
+    cited_sentence,
+    earlier_stay_end,
+    earlier_stay_of,
+    split_at,
+)
 
 
 def given_in_periods(state: EvidenceState) -> tuple[list[Fact], list[Fact]]:
-    """The doses administered in this episode, split into a readmission's earlier stay's (an
-    inpatient stay of the episode that ended before this one began) and this stay's."""
+    """The doses administered in this episode, split into an earlier stay's (an inpatient stay
+    of the episode that ended before this one began) and this stay's."""
     administered = by_time(
         state.facts["administration"], lambda f: attributes_as(f, AdministrationAttributes).when
     )
-    earlier_end = earlier_stay_end(state)
-    earlier = [
-        f
-        for f in administered
-        if earlier_end is not None
-        and (when := attributes_as(f, AdministrationAttributes).when) is not None
-        and aware(when) <= earlier_end
-    ]
-    return earlier, [f for f in administered if f not in earlier]
+    return split_at(
+        earlier_stay_end(state),
+        administered,
+        lambda f: attributes_as(f, AdministrationAttributes).when,
+    )
 
 
 def given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
@@ -73,19 +56,16 @@ def given_lines(state: EvidenceState, render: Any) -> list[Sentence]:
         and f.attributes.phase == "inpatient"
         and f.id not in prescribed_orders
     ]
-    earlier_end = earlier_stay_end(state)
+    earlier_orders, own_orders = split_at(
+        earlier_stay_end(state), given, lambda f: attributes_as(f, MedicationAttributes).authored_on
+    )
+    periods = zip(
+        ((earlier_stay_of(state), earlier_orders), (None, own_orders)),
+        given_in_periods(state),
+        strict=True,
+    )
     sentences = []
-    for in_earlier, doses in zip((True, False), given_in_periods(state), strict=True):
-        orders = [
-            f
-            for f in given
-            if (
-                earlier_end is not None
-                and (ordered := attributes_as(f, MedicationAttributes).authored_on) is not None
-                and aware(ordered) <= earlier_end
-            )
-            == in_earlier
-        ]
+    for (in_earlier, orders), doses in periods:
         dosed = {drug_key(attributes_as(f, AdministrationAttributes).name) for f in doses}
         stopped = {drug_key(attributes_as(f, MedicationAttributes).name) for f in orders}
         only_ordered = [

@@ -140,6 +140,7 @@ def results_section(
     (or the latest, dated, when none was taken in the stay's last day)."""
     minor = ranges.extra.get("minor_results", {})
     by_test, baselines, vitals = _grouped(state)
+    flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
     abnormal: list[tuple[int, str, Sentence]] = []
     normal: list[Fact] = []
     unranged: list[list[Fact]] = []
@@ -149,7 +150,9 @@ def results_section(
         worst = _worst(results)
         if worst is None:
             if not is_minor(results[-1], minor):
-                if any(r.flag == "normal" for r in results):
+                # A value a safety rule cites (a potassium of 5.05, in range, on two drugs that
+                # raise it) is said on its own line: listed as normal it contradicted its flag.
+                if any(r.flag == "normal" for r in results) and not flagged & {f.id for f in facts}:
                     normal.extend(facts)
                 else:
                     unranged.append(list(facts))
