@@ -73,8 +73,7 @@ class DraftController(Controller):
     async def draft_page(
         self, drafts: Drafts, pages: Pages, visible: SeenDraft, draft_id: FromPath[str]
     ) -> Response[str]:
-        actor = visible.context.fhir_user or "unknown user"
-        await drafts.audit(actor, "draft_viewed", visible.draft.id, "")
+        await drafts.audit(visible.actor, "draft_viewed", visible.draft.id, "")
         try:
             values = await pages.values(visible, visible.draft)
         except ReviewRefusedError as refused:
@@ -106,7 +105,7 @@ class DraftController(Controller):
                 submitted.revision,
                 action,  # type: ignore[arg-type]
                 sentence_id,
-                visible.context.fhir_user or "unknown user",
+                visible.actor,
                 submitted.form.get("text", ""),
             )
         except ReviewRefusedError as failure:
@@ -131,9 +130,7 @@ class DraftController(Controller):
         context = visible.context
         practitioner = practitioner_reference(context.fhir_user)
         if practitioner is None:
-            user = context.fhir_user or "an unknown user"
-            message = f"Only a practitioner can sign; you are signed in as {user}."
-            return await pages.answer(request, visible, message, 403)
+            return await pages.not_a_practitioner(request, visible)
         try:
             await provenote.drafts.sign(
                 provenote.access.client_for(visible.session_id, context.iss),
@@ -177,7 +174,7 @@ class DraftController(Controller):
             session_id=visible.session_id,
             may_write=may_review(settings, context),
         )
-        await drafts.audit(context.fhir_user or "unknown user", "redraft_asked", draft.id, "")
+        await drafts.audit(visible.actor, "redraft_asked", draft.id, "")
         return Redirect("/", status_code=303)
 
     @post(
@@ -234,9 +231,7 @@ class DraftController(Controller):
             message = "The draft changed since you opened it; here it is as it stands now."
             return await pages.answer(request, visible, message, 409)
         if practitioner is None:
-            user = context.fhir_user or "an unknown user"
-            message = f"Only a practitioner can sign; you are signed in as {user}."
-            return await pages.answer(request, visible, message, 403)
+            return await pages.not_a_practitioner(request, visible)
         values = await pages.values(visible, draft)
         values["signed_note"] = signed_note(
             reviewed(draft), practitioner, datetime.now(UTC), context.user_name

@@ -170,6 +170,15 @@ class ReviewPages:
             return Redirect(f"/drafts/{draft.id}", status_code=303)
         return html(render("app/review.html.j2", **values), status)
 
+    async def not_a_practitioner(
+        self, request: Request[Any, Any, Any], visible: VisibleDraft
+    ) -> Response[Any]:
+        """The refusal of a signature, or of its preview, to a user who is not a Practitioner:
+        only a Practitioner can attest a note, whatever the reviewer roles allow."""
+        user = visible.context.fhir_user or "an unknown user"
+        message = f"Only a practitioner can sign; you are signed in as {user}."
+        return await self.answer(request, visible, message, 403)
+
     async def checked_form(
         self, request: Request[Any, Any, Any], visible: VisibleDraft
     ) -> Submission | Response[Any]:

@@ -35,6 +35,11 @@ class VisibleDraft:
     context: LaunchContext
     draft: DraftRow
 
+    @property
+    def actor(self) -> str:
+        """Whom the audit trail names for what this session does to the draft."""
+        return self.context.fhir_user or "unknown user"
+
 
 @dataclass(frozen=True, slots=True)
 class VisibleJob:
