@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 from joserfc.jwk import ECKey, KeyParameters, KeySet, RSAKey
+from pydantic import SecretStr
 
 from smartapp.core.registrations import ClientRegistration, SigningAlg
 from smartapp.core.settings import Settings
@@ -87,21 +88,23 @@ def token_cipher(settings: Settings) -> Fernet:
     return Fernet(path.read_bytes().strip())
 
 
+def _random_secret(configured: SecretStr | None, path: Path) -> bytes:
+    """A secret given in settings, else the one kept at ``path`` (32 random bytes in hex,
+    generated there once): how every secret that is not a key is found."""
+    if configured is not None:
+        return configured.get_secret_value().encode("utf-8")
+    if not path.exists():
+        _write_private(path, os.urandom(32).hex().encode("ascii"))
+    return path.read_bytes().strip()
+
+
 def pseudonym_secret(settings: Settings) -> bytes:
     """The key of the edits export's editor pseudonyms: its own, so that no other secret (the
     CSRF tokens') ever helps reverse them."""
-    if settings.pseudonym_secret is not None:
-        return settings.pseudonym_secret.get_secret_value().encode("utf-8")
     path = settings.pseudonym_secret_file or settings.data_dir / "pseudonym-secret.key"
-    if not path.exists():
-        _write_private(path, os.urandom(32).hex().encode("ascii"))
-    return path.read_bytes().strip()
+    return _random_secret(settings.pseudonym_secret, path)
 
 
 def app_secret(settings: Settings) -> bytes:
-    if settings.app_secret is not None:
-        return settings.app_secret.get_secret_value().encode("utf-8")
     path = settings.app_secret_file or settings.data_dir / "app-secret.key"
-    if not path.exists():
-        _write_private(path, os.urandom(32).hex().encode("ascii"))
-    return path.read_bytes().strip()
+    return _random_secret(settings.app_secret, path)
