@@ -15,6 +15,7 @@ import re
 import secrets
 import time
 import uuid
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import httpx
@@ -181,88 +182,71 @@ def _client_authentication(
     return {"client_id": registration.client_id}, None
 
 
-async def _token_request(
-    http: httpx.AsyncClient,
-    config: SmartConfiguration,
-    registration: ClientRegistration,
-    key: RSAKey | ECKey | None,
-    form: dict[str, str],
-) -> TokenResponse:
-    extra, auth = _client_authentication(registration, key, config.token_endpoint)
-    try:
-        response = await http.post(
-            config.token_endpoint,
-            data=form | extra,
-            auth=auth,  # type: ignore[arg-type]
-            headers={"accept": "application/json"},
-        )
-    except httpx.HTTPError as error:
-        error_id = logged("token endpoint", repr(error))
-        raise SmartError(f"the EHR's token endpoint did not answer (error {error_id})") from error
-    if response.status_code != 200:
-        error_id = logged_answer(
-            f"token endpoint: HTTP {response.status_code}",
-            response.content,
-            response.headers.get("content-type"),
-        )
+@dataclass(frozen=True, slots=True)
+class TokenEndpoint:
+    """An EHR's token endpoint as the app calls it: over which HTTP client, as which
+    registration, authenticated with which key. Every grant is one form posted through it, so
+    the grants differ only in their form."""
+
+    http: httpx.AsyncClient
+    config: SmartConfiguration
+    registration: ClientRegistration
+    key: RSAKey | ECKey | None
+
+    async def exchange_code(self, *, code: str, verifier: str, redirect_uri: str) -> TokenResponse:
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+        }
+        return await self._request(form)
+
+    async def refresh(self, refresh_token: str) -> TokenResponse:
+        return await self._request({"grant_type": "refresh_token", "refresh_token": refresh_token})
+
+    async def client_credentials(self, scope: str) -> TokenResponse:
+        """A SMART Backend Services token: no user, ``system/`` scopes, the app's own
+        credentials."""
+        return await self._request({"grant_type": "client_credentials", "scope": scope})
+
+    async def _request(self, form: dict[str, str]) -> TokenResponse:
+        token_url = self.config.token_endpoint
+        extra, auth = _client_authentication(self.registration, self.key, token_url)
         try:
-            code = oauth_error_code(response.json().get("error"))
-        except (ValueError, AttributeError):
-            code = None
-        reason = f"HTTP {response.status_code}" + (f", {code}" if code else "")
-        refused = SetupError if code in SETUP_ERROR_CODES else SmartError
-        raise refused(f"the token request was refused ({reason}; error {error_id})")
-    try:
-        return TokenResponse.model_validate(response.json())
-    except ValueError as error:
-        error_id = logged_answer(
-            "token endpoint: unusable answer",
-            response.content,
-            response.headers.get("content-type"),
-        )
-        raise SmartError(f"the EHR's token answer is not usable (error {error_id})") from error
-
-
-async def exchange_code(
-    http: httpx.AsyncClient,
-    config: SmartConfiguration,
-    registration: ClientRegistration,
-    key: RSAKey | ECKey | None,
-    *,
-    code: str,
-    verifier: str,
-    redirect_uri: str,
-) -> TokenResponse:
-    form = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect_uri,
-        "code_verifier": verifier,
-    }
-    return await _token_request(http, config, registration, key, form)
-
-
-async def refresh_tokens(
-    http: httpx.AsyncClient,
-    config: SmartConfiguration,
-    registration: ClientRegistration,
-    key: RSAKey | ECKey | None,
-    refresh_token: str,
-) -> TokenResponse:
-    form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-    return await _token_request(http, config, registration, key, form)
-
-
-async def client_credentials(
-    http: httpx.AsyncClient,
-    config: SmartConfiguration,
-    registration: ClientRegistration,
-    key: RSAKey | ECKey | None,
-    scope: str,
-) -> TokenResponse:
-    """A SMART Backend Services token: no user, ``system/`` scopes, the app's own credentials."""
-    form = {"grant_type": "client_credentials", "scope": scope}
-    return await _token_request(http, config, registration, key, form)
+            response = await self.http.post(
+                token_url,
+                data=form | extra,
+                auth=auth,  # type: ignore[arg-type]
+                headers={"accept": "application/json"},
+            )
+        except httpx.HTTPError as error:
+            error_id = logged("token endpoint", repr(error))
+            raise SmartError(
+                f"the EHR's token endpoint did not answer (error {error_id})"
+            ) from error
+        if response.status_code != 200:
+            error_id = logged_answer(
+                f"token endpoint: HTTP {response.status_code}",
+                response.content,
+                response.headers.get("content-type"),
+            )
+            try:
+                code = oauth_error_code(response.json().get("error"))
+            except (ValueError, AttributeError):
+                code = None
+            reason = f"HTTP {response.status_code}" + (f", {code}" if code else "")
+            refused = SetupError if code in SETUP_ERROR_CODES else SmartError
+            raise refused(f"the token request was refused ({reason}; error {error_id})")
+        try:
+            return TokenResponse.model_validate(response.json())
+        except ValueError as error:
+            error_id = logged_answer(
+                "token endpoint: unusable answer",
+                response.content,
+                response.headers.get("content-type"),
+            )
+            raise SmartError(f"the EHR's token answer is not usable (error {error_id})") from error
 
 
 def system_scopes(config: SmartConfiguration) -> str:

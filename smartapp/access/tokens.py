@@ -13,8 +13,8 @@ import time
 import httpx
 from joserfc.jwk import ECKey, RSAKey
 
-from smartapp.access.discovery import discover
-from smartapp.access.oauth import TokenResponse, client_credentials, refresh_tokens, system_scopes
+from smartapp.access.discovery import SmartConfiguration, discover
+from smartapp.access.oauth import TokenEndpoint, TokenResponse, system_scopes
 from smartapp.access.sessions import SessionStore, StoredTokens
 from smartapp.access.smart_errors import SetupError, SmartError
 from smartapp.core.db import Database
@@ -94,6 +94,12 @@ class EhrAccess:
             self._keys[client] = registration_key(self.settings, registration)
         return self._keys[client]
 
+    def token_endpoint(
+        self, config: SmartConfiguration, registration: ClientRegistration
+    ) -> TokenEndpoint:
+        """The EHR's token endpoint, called as ``registration`` with its key."""
+        return TokenEndpoint(self.http, config, registration, self.key_for(registration))
+
     def registration(self, iss: str) -> ClientRegistration:
         registration = self.settings.registration_for(iss)
         if registration is None:
@@ -138,15 +144,9 @@ class EhrAccess:
         context = await self.store.stored_context(session_id)
         if context is None or stored.tokens.refresh_token is None or stored.config is None:
             raise GrantEndedError
-        registration = self.registration(context.iss)
+        endpoint = self.token_endpoint(stored.config, self.registration(context.iss))
         try:
-            fresh = await refresh_tokens(
-                self.http,
-                stored.config,
-                registration,
-                self.key_for(registration),
-                stored.tokens.refresh_token,
-            )
+            fresh = await endpoint.refresh(stored.tokens.refresh_token)
         except SetupError:
             raise
         except SmartError:
@@ -206,9 +206,8 @@ class EhrAccess:
             if cached is not None and fresh_enough and not force_refresh:
                 return cached[0]
             config = await discover(self.http, registration)
-            tokens = await client_credentials(
-                self.http, config, registration, self.key_for(registration), system_scopes(config)
-            )
+            endpoint = self.token_endpoint(config, registration)
+            tokens = await endpoint.client_credentials(system_scopes(config))
             expiry = token_expiry(tokens.expires_in)
             self._backend[iss] = (tokens.access_token, tokens.scope, expiry)
             return tokens.access_token

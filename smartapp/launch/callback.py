@@ -10,7 +10,6 @@ from litestar.response import Response
 
 from fhir_mapping.demographics import person_name
 from pipeline.text.rendering import render
-from smartapp.access.oauth import exchange_code
 from smartapp.access.sessions import LaunchContext, PendingLaunch, SessionStore, StoredTokens
 from smartapp.access.smart_errors import SetupError, SmartError
 from smartapp.access.tokens import EhrAccess, grant_ends_at, token_expiry
@@ -59,11 +58,7 @@ async def exchange(
     """The code for tokens, the id_token checked: the launch context and the tokens to keep."""
     config = pending.config
     registration = access.registration(pending.iss)
-    tokens = await exchange_code(
-        access.http,
-        config,
-        registration,
-        access.key_for(registration),
+    tokens = await access.token_endpoint(config, registration).exchange_code(
         code=code,
         verifier=pending.verifier,
         redirect_uri=access.settings.redirect_uri_for(registration.issuer),
