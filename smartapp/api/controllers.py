@@ -25,13 +25,12 @@ from smartapp.api.fhir_api import (
     PAGING_PARAMETERS,
     SEARCH_PARAMETERS,
     ApiError,
+    Search,
     bare_id,
     date_matches,
     fhir,
-    page_of,
     paging,
     search_parameters,
-    searchset,
     served,
     type_matches,
 )
@@ -90,9 +89,8 @@ class FhirApiController(Controller):
     async def search_composition(
         self, provenote: Provenote, request: Request[Any, Any, Any]
     ) -> Response[Any]:
-        base = provenote.settings.api_base
         params = search_parameters("Composition", request)
-        count, offset = paging(request)
+        search = Search(provenote.settings.api_base, "Composition", params, *paging(request))
         stored: set[str] = set()
         if "status" in params:
             # A draft being signed is still preliminary until the EHR has taken it.
@@ -106,9 +104,9 @@ class FhirApiController(Controller):
         )
         if not {"date", "type"} & params.keys():
             # Everything is in SQL: count, then read only the page.
-            page, total = await provenote.drafts.search(query, count, offset)
+            page, total = await provenote.drafts.search(query, search.count, search.offset)
             compositions = [served(draft).composition for draft in page]
-            return fhir(searchset(base, "Composition", params, compositions, count, total, offset))
+            return fhir(search.searchset(compositions, total))
         drafts = await provenote.drafts.search_all(query)
         matches = []
         for draft in drafts:
@@ -118,7 +116,7 @@ class FhirApiController(Controller):
             if "type" in params and not type_matches(composition, params["type"]):
                 continue
             matches.append(composition)
-        return fhir(page_of(base, "Composition", params, matches, count, offset))
+        return fhir(search.page_of(matches))
 
     @get("/Composition/{draft_id:str}/$document", opt={"scope": ("Composition", "r")})
     async def composition_document(
@@ -145,11 +143,12 @@ class FhirApiController(Controller):
             raise ApiError(
                 400, "not-supported", "Provenance is searched by target=Composition/{id}"
             )
-        count, offset = paging(request)
+        search = Search(
+            provenote.settings.api_base, "Provenance", {"target": target}, *paging(request)
+        )
         draft = await provenote.drafts.get(bare_id(target, "Composition"))
         provenances = served(draft).provenances if draft is not None else []
-        base = provenote.settings.api_base
-        return fhir(page_of(base, "Provenance", {"target": target}, provenances, count, offset))
+        return fhir(search.page_of(provenances))
 
     @get("/Device/{device:str}", opt={"scope": ("Device", "r")})
     async def read_device(self, provenote: Provenote, device: FromPath[str]) -> Response[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -105,51 +106,46 @@ def paging(request: Request[Any, Any, Any]) -> tuple[int, int]:
     return min(count, MAX_COUNT), offset
 
 
-def searchset(
-    base: str,
-    resource_type: str,
-    params: dict[str, str],
-    page: list[dict[str, Any]],
-    count: int,
-    total: int,
-    offset: int,
-) -> dict[str, Any]:
-    """One page of a search: ``page`` holds the matches from ``offset`` on, of ``total``."""
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A search as asked: at which base, of which resource type, with which parameters, and
+    the page wanted; what every page's links repeat."""
 
-    def link(relation: str, at: int) -> dict[str, str]:
-        query = urlencode(params | {"_count": str(count), "_offset": str(at)})
-        return {"relation": relation, "url": f"{base}/{resource_type}?{query}"}
+    base: str
+    resource_type: str
+    params: dict[str, str]
+    count: int
+    offset: int
 
-    links = [link("self", offset)]
-    # _count=0 asks for the total alone: no page, so no next page either.
-    if count > 0 and offset + count < total:
-        links.append(link("next", offset + count))
-    if count > 0 and offset > 0:
-        links.append(link("previous", max(offset - count, 0)))
-    return {
-        "resourceType": "Bundle",
-        "type": "searchset",
-        "total": total,
-        "link": links,
-        "entry": [
-            {
-                "fullUrl": f"{base}/{resource['resourceType']}/{resource['id']}",
-                "resource": resource,
-                "search": {"mode": "match"},
-            }
-            for resource in page
-        ],
-    }
+    def searchset(self, page: list[dict[str, Any]], total: int) -> dict[str, Any]:
+        """The page: ``page`` holds the matches from ``offset`` on, of ``total``."""
+        count, offset = self.count, self.offset
+        links = [self._link("self", offset)]
+        # _count=0 asks for the total alone: no page, so no next page either.
+        if count > 0 and offset + count < total:
+            links.append(self._link("next", offset + count))
+        if count > 0 and offset > 0:
+            links.append(self._link("previous", max(offset - count, 0)))
+        return {
+            "resourceType": "Bundle",
+            "type": "searchset",
+            "total": total,
+            "link": links,
+            "entry": [
+                {
+                    "fullUrl": f"{self.base}/{resource['resourceType']}/{resource['id']}",
+                    "resource": resource,
+                    "search": {"mode": "match"},
+                }
+                for resource in page
+            ],
+        }
 
+    def page_of(self, matches: list[dict[str, Any]]) -> dict[str, Any]:
+        """The page of ``matches`` (all of them, in hand) from ``offset`` on."""
+        page = matches[self.offset : self.offset + self.count]
+        return self.searchset(page, len(matches))
 
-def page_of(
-    base: str,
-    resource_type: str,
-    params: dict[str, str],
-    matches: list[dict[str, Any]],
-    count: int,
-    offset: int,
-) -> dict[str, Any]:
-    """The searchset page of ``matches`` (all of them, in hand) from ``offset`` on."""
-    page = matches[offset : offset + count]
-    return searchset(base, resource_type, params, page, count, len(matches), offset)
+    def _link(self, relation: str, at: int) -> dict[str, str]:
+        query = urlencode(self.params | {"_count": str(self.count), "_offset": str(at)})
+        return {"relation": relation, "url": f"{self.base}/{self.resource_type}?{query}"}
