@@ -9,6 +9,7 @@ itself (a long synchronous step can hold its event loop past a short lease).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -69,28 +70,24 @@ class JobRepository:
         api_client: str | None,
         may_write: bool,
     ) -> tuple[JobRow, bool]:
-        """The job queued or running for this stay, else a new one; and whether it is new.
-
-        Joining a running job, a launch that may write lends the job its session; one that may
-        not (a patient's) leaves the job as it is, so it never gains a right to write."""
+        """The job queued or running for this stay, else a new one; and whether it is new
+        (joining a running job: ``_Asker.join``)."""
+        asker = _Asker(session_id, origin, api_client, may_write)
         try:
             async with self.database.sessions() as session, session.begin():
-                existing = await _active_job(session, iss, patient, encounter)
-                if existing is None:
-                    job = _new_job(iss, patient, encounter, session_id, origin, api_client)
-                    job.may_write = may_write  # a patient's launch starts a job that never writes
-                    session.add(job)
-                    return job, True
-                _join(existing, session_id, origin, api_client, may_write)
-                return existing, False
+                existing = await _join_active(session, iss, patient, encounter, asker)
+                if existing is not None:
+                    return existing, False
+                job = asker.new_job(iss, patient, encounter)
+                session.add(job)
+                return job, True
         except IntegrityError:
             # Another process created the stay's job between our look and our insert (the
             # database allows one active job per stay): join that one.
             async with self.database.sessions() as session, session.begin():
-                existing = await _active_job(session, iss, patient, encounter)
+                existing = await _join_active(session, iss, patient, encounter, asker)
                 if existing is None:
                     raise
-                _join(existing, session_id, origin, api_client, may_write)
                 return existing, False
 
     async def latest_for(self, iss: str, patient: str, encounter: str | None) -> JobRow | None:
@@ -238,41 +235,53 @@ async def _active_job(
     return found.scalars().first()
 
 
-def _join(
-    job: JobRow, session_id: str, origin: JobOrigin, api_client: str | None, may_write: bool
-) -> None:
-    """A launch joining a job: one that may write lends the job its session (a job drafted ahead
-    then acts for that physician); one that may not (a patient's) leaves the job as it is, so
-    it never gains a right to write."""
-    if origin == JobOrigin.LAUNCH and may_write:
-        job.session_id, job.may_write = session_id, True
-        if job.origin in DRAFTED_AHEAD:
-            job.origin = JobOrigin.LAUNCH
-    if api_client is not None and job.api_client is None:
-        job.api_client = api_client
+async def _join_active(
+    session: AsyncSession, iss: str, patient: str, encounter: str | None, asker: _Asker
+) -> JobRow | None:
+    """The stay's active job, joined by ``asker``; None when the stay has none."""
+    existing = await _active_job(session, iss, patient, encounter)
+    if existing is not None:
+        asker.join(existing)
+    return existing
 
 
-def _new_job(
-    iss: str,
-    patient: str,
-    encounter: str | None,
-    session_id: str,
-    origin: JobOrigin,
-    api_client: str | None,
-) -> JobRow:
-    return JobRow(
-        id=str(uuid.uuid4()),
-        request_id=REQUEST_ID.get(),
-        session_id=session_id,
-        iss=iss,
-        patient=patient,
-        encounter=encounter,
-        state=JobState.QUEUED,
-        stage=JobStage.QUEUED,
-        progress=0.0,
-        detail="waiting for a worker",
-        attempts=0,
-        origin=origin,
-        api_client=api_client,
-        may_write=True,
-    )
+@dataclass(frozen=True, slots=True)
+class _Asker:
+    """Who asks for a stay's job: the session it would act with, why, for which API client,
+    and whether that launch may write."""
+
+    session_id: str
+    origin: JobOrigin
+    api_client: str | None
+    may_write: bool
+
+    def join(self, job: JobRow) -> None:
+        """A launch joining a job: one that may write lends the job its session (a job drafted
+        ahead then acts for that physician); one that may not (a patient's) leaves the job as
+        it is, so it never gains a right to write."""
+        if self.origin == JobOrigin.LAUNCH and self.may_write:
+            job.session_id, job.may_write = self.session_id, True
+            if job.origin in DRAFTED_AHEAD:
+                job.origin = JobOrigin.LAUNCH
+        if self.api_client is not None and job.api_client is None:
+            job.api_client = self.api_client
+
+    def new_job(self, iss: str, patient: str, encounter: str | None) -> JobRow:
+        """The stay's new job, queued; it writes only if its asker may (a patient's launch
+        starts a job that never writes)."""
+        return JobRow(
+            id=str(uuid.uuid4()),
+            request_id=REQUEST_ID.get(),
+            session_id=self.session_id,
+            iss=iss,
+            patient=patient,
+            encounter=encounter,
+            state=JobState.QUEUED,
+            stage=JobStage.QUEUED,
+            progress=0.0,
+            detail="waiting for a worker",
+            attempts=0,
+            origin=self.origin,
+            api_client=self.api_client,
+            may_write=self.may_write,
+        )
