@@ -21,6 +21,16 @@ from smartapp.core.tables import AuditRow, DraftRevisionRow, DraftRow, WriteBack
 from smartapp.ehr.writeback import Written
 
 
+def job_actor(job_id: str) -> str:
+    """How the audit trail names a job, so that what a job did is told apart from its users."""
+    return f"provenote job {job_id}"
+
+
+def _job_event(job_id: str, action: str, draft_id: str, detail: str) -> AuditRow:
+    """An audit event of what the job ``job_id`` did to a draft."""
+    return AuditRow(actor=job_actor(job_id), action=action, draft_id=draft_id, detail=detail)
+
+
 def _same_stay(draft: DraftRow) -> tuple[ColumnElement[bool], ...]:
     """The conditions that select the versions of ``draft``'s stay."""
     return (
@@ -42,14 +52,8 @@ async def _supersede_open_drafts(session: AsyncSession, draft: DraftRow) -> None
     ).scalars()
     for earlier in superseded:
         earlier.status = moved(DRAFT_MOVES, earlier.status, DraftStatus.SUPERSEDED)
-        session.add(
-            AuditRow(
-                actor=f"provenote job {draft.job_id}",
-                action="draft_superseded",
-                draft_id=earlier.id,
-                detail=f"replaced by version {draft.version}",
-            )
-        )
+        replaced = f"replaced by version {draft.version}"
+        session.add(_job_event(draft.job_id, "draft_superseded", earlier.id, replaced))
 
 
 async def create_draft(
@@ -97,14 +101,8 @@ async def create_draft(
                 draft_id=draft.id, revision=1, status=draft.status, bundle=bundle, at=now
             )
         )
-        session.add(
-            AuditRow(
-                actor=f"provenote job {job_id}",
-                action="draft_created",
-                draft_id=draft.id,
-                detail=f"version {draft.version} for Patient/{patient}",
-            )
-        )
+        created = f"version {draft.version} for Patient/{patient}"
+        session.add(_job_event(job_id, "draft_created", draft.id, created))
     return draft
 
 

@@ -27,6 +27,7 @@ from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
+from smartapp.drafts.store import job_actor
 
 # Told what the drafter is doing now, for the job's progress.
 Report = Callable[[str], Coroutine[Any, Any, Any]]
@@ -98,5 +99,5 @@ class Drafting:
             markdown=render_markdown(summary, state),
         )
         if unavailable is not None:
-            await drafts.audit(f"provenote job {job.id}", MODEL_UNAVAILABLE, draft.id, unavailable)
+            await drafts.audit(job_actor(job.id), MODEL_UNAVAILABLE, draft.id, unavailable)
         return draft

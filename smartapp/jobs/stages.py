@@ -19,6 +19,7 @@ from pipeline.settings import PipelineSettings
 from smartapp.core.statuses import DRAFTED_AHEAD, JobStage, WriteBackStatus
 from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
+from smartapp.drafts.store import job_actor
 from smartapp.drafts.writing import WRITE_BACK_WORDS, Write
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import PullBounds, pull_record
@@ -95,9 +96,7 @@ async def run_stages(service: JobSteps, job: JobRow) -> None:
         job, JobStage.WRITING_BACK, 0.85, "writing the draft back to the EHR"
     )
     write = Write(service.installation, service.forced_strategies.get(job.iss), job.may_write)
-    outcome = await service.drafts.write_back(
-        client, draft, scope, write, f"provenote job {job.id}"
-    )
+    outcome = await service.drafts.write_back(client, draft, scope, write, job_actor(job.id))
     await service.finish(
         job,
         f"draft {draft.id} stored; write-back {outcome.strategy}: "
