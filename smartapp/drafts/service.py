@@ -9,13 +9,12 @@ from typing import Any
 from fhir_mapping.hosted import served_device
 from fhir_mapping.write_strategy import Strategy
 from pipeline.checking.review import ReviewAction
-from pipeline.evidence.model import EvidenceState
-from pipeline.evidence.summary import Sentence, Summary
+from pipeline.evidence.summary import Sentence
 from smartapp.core.db import Database
 from smartapp.core.metrics import WRITE_BACKS
 from smartapp.core.tables import AuditRow, DraftEditRow, DraftRevisionRow, DraftRow, WriteBackRow
 from smartapp.drafts import review, signing, store, writing
-from smartapp.drafts.store import DraftQuery
+from smartapp.drafts.store import DraftQuery, NewDraft
 from smartapp.drafts.writing import Write
 from smartapp.ehr.fhir_client import FhirClient
 
@@ -24,27 +23,8 @@ class DraftService:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def create(
-        self,
-        *,
-        job_id: str,
-        iss: str,
-        patient: str,
-        summary: Summary,
-        state: EvidenceState,
-        bundle: dict[str, Any],
-        markdown: str,
-    ) -> DraftRow:
-        return await store.create_draft(
-            self.database,
-            job_id=job_id,
-            iss=iss,
-            patient=patient,
-            summary=summary,
-            state=state,
-            bundle=bundle,
-            markdown=markdown,
-        )
+    async def create(self, new: NewDraft) -> DraftRow:
+        return await store.create_draft(self.database, new)
 
     async def of_job(self, job_id: str) -> DraftRow | None:
         return await store.draft_of_job(self.database, job_id)

@@ -56,24 +56,28 @@ async def _supersede_open_drafts(session: AsyncSession, draft: DraftRow) -> None
         session.add(_job_event(draft.job_id, "draft_superseded", earlier.id, replaced))
 
 
-async def create_draft(
-    database: Database,
-    *,
-    job_id: str,
-    iss: str,
-    patient: str,
-    summary: Summary,
-    state: EvidenceState,
-    bundle: dict[str, Any],
-    markdown: str,
-) -> DraftRow:
+@dataclass(frozen=True, slots=True)
+class NewDraft:
+    """What a job hands over to be stored as a draft: the job, the patient on its EHR, the
+    summary and evidence review works on, and the bundle and text made of them."""
+
+    job_id: str
+    iss: str
+    patient: str
+    summary: Summary
+    state: EvidenceState
+    bundle: dict[str, Any]
+    markdown: str
+
+
+async def create_draft(database: Database, new: NewDraft) -> DraftRow:
     """The stay's next version, preliminary, at revision 1 (its bundle kept for version reads),
     and the audit event that says which job made it."""
-    encounter = (state.encounter or "").split("/")[-1]
+    encounter = (new.state.encounter or "").split("/")[-1]
     async with database.sessions() as session, session.begin():
         latest = await session.scalar(
             select(func.max(DraftRow.version)).where(
-                DraftRow.patient == patient, DraftRow.encounter == encounter
+                DraftRow.patient == new.patient, DraftRow.encounter == encounter
             )
         )
         now = datetime.now(UTC)
@@ -81,16 +85,16 @@ async def create_draft(
             id=str(uuid.uuid4()),
             created_at=now,
             updated_at=now,
-            job_id=job_id,
-            iss=iss,
-            patient=patient,
+            job_id=new.job_id,
+            iss=new.iss,
+            patient=new.patient,
             encounter=encounter,
             version=(latest or 0) + 1,
             status=DraftStatus.PRELIMINARY,
-            bundle=bundle,
-            markdown=markdown,
-            summary=summary.model_dump(mode="json"),
-            evidence=state.model_dump(mode="json"),
+            bundle=new.bundle,
+            markdown=new.markdown,
+            summary=new.summary.model_dump(mode="json"),
+            evidence=new.state.model_dump(mode="json"),
             revision=1,
         )
         await _supersede_open_drafts(session, draft)
@@ -98,11 +102,11 @@ async def create_draft(
         await session.flush()
         session.add(
             DraftRevisionRow(
-                draft_id=draft.id, revision=1, status=draft.status, bundle=bundle, at=now
+                draft_id=draft.id, revision=1, status=draft.status, bundle=new.bundle, at=now
             )
         )
-        created = f"version {draft.version} for Patient/{patient}"
-        session.add(_job_event(job_id, "draft_created", draft.id, created))
+        created = f"version {draft.version} for Patient/{new.patient}"
+        session.add(_job_event(new.job_id, "draft_created", draft.id, created))
     return draft
 
 

@@ -27,7 +27,7 @@ from smartapp.core.errors import log, new_error_id
 from smartapp.core.language_models import LanguageModel
 from smartapp.core.tables import DraftRow, JobRow
 from smartapp.drafts.service import DraftService
-from smartapp.drafts.store import job_actor
+from smartapp.drafts.store import NewDraft, job_actor
 
 # Told what the drafter is doing now, for the job's progress.
 Report = Callable[[str], Coroutine[Any, Any, Any]]
@@ -90,13 +90,15 @@ class Drafting:
         used."""
         summary, state, unavailable = await self.summarize(job.id, state, report)
         draft = await drafts.create(
-            job_id=job.id,
-            iss=job.iss,
-            patient=job.patient,
-            summary=summary,
-            state=state,
-            bundle=as_json(draft_bundle(summary, state, datetime.now(UTC))),
-            markdown=render_markdown(summary, state),
+            NewDraft(
+                job_id=job.id,
+                iss=job.iss,
+                patient=job.patient,
+                summary=summary,
+                state=state,
+                bundle=as_json(draft_bundle(summary, state, datetime.now(UTC))),
+                markdown=render_markdown(summary, state),
+            )
         )
         if unavailable is not None:
             await drafts.audit(job_actor(job.id), MODEL_UNAVAILABLE, draft.id, unavailable)
