@@ -94,7 +94,17 @@ async def load(database: Database, draft_id: str) -> DraftRow | None:
         )
 
 
-def check_open(row: DraftRow, revision: int) -> None:
+async def open_at(database: Database, draft_id: str, revision: int) -> ReviewedDraft:
+    """The draft opened for a change (an edit, a signature), if it is still open at the
+    revision the reviewer saw; ReviewRefusedError if not."""
+    row = await load(database, draft_id)
+    if row is None:
+        raise ReviewRefusedError("no such draft")
+    _check_open(row, revision)
+    return reviewed(row)
+
+
+def _check_open(row: DraftRow, revision: int) -> None:
     if row.status != DraftStatus.PRELIMINARY:
         raise DraftClosedError(f"this draft is {row.status}; it can no longer be changed")
     if row.revision != revision:
@@ -177,11 +187,7 @@ async def apply_review(
 ) -> tuple[DraftRow, Sentence | None]:
     """Accept, edit or delete one sentence of revision ``revision``; the new row and sentence
     (None when deleted). The edit, the new revision's bundle and an audit event are stored."""
-    row = await load(database, draft_id)
-    if row is None:
-        raise ReviewRefusedError("no such draft")
-    check_open(row, revision)
-    draft = reviewed(row)
+    draft = await open_at(database, draft_id, revision)
     before = find_sentence(draft.summary, sentence_id)
     summary, after = _reviewed_sentence(draft, action, sentence_id, text)
     bundle = await asyncio.to_thread(_bundle_of, summary, draft)

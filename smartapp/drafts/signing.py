@@ -25,11 +25,10 @@ from smartapp.drafts.review import (
     EhrRefusedError,
     FlagsOpenError,
     ReviewedDraft,
-    ReviewRefusedError,
     add_revision,
-    check_open,
     conditional_update,
     load,
+    open_at,
     reviewed,
 )
 from smartapp.drafts.store import write_back_by_key
@@ -141,11 +140,8 @@ async def sign(
     write: Write,
 ) -> DraftRow:
     """Sign revision ``revision`` as the signer: final, attested, the EHR copy updated."""
-    row = await load(database, draft_id)
-    if row is None:
-        raise ReviewRefusedError("no such draft")
-    check_open(row, revision)
-    draft = reviewed(row)
+    draft = await open_at(database, draft_id, revision)
+    row = draft.row
     if draft.open_flags:
         raise FlagsOpenError(
             f"{len(draft.open_flags)} flagged sentence(s) still need review: accept, edit or "
