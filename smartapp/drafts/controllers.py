@@ -35,7 +35,12 @@ from smartapp.drafts.pages import (
     SIGN_PREVIEW,
     ReviewPages,
 )
-from smartapp.drafts.review import EhrCopyChangedError, ReviewRefusedError, reviewed
+from smartapp.drafts.review import (
+    EhrCopyChangedError,
+    ReviewRefusedError,
+    SentenceReview,
+    reviewed,
+)
 from smartapp.drafts.signing import Signer, signed_note
 from smartapp.drafts.writing import Write
 from smartapp.launch.guards import SeenDraft, launched_for_draft, visible_draft
@@ -99,15 +104,16 @@ class DraftController(Controller):
         action = submitted.form.get("action")
         if action not in {"accept", "edit", "delete"}:
             return error_page("Unknown review action.", 400)
+        asked = SentenceReview(
+            draft_id,
+            submitted.revision,
+            action,  # type: ignore[arg-type]
+            sentence_id,
+            visible.actor,
+            submitted.form.get("text", ""),
+        )
         try:
-            changed, _ = await drafts.apply_review(
-                draft_id,
-                submitted.revision,
-                action,  # type: ignore[arg-type]
-                sentence_id,
-                visible.actor,
-                submitted.form.get("text", ""),
-            )
+            changed, _ = await drafts.apply_review(asked)
         except ReviewRefusedError as failure:
             message, status = str(failure), failure.status_code
             return await pages.answer(request, visible, message, status, sentence_id)

@@ -136,15 +136,26 @@ def add_revision(
     session.add(AuditRow(actor=actor, action=action, draft_id=revision.draft_id, detail=detail))
 
 
-def _reviewed_sentence(
-    draft: ReviewedDraft, action: ReviewAction, sentence_id: str, text: str
-) -> tuple[Summary, Sentence]:
+@dataclass(frozen=True, slots=True)
+class SentenceReview:
+    """One review action as the reviewer asked it: on which draft, at the revision they saw,
+    what they did to which sentence, who they are, and the new text (an edit's)."""
+
+    draft_id: str
+    revision: int
+    action: ReviewAction
+    sentence_id: str
+    actor: str
+    text: str = ""
+
+
+def _reviewed_sentence(draft: ReviewedDraft, asked: SentenceReview) -> tuple[Summary, Sentence]:
     """The summary after one review action, and the sentence as it now reads."""
-    if action == "accept":
-        return accept(draft.summary, sentence_id)
-    if action == "edit":
-        return edit(draft.summary, sentence_id, text, draft.state)
-    return delete(draft.summary, sentence_id)
+    if asked.action == "accept":
+        return accept(draft.summary, asked.sentence_id)
+    if asked.action == "edit":
+        return edit(draft.summary, asked.sentence_id, asked.text, draft.state)
+    return delete(draft.summary, asked.sentence_id)
 
 
 def _bundle_of(summary: Summary, draft: ReviewedDraft) -> dict[str, Any]:
@@ -155,20 +166,16 @@ def _bundle_of(summary: Summary, draft: ReviewedDraft) -> dict[str, Any]:
 
 
 def _edit_row(
-    draft_id: str,
-    revision: int,
-    action: ReviewAction,
-    actor: str,
-    before: Sentence,
-    kept: Sentence | None,
+    asked: SentenceReview, revision: int, before: Sentence, kept: Sentence | None
 ) -> DraftEditRow:
-    """The edit as stored: the sentence as drafted, and as it reads after (None: deleted)."""
+    """The edit as stored at ``revision``: the sentence as drafted, and as it reads after
+    (None: deleted)."""
     return DraftEditRow(
-        draft_id=draft_id,
+        draft_id=asked.draft_id,
         revision=revision,
         sentence_id=before.id,
-        action=action,
-        actor=actor,
+        action=asked.action,
+        actor=asked.actor,
         before=before.text,
         after=None if kept is None else kept.text,
         verdict=None if kept is None else kept.verdict,
@@ -177,49 +184,44 @@ def _edit_row(
 
 
 async def apply_review(
-    database: Database,
-    draft_id: str,
-    revision: int,
-    action: ReviewAction,
-    sentence_id: str,
-    actor: str,
-    text: str = "",
+    database: Database, asked: SentenceReview
 ) -> tuple[DraftRow, Sentence | None]:
-    """Accept, edit or delete one sentence of revision ``revision``; the new row and sentence
-    (None when deleted). The edit, the new revision's bundle and an audit event are stored."""
-    draft = await open_at(database, draft_id, revision)
-    before = find_sentence(draft.summary, sentence_id)
-    summary, after = _reviewed_sentence(draft, action, sentence_id, text)
+    """Accept, edit or delete one sentence of the revision the reviewer saw; the new row and
+    sentence (None when deleted). The edit, the new revision's bundle and an audit event are
+    stored."""
+    draft = await open_at(database, asked.draft_id, asked.revision)
+    before = find_sentence(draft.summary, asked.sentence_id)
+    summary, after = _reviewed_sentence(draft, asked)
     bundle = await asyncio.to_thread(_bundle_of, summary, draft)
     markdown = render_markdown(summary, draft.state)
-    kept = None if action == "delete" else after
-    new_revision, at = revision + 1, utcnow()
+    kept = None if asked.action == "delete" else after
+    new_revision, at = asked.revision + 1, utcnow()
     async with database.sessions() as session, session.begin():
         await conditional_update(
             session,
-            draft_id,
-            (revision, DraftStatus.PRELIMINARY),
+            asked.draft_id,
+            (asked.revision, DraftStatus.PRELIMINARY),
             at,
             revision=new_revision,
             summary=summary.model_dump(mode="json"),
             bundle=bundle,
             markdown=markdown,
         )
-        session.add(_edit_row(draft_id, new_revision, action, actor, before, kept))
+        session.add(_edit_row(asked, new_revision, before, kept))
         add_revision(
             session,
             DraftRevisionRow(
-                draft_id=draft_id,
+                draft_id=asked.draft_id,
                 revision=new_revision,
                 status=DraftStatus.PRELIMINARY,
                 bundle=bundle,
                 at=at,
             ),
-            actor,
-            f"sentence_{action}",
-            f"{sentence_id} at revision {new_revision}",
+            asked.actor,
+            f"sentence_{asked.action}",
+            f"{asked.sentence_id} at revision {new_revision}",
         )
-    updated = await load(database, draft_id)
+    updated = await load(database, asked.draft_id)
     assert updated is not None
     return updated, kept
 

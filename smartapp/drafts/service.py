@@ -8,7 +8,6 @@ from typing import Any
 
 from fhir_mapping.hosted import served_device
 from fhir_mapping.write_strategy import Strategy
-from pipeline.checking.review import ReviewAction
 from pipeline.evidence.summary import Sentence
 from smartapp.core.db import Database
 from smartapp.core.metrics import WRITE_BACKS
@@ -101,18 +100,8 @@ class DraftService:
         """What signing ``draft`` would write to the EHR now, in words."""
         return await writing.sign_outcome(self.database, client, draft, scope, write)
 
-    async def apply_review(
-        self,
-        draft_id: str,
-        revision: int,
-        action: ReviewAction,
-        sentence_id: str,
-        actor: str,
-        text: str = "",
-    ) -> tuple[DraftRow, Sentence | None]:
-        return await review.apply_review(
-            self.database, draft_id, revision, action, sentence_id, actor, text
-        )
+    async def apply_review(self, asked: review.SentenceReview) -> tuple[DraftRow, Sentence | None]:
+        return await review.apply_review(self.database, asked)
 
     async def edits(self, draft_id: str) -> list[DraftEditRow]:
         return await review.edits_of(self.database, draft_id)
