@@ -128,12 +128,22 @@ async def conditional_update(
         raise StaleDraftError("someone else changed this draft just now; reload it and try again")
 
 
-def add_revision(
-    session: Any, revision: DraftRevisionRow, actor: str, action: str, detail: str
+async def store_revision(
+    session: Any,
+    kept: DraftRevisionRow,
+    seen: tuple[int, str],
+    event: tuple[str, str, str],
+    **values: Any,
 ) -> None:
-    """Keep the bundle of a new revision, and audit who made it and how."""
-    session.add(revision)
-    session.add(AuditRow(actor=actor, action=action, draft_id=revision.draft_id, detail=detail))
+    """Move the draft from the (revision, status) the caller saw to the revision ``kept`` (its
+    number, bundle and time, and ``values``), keep that revision's bundle, and audit who made
+    it and how (``event``: actor, action, detail)."""
+    await conditional_update(
+        session, kept.draft_id, seen, kept.at, revision=kept.revision, bundle=kept.bundle, **values
+    )
+    session.add(kept)
+    actor, action, detail = event
+    session.add(AuditRow(actor=actor, action=action, draft_id=kept.draft_id, detail=detail))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,31 +206,25 @@ async def apply_review(
     markdown = render_markdown(summary, draft.state)
     kept = None if asked.action == "delete" else after
     new_revision, at = asked.revision + 1, utcnow()
+    kept_revision = DraftRevisionRow(
+        draft_id=asked.draft_id,
+        revision=new_revision,
+        status=DraftStatus.PRELIMINARY,
+        bundle=bundle,
+        at=at,
+    )
+    detail = f"{asked.sentence_id} at revision {new_revision}"
+    event = (asked.actor, f"sentence_{asked.action}", detail)
     async with database.sessions() as session, session.begin():
-        await conditional_update(
+        await store_revision(
             session,
-            asked.draft_id,
+            kept_revision,
             (asked.revision, DraftStatus.PRELIMINARY),
-            at,
-            revision=new_revision,
+            event,
             summary=summary.model_dump(mode="json"),
-            bundle=bundle,
             markdown=markdown,
         )
         session.add(_edit_row(asked, new_revision, before, kept))
-        add_revision(
-            session,
-            DraftRevisionRow(
-                draft_id=asked.draft_id,
-                revision=new_revision,
-                status=DraftStatus.PRELIMINARY,
-                bundle=bundle,
-                at=at,
-            ),
-            asked.actor,
-            f"sentence_{asked.action}",
-            f"{asked.sentence_id} at revision {new_revision}",
-        )
     updated = await load(database, asked.draft_id)
     assert updated is not None
     return updated, kept

@@ -25,11 +25,11 @@ from smartapp.drafts.review import (
     EhrRefusedError,
     FlagsOpenError,
     ReviewedDraft,
-    add_revision,
     conditional_update,
     load,
     open_at,
     reviewed,
+    store_revision,
 )
 from smartapp.drafts.store import write_back_by_key
 from smartapp.drafts.writing import Write, draft_key, write_signed
@@ -99,15 +99,21 @@ async def _finish_signature(
     """Make the claimed draft final here, once the EHR has its signed copy."""
     final_revision = revision + 1
     assert signed.signed_by is not None and signed.signed_at is not None
+    kept = DraftRevisionRow(
+        draft_id=signed.id,
+        revision=final_revision,
+        status=DraftStatus.FINAL,
+        bundle=signed.bundle,
+        at=signed.signed_at,
+    )
+    event = (signed.signed_by, "signed", f"revision {final_revision}; {outcome_detail}")
     async with database.sessions() as session, session.begin():
-        await conditional_update(
+        await store_revision(
             session,
-            signed.id,
+            kept,
             (revision, DraftStatus.SIGNING),
-            signed.signed_at,
+            event,
             status=DraftStatus.FINAL,
-            revision=final_revision,
-            bundle=signed.bundle,
             markdown=signed.markdown,
             signed_by=signed.signed_by,
             signed_by_name=signed.signed_by_name,
@@ -115,19 +121,6 @@ async def _finish_signature(
             signing_by=None,
             signing_at=None,
             signing_session=None,
-        )
-        add_revision(
-            session,
-            DraftRevisionRow(
-                draft_id=signed.id,
-                revision=final_revision,
-                status=DraftStatus.FINAL,
-                bundle=signed.bundle,
-                at=signed.signed_at,
-            ),
-            signed.signed_by,
-            "signed",
-            f"revision {final_revision}; {outcome_detail}",
         )
 
 
