@@ -9,6 +9,7 @@ PATIENT_ID = "pat-1"
 ENCOUNTER_ID = "enc-1"
 ADMIT = "2024-03-01T10:00:00+00:00"
 DISCHARGE = "2024-03-05T12:00:00+00:00"
+IN_STAY = "2024-03-02T09:00:00+00:00"
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 
 
@@ -113,6 +114,13 @@ def medication_request(
     if validity_end:
         resource["dispenseRequest"] = {"validityPeriod": {"end": validity_end}}
     return resource
+
+
+def ordered_in_stay(request_id: str, name: str, **fields: Any) -> dict[str, Any]:
+    """A medication request ordered on the stay's second day, in the stay's encounter."""
+    return medication_request(
+        request_id, name, authored=IN_STAY, encounter_id=ENCOUNTER_ID, **fields
+    )
 
 
 def condition(
@@ -261,3 +269,29 @@ def bundle(*resources: dict[str, Any], kind: str = "collection") -> dict[str, An
 def stay(*resources: dict[str, Any]) -> dict[str, Any]:
     """A bundle with the patient and the inpatient encounter, plus ``resources``."""
     return bundle(patient(), encounter(), *resources)
+
+
+def care_plan(
+    plan_id: str,
+    title: str,
+    *,
+    encounter_id: str | None = ENCOUNTER_ID,
+    activity: str | None = None,
+    activity_status: str = "in-progress",
+    **fields: Any,
+) -> dict[str, Any]:
+    """An active care plan of the patient's, titled by its category (made in ``encounter_id``),
+    with one activity, ``activity``, where given; ``fields`` its other elements."""
+    resource: dict[str, Any] = {
+        "resourceType": "CarePlan",
+        "id": plan_id,
+        "status": "active",
+        "intent": "plan",
+        "category": [{"text": title}],
+        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+    }
+    if encounter_id:
+        resource["encounter"] = {"reference": f"Encounter/{encounter_id}"}
+    if activity:
+        resource["activity"] = [{"detail": {"status": activity_status, "code": {"text": activity}}}]
+    return resource | fields

@@ -221,19 +221,13 @@ def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path)
 
 
 def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
-    plan = {
-        "resourceType": "CarePlan",
-        "id": "plan",
-        "status": "active",
-        "intent": "plan",
-        "category": [{"text": "Discharge care plan"}],
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "period": {"start": "2024-03-05T10:00:00+00:00"},
-        "activity": [
-            {"detail": {"status": "scheduled", "code": {"text": "Cardiac rehabilitation"}}}
-        ],
-    }
+    plan = fx.care_plan(
+        "plan",
+        "Discharge care plan",
+        activity="Cardiac rehabilitation",
+        activity_status="scheduled",
+        period={"start": "2024-03-05T10:00:00+00:00"},
+    )
     old_plan = plan | {"id": "old", "encounter": None, "period": {"start": "2019-01-01"}}
     appointment = {
         "resourceType": "Appointment",
@@ -293,17 +287,14 @@ def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_no
     stay = fx.encounter() | {"reasonCode": [{"coding": [{"code": "6525002"}]}]}
 
     def plan(plan_id: str, addresses: str, title: str) -> dict:
-        return {
-            "resourceType": "CarePlan",
-            "id": plan_id,
-            "status": "active",
-            "intent": "plan",
-            "category": [{"text": title}],
-            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-            "period": {"start": "2024-02-15T10:00:00+00:00"},
-            "addresses": [{"reference": f"Condition/{addresses}"}],
-            "activity": [{"detail": {"status": "in-progress", "code": {"text": "Counselling"}}}],
-        }
+        return fx.care_plan(
+            plan_id,
+            title,
+            encounter_id=None,
+            activity="Counselling",
+            period={"start": "2024-02-15T10:00:00+00:00"},
+            addresses=[{"reference": f"Condition/{addresses}"}],
+        )
 
     other = fx.condition("knee", "Osteoarthritis of knee", code="239873007", encounter_id=None)
     record = fx.bundle(
@@ -333,17 +324,13 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
     plan the patient returns to; a plan made at a visit long before is not."""
 
     def plan(plan_id: str, encounter_id: str) -> dict:
-        return {
-            "resourceType": "CarePlan",
-            "id": plan_id,
-            "status": "active",
-            "intent": "plan",
-            "category": [{"text": "Drug addiction therapy plan"}],
-            "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-            "encounter": {"reference": f"Encounter/{encounter_id}"},
-            "period": {"start": "2024-02-15T01:00:00+00:00"},
-            "activity": [{"detail": {"status": "in-progress", "code": {"text": "Counselling"}}}],
-        }
+        return fx.care_plan(
+            plan_id,
+            "Drug addiction therapy plan",
+            encounter_id=encounter_id,
+            activity="Counselling",
+            period={"start": "2024-02-15T01:00:00+00:00"},
+        )
 
     overdose = fx.encounter(
         "overdose", "2024-02-14T20:00:00+00:00", "2024-02-15T02:00:00+00:00", "EMER"
@@ -387,16 +374,7 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
         "description": {"text": "Walk 30 minutes a day"},
         "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
     }
-    plan = {
-        "resourceType": "CarePlan",
-        "id": "plan",
-        "status": "active",
-        "intent": "plan",
-        "category": [{"text": "Cardiac rehabilitation plan"}],
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "goal": [{"reference": "Goal/walk"}],
-    }
+    plan = fx.care_plan("plan", "Cardiac rehabilitation plan", goal=[{"reference": "Goal/walk"}])
     note = fx.document_reference(
         "summary",
         fx.attachment("# Condition at discharge\nStable and ambulating independently.\n"),

@@ -11,7 +11,6 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
-IN_STAY = "2024-03-02T09:00:00+00:00"
 RECENT = "2023-12-01"
 
 HP_LISTING_LISINOPRIL = fx.document_reference(
@@ -75,13 +74,7 @@ def test_a_drug_released_by_a_device_a_clinician_placed_is_in_place_never_held()
 def test_a_home_drug_given_during_the_stay_is_held_or_stopped_never_absent_from_the_orders() -> (
     None
 ):
-    given = fx.medication_request(
-        "acei",
-        "Lisinopril 10 MG Oral Tablet",
-        status="completed",
-        authored=IN_STAY,
-        encounter_id=fx.ENCOUNTER_ID,
-    )
+    given = fx.ordered_in_stay("acei", "Lisinopril 10 MG Oral Tablet", status="completed")
     _, sections = drafted(HP_LISTING_LISINOPRIL, given)
     held = [line for line in sections["medications"] if line.startswith("Home medications")]
     assert held == [
@@ -117,9 +110,7 @@ def test_a_medication_statement_is_a_home_drug_but_never_continued_without_an_or
 def test_a_medication_statement_matched_by_a_discharge_order_is_continued() -> None:
     _, sections = drafted(
         fx.medication_statement("ms", "Metformin 500 MG Oral Tablet"),
-        fx.medication_request(
-            "met", "Metformin 500 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
-        ),
+        fx.ordered_in_stay("met", "Metformin 500 MG Oral Tablet"),
     )
     assert any(line.startswith("CONTINUED: Metformin 500 MG") for line in sections["medications"])
     assert not any(line.startswith("Home medications") for line in sections["medications"])
@@ -151,20 +142,8 @@ def test_statements_that_ended_before_the_stay_or_say_not_taken_are_excluded() -
 def test_a_drug_the_stays_note_prescribes_is_never_not_continued() -> None:
     """The issue's example: aspirin "not continued at discharge" while the stay's own note
     says "prescribed … aspirin 81 mg, clopidogrel 75 mg"."""
-    aspirin = fx.medication_request(
-        "asa",
-        "Aspirin 81 MG Oral Tablet",
-        status="completed",
-        authored=IN_STAY,
-        encounter_id=fx.ENCOUNTER_ID,
-    )
-    cefazolin = fx.medication_request(
-        "abx",
-        "Cefazolin 1000 MG Injection",
-        status="completed",
-        authored=IN_STAY,
-        encounter_id=fx.ENCOUNTER_ID,
-    )
+    aspirin = fx.ordered_in_stay("asa", "Aspirin 81 MG Oral Tablet", status="completed")
+    cefazolin = fx.ordered_in_stay("abx", "Cefazolin 1000 MG Injection", status="completed")
     state, sections = drafted(PRESCRIBING_NOTE, aspirin, cefazolin)
     medications = sections["medications"]
     assert "Given during the stay, not continued at discharge: Cefazolin 1000 MG Injection." in (
@@ -183,9 +162,7 @@ def test_a_drug_the_stays_note_prescribes_is_never_not_continued() -> None:
 
 def test_a_prescribed_drug_with_a_discharge_order_needs_nothing_more() -> None:
     orders = [
-        fx.medication_request(
-            name.split()[0].lower(), name, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
-        )
+        fx.ordered_in_stay(name.split()[0].lower(), name)
         for name in ("Aspirin 81 MG Oral Tablet", "Clopidogrel 75 MG Oral Tablet")
     ]
     state, sections = drafted(PRESCRIBING_NOTE, *orders)

@@ -15,7 +15,6 @@ from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
-IN_STAY = "2024-03-02T09:00:00+00:00"
 # A complete dosage, so that only the rule under test speaks.
 FULL: dict[str, object] = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
 BEFORE = "2023-06-01"
@@ -34,20 +33,9 @@ def prn(resource: dict, text: str = "Take as needed.") -> dict:
 
 def test_an_order_completed_during_the_stay_is_given_during_the_stay_never_new() -> None:
     state, sections = drafted(
-        fx.medication_request(
-            "abx",
-            "Cefazolin 1000 MG Injection",
-            status="completed",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-        ),
-        fx.medication_request(
-            "home",
-            "Apixaban 5 MG Oral Tablet",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-            dose="1 tablet",
-            frequency=(2, 1, "d"),
+        fx.ordered_in_stay("abx", "Cefazolin 1000 MG Injection", status="completed"),
+        fx.ordered_in_stay(
+            "home", "Apixaban 5 MG Oral Tablet", dose="1 tablet", frequency=(2, 1, "d")
         ),
     )
     medications = sections["medications"]
@@ -62,14 +50,7 @@ def test_an_order_completed_during_the_stay_is_given_during_the_stay_never_new()
 
 def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_missing() -> None:
     # (A heart drug "as needed" is a doubt of its own: test_regimen_risks.)
-    pain = prn(
-        fx.medication_request(
-            "pain",
-            "Acetaminophen 325 MG Oral Tablet",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-        )
-    )
+    pain = prn(fx.ordered_in_stay("pain", "Acetaminophen 325 MG Oral Tablet"))
     state, sections = drafted(pain)
     (line,) = [m for m in sections["medications"] if "Acetaminophen" in m]
     assert "(as needed, oral;" in line
@@ -82,11 +63,9 @@ def test_as_needed_and_the_route_of_the_dose_form_are_shown_and_not_flagged_miss
 
 
 def test_dose_frequency_route_and_duration_come_from_the_dosage_instruction() -> None:
-    course = fx.medication_request(
+    course = fx.ordered_in_stay(
         "course",
         "Amoxicillin 500 MG Oral Capsule",
-        authored=IN_STAY,
-        encounter_id=fx.ENCOUNTER_ID,
         dose="1 capsule",
         frequency=(3, 1, "d"),
         route="Oral",
@@ -121,8 +100,8 @@ def test_therapeutic_duplication_at_discharge_is_flagged(
     first: str, second: str, group: str
 ) -> None:
     state, _ = drafted(
-        fx.medication_request("a", first, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID),
-        fx.medication_request("b", second, authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID),
+        fx.ordered_in_stay("a", first),
+        fx.ordered_in_stay("b", second),
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "therapeutic_duplication"]
     assert flag.reason == f"Therapeutic duplication at discharge ({group}): {first}; {second}"
@@ -136,13 +115,7 @@ def test_an_old_order_duplicated_by_a_new_one_is_proposed_stopped_on_its_own_lin
     _, sections = drafted(
         fx.medication_request("old", "metoprolol succinate 100 MG", authored="1997-12-09", **FULL),  # type: ignore[arg-type]
         fx.medication_request("nitro", "Nitroglycerin 0.4 MG Spray", authored="1997-12-09", **FULL),  # type: ignore[arg-type]
-        fx.medication_request(
-            "new",
-            "atenolol 25 MG Oral Tablet",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-            **FULL,  # type: ignore[arg-type]
-        ),
+        fx.ordered_in_stay("new", "atenolol 25 MG Oral Tablet", **FULL),
     )
     lines = sections["medications"]
     assert (
@@ -156,9 +129,7 @@ def test_an_old_order_duplicated_by_a_new_one_is_proposed_stopped_on_its_own_lin
 def test_one_drug_at_two_strengths_is_not_a_duplication_of_its_class() -> None:
     state, _ = drafted(
         fx.medication_request("a", "Clopidogrel 75 MG Oral Tablet", authored=BEFORE),
-        fx.medication_request(
-            "b", "Clopidogrel 300 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
-        ),
+        fx.ordered_in_stay("b", "Clopidogrel 300 MG Oral Tablet"),
     )
     assert not [f for f in state.flags_for_review if f.code == "therapeutic_duplication"]
 
@@ -166,18 +137,9 @@ def test_one_drug_at_two_strengths_is_not_a_duplication_of_its_class() -> None:
 def test_a_drug_class_allergy_is_flagged_first() -> None:
     state, sections = drafted(
         fx.allergy("pcn", "Penicillin V"),
-        fx.medication_request(
-            "amox",
-            "Amoxicillin 500 MG Oral Capsule",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-        ),
-        fx.medication_request(
-            "a", "Clopidogrel 75 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
-        ),
-        fx.medication_request(
-            "b", "prasugrel 10 MG Oral Tablet", authored=IN_STAY, encounter_id=fx.ENCOUNTER_ID
-        ),
+        fx.ordered_in_stay("amox", "Amoxicillin 500 MG Oral Capsule"),
+        fx.ordered_in_stay("a", "Clopidogrel 75 MG Oral Tablet"),
+        fx.ordered_in_stay("b", "prasugrel 10 MG Oral Tablet"),
     )
     (flag,) = [f for f in state.flags_for_review if f.code == "allergy_conflict"]
     assert flag.reason == (
@@ -325,13 +287,7 @@ def test_a_home_nsaid_held_or_stopped_beside_an_antiplatelet_going_home_is_flagg
     still be taken beside the clopidogrel that goes home: the same bleeding risk."""
     state, _ = drafted(
         fx.medication_statement("home", "ibuprofen 400 MG Oral Tablet"),
-        fx.medication_request(
-            "c",
-            "clopidogrel 75 MG Oral Tablet",
-            authored=IN_STAY,
-            encounter_id=fx.ENCOUNTER_ID,
-            **FULL,  # type: ignore[arg-type]
-        ),
+        fx.ordered_in_stay("c", "clopidogrel 75 MG Oral Tablet", **FULL),
     )
     assert [c.kind for c in state.medications.changes if c.name.startswith("ibuprofen")] == [
         "held_or_stopped"
