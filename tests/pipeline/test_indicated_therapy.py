@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -67,15 +69,39 @@ def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
     assert risks(state_of(old, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
 
 
-def test_opioids_after_a_substance_use_admission_are_flagged_but_treatment_is_not() -> None:
-    reason = fx.condition("d", "Dependent drug abuse (disorder)")
-    with_opioid = state_of(reason, going_home("o", "tramadol hydrochloride 50 MG Oral Tablet"))
-    assert [r for r in risks(with_opioid) if "substance use" in r] == [
-        "tramadol hydrochloride 50 MG Oral Tablet going home after an admission for substance "
-        "use (Dependent drug abuse): confirm the indication, the supply and an overdose plan"
-    ]
-    treatment = state_of(reason, going_home("b", "buprenorphine 2 MG Sublingual Tablet"))
-    assert [r for r in risks(treatment) if "substance use" in r] == []
+@pytest.mark.parametrize(
+    ("reason", "about", "flagged", "flag", "answered"),
+    [
+        pytest.param(
+            "Dependent drug abuse (disorder)",
+            "substance use",
+            "tramadol hydrochloride 50 MG Oral Tablet",
+            "tramadol hydrochloride 50 MG Oral Tablet going home after an admission for substance "
+            "use (Dependent drug abuse): confirm the indication, the supply and an overdose plan",
+            "buprenorphine 2 MG Sublingual Tablet",
+            id="opioids after a substance use admission are flagged but treatment is not",
+        ),
+        # CDC 2022 recommendation 8: naloxone is offered to a patient with a history of overdose
+        # or of a substance use disorder.
+        pytest.param(
+            "Overdose (disorder)",
+            "overdose",
+            "amlodipine 5 MG Oral Tablet",
+            "No opioid overdose rescue drug at discharge after an overdose or a drug use disorder "
+            "(Overdose): confirm it was considered, or why it is not given",
+            "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray",
+            id="naloxone is asked for after an overdose and its order answers it",
+        ),
+    ],
+)
+def test_a_drug_use_admission_flags_the_discharge_until_its_treatment_is_ordered(
+    reason: str, about: str, flagged: str, flag: str, answered: str
+) -> None:
+    stay_for = fx.condition("reason", reason)
+    asked = state_of(stay_for, going_home("flagged", flagged))
+    assert [r for r in risks(asked) if about in r] == [flag]
+    treated = state_of(stay_for, going_home("answered", answered))
+    assert [r for r in risks(treated) if about in r] == []
 
 
 def test_prasugrel_past_the_labels_age_limit_is_flagged_with_the_patients_age() -> None:
@@ -98,19 +124,6 @@ def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagge
         "admission for substance use (Dependent drug abuse): confirm the indication, the supply "
         "and an overdose plan"
     ]
-
-
-def test_naloxone_is_asked_for_after_an_overdose_and_its_order_answers_it() -> None:
-    """CDC 2022 recommendation 8: naloxone is offered to a patient with a history of overdose or
-    of a substance use disorder."""
-    overdose = fx.condition("od", "Overdose (disorder)")
-    without = state_of(overdose, going_home("a", "amlodipine 5 MG Oral Tablet"))
-    assert [r for r in risks(without) if "overdose" in r] == [
-        "No opioid overdose rescue drug at discharge after an overdose or a drug use disorder "
-        "(Overdose): confirm it was considered, or why it is not given"
-    ]
-    offered = state_of(overdose, going_home("n", "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray"))
-    assert [r for r in risks(offered) if "overdose" in r] == []
 
 
 def test_assessing_substance_use_is_not_an_admission_for_it() -> None:
