@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import httpx
 
@@ -22,6 +22,7 @@ from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from smartapp.jobs.service import StageHook
 from smartapp.state import AppState
+from tests.attack_support import seed_stay
 
 T = TypeVar("T")
 
@@ -77,6 +78,63 @@ def running_app(
         yield RunningApp(settings, app.state.provenote)
     finally:
         server.stop()
+
+
+@contextmanager
+def app_and_browser(
+    sandbox: Sandbox,
+    data_dir: Path,
+    stage_hook: StageHook | None = None,
+    *,
+    follow_redirects: bool = True,
+    extra_registrations: tuple[ClientRegistration, ...] = (),
+    **overrides: object,
+) -> Iterator[tuple[RunningApp, httpx.Client]]:
+    """The app as ``running_app`` starts it, and a browser for it: one that follows redirects,
+    unless the test steps through the hops itself."""
+    with (
+        running_app(sandbox, data_dir, stage_hook, extra_registrations, **overrides) as app,
+        httpx.Client(follow_redirects=follow_redirects, timeout=60) as browser,
+    ):
+        yield app, browser
+
+
+def app_and_stepping_browser(
+    sandbox: Sandbox,
+    data_dir: Path,
+    extra_registrations: tuple[ClientRegistration, ...] = (),
+    **overrides: object,
+) -> AbstractContextManager[tuple[RunningApp, httpx.Client]]:
+    """The app, and a browser that follows no redirect: the test steps through the hops."""
+    return app_and_browser(
+        sandbox,
+        data_dir,
+        follow_redirects=False,
+        extra_registrations=extra_registrations,
+        **overrides,
+    )
+
+
+class DraftedStay(NamedTuple):
+    app: RunningApp
+    browser: httpx.Client
+    encounter: str
+    job: dict
+
+
+@contextmanager
+def drafted_stay(
+    sandbox: Sandbox, data_dir: Path, patient: str, **overrides: object
+) -> Iterator[DraftedStay]:
+    """A patient of their own with one stay (``seed_stay``), the app registered as
+    ``app-{patient}``, and the job that the physician's launch from the chart ran, finished."""
+    encounter = seed_stay(sandbox, patient)
+    with app_and_browser(sandbox, data_dir, client_id=f"app-{patient}", **overrides) as (
+        app,
+        browser,
+    ):
+        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+        yield DraftedStay(app, browser, encounter, job)
 
 
 def chart_launch(

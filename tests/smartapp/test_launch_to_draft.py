@@ -19,6 +19,7 @@ from smartapp.core.tables import JobRow
 from tests.review_support import accept_all, form_values
 from tests.smart_support import (
     RunningApp,
+    app_and_browser,
     chart_launch,
     launch_job,
     running_app,
@@ -67,10 +68,7 @@ def test_launch_to_draft_for_each_capability_profile(
 ) -> None:
     sandbox = profiled_sandbox
     profile = sandbox.capability_profile
-    with (
-        running_app(sandbox, tmp_path, client_id=f"app-{profile}") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id=f"app-{profile}") as (app, browser):
         job = wait_for(browser, app, launch(browser, sandbox))
         assert job["state"] == "done", job
         draft = draft_of(browser, app)
@@ -161,9 +159,9 @@ def test_launch_to_draft_for_each_capability_profile(
 def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
     sandbox: Sandbox, tmp_path: Path, database_url: str | None
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-twice", database_url=database_url) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, client_id="app-twice", database_url=database_url) as (
+        app,
+        browser,
     ):
         job_id = launch(browser, sandbox)
         assert wait_for(browser, app, job_id)["state"] == "done"
@@ -181,9 +179,9 @@ def test_jobs_persist_on_either_database_and_running_a_job_twice_writes_once(
 def test_a_write_back_retried_after_a_timeout_leaves_one_draft(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-timeout", http_timeout_s=4.0) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, client_id="app-timeout", http_timeout_s=4.0) as (
+        app,
+        browser,
     ):
         sandbox.set_fault("slow", count=1, delay_ms=6000, match="POST /Composition")
         try:
@@ -275,9 +273,9 @@ def requeued(reason: str) -> float:
 def test_a_failed_job_keeps_its_stage_and_a_retry_continues(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-retry", fhir_max_retries=1) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, client_id="app-retry", fhir_max_retries=1) as (
+        app,
+        browser,
     ):
         sandbox.set_fault("500", count=1000, match="POST /Composition")
         try:
@@ -325,12 +323,9 @@ def test_a_stage_slower_than_the_lease_is_not_taken_over(sandbox: Sandbox, tmp_p
         if stage == "summarizing":
             await asyncio.sleep(2.0)
 
-    with (
-        running_app(
-            sandbox, tmp_path, slow_summary, client_id="app-slow", job_lease_s=0.5, job_workers=2
-        ) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(
+        sandbox, tmp_path, slow_summary, client_id="app-slow", job_lease_s=0.5, job_workers=2
+    ) as (app, browser):
         job = wait_for(browser, app, launch(browser, sandbox))
         assert job["state"] == "done" and job["attempts"] == 1
 
@@ -407,10 +402,7 @@ def test_a_launch_can_be_followed_to_its_job_in_the_logs(sandbox: Sandbox, tmp_p
     provenote.setLevel(logging.INFO)
     outgoing.setLevel(logging.INFO)
     try:
-        with (
-            running_app(sandbox, tmp_path, client_id="app-logs") as app,
-            httpx.Client(follow_redirects=True, timeout=60) as browser,
-        ):
+        with app_and_browser(sandbox, tmp_path, client_id="app-logs") as (app, browser):
             job_id = launch(browser, sandbox)
             assert wait_for(browser, app, job_id)["state"] == "done"
     finally:

@@ -29,7 +29,7 @@ from smartapp.core.logs import REQUEST_ID, JsonFormatter, OutgoingRequests
 from smartapp.core.registrations import callback_id
 from smartapp.core.settings import Settings
 from tests.review_support import ONE_FLAG, form_values, unflagged_ids
-from tests.smart_support import RunningApp, launch_job, running_app, wait_for
+from tests.smart_support import RunningApp, app_and_browser, launch_job, running_app, wait_for
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 
@@ -211,10 +211,7 @@ def test_a_workers_metrics_listen_on_loopback_and_answer_metrics_only() -> None:
 def test_metrics_count_a_drafting_job_its_stages_requests_and_write_back(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path) as (app, browser):
         before = samples(app.base_url)
         job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT))
         assert job["state"] == "done", job

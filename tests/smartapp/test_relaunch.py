@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 
 from launch.sandbox.run import Sandbox
-from tests.attack_support import seed_stay
 from tests.review_support import accept_all, form_values
-from tests.smart_support import RunningApp, launch_job, running_app, wait_for
+from tests.smart_support import RunningApp, drafted_stay, wait_for
 
 
 def notes_of(sandbox: Sandbox, patient: str) -> list[dict]:
@@ -56,12 +55,7 @@ def test_a_relaunch_opens_the_draft_and_draft_again_replaces_it_in_place(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     patient = "relaunch-one-note"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-relaunch") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        first = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, patient) as (app, browser, encounter, first):
         assert first["state"] == "done", first
         (written,) = notes_of(sandbox, patient)
         accept_all(browser, app.base_url, first["draft"])  # review work to come back to
@@ -99,12 +93,7 @@ def test_a_relaunch_after_signing_shows_the_signed_summary_and_writes_nothing(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     patient = "relaunch-signed"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-relaunch-signed") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, patient) as (app, browser, encounter, job):
         page = accept_all(browser, app.base_url, job["draft"])
         signed = browser.post(f"{app.base_url}/drafts/{job['draft']}/sign", data=form_values(page))
         assert signed.status_code == 200 and 'id="signed"' in signed.text
@@ -139,12 +128,7 @@ def test_a_relaunch_offers_a_fresh_draft_only_when_the_record_changed(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     patient = "relaunch-changed"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-relaunch-changed") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, patient) as (app, browser, encounter, job):
         before = sandbox.fhir_requests()
         relaunch(browser, sandbox, patient, encounter)
         assert _compared(app, job["draft"], until=False) is False
