@@ -317,6 +317,20 @@ def _call(app: RunningApp, body: dict, token: str | None) -> httpx.Response:
     return httpx.post(service_url(app.settings), json=body, headers=headers, timeout=30)
 
 
+def _signed_call(sandbox: Sandbox, app: RunningApp, body: dict) -> httpx.Response:
+    """The call as the sandbox EHR signs it for this app."""
+    signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(app.settings))
+    return _call(app, body, signed)
+
+
+def assert_drafted_as_provenote(app: RunningApp, patient: str, encounter: str) -> None:
+    """The stay's job was queued by the hook, as Provenote's own, and delivered a draft."""
+    job = job_of(app, patient, encounter)
+    assert job["origin"] == "predraft"
+    until_done(app, job["id"])
+    assert app.call(app.state.drafts.of_job(job["id"])) is not None
+
+
 def _body(sandbox: Sandbox, patient: str, encounter: str, fhir_server: str | None = None) -> dict:
     """A well-formed call whose prefetch holds the stay (an accepted call reads nothing before
     it decides; queueing reads the stay once with the lent token)."""
@@ -428,15 +442,11 @@ def test_a_call_that_lends_no_token_drafts_as_provenote_itself(
     encounter = seed_stay(sandbox, patient, DIAGNOSIS)
     body = _body(sandbox, patient, encounter)
     del body["fhirAuthorization"], body["fhirServer"]
-    signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(hooked.settings))
-    answer = _call(hooked, body, signed)
+    answer = _signed_call(sandbox, hooked, body)
     assert answer.status_code == 200, answer.text
     (card,) = answer.json()["cards"]
     assert card["summary"] == "Drafting the discharge summary"
-    job = job_of(hooked, patient, encounter)
-    assert job["origin"] == "predraft"
-    until_done(hooked, job["id"])
-    assert hooked.call(hooked.state.drafts.of_job(job["id"])) is not None
+    assert_drafted_as_provenote(hooked, patient, encounter)
 
 
 def test_a_lent_token_the_ehr_refuses_drafts_as_provenote_itself_and_the_card_says_so(
@@ -449,15 +459,11 @@ def test_a_lent_token_the_ehr_refuses_drafts_as_provenote_itself_and_the_card_sa
     encounter = seed_stay(sandbox, patient, DIAGNOSIS)
     body = _body(sandbox, patient, encounter)
     body["fhirAuthorization"]["access_token"] = "revoked-by-the-ehr"
-    signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(hooked.settings))
-    answer = _call(hooked, body, signed)
+    answer = _signed_call(sandbox, hooked, body)
     assert answer.status_code == 200, answer.text
     (card,) = answer.json()["cards"]
     assert card["detail"].endswith(LENT_TOKEN_REFUSED) and card["indicator"] == "warning"
-    job = job_of(hooked, patient, encounter)
-    assert job["origin"] == "predraft"
-    until_done(hooked, job["id"])
-    assert hooked.call(hooked.state.drafts.of_job(job["id"])) is not None
+    assert_drafted_as_provenote(hooked, patient, encounter)
 
 
 def test_a_lent_token_refused_where_provenote_has_no_access_of_its_own_is_a_412(
@@ -471,8 +477,7 @@ def test_a_lent_token_refused_where_provenote_has_no_access_of_its_own_is_a_412(
         encounter = seed_stay(sandbox, patient, DIAGNOSIS)
         body = _body(sandbox, patient, encounter)
         body["fhirAuthorization"]["access_token"] = "revoked-by-the-ehr"
-        signed = signed_hook_jwt(sandbox.hooks.key, sandbox.hooks.issuer, service_url(app.settings))
-        answer = _call(app, body, signed)
+        answer = _signed_call(sandbox, app, body)
         assert answer.status_code == 412
         assert answer.json()["error"] == "precondition_failed"
         assert "no Backend Services client" in answer.json()["error_description"]

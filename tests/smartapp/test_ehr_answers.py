@@ -22,12 +22,21 @@ import httpx
 import pytest
 
 from launch.sandbox.run import Sandbox
+from smartapp.access.sessions import LaunchContext, StoredTokens
 from smartapp.core.registrations import ClientRegistration, callback_id
 from smartapp.core.settings import Settings, unknown_variables
 from smartapp.ehr.fhir_client import FhirClient, FhirError
 from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
 from tests.conftest import ROOT
-from tests.smart_support import launch_job, running_app, wait_for
+from tests.smart_support import (
+    RunningApp,
+    app_and_browser,
+    app_and_stepping_browser,
+    drafted_stay,
+    launch_job,
+    running_app,
+    wait_for,
+)
 
 NOTE = {"resourceType": "Composition", "status": "preliminary", "title": "AI draft"}
 
@@ -134,10 +143,7 @@ def test_a_note_whose_binary_is_gone_is_excluded_and_the_rest_is_drafted(
         "content": [{"attachment": {"contentType": "text/plain", "url": "Binary/not-there"}}],
     }
     encounter = seed_stay(sandbox, "ehr-gone-binary", gone)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-gone") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-gone") as (app, browser):
         job_id = launch_job(browser, sandbox, "ehr-gone-binary", encounter=encounter)
         job = wait_for(browser, app, job_id)
         assert job["state"] == "done", job
@@ -155,12 +161,12 @@ def test_a_code_that_comes_back_to_another_ehrs_callback_is_never_redeemed(
     with recording_server() as server:
         evil = FakeEhr(server)
         registration = ClientRegistration(issuer=evil.base, client_id="app-mixup-two")
-        with (
-            running_app(
-                sandbox, tmp_path, client_id="app-mixup", extra_registrations=(registration,)
-            ) as app,
-            httpx.Client(timeout=30) as browser,
-        ):
+        with app_and_stepping_browser(
+            sandbox,
+            tmp_path,
+            client_id="app-mixup",
+            extra_registrations=(registration,),
+        ) as (app, browser):
             launch = browser.get(f"{app.base_url}/launch", params={"iss": evil.base})
             asked = parse_qs(urlparse(launch.headers["location"]).query)
             assert asked["redirect_uri"] == [app.settings.redirect_uri_for(evil.base)]
@@ -350,6 +356,15 @@ def test_the_log_lists_the_registered_ehrs_without_secrets(
     assert "never-logged-secret" not in logged
 
 
+def _grant(app: RunningApp, browser: httpx.Client) -> tuple[str, StoredTokens, LaunchContext]:
+    """The browser's session, and the EHR's grant and launch context as the app keeps them."""
+    session = browser.cookies[app.state.session_cookie]
+    stored = app.call(app.state.store.tokens(session))
+    context = app.call(app.state.store.stored_context(session))
+    assert stored is not None and context is not None
+    return session, stored, context
+
+
 def test_an_ehr_grant_that_ends_without_a_refresh_says_so_and_keeps_the_draft(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -360,18 +375,9 @@ def test_an_ehr_grant_that_ends_without_a_refresh_says_so_and_keeps_the_draft(
 
     from tests.review_support import accept_all, form_values
 
-    patient = "ehr-grant-ends"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-grant") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, "ehr-grant-ends") as (app, browser, _, job):
         page = accept_all(browser, app.base_url, job["draft"])
-        session = browser.cookies[app.state.session_cookie]
-        stored = app.call(app.state.store.tokens(session))
-        context = app.call(app.state.store.stored_context(session))
-        assert stored is not None and context is not None
+        session, stored, context = _grant(app, browser)
         stored.tokens.refresh_token = None
         app.call(
             app.state.store.save(
@@ -397,17 +403,10 @@ def _sign_after_expiry(
 
     from tests.review_support import accept_all, form_values
 
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id=f"app-{patient}") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, patient) as (app, browser, _, job):
         page = accept_all(browser, app.base_url, job["draft"])
-        session = browser.cookies[app.state.session_cookie]
-        stored = app.call(app.state.store.tokens(session))
-        context = app.call(app.state.store.stored_context(session))
-        assert stored is not None and context is not None and stored.tokens.refresh_token
+        session, stored, context = _grant(app, browser)
+        assert stored.tokens.refresh_token
         assert {"online_access", "offline_access"} & set(context.scope.split())
         before = stored.model_copy(deep=True)
         if refresh_token is not None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -20,7 +22,8 @@ from launch.sandbox.run import Sandbox
 from pipeline.checking.review import review_items
 from pipeline.evidence.summary import CheckResult, Sentence
 from pipeline.text.rendering import render
-from tests.smart_support import RunningApp, launch_job, running_app, wait_for
+from smartapp.jobs.service import StageHook
+from tests.smart_support import RunningApp, app_and_browser, launch_job, wait_for
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 
@@ -28,6 +31,25 @@ PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 async def _pause_before_summarizing(job_id: str, stage: str) -> None:
     if stage == "ingesting":
         await asyncio.sleep(1.5)  # time for the test to open the progress stream
+
+
+@contextmanager
+def drafting_with(
+    script: ModelScript,
+    sandbox: Sandbox,
+    data_dir: Path,
+    stage_hook: StageHook | None = None,
+    **overrides: object,
+) -> Iterator[tuple[RunningApp, httpx.Client]]:
+    """The sandbox's model server answering as ``script`` says, the app drafting with it (its
+    settings changed by ``overrides``), and a browser."""
+    with (
+        model_server(script) as (url, _),
+        app_and_browser(
+            sandbox, data_dir, stage_hook, summarizer=f"openai:{url}#sandbox-model", **overrides
+        ) as (app, browser),
+    ):
+        yield app, browser
 
 
 def _draft(browser: httpx.Client, app: RunningApp, job: dict) -> dict:
@@ -48,18 +70,15 @@ def _device(draft: dict) -> dict:
 def test_a_launch_with_a_model_drafts_checks_and_repairs_the_hospital_course(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        model_server(ModelScript(delay_s=0.05)) as (url, script),
-        running_app(
-            sandbox,
-            tmp_path,
-            _pause_before_summarizing,
-            client_id="app-model",
-            summarizer=f"openai:{url}#sandbox-model",
-            model_concurrency=3,
-        ) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    script = ModelScript(delay_s=0.05)
+    with drafting_with(
+        script,
+        sandbox,
+        tmp_path,
+        _pause_before_summarizing,
+        client_id="app-model",
+        model_concurrency=3,
+    ) as (app, browser):
         job_id = launch_job(browser, sandbox, PATIENT)
         with browser.stream("GET", f"{app.base_url}/jobs/{job_id}/events") as events:
             details = [
@@ -113,17 +132,10 @@ def test_a_launch_with_a_model_drafts_checks_and_repairs_the_hospital_course(
 def test_a_model_outage_delivers_the_evidence_only_draft_marked_and_audited(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        model_server(ModelScript(fail_status=503)) as (url, script),
-        running_app(
-            sandbox,
-            tmp_path,
-            client_id="app-model-down",
-            summarizer=f"openai:{url}#sandbox-model",
-            model_max_retries=1,
-        ) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    script = ModelScript(fail_status=503)
+    with drafting_with(
+        script, sandbox, tmp_path, client_id="app-model-down", model_max_retries=1
+    ) as (app, browser):
         job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT))
         assert job["state"] == "done", job
         assert script.requests  # the model was tried (and retried) first
@@ -155,18 +167,9 @@ def test_a_model_outage_delivers_the_evidence_only_draft_marked_and_audited(
 def test_a_model_outage_fails_the_job_when_fallback_is_off(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        model_server(ModelScript(fail_status=500)) as (url, _),
-        running_app(
-            sandbox,
-            tmp_path,
-            client_id="app-model-strict",
-            summarizer=f"openai:{url}#sandbox-model",
-            model_max_retries=0,
-            model_fallback="fail",
-        ) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    script = ModelScript(fail_status=500)
+    settings = {"client_id": "app-model-strict", "model_max_retries": 0, "model_fallback": "fail"}
+    with drafting_with(script, sandbox, tmp_path, **settings) as (app, browser):
         job = wait_for(browser, app, launch_job(browser, sandbox, PATIENT))
         assert job["state"] == "failed"
         assert "language model openai:sandbox-model could not be used" in job["error"]

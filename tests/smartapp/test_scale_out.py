@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -145,14 +146,35 @@ def _read_events(url: str, cookies: dict[str, str], into: list[dict]) -> None:
                     return
 
 
+@contextmanager
+def slow_ehr_then_a_new_worker(sandbox: Sandbox, health_system: Cluster) -> Iterator[None]:
+    """Slow answers from the EHR keep a job in hand long enough to stop its worker; then the
+    EHR answers at full speed again and a new worker takes the stopped one's place."""
+    sandbox.set_fault("slow", count=1_000_000, delay_ms=400)
+    try:
+        yield
+    finally:
+        sandbox.set_fault("none", count=0)
+        health_system.start_worker()
+
+
+def written_once(health_system: Cluster, job_id: str) -> str:
+    """The job delivered one draft, written back once: the id of the note in the EHR."""
+    drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
+    assert len(drafts) == 1
+    written = _query(
+        health_system, "SELECT remote_id FROM write_backs WHERE draft_id = $1", drafts[0]["id"]
+    )
+    assert len(written) == 1
+    return str(written[0]["remote_id"])
+
+
 def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
     health_system: Cluster, many_patients: tuple[Sandbox, dict]
 ) -> None:
     sandbox, owned = many_patients
     patient = sorted(owned)[0]
-    # Slow answers from the EHR keep the job in hand long enough to kill its worker.
-    sandbox.set_fault("slow", count=1_000_000, delay_ms=400)
-    try:
+    with slow_ehr_then_a_new_worker(sandbox, health_system):
         with httpx.Client(follow_redirects=True, timeout=120) as browser:
             first = len(health_system.balancer.routed())
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
@@ -183,28 +205,18 @@ def test_a_launch_spans_both_web_processes_and_survives_a_killed_worker(
         assert row["worker"] != killed_name and row["worker"].startswith("worker-")
 
         # Finished once: one draft, one write-back, one note in the EHR.
-        drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
-        assert len(drafts) == 1
-        written = _query(
-            health_system, "SELECT remote_id FROM write_backs WHERE draft_id = $1", drafts[0]["id"]
-        )
-        assert len(written) == 1
+        remote_id = written_once(health_system, job_id)
         notes = httpx.get(
             f"{sandbox.fhir_base}/Composition",
             params={"subject": f"Patient/{patient}"},
             headers={"x-admin-token": sandbox.admin_token},
         ).json()
-        assert [entry["resource"]["id"] for entry in notes.get("entry", [])] == [
-            written[0]["remote_id"]
-        ]
+        assert [entry["resource"]["id"] for entry in notes.get("entry", [])] == [remote_id]
 
         stages = [event.get("stage") for event in events]
         assert stages[-1] == "done"
         # Stages between the first event and the last came as notices from the worker.
         assert {"ingesting", "summarizing", "writing_back"} & set(stages[1:-1])
-    finally:
-        sandbox.set_fault("none", count=0)
-        health_system.start_worker()
 
 
 def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
@@ -214,8 +226,7 @@ def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
     cluster), hands it back to the queue and exits; another worker finishes it, once."""
     sandbox, owned = many_patients
     patient = sorted(owned)[1]
-    sandbox.set_fault("slow", count=1_000_000, delay_ms=400)
-    try:
+    with slow_ehr_then_a_new_worker(sandbox, health_system):
         with httpx.Client(follow_redirects=True, timeout=120) as browser:
             job_id = launch_job(browser, sandbox, patient, encounter=owned[patient][1])
             stopped_name = _running_worker(health_system, job_id)
@@ -229,15 +240,7 @@ def test_a_worker_stopped_with_sigterm_hands_its_job_back_and_the_job_ends_once(
         assert row["worker"] != stopped_name and row["worker"].startswith("worker-")
         logged = "".join(path.read_text() for path in health_system.logs.glob("worker-*.log"))
         assert f"job {job_id} released: this worker is stopping" in logged
-        drafts = _query(health_system, "SELECT id FROM drafts WHERE job_id = $1", job_id)
-        assert len(drafts) == 1
-        written = _query(
-            health_system, "SELECT remote_id FROM write_backs WHERE draft_id = $1", drafts[0]["id"]
-        )
-        assert len(written) == 1
-    finally:
-        sandbox.set_fault("none", count=0)
-        health_system.start_worker()
+        written_once(health_system, job_id)
 
 
 def test_fifty_concurrent_launches_for_25_patients_all_complete_unmixed(

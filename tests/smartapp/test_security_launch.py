@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -19,7 +20,15 @@ from smartapp.core.registrations import ClientRegistration
 from smartapp.ehr.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
 from smartapp.ehr.fhir_client import FhirClient, OutsideEhrError
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay
-from tests.smart_support import chart_launch, launch_job, running_app, wait_for
+from tests.smart_support import (
+    RunningApp,
+    app_and_browser,
+    app_and_stepping_browser,
+    chart_launch,
+    launch_job,
+    running_app,
+    wait_for,
+)
 
 LOINC = "http://loinc.org"
 
@@ -61,10 +70,7 @@ def test_references_outside_the_ehr_are_never_fetched_and_the_rest_is_drafted(
         encounter = seed_stay(
             sandbox, "sec-outside", evil_note(attacker.url), evil_order(attacker.url)
         )
-        with (
-            running_app(sandbox, tmp_path, client_id="app-outside") as app,
-            httpx.Client(follow_redirects=True, timeout=60) as browser,
-        ):
+        with app_and_browser(sandbox, tmp_path, client_id="app-outside") as (app, browser):
             job = wait_for(
                 browser, app, launch_job(browser, sandbox, "sec-outside", encounter=encounter)
             )
@@ -236,17 +242,14 @@ def test_a_client_secret_goes_only_to_its_own_ehr(sandbox: Sandbox, tmp_path: Pa
     with recording_server() as other_server:
         other = FakeEhr(other_server)
         public = ClientRegistration(issuer=other.base, client_id="app-two-public")
-        with (
-            running_app(
-                sandbox,
-                tmp_path,
-                client_id="app-two",
-                client_auth="client_secret_basic",
-                client_secret="only-for-the-sandbox",
-                extra_registrations=(public,),
-            ) as app,
-            httpx.Client(timeout=30) as browser,
-        ):
+        with app_and_stepping_browser(
+            sandbox,
+            tmp_path,
+            client_id="app-two",
+            client_auth="client_secret_basic",
+            client_secret="only-for-the-sandbox",
+            extra_registrations=(public,),
+        ) as (app, browser):
             launch = browser.get(f"{app.base_url}/launch", params={"iss": other.base})
             assert launch.status_code == 302
             authorize = urlparse(launch.headers["location"])
@@ -309,7 +312,19 @@ def test_endpoints_the_registration_names_are_used_instead_of_discoverys(
         assert answer.headers["location"].startswith(f"{auth_server.url}/authorize?")
 
 
-def fake_callback(app, other: FakeEhr, browser: httpx.Client, **query: str) -> httpx.Response:
+def app_beside(
+    other: FakeEhr, sandbox: Sandbox, data_dir: Path, client_id: str
+) -> AbstractContextManager[tuple[RunningApp, httpx.Client]]:
+    """The app registered with the sandbox as ``client_id`` and with the fake EHR, and a browser
+    that steps through the redirects itself."""
+    return app_and_stepping_browser(
+        sandbox, data_dir, client_id=client_id, extra_registrations=fake(other)
+    )
+
+
+def fake_callback(
+    app: RunningApp, other: FakeEhr, browser: httpx.Client, **query: str
+) -> httpx.Response:
     """Launch against the fake EHR, then come back to /callback as its authorize step would;
     ``nonce`` in the id_token is filled from the launch unless the test sets it."""
     launch = browser.get(f"{app.base_url}/launch", params={"iss": other.base})
@@ -339,12 +354,7 @@ def test_the_id_token_is_checked_for_issuer_audience_nonce_and_signature(
     with recording_server() as server:
         other = FakeEhr(server)
         other.claims, other.send_kid = claims, kid
-        with (
-            running_app(
-                sandbox, tmp_path, client_id="app-idtoken", extra_registrations=fake(other)
-            ) as app,
-            httpx.Client(timeout=30) as browser,
-        ):
+        with app_beside(other, sandbox, tmp_path, "app-idtoken") as (app, browser):
             answer = fake_callback(app, other, browser)
             context = browser.get(f"{app.base_url}/api/context")
     if accepted:
@@ -361,12 +371,7 @@ def test_the_callbacks_iss_must_be_the_servers_when_it_promises_one(
     with recording_server() as server:
         other = FakeEhr(server)
         other.smart_config["authorization_response_iss_parameter_supported"] = True
-        with (
-            running_app(
-                sandbox, tmp_path, client_id="app-iss", extra_registrations=fake(other)
-            ) as app,
-            httpx.Client(timeout=30) as browser,
-        ):
+        with app_beside(other, sandbox, tmp_path, "app-iss") as (app, browser):
             missing = fake_callback(app, other, browser)
             wrong = fake_callback(app, other, browser, iss="https://attacker.example.org")
             right = fake_callback(app, other, browser, iss=other.issuer)
@@ -380,10 +385,7 @@ def test_the_callbacks_iss_must_be_the_servers_when_it_promises_one(
 def test_the_sandbox_sends_and_the_app_checks_the_authorization_response_iss(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-sandbox-iss") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-sandbox-iss") as (app, browser):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         authorize = browser.get(launch.headers["location"])
         callback = urlparse(authorize.headers["location"])
@@ -399,10 +401,7 @@ def test_the_sandbox_sends_and_the_app_checks_the_authorization_response_iss(
 
 def test_a_cookie_the_browser_brings_is_never_adopted(sandbox: Sandbox, tmp_path: Path) -> None:
     encounter = seed_stay(sandbox, "sec-fixation")
-    with (
-        running_app(sandbox, tmp_path, client_id="app-fixation") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as victim,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-fixation") as (app, victim):
         planted = "attacker-chosen-session-id-0123456789abcdefghij"
         victim.cookies.set("provenote_session", planted, domain="127.0.0.1")
         chart_launch(victim, sandbox, "sec-fixation", encounter)
@@ -424,10 +423,7 @@ def test_pending_launches_live_in_the_database_and_are_used_up(
         async with app.state.database.sessions() as session:
             return await session.scalar(select(func.count()).select_from(PendingLaunchRow))
 
-    with (
-        running_app(sandbox, tmp_path, client_id="app-pending") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-pending") as (app, browser):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         assert app.call(pending_count(app)) == 1
         callback = browser.get(launch.headers["location"]).headers["location"]
@@ -445,9 +441,9 @@ def keep_busy(browser: httpx.Client, url: str, seconds: float) -> list[int]:
 
 
 def test_a_session_lives_while_used_and_ends_when_idle(sandbox: Sandbox, tmp_path: Path) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-idle", session_idle_s=2) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, client_id="app-idle", session_idle_s=2) as (
+        app,
+        browser,
     ):
         browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         assert set(keep_busy(browser, app.base_url, 3.0)) == {200}  # longer than the limit
@@ -458,9 +454,9 @@ def test_a_session_lives_while_used_and_ends_when_idle(sandbox: Sandbox, tmp_pat
 def test_a_session_ends_at_its_absolute_limit_however_busy(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-absolute", session_max_s=2) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, client_id="app-absolute", session_max_s=2) as (
+        app,
+        browser,
     ):
         browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         seen = keep_busy(browser, app.base_url, 3.0)
@@ -470,10 +466,7 @@ def test_a_session_ends_at_its_absolute_limit_however_busy(
 def test_signing_out_ends_the_session_and_needs_the_csrf_token(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-logout") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-logout") as (app, browser):
         landing = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         token = landing.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
         assert browser.post(f"{app.base_url}/logout", data={}).status_code == 403
@@ -499,10 +492,7 @@ def test_a_patient_launch_drafts_but_never_writes_to_the_chart(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     patient = "c1f85d12-7225-ae0a-d9a2-67fbd365c447"
-    with (
-        running_app(sandbox, tmp_path, client_id="app-patient-user") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-patient-user") as (app, browser):
         job = wait_for(browser, app, launch_job(browser, sandbox, patient, f"Patient/{patient}"))
         assert job["state"] == "done"
         assert "may not write to the chart" in job["detail"]
@@ -521,10 +511,7 @@ def test_a_job_is_visible_only_to_a_session_of_its_patient_and_issuer(
     from smartapp.core.tables import JobRow
 
     encounter = seed_stay(sandbox, "sec-visible")
-    with (
-        running_app(sandbox, tmp_path, client_id="app-visible") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-visible") as (app, browser):
         job_id = launch_job(browser, sandbox, "sec-visible", encounter=encounter)
         wait_for(browser, app, job_id)
 

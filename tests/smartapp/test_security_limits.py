@@ -9,6 +9,7 @@ import io
 import os
 import stat
 import time
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,9 +36,18 @@ from smartapp.core.tables import AuditRow, DraftRow, utcnow
 from smartapp.ehr.fhir_client import FhirClient
 from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
+from smartapp.jobs.service import StageHook
 from smartapp.launch.style import safe_style
-from tests.attack_support import as_json, recording_server, seed_stay
-from tests.smart_support import chart_launch, launch_job, running_app, wait_for
+from tests.attack_support import RecordingServer, as_json, recording_server, seed_stay
+from tests.smart_support import (
+    RunningApp,
+    app_and_browser,
+    chart_launch,
+    drafted_stay,
+    launch_job,
+    running_app,
+    wait_for,
+)
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 
@@ -124,20 +134,26 @@ def api_token(key: RSAKey, audience: str, scope: str, **claims: object) -> str:
     return jwt.encode({"alg": "RS256", "kid": key.kid}, payload, key)
 
 
-def api_settings(server) -> dict:
-    return {
+def api_app(
+    sandbox: Sandbox,
+    data_dir: Path,
+    api_issuer: RecordingServer,
+    stage_hook: StageHook | None = None,
+    **overrides: object,
+) -> AbstractContextManager[RunningApp]:
+    """The app, its /fhir API taking the tokens that ``api_issuer`` signs."""
+    trusted = {
         "api_issuer": "https://issuer.test",
-        "api_jwks_url": f"{server.url}/jwks",
+        "api_jwks_url": f"{api_issuer.url}/jwks",
         "api_jwks_min_refetch_s": 3600,
     }
+    return running_app(sandbox, data_dir, stage_hook, **(trusted | overrides))
 
 
 def test_a_flood_of_forged_tokens_fetches_no_keys(
     sandbox: Sandbox, tmp_path: Path, api_issuer
 ) -> None:
-    with running_app(
-        sandbox, tmp_path, client_id="app-jwks-flood", **api_settings(api_issuer)
-    ) as app:
+    with api_app(sandbox, tmp_path, api_issuer, client_id="app-jwks-flood") as app:
         search = f"{app.settings.api_base}/Composition"
         good = api_token(api_issuer.keys[0], app.settings.api_base, "system/Composition.rs")
         assert httpx.get(search, headers={"authorization": f"Bearer {good}"}).status_code == 200
@@ -166,9 +182,7 @@ def test_a_flood_of_forged_tokens_fetches_no_keys(
 def test_a_granular_scope_is_refused_not_ignored(
     sandbox: Sandbox, tmp_path: Path, api_issuer
 ) -> None:
-    with running_app(
-        sandbox, tmp_path, client_id="app-granular", **api_settings(api_issuer)
-    ) as app:
+    with api_app(sandbox, tmp_path, api_issuer, client_id="app-granular") as app:
         key = api_issuer.keys[0]
         granular = api_token(key, app.settings.api_base, "system/Composition.rs?status=final")
         answer = httpx.get(
@@ -181,7 +195,7 @@ def test_a_granular_scope_is_refused_not_ignored(
 def test_search_paging_edges_are_answered_not_crashed(
     sandbox: Sandbox, tmp_path: Path, api_issuer
 ) -> None:
-    with running_app(sandbox, tmp_path, client_id="app-paging", **api_settings(api_issuer)) as app:
+    with api_app(sandbox, tmp_path, api_issuer, client_id="app-paging") as app:
         token = api_token(api_issuer.keys[0], app.settings.api_base, "system/Composition.rs")
         headers = {"authorization": f"Bearer {token}"}
         search = f"{app.settings.api_base}/Composition"
@@ -199,12 +213,16 @@ def test_summarize_validates_ids_and_caps_running_jobs_per_client(
         if stage == "fetching":
             await asyncio.sleep(5)
 
-    options = api_settings(api_issuer) | {
-        "client_auth": "private_key_jwt",
-        "api_ehr_base": sandbox.fhir_base,
-        "api_max_jobs_per_client": 1,
-    }
-    with running_app(sandbox, tmp_path, hold, client_id="app-cap", **options) as app:
+    options = {"client_auth": "private_key_jwt", "api_ehr_base": sandbox.fhir_base}
+    with api_app(
+        sandbox,
+        tmp_path,
+        api_issuer,
+        hold,
+        client_id="app-cap",
+        api_max_jobs_per_client=1,
+        **options,
+    ) as app:
         token = api_token(api_issuer.keys[0], app.settings.api_base, "system/Composition.crs")
         headers = {"authorization": f"Bearer {token}"}
         api = app.settings.api_base
@@ -230,9 +248,9 @@ def test_progress_streams_are_capped_and_end_with_their_job(
         if stage == "summarizing":
             await asyncio.sleep(1.5)
 
-    with (
-        running_app(sandbox, tmp_path, slow, client_id="app-sse", max_event_streams=1) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, slow, client_id="app-sse", max_event_streams=1) as (
+        app,
+        browser,
     ):
         job_id = launch_job(browser, sandbox, PATIENT)
         events = f"{app.base_url}/jobs/{job_id}/events"
@@ -259,9 +277,9 @@ def test_a_job_that_raises_anything_fails_alone_and_the_worker_goes_on(
             raise KeyError("id")  # as a resource without an id once did
 
     stays = {patient: seed_stay(sandbox, patient) for patient in [*sorted(broken), "sec-fine"]}
-    with (
-        running_app(sandbox, tmp_path, explode, client_id="app-robust", job_workers=1) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
+    with app_and_browser(sandbox, tmp_path, explode, client_id="app-robust", job_workers=1) as (
+        app,
+        browser,
     ):
         outcomes = {}
         for patient, encounter in stays.items():
@@ -329,14 +347,7 @@ def remote_copy(sandbox: Sandbox, remote: str) -> dict:
 def test_a_signature_left_by_a_dead_process_is_settled_by_the_ehrs_copy(
     sandbox: Sandbox, tmp_path: Path, ehr_status: str
 ) -> None:
-    patient = f"sec-claim-{ehr_status}"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id=f"app-claim-{ehr_status}") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job_id = launch_job(browser, sandbox, patient, encounter=encounter)
-        job = wait_for(browser, app, job_id)
+    with drafted_stay(sandbox, tmp_path, f"sec-claim-{ehr_status}") as (app, browser, _, job):
         draft = browser.get(f"{app.base_url}/api/drafts/{job['draft']}").json()
         remote = draft["write_back"]["remote"]
         copy = remote_copy(sandbox, remote)
@@ -387,10 +398,7 @@ def test_a_read_only_grant_drafts_and_says_write_back_is_not_permitted(
 ) -> None:
     patient = "sec-read-only"
     encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-read-only") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-read-only") as (app, browser):
         sandbox.auth.clients["app-read-only"].read_only = True
         job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
         assert job["state"] == "done" and "not permitted by the EHR" in job["detail"]
@@ -440,9 +448,9 @@ def test_two_installations_never_adopt_each_others_notes(sandbox: Sandbox, tmp_p
     encounter = seed_stay(sandbox, patient)
     remotes, installations = [], []
     for name in ("first", "second", "first"):
-        with (
-            running_app(sandbox, tmp_path / name, client_id=f"app-install-{name}") as app,
-            httpx.Client(follow_redirects=True, timeout=60) as browser,
+        with app_and_browser(sandbox, tmp_path / name, client_id=f"app-install-{name}") as (
+            app,
+            browser,
         ):
             installations.append(app.state.installation)
             job_id = launch_job(browser, sandbox, patient, encounter=encounter)
@@ -465,10 +473,7 @@ def test_an_outpatient_launch_shows_a_clear_page_and_writes_nothing(
         json=stay,
         headers={"x-admin-token": sandbox.admin_token},
     ).raise_for_status()
-    with (
-        running_app(sandbox, tmp_path, client_id="app-outpatient") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-outpatient") as (app, browser):
         landing = chart_launch(browser, sandbox, patient, encounter)
         assert landing.status_code == 409 and "Not an inpatient stay" in landing.text
         assert "class AMB" in landing.text
@@ -548,12 +553,9 @@ def test_quoted_font_families_are_accepted_when_safe() -> None:
 def test_pages_may_be_framed_only_by_the_ehr_and_nothing_is_cached(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(
-            sandbox, tmp_path, client_id="app-headers", frame_ancestors=["https://portal.test"]
-        ) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(
+        sandbox, tmp_path, client_id="app-headers", frame_ancestors=["https://portal.test"]
+    ) as (app, browser):
         landing = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         policy = landing.headers["content-security-policy"]
         ancestors = policy.split("frame-ancestors ", 1)[1].split(";")[0].split()
@@ -608,13 +610,7 @@ def test_request_bodies_are_bounded_per_route_and_record_pulls_per_session(
 ) -> None:
     """Sign-out takes a small form, a live check an edit's worth, and neither parses
     megabytes; the whole-record pull, dozens of EHR requests, a few times a minute."""
-    patient = "sec-bodies"
-    encounter = seed_stay(sandbox, patient)
-    with (
-        running_app(sandbox, tmp_path, client_id="app-bodies") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
-        job = wait_for(browser, app, launch_job(browser, sandbox, patient, encounter=encounter))
+    with drafted_stay(sandbox, tmp_path, "sec-bodies") as (app, browser, _, job):
         draft = job["draft"]
         spaces = {"text": " " * (9_500_000), "revision": "1", "csrf_token": "x"}
         stranger = httpx.post(f"{app.base_url}/logout", data={"x": "y" * 1_000_000})

@@ -22,7 +22,13 @@ from smartapp.core.keys import signing_key
 from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from tests.conftest import ROOT
-from tests.smart_support import chart_launch, inpatient_encounter, running_app
+from tests.smart_support import (
+    app_and_browser,
+    app_and_stepping_browser,
+    chart_launch,
+    inpatient_encounter,
+    running_app,
+)
 
 PATIENT = "0d4fcba9-b3c9-1765-4a0f-120004c84bb3"
 SAMPLE = ROOT / "launch" / "samples" / f"{PATIENT}.json"
@@ -54,10 +60,7 @@ def sample_counts() -> dict[str, int]:
 def test_ehr_launch_gives_context_and_pulls_the_stays_record(
     sandbox: Sandbox, tmp_path: Path, client: dict
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, **client) as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, **client) as (app, browser):
         encounter = inpatient_encounter(browser, sandbox, PATIENT)
         landing = chart_launch(browser, sandbox, PATIENT, encounter)
         assert landing.status_code == 200 and str(landing.url) == f"{app.base_url}/"
@@ -79,10 +82,7 @@ def test_ehr_launch_gives_context_and_pulls_the_stays_record(
 def test_standalone_launch_asks_launch_patient_and_gets_a_patient(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-standalone") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-standalone") as (app, browser):
         first = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         authorize = next(r for r in first.history if "/auth/authorize" in str(r.url))
         scopes = parse_qs(urlparse(str(authorize.url)).query)["scope"][0].split()
@@ -94,10 +94,7 @@ def test_standalone_launch_asks_launch_patient_and_gets_a_patient(
 def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-cookie") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-cookie") as (app, browser):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         set_cookie = launch.headers["set-cookie"].lower()
         assert set_cookie.startswith("provenote_launch=")  # binds the callback to this browser
@@ -118,16 +115,19 @@ def test_session_cookie_is_opaque_httponly_and_tokens_are_encrypted_at_rest(
     assert Settings(base_url="https://provenote.example.org").secure_cookies
 
 
+def callback_url(browser: httpx.Client, sandbox: Sandbox) -> str:
+    """Launch from the chart, step through the redirects up to the app's callback: its URL,
+    not yet followed."""
+    encounter = inpatient_encounter(browser, sandbox, PATIENT)
+    hop = chart_launch(browser, sandbox, PATIENT, encounter)
+    while "/callback" not in hop.headers.get("location", ""):
+        hop = browser.get(hop.headers["location"])
+    return str(hop.headers["location"])
+
+
 def test_a_state_mismatch_is_refused_and_stores_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-state") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
-        encounter = inpatient_encounter(browser, sandbox, PATIENT)
-        hop = chart_launch(browser, sandbox, PATIENT, encounter)
-        while "/callback" not in hop.headers.get("location", ""):
-            hop = browser.get(hop.headers["location"])
-        callback = hop.headers["location"]
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-state") as (app, browser):
+        callback = callback_url(browser, sandbox)
         forged = callback.replace("state=", "state=x")
         refused = browser.get(forged)
         assert refused.status_code == 400 and "state is unknown" in refused.text
@@ -137,15 +137,8 @@ def test_a_state_mismatch_is_refused_and_stores_nothing(sandbox: Sandbox, tmp_pa
 
 
 def test_state_replay_after_success_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-replay"),
-        httpx.Client(timeout=60) as browser,
-    ):
-        encounter = inpatient_encounter(browser, sandbox, PATIENT)
-        hop = chart_launch(browser, sandbox, PATIENT, encounter)
-        while "/callback" not in hop.headers.get("location", ""):
-            hop = browser.get(hop.headers["location"])
-        callback = hop.headers["location"]
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-replay") as (_, browser):
+        callback = callback_url(browser, sandbox)
         assert browser.get(callback).status_code == 302
         again = browser.get(callback)
         assert again.status_code == 400 and "already used" in again.text
@@ -223,10 +216,7 @@ def test_unknown_issuer_is_refused_when_an_allow_list_is_set(
 def test_denied_consent_renders_an_error_and_stores_nothing(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-denied") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-denied") as (app, browser):
         launch = browser.get(f"{app.base_url}/launch", params={"iss": sandbox.fhir_base})
         asked = parse_qs(urlparse(launch.headers["location"]).query)
         denied = browser.get(
@@ -378,10 +368,7 @@ def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None
 def test_an_expiring_token_is_refreshed_before_the_record_pull(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-refresh") as app,
-        httpx.Client(follow_redirects=True, timeout=60) as browser,
-    ):
+    with app_and_browser(sandbox, tmp_path, client_id="app-refresh") as (app, browser):
         encounter = inpatient_encounter(browser, sandbox, PATIENT)
         chart_launch(browser, sandbox, PATIENT, encounter)
         session = browser.cookies.get("provenote_session")
@@ -496,10 +483,7 @@ def test_over_https_the_cookies_are_kept_inside_the_ehrs_frame(
 def test_a_browser_that_keeps_no_cookie_in_the_frame_is_offered_a_window_of_its_own(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    with (
-        running_app(sandbox, tmp_path, client_id="app-no-cookies") as app,
-        httpx.Client(timeout=60) as browser,
-    ):
+    with app_and_stepping_browser(sandbox, tmp_path, client_id="app-no-cookies") as (app, browser):
         encounter = inpatient_encounter(browser, sandbox, PATIENT)
         hop = chart_launch(browser, sandbox, PATIENT, encounter)
         while "/callback/" not in hop.headers.get("location", ""):
