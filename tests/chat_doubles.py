@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.backends.chat import Completion
+from pipeline.backends.chat import ChatMessages, Completion, Schema
 
 Answer = str | Completion
-Messages = list[dict[str, str]]
+Messages = ChatMessages
 
 
 class ScriptedChat:
@@ -30,10 +30,7 @@ class ScriptedChat:
         return self._answer(messages)
 
     def complete(
-        self,
-        messages: Messages,
-        schema: dict[str, Any] | None = None,
-        max_tokens: int | None = None,
+        self, messages: Messages, schema: Schema | None = None, max_tokens: int | None = None
     ) -> Any:
         self.prompts.append(messages)
         self.budgets.append(max_tokens)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from pipeline.backends.answer_schemas import answer_budget
 from pipeline.errors import ModelError
@@ -30,6 +30,12 @@ Progress = Callable[[str], None]
 
 def no_progress(step: str) -> None:
     """Progress nobody watches (the CLI, the benchmarks)."""
+
+
+# A chat as every backend takes it (a role and a content per message), and the JSON schema an
+# answer must match: the protocol's types, named once.
+ChatMessages: TypeAlias = list[dict[str, str]]
+Schema: TypeAlias = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +54,7 @@ class ChatBackend(Protocol):
     version: str
 
     def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict[str, Any] | None = None,
-        max_tokens: int | None = None,
+        self, messages: ChatMessages, schema: Schema | None = None, max_tokens: int | None = None
     ) -> str | Completion:
         """The model's answer to a chat, in at most ``max_tokens`` tokens; JSON matching
         ``schema`` where the backend can enforce it. A backend that cannot count tokens answers
@@ -80,10 +83,7 @@ class Metered:
             return self._usage.model_copy()
 
     def complete(
-        self,
-        messages: list[dict[str, str]],
-        schema: dict[str, Any] | None = None,
-        max_tokens: int | None = None,
+        self, messages: ChatMessages, schema: Schema | None = None, max_tokens: int | None = None
     ) -> Completion:
         answer = self.backend.complete(messages, schema, max_tokens)
         completion = answer if isinstance(answer, Completion) else Completion(answer)
@@ -207,7 +207,7 @@ def salvage_items(answer: str, key: str, fields: Sequence[str] = ()) -> list[Any
     return items
 
 
-def _item_fields(schema: dict[str, Any] | None, key: str) -> list[str]:
+def _item_fields(schema: Schema | None, key: str) -> list[str]:
     """The fields an item of the array ``key`` must have, as the schema requires them."""
     array = (schema or {}).get("properties", {}).get(key, {})
     return list(array.get("items", {}).get("required", []))
@@ -215,10 +215,10 @@ def _item_fields(schema: dict[str, Any] | None, key: str) -> list[str]:
 
 def ask_json(
     backend: ChatBackend,
-    messages: list[dict[str, str]],
+    messages: ChatMessages,
     required: Sequence[str],
     retries: int,
-    schema: dict[str, Any] | None = None,
+    schema: Schema | None = None,
     *,
     salvage: str | None = None,
 ) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import torch
 import xgrammar
 
 from pipeline.backends.aura import aura_scores
-from pipeline.backends.chat import Completion
+from pipeline.backends.chat import ChatMessages, Completion, Schema
 
 # Compiled grammars kept per backend (the schemas differ only by their citable ids per draft).
 GRAMMAR_CACHE_SIZE = 64
@@ -125,7 +125,7 @@ class TransformersBackend:
             **options,
         )
 
-    def chat_text(self, messages: list[dict[str, str]]) -> str:
+    def chat_text(self, messages: ChatMessages) -> str:
         """The prompt as the model sees it: its chat template, else a plain role-prefixed form."""
         if getattr(self.tokenizer, "chat_template", None):
             return str(
@@ -142,8 +142,8 @@ class TransformersBackend:
 
     def complete(
         self,
-        messages: list[dict[str, str]],
-        schema: dict[str, Any] | None = None,
+        messages: ChatMessages,
+        schema: Schema | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
         """Greedy text, or, given a JSON schema, JSON that matches it, in at most ``max_tokens``

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from pipeline.backends.chat import Completion
+from pipeline.backends.chat import ChatMessages, Completion, Schema
 from pipeline.errors import ModelError
 from smartapp.core.metrics import MODEL_CALLS, MODEL_TOKENS
 from smartapp.core.retry_after import RETRIED_STATUSES, retry_wait
@@ -80,8 +80,8 @@ class OpenAIBackend:
 
     def _body(
         self,
-        messages: list[dict[str, str]],
-        schema: dict[str, Any] | None,
+        messages: ChatMessages,
+        schema: Schema | None,
         response_format: ResponseFormat,
         max_tokens: int | None = None,
     ) -> dict[str, Any]:
@@ -100,8 +100,8 @@ class OpenAIBackend:
 
     def complete(
         self,
-        messages: list[dict[str, str]],
-        schema: dict[str, Any] | None = None,
+        messages: ChatMessages,
+        schema: Schema | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
         if schema is None:
@@ -113,9 +113,7 @@ class OpenAIBackend:
         body = self._body(messages, schema, self.response_format, max_tokens)
         return self._answer(self._post(body))
 
-    def _detect(
-        self, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int | None
-    ) -> Completion:
+    def _detect(self, messages: ChatMessages, schema: Schema, max_tokens: int | None) -> Completion:
         for response_format in RESPONSE_FORMATS:
             response = self._post(self._body(messages, schema, response_format, max_tokens))
             refused = response.status_code in {400, 422} and _FORMAT_REFUSAL.search(response.text)
