@@ -141,10 +141,7 @@ class TransformersBackend:
         return len(self.tokenizer(self.chat_text([{"role": "user", "content": text}]))["input_ids"])
 
     def complete(
-        self,
-        messages: ChatMessages,
-        schema: Schema | None = None,
-        max_tokens: int | None = None,
+        self, messages: ChatMessages, schema: Schema | None = None, max_tokens: int | None = None
     ) -> Completion:
         """Greedy text, or, given a JSON schema, JSON that matches it, in at most ``max_tokens``
         (and never more than the backend's ``max_new_tokens``, nor past its context window)."""

@@ -99,10 +99,7 @@ class OpenAIBackend:
         return body
 
     def complete(
-        self,
-        messages: ChatMessages,
-        schema: Schema | None = None,
-        max_tokens: int | None = None,
+        self, messages: ChatMessages, schema: Schema | None = None, max_tokens: int | None = None
     ) -> Completion:
         if schema is None:
             return self._answer(self._post(self._body(messages, None, "text", max_tokens)))
