@@ -355,15 +355,10 @@ def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
     from fhir_mapping.resources import RECORD_TYPES
     from smartapp.access.oauth import READ_TYPES
 
-    wanted = {
-        "CarePlan",
-        "ServiceRequest",
-        "Appointment",
-        "Immunization",
-        "MedicationAdministration",
-        "ImagingStudy",
-    }
-    assert wanted <= set(RECORD_TYPES) and wanted <= set(READ_TYPES)
+    follow_up = {"CarePlan", "ServiceRequest", "Appointment"}
+    given_and_imaged = {"Immunization", "MedicationAdministration", "ImagingStudy"}
+    for wanted in (follow_up, given_and_imaged):
+        assert wanted <= set(RECORD_TYPES) and wanted <= set(READ_TYPES)
 
 
 def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge() -> None:
