@@ -21,15 +21,13 @@ from fhir.resources.R4B.servicerequest import ServiceRequest
 
 from fhir_mapping.care_plans import map_care_plans
 from fhir_mapping.codes import as_datetime, concept_text
-from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.mapped import Mapped
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     AdministrationAttributes,
     CarePlanAttributes,
-    Fact,
     ImagingAttributes,
-    stable_id,
 )
 
 _GIVEN = frozenset({"completed", "in-progress"})
@@ -78,15 +76,13 @@ def _requests(scope: Scope, mapped: Mapped) -> None:
         if not upcoming or when is None or not scope.after_discharge(when):
             mapped.exclude(item, "out_of_scope", "not planned for after discharge")
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id(kind, item.key),
-                category="care_plan",
-                attributes=CarePlanAttributes(
-                    kind=kind, title=title or kind.replace("_", " "), status=status, when=when
-                ),
-                sources=[ref(item, "code" if kind == "service_request" else "start")],
-            )
+        mapped.add(
+            kind,
+            item,
+            CarePlanAttributes(
+                kind=kind, title=title or kind.replace("_", " "), status=status, when=when
+            ),
+            "code" if kind == "service_request" else "start",
         )
 
 
@@ -98,18 +94,16 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
         when = as_datetime(vaccine.occurrenceDateTime)
         if vaccine.status not in _GIVEN or not scope.in_stay(vaccine.encounter, when):
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id("immunization", item.key),
-                category="administration",
-                attributes=AdministrationAttributes(
-                    kind="immunization",
-                    name=concept_text(vaccine.vaccineCode) or "vaccine not named",
-                    status=vaccine.status,
-                    when=when,
-                ),
-                sources=[ref(item, "vaccineCode")],
-            )
+        mapped.add(
+            "immunization",
+            item,
+            AdministrationAttributes(
+                kind="immunization",
+                name=concept_text(vaccine.vaccineCode) or "vaccine not named",
+                status=vaccine.status,
+                when=when,
+            ),
+            "vaccineCode",
         )
     for administration in scope.index.of_type(MedicationAdministration):
         given = administration.model
@@ -125,25 +119,18 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
         if concept is None and given.medicationReference is not None:
             medication = scope.index.resolve(given.medicationReference.reference, Medication)
             concept = medication.code if medication is not None else None
-        mapped.facts.append(
-            Fact(
-                id=stable_id("administration", administration.key),
-                category="administration",
-                attributes=AdministrationAttributes(
-                    kind="medication",
-                    name=concept_text(concept) or "medication not named",
-                    status=given.status,
-                    when=when,
-                ),
-                sources=[
-                    ref(
-                        administration,
-                        "medicationCodeableConcept"
-                        if given.medicationCodeableConcept
-                        else "medicationReference",
-                    )
-                ],
-            )
+        mapped.add(
+            "administration",
+            administration,
+            AdministrationAttributes(
+                kind="medication",
+                name=concept_text(concept) or "medication not named",
+                status=given.status,
+                when=when,
+            ),
+            "medicationCodeableConcept"
+            if given.medicationCodeableConcept
+            else "medicationReference",
         )
 
 
@@ -162,13 +149,11 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
             study.description or "imaging study",
         )
         modality = next((coding.display or coding.code for coding in study.modality or []), None)
-        mapped.facts.append(
-            Fact(
-                id=stable_id("imaging", item.key),
-                category="imaging",
-                attributes=ImagingAttributes(name=name, modality=modality, started=started),
-                sources=[ref(item, "procedureCode")],
-            )
+        mapped.add(
+            "imaging",
+            item,
+            ImagingAttributes(name=name, modality=modality, started=started),
+            "procedureCode",
         )
     for report_item in scope.index.of_type(DiagnosticReport):
         report = report_item.model
@@ -186,17 +171,15 @@ def _imaging(scope: Scope, mapped: Mapped) -> None:
             or not scope.in_stay(report.encounter, effective or report.issued)
         ):
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id("imaging", report_item.key),
-                category="imaging",
-                attributes=ImagingAttributes(
-                    name=concept_text(report.code) or "imaging report",
-                    started=effective,
-                    conclusion=report.conclusion,
-                ),
-                sources=[ref(report_item, "conclusion")],
-            )
+        mapped.add(
+            "imaging",
+            report_item,
+            ImagingAttributes(
+                name=concept_text(report.code) or "imaging report",
+                started=effective,
+                conclusion=report.conclusion,
+            ),
+            "conclusion",
         )
 
 

@@ -17,9 +17,9 @@ from fhir.resources.R4B.goal import Goal
 
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.episode import concept_keys, reasons_of
-from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.mapped import Mapped
 from fhir_mapping.scope import Scope
-from pipeline.evidence.model import CarePlanAttributes, Fact, stable_id
+from pipeline.evidence.model import CarePlanAttributes
 
 _ACTIVE = frozenset({"active", "on-hold", "draft"})
 
@@ -86,22 +86,20 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             if (goal := scope.index.resolve(reference.reference, Goal)) is not None
             and (text := concept_text(goal.description))
         ]
-        mapped.facts.append(
-            Fact(
-                id=stable_id("careplan", item.key),
-                category="care_plan",
-                attributes=CarePlanAttributes(
-                    kind="care_plan",
-                    title=_title(plan),
-                    status=plan.status,
-                    activities=activities,
-                    addresses=addresses,
-                    goals=goals,
-                    when=start,
-                    before_stay=scope.before_episode(start),
-                ),
-                sources=[ref(item, "category")],
-            )
+        mapped.add(
+            "careplan",
+            item,
+            CarePlanAttributes(
+                kind="care_plan",
+                title=_title(plan),
+                status=plan.status,
+                activities=activities,
+                addresses=addresses,
+                goals=goals,
+                when=start,
+                before_stay=scope.before_episode(start),
+            ),
+            "category",
         )
 
 

@@ -10,14 +10,12 @@ from fhir.resources.R4B.procedure import Procedure
 
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
-from fhir_mapping.mapped import Mapped, ref
+from fhir_mapping.mapped import Mapped
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     AllergyAttributes,
     DiagnosisAttributes,
-    Fact,
     ProcedureAttributes,
-    stable_id,
 )
 
 _VOID_VERIFICATION = frozenset({"refuted", "entered-in-error"})
@@ -112,22 +110,20 @@ def map_conditions(scope: Scope) -> Mapped:
         principal = item.key in principal_keys or (
             code is not None and code.code in principal_codes
         )
-        mapped.facts.append(
-            Fact(
-                id=stable_id("diagnosis", item.key),
-                category="diagnosis",
-                attributes=DiagnosisAttributes(
-                    display=display,
-                    code=code,
-                    role=role,
-                    principal=principal,
-                    clinical_status=clinical,
-                    verification_status=verification,
-                    onset=onset,
-                    abatement=abatement,
-                ),
-                sources=[ref(item, "code")],
-            )
+        mapped.add(
+            "diagnosis",
+            item,
+            DiagnosisAttributes(
+                display=display,
+                code=code,
+                role=role,
+                principal=principal,
+                clinical_status=clinical,
+                verification_status=verification,
+                onset=onset,
+                abatement=abatement,
+            ),
+            "code",
         )
     return mapped
 
@@ -161,20 +157,18 @@ def map_allergies(scope: Scope) -> Mapped:
             for text in map(concept_text, reaction.manifestation or [])
             if text
         ]
-        mapped.facts.append(
-            Fact(
-                id=stable_id("allergy", item.key),
-                category="allergy",
-                attributes=AllergyAttributes(
-                    substance=substance or "substance not documented",
-                    code=first_coding(allergy.code),
-                    reactions=manifestations,
-                    criticality=allergy.criticality,
-                    clinical_status=clinical,
-                    verification_status=verification,
-                ),
-                sources=[ref(item, "code")],
-            )
+        mapped.add(
+            "allergy",
+            item,
+            AllergyAttributes(
+                substance=substance or "substance not documented",
+                code=first_coding(allergy.code),
+                reactions=manifestations,
+                criticality=allergy.criticality,
+                clinical_status=clinical,
+                verification_status=verification,
+            ),
+            "code",
         )
     return mapped
 
@@ -201,18 +195,16 @@ def map_procedures(scope: Scope) -> Mapped:
         if procedure.status in {"not-done", "entered-in-error"}:
             mapped.exclude(item, "status", f"status is {procedure.status}")
             continue
-        mapped.facts.append(
-            Fact(
-                id=stable_id("procedure", item.key),
-                category="procedure",
-                attributes=ProcedureAttributes(
-                    name=concept_text(procedure.code) or "procedure not named",
-                    code=first_coding(procedure.code),
-                    status=procedure.status,
-                    performed_start=start,
-                    performed_end=end,
-                ),
-                sources=[ref(item, "code")],
-            )
+        mapped.add(
+            "procedure",
+            item,
+            ProcedureAttributes(
+                name=concept_text(procedure.code) or "procedure not named",
+                code=first_coding(procedure.code),
+                status=procedure.status,
+                performed_start=start,
+                performed_end=end,
+            ),
+            "code",
         )
     return mapped

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from fhir.resources.R4B.resource import Resource
 
 from fhir_mapping.resources import ParsedResource
-from pipeline.evidence.model import Exclusion, ExclusionKind, Fact, SourceRef
+from pipeline.evidence.model import (
+    Exclusion,
+    ExclusionKind,
+    Fact,
+    FactAttributes,
+    SourceRef,
+    stable_id,
+)
 
 
 @dataclass(slots=True)
@@ -17,6 +24,20 @@ class Mapped:
 
     def exclude(self, resource: ParsedResource[Resource], kind: ExclusionKind, reason: str) -> None:
         self.exclusions.append(Exclusion(resource=resource.key, kind=kind, reason=reason))
+
+    def add(
+        self, prefix: str, item: ParsedResource[Resource], attributes: FactAttributes, path: str
+    ) -> None:
+        """A fact read from one element of one resource: its id from the resource's key (the same
+        resource makes the same fact on every pull), its category its attributes'."""
+        self.facts.append(
+            Fact(
+                id=stable_id(prefix, item.key),
+                category=attributes.category,
+                attributes=attributes,
+                sources=[ref(item, path)],
+            )
+        )
 
     def extend(self, other: Mapped) -> None:
         self.facts.extend(other.facts)

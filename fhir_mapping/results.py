@@ -210,18 +210,16 @@ def map_results(scope: Scope) -> Mapped:
             mapped.exclude(item, "status", f"status is {report.status}")
             continue
         if report.status in PENDING_REPORT:
-            mapped.facts.append(
-                Fact(
-                    id=stable_id("pending", item.key),
-                    category="pending_result",
-                    attributes=PendingResultAttributes(
-                        name=concept_text(report.code) or "report not named",
-                        code=first_coding(report.code, LOINC) or first_coding(report.code),
-                        status=report.status,
-                        ordered=as_datetime(effective or report.issued),
-                    ),
-                    sources=[ref(item, "status")],
-                )
+            mapped.add(
+                "pending",
+                item,
+                PendingResultAttributes(
+                    name=concept_text(report.code) or "report not named",
+                    code=first_coding(report.code, LOINC) or first_coding(report.code),
+                    status=report.status,
+                    ordered=as_datetime(effective or report.issued),
+                ),
+                "status",
             )
         for position, result in enumerate(report.result or []):
             key = scope.index.resolve_key(result.reference)
