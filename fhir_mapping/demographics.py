@@ -192,8 +192,11 @@ SKILLED_NURSING = re.compile(r"skilled nursing|nursing (?:home|facility)|\bsnf\b
 
 
 def _facility(encounter: Encounter, types: list[str]) -> str:
-    """The kind of place, from the class, the types and the locations' names."""
-    said = [*types, *(loc.location.display or "" for loc in encounter.location or [])]
+    """The kind of place, from the class, the types, the locations' names and the stay's own
+    reasons: a stay coded "Patient transfer to skilled nursing facility" is the nursing stay the
+    transfer began (an 18-day rehabilitation read as a hospital stay for a knee injury)."""
+    reasons = [concept_text(reason) or "" for reason in encounter.reasonCode or []]
+    said = [*types, *reasons, *(loc.location.display or "" for loc in encounter.location or [])]
     if (encounter.class_fhir and encounter.class_fhir.code == "SNF") or any(
         SKILLED_NURSING.search(text) for text in said
     ):

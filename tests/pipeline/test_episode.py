@@ -275,10 +275,18 @@ def test_the_header_gives_the_episodes_start_and_the_course_its_days() -> None:
     assert not any("episode began" in s.text for s in header.sentences)
 
 
-def test_a_skilled_nursing_stay_is_named_as_one() -> None:
+@pytest.mark.parametrize(
+    "coded",
+    [
+        {"type": [{"text": "Admission to skilled nursing facility"}]},
+        {"reasonCode": [{"text": "Patient transfer to skilled nursing facility (procedure)"}]},
+    ],
+    ids=["by its type", "by its own reason, the transfer"],
+)
+def test_a_skilled_nursing_stay_is_named_as_one(coded: dict) -> None:
     from pipeline.summarizing.evidence_summary import summarize_evidence
 
-    nursing = fx.encounter() | {"type": [{"text": "Admission to skilled nursing facility"}]}
+    nursing = fx.encounter() | coded
     state = evidence_from_fhir(fx.bundle(fx.patient(), nursing), settings=PipelineSettings())
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     stay = [s.text for s in summary.section("stay").sentences]

@@ -107,6 +107,35 @@ def test_therapeutic_duplication_at_discharge_is_flagged(
     assert flag.reason == f"Therapeutic duplication at discharge ({group}): {first}; {second}"
 
 
+def test_a_drugs_line_names_its_question_and_needs_review_says_it_whole() -> None:
+    """Lisinopril beside losartan: each line carries the duplication by its headline, once; the
+    drugs it involves are said in Needs review only (every line repeating them word for word was
+    a third of a draft's noise)."""
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.ordered_in_stay("a", "lisinopril 10 MG Oral Tablet"),
+            fx.ordered_in_stay("b", "losartan potassium 50 MG Oral Tablet"),
+        ),
+        settings=PipelineSettings(),
+    )
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    lines = [
+        s
+        for s in summary.section("medications").sentences
+        if "10 MG" in s.text or "50 MG" in s.text
+    ]
+    assert len(lines) == 2
+    for line in lines:
+        assert [f.reason for f in line.flags] == [
+            "Therapeutic duplication at discharge (ACE inhibitor or ARB)"
+        ]
+    review = [s.text for s in summary.section("needs_review").sentences]
+    assert (
+        "Therapeutic duplication at discharge (ACE inhibitor or ARB): lisinopril 10 MG Oral "
+        "Tablet; losartan potassium 50 MG Oral Tablet." in review
+    )
+
+
 def test_an_old_order_duplicated_by_a_new_one_is_proposed_stopped_on_its_own_line() -> None:
     """A 1997 metoprolol succinate order beside atenolol started in the stay: "confirm whether
     still taken" would leave two beta blockers; the older order is proposed stopped, to
