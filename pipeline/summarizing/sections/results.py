@@ -130,6 +130,31 @@ def _is_lasting(result: LabResultAttributes) -> bool:
     return is_lasting_measure(result.code.code if result.code else None, result.name)
 
 
+def _before_admission(
+    baselines: dict[str, Fact], measured: set[str], render: Any
+) -> list[Sentence]:
+    """Tests the stay never measured: those out of range in the days before admission (still
+    the current value), then the lasting measures of any date (an ejection fraction)."""
+    recent = [
+        f
+        for key, f in baselines.items()
+        if key not in measured and attributes_as(f, LabResultAttributes).flag in FLAG_ORDER
+    ]
+    lasting = [
+        f
+        for key, f in baselines.items()
+        if key not in measured
+        and f not in recent
+        and _is_lasting(attributes_as(f, LabResultAttributes))
+    ]
+    sentences = []
+    for facts, macro in ((recent, render.recent_before_admission), (lasting, render.last_measured)):
+        if facts:
+            text = macro([f.attributes for f in by_time(facts, effective)])
+            sentences.append(cited_sentence("results", text, [f.id for f in facts]))
+    return sentences
+
+
 def results_section(
     state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
@@ -168,25 +193,7 @@ def results_section(
             )
         )
     sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
-    # A test the stay never measured: its value of the days before admission is still current.
-    recent = [
-        f
-        for key, f in baselines.items()
-        if key not in by_test and attributes_as(f, LabResultAttributes).flag in FLAG_ORDER
-    ]
-    if recent:
-        text = render.recent_before_admission([f.attributes for f in by_time(recent, effective)])
-        sentences.append(cited_sentence("results", text, [f.id for f in recent]))
-    lasting = [
-        f
-        for key, f in baselines.items()
-        if key not in by_test
-        and f not in recent
-        and _is_lasting(attributes_as(f, LabResultAttributes))
-    ]
-    if lasting:
-        text = render.last_measured([f.attributes for f in by_time(lasting, effective)])
-        sentences.append(cited_sentence("results", text, [f.id for f in lasting]))
+    sentences += _before_admission(baselines, set(by_test), render)
     if normal:
         names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
         sentences.append(
