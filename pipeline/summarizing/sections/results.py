@@ -155,17 +155,15 @@ def _before_admission(
     return sentences
 
 
-def results_section(
-    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
-) -> list[Sentence]:
-    """Abnormal results first (critical, then high or low), each marked, with its trend over the
-    episode and against the latest value before admission, then those out of range in the days
-    before admission that the stay never measured; the normal ones in one line, without
-    screening scores and indices (``minor_results``); vital signs at admission and at discharge
-    (or the latest, dated, when none was taken in the stay's last day)."""
-    minor = ranges.extra.get("minor_results", {})
-    by_test, baselines, vitals = _grouped(state)
-    flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
+def _sorted_tests(
+    by_test: dict[str, list[Fact]],
+    baselines: dict[str, Fact],
+    flagged: set[str],
+    minor: dict[str, Any],
+    render: Any,
+) -> tuple[list[tuple[int, str, Sentence]], list[Fact], list[list[Fact]]]:
+    """Each test of the stay as an abnormal line (with its rank), among the normal ones, or as
+    a test with no range (or one a flag cites) for a line of its own."""
     abnormal: list[tuple[int, str, Sentence]] = []
     normal: list[Fact] = []
     unranged: list[list[Fact]] = []
@@ -192,6 +190,21 @@ def results_section(
                 cited_sentence("results", text, cited),
             )
         )
+    return abnormal, normal, unranged
+
+
+def results_section(
+    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
+) -> list[Sentence]:
+    """Abnormal results first (critical, then high or low), each marked, with its trend over the
+    episode and against the latest value before admission, then those out of range in the days
+    before admission that the stay never measured; the normal ones in one line, without
+    screening scores and indices (``minor_results``); vital signs at admission and at discharge
+    (or the latest, dated, when none was taken in the stay's last day)."""
+    minor = ranges.extra.get("minor_results", {})
+    by_test, baselines, vitals = _grouped(state)
+    flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
+    abnormal, normal, unranged = _sorted_tests(by_test, baselines, flagged, minor, render)
     sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     sentences += _before_admission(baselines, set(by_test), render)
     if normal:
