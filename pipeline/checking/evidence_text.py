@@ -77,34 +77,31 @@ class Evidence:
     @classmethod
     def of_facts(cls, facts: Iterable[Fact]) -> Evidence:
         evidence = cls()
-        facts = list(facts)
+        groups: dict[tuple[str, object], list[dict[str, object]]] = {}
         for fact in facts:
-            _walk(fact.attributes.model_dump(), evidence)
+            values = fact.attributes.model_dump()
+            _walk(values, evidence)
             for ref in fact.sources:
                 if ref.quote:
                     evidence.add_text(ref.quote)
-        evidence._add_counts(facts)
+            groups.setdefault((fact.category, values.get("name")), []).append(values)
+        for group in groups.values():
+            evidence._add_counts(group)
         return evidence
 
-    def _add_counts(self, facts: list[Fact]) -> None:
-        """Counts computed from the cited facts themselves (MA-RAG: numbers computed in code):
-        how many of one thing ("12 doses") and on how many days ("on 7 days"). Each is added
-        with what it counts, so a count never supports a dose or a measurement."""
-        groups: dict[tuple[str, object], list[Fact]] = {}
-        for fact in facts:
-            groups.setdefault((fact.category, getattr(fact.attributes, "name", None)), []).append(
-                fact
-            )
-        for group in groups.values():
-            self._add_number(str(len(group)), "count")
-            days = {
-                moment.date()
-                for fact in group
-                for moment in fact.attributes.model_dump().values()
-                if isinstance(moment, datetime)
-            }
-            if days:
-                self._add_number(str(len(days)), "day")
+    def _add_counts(self, group: list[dict[str, object]]) -> None:
+        """Counts computed from cited facts of one thing (MA-RAG: numbers computed in code): how
+        many ("12 doses") and on how many days ("on 7 days"). Each is added with what it counts,
+        so a count never supports a dose or a measurement."""
+        self._add_number(str(len(group)), "count")
+        days = {
+            moment.date()
+            for values in group
+            for moment in values.values()
+            if isinstance(moment, datetime)
+        }
+        if days:
+            self._add_number(str(len(days)), "day")
 
 
 def _walk(value: object, evidence: Evidence) -> None:

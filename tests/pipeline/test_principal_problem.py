@@ -60,18 +60,27 @@ def test_a_request_with_no_procedure_recorded_stays_a_flagged_gap() -> None:
     assert [flag.code for flag in first.flags] == ["principal_not_documented"]
 
 
-def test_a_status_recorded_during_the_stay_is_shown_as_an_implied_treatment() -> None:
+def test_a_status_recorded_during_the_stay_is_what_the_stay_did_said_first() -> None:
+    """ "Awaiting transplantation of kidney", then "History of renal transplant" recorded on day
+    two, no procedure: the draft leads with the transplant the record implies, dated, then says
+    the principal diagnosis is not documented; one flagged line, the status cited on it and not
+    listed again as a diagnosis."""
     summary = summary_of(
         fx.condition("h", "History of renal transplant (situation)", onset="2024-03-02T09:00:00Z"),
         reason="Awaiting transplantation of kidney (situation)",
     )
-    first = summary.section("diagnoses").sentences[0]
+    (first,) = summary.section("diagnoses").sentences
     assert first.text == (
-        "Principal diagnosis not documented: the stay is coded only as Awaiting transplantation "
-        "of kidney; History of renal transplant (recorded 2024-03-02, during this stay: a "
-        "treatment the record implies); procedures of the episode: not documented."
+        "Done in this stay as the record implies it, with no procedure recorded: renal "
+        'transplant on 2024-03-02 (its "History of" recorded that day). Principal diagnosis not '
+        "documented: the stay is coded only as Awaiting transplantation of kidney; procedures of "
+        "the episode: not documented."
     )
-    assert first.flagged
+    assert [flag.reason for flag in first.flags] == [
+        "no clinical diagnosis is recorded as the reason for this stay, and no procedure of the "
+        "episode is recorded: confirm the treatment the record implies, its date, and the "
+        "diagnosis it treats"
+    ]
 
 
 def test_a_clinical_reason_is_the_principal_diagnosis_and_no_line_is_added() -> None:

@@ -78,10 +78,11 @@ def diagnoses_section(
         if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
+        # Where the flagged principal-diagnosis line says it already, it is cited there, once.
+        if any(f.id in line.citations for line in in_place):
+            continue
         line = cited_sentence("diagnoses", render.implied_treatment(f.attributes), cited)
-        # Where the flagged principal-diagnosis line says it already, once is enough.
-        flagged = any(line.flags for line in in_place)
-        lines.append(line.model_copy(update={"flags": [] if flagged else [IMPLIED_TREATMENT]}))
+        lines.append(line.model_copy(update={"flags": [IMPLIED_TREATMENT]}))
     listing = in_place + lines
     if listing and after_done:
         first = listing[0]
@@ -227,16 +228,29 @@ def _principal_not_documented(
         return [cited_sentence("diagnoses", text, [stay_fact.id, *(f.id for f in done)])]
     supplied = supplied_in_stay(state, implant_table)
     related = _problems_named(state, [term for term, _ in said.values()])
+    # A status recorded during the stay with no procedure for it is what the stay did, as the
+    # record implies it: said first, before what the stay was coded as.
+    implied = [
+        (STATUS_TERM.sub("", plain_term(term)).strip(), onset)
+        for term, onset in said.values()
+        if onset is not None and not done
+    ]
     text = render.principal_not_documented(
-        list(said.values()),
+        [(term, onset) for term, onset in said.values() if not (onset and implied)],
         [f.attributes for f in done],
         [f.attributes for f in supplied],
         [f.attributes for f in related],
+        implied,
     )
     flag = SentenceFlag(
         code="principal_not_documented",
         reason="no clinical diagnosis is recorded as the reason for this stay"
-        + ("" if done else ", and no procedure of the episode is recorded"),
+        + ("" if done else ", and no procedure of the episode is recorded")
+        + (
+            ": confirm the treatment the record implies, its date, and the diagnosis it treats"
+            if implied
+            else ""
+        ),
     )
     cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related)]
     line = cited_sentence("diagnoses", text, cited)
