@@ -15,6 +15,9 @@ line per finding, never a decision:
   order (held or stopped?) counts: the patient has it at home, so it may still be taken.
 - **Required procedures**: a drug whose indication is a procedure (prasugrel: PCI) with no such
   procedure in the episode.
+- **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute
+  myocardial infarction: angiography, PCI, bypass or fibrinolysis) with none recorded: how it
+  was treated is asked, since the drugs at discharge depend on it.
 - **Age limits**: a drug the table limits by age (prasugrel from 75 years).
 
 Matching is by keyword in the clinical term, with the table's words that cancel a match
@@ -194,14 +197,38 @@ def required_procedures(
     return flags
 
 
+def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[ReviewFlag]:
+    """A condition of the episode treated by a procedure, with no such procedure recorded in the
+    episode: the record lacks the treatment, or the treatment was medical; the physician says
+    which (a STEMI discharged on prasugrel with nothing of its reperfusion on record)."""
+    procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
+    flags = []
+    for rule in therapy.extra.get("expected_procedures", []):
+        indications = [
+            (f, term)
+            for f, term in _terms(state, with_problem_list=False)
+            if f.category != "procedure" and names_it(term, rule)
+        ]
+        treated = {"keywords": rule["treatment_keywords"]}
+        if indications and not any(names_it(name, treated) for name in procedures):
+            reason = (
+                f"{rule['condition']} ({_named(indications)}) with no {rule['treatment']} "
+                f"recorded in this episode: {rule['why']}"
+            )
+            cited = [fact for fact, _ in indications]
+            flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
+    return flags
+
+
 def indicated_therapy_flags(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
     """Every rule's flags: what is ruled out first, then what is missing, then the procedure a
-    drug needs, then age limits."""
+    drug needs and the one a condition needs, then age limits."""
     return [
         *avoided_therapy(state, going_home, therapy),
         *expected_therapy(state, going_home, therapy),
         *required_procedures(state, going_home, therapy),
+        *expected_procedures(state, therapy),
         *age_limits(state, going_home, therapy),
     ]
