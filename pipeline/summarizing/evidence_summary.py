@@ -33,13 +33,13 @@ from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.summarizing.sections.course import (
     condition_at_discharge_section,
     hospital_course_section,
-    procedures_section,
     structured_course_section,
 )
 from pipeline.summarizing.sections.diagnoses import diagnoses_section
 from pipeline.summarizing.sections.follow_up import follow_up_section
 from pipeline.summarizing.sections.medications import allergies_section, medications_section
 from pipeline.summarizing.sections.needs_review import needs_review_section
+from pipeline.summarizing.sections.procedures import procedures_section
 from pipeline.summarizing.sections.results import results_section
 from pipeline.summarizing.sections.stay import (
     active_problems_section,

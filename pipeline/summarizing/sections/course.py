@@ -38,12 +38,10 @@ from pipeline.summarizing.sections.common import (
     earlier_stay_end,
     earlier_stay_of,
     effective,
-    implants,
     last_moment,
     performed,
     significant_procedures,
     split_at,
-    supplied_in_stay,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
@@ -245,32 +243,4 @@ def hospital_course_section(
         if words not in said:
             said.add(words)
             sentences.append(cited_sentence("hospital_course", text, [fact.id]))
-    return sentences
-
-
-def procedures_section(
-    state: EvidenceState, render: Any, routine: CodeTable, implant_table: CodeTable
-) -> list[Sentence]:
-    """Each significant procedure once, an earlier stay of the episode's first and said to be
-    that stay's (seven days of oxygen there read as this one-day stay's); then the
-    implants on record (a valve replacement's bioprosthesis: whether the valve is mechanical
-    decides the anticoagulation) and the organs,
-    tissues and blood products supplied during the stay (a kidney graft, where the transplant
-    itself is not coded), never its consumables."""
-    earlier, own = split_at(
-        earlier_stay_end(state), significant_procedures(state, routine), performed
-    )
-    sentences = [
-        cited_sentence("procedures", render.procedure(p, in_earlier), p.fact_ids)
-        for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own))
-        for p in each_procedure_once(facts)
-    ]
-    implanted = implants(state, implant_table)
-    if implanted:
-        text = render.implants([f.attributes for f in implanted])
-        sentences.append(cited_sentence("procedures", text, [f.id for f in implanted]))
-    supplied = supplied_in_stay(state, implant_table)
-    if supplied:
-        text = render.supplied([f.attributes for f in supplied])
-        sentences.append(cited_sentence("procedures", text, [f.id for f in supplied]))
     return sentences
