@@ -46,7 +46,8 @@ def test_awaiting_a_transplant_is_not_having_one() -> None:
 
 def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> None:
     infarction = fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)")
-    only_aspirin = state_of(infarction, going_home("a", "aspirin 81 MG Oral Tablet"))
+    treated = fx.procedure("angio", "Coronary angiography (procedure)")
+    only_aspirin = state_of(infarction, treated, going_home("a", "aspirin 81 MG Oral Tablet"))
     assert risks(only_aspirin) == [
         "No statin and no beta blocker at discharge after myocardial infarction or coronary "
         "revascularization (Acute ST segment elevation myocardial infarction): confirm it was "
@@ -56,6 +57,7 @@ def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> 
     ]
     complete = state_of(
         infarction,
+        treated,
         going_home("a", "aspirin 81 MG Oral Tablet"),
         going_home("s", "atorvastatin 80 MG Oral Tablet"),
         going_home("b", "metoprolol tartrate 25 MG Oral Tablet"),
@@ -164,3 +166,36 @@ def test_prasugrel_without_a_pci_in_the_episode_asks_for_the_procedure() -> None
     ]
     stented = fx.procedure("pci", "Percutaneous coronary intervention (procedure)")
     assert [r for r in risks(state_of(prasugrel, stented)) if "PCI" in r] == []
+
+
+@pytest.mark.parametrize(
+    ("procedure", "asked"),
+    [
+        (None, True),
+        ("Percutaneous coronary intervention (procedure)", False),
+        ("Coronary angiography (procedure)", False),
+        ("Thrombolysis of coronary artery (procedure)", False),
+        ("Plain X-ray of chest (procedure)", True),
+    ],
+    ids=["nothing recorded", "a PCI", "angiography", "fibrinolysis", "a chest X-ray only"],
+)
+def test_an_acute_infarction_with_no_record_of_its_treatment_asks_how_it_was_treated(
+    procedure: str | None, asked: bool
+) -> None:
+    """A STEMI discharged with nothing of its reperfusion on record: how it was treated is asked,
+    since the drugs at discharge depend on it; an old infarction on the problem list is not."""
+    infarction = fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)")
+    done = [fx.procedure("p", procedure)] if procedure else []
+    found = [r for r in risks(state_of(infarction, *done)) if "how it was treated" in r]
+    assert found == (
+        [
+            "An acute myocardial infarction (Acute ST segment elevation myocardial infarction) "
+            "with no coronary angiography, PCI, bypass or fibrinolysis recorded in this episode: "
+            "state how it was treated (reperfusion, or an invasive or medical strategy) and what "
+            "the drugs at discharge are for"
+        ]
+        if asked
+        else []
+    )
+    old = fx.condition("old", "History of myocardial infarction (situation)")
+    assert not [r for r in risks(state_of(old)) if "how it was treated" in r]

@@ -281,6 +281,23 @@ def test_a_note_listing_no_medications_beside_home_orders_is_a_discrepancy_too()
     assert any(line.startswith("CONTINUED: Metformin") for line in sections["medications"])
 
 
+def test_an_old_order_beside_a_note_listing_none_says_the_note_left_it_out() -> None:
+    """A B12 order of three years before, and the stay's note reads "No Active Medications.":
+    the line never says the notes do not mention it; it quotes the list that left it out."""
+    note = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
+    _, sections = drafted(
+        note,
+        fx.medication_request(
+            "b12", "Vitamin B12 5 MG/ML Injectable Solution", authored="2021-05-02"
+        ),
+    )
+    assert (
+        "Last ordered long before this stay, not renewed, and left out of its note's medication "
+        'list ("No Active Medications.") (confirm whether still taken): Vitamin B12 5 MG/ML '
+        "Injectable Solution (last ordered 2021-05-02)." in sections["medications"]
+    )
+
+
 def test_a_stay_with_no_medication_whose_note_lists_none_says_so_not_not_documented() -> None:
     """The note documents an absence; "Not documented" would read as a gap."""
     note = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))

@@ -8,6 +8,7 @@ from pipeline.clinical.note_medications import lists_none
 from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
+    Fact,
     MedicationChange,
     NarrativeAttributes,
     attributes_as,
@@ -125,8 +126,14 @@ def _listed_lines(
         if c.kind == "unconfirmed" and c.admission and c.admission not in replaced
     ]
     if stale:
-        text = render.not_renewed([f.attributes for f in stale])
-        sentences.append(cited_sentence("medications", text, [f.id for f in stale]))
+        # A note of the stay that lists no active medications does mention them: by leaving
+        # them out ("not mentioned in its notes" contradicted it).
+        none = _lists_none(state)
+        text = render.not_renewed(
+            [f.attributes for f in stale], none[0].attributes if none else None
+        )
+        cited = [f.id for f in stale] + [f.id for f in none[:1]]
+        sentences.append(cited_sentence("medications", text, cited))
     left_off = [c for c in changes if c.kind == "not_on_home_list" and c.admission not in replaced]
     if left_off:
         orders = [state.fact(c.admission) for c in left_off if c.admission]
@@ -145,16 +152,21 @@ def _listed_lines(
     return sentences
 
 
+def _lists_none(state: EvidenceState) -> list[Fact]:
+    """The lines of the stay's notes' medication lists that say the patient takes none."""
+    return [
+        f
+        for f in state.facts["medication_list"]
+        if isinstance(f.attributes, NarrativeAttributes) and lists_none(f.attributes.text)
+    ]
+
+
 def _none_listed(state: EvidenceState, render: Any) -> list[Sentence]:
     """A stay with no medication in the record whose note lists none says so, quoted: "Not
     documented" would read as a gap where the record documents an absence."""
     if state.facts["medication"]:
         return []
-    said = [
-        f
-        for f in state.facts["medication_list"]
-        if isinstance(f.attributes, NarrativeAttributes) and lists_none(f.attributes.text)
-    ]
+    said = _lists_none(state)
     if not said:
         return []
     text = render.none_listed(attributes_as(said[0], NarrativeAttributes).text)
