@@ -11,6 +11,7 @@ from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     DeviceAttributes,
+    DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -194,3 +195,22 @@ def split_at(
         if end is not None and (when := moment(f)) is not None and aware(when) <= end
     ]
     return earlier, [f for f in facts if f not in earlier]
+
+
+def listed(state: EvidenceState, *listings: str) -> list[Fact]:
+    """Diagnosis facts of these listings (pipeline.clinical.diagnoses), in the order given, then by
+    onset: never alphabetical."""
+    facts = [
+        f
+        for f in state.facts["diagnosis"]
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and (f.attributes.listing or "episode") in listings
+    ]
+    return sorted(
+        facts,
+        key=lambda f: (
+            listings.index(attributes_as(f, DiagnosisAttributes).listing or "episode"),
+            attributes_as(f, DiagnosisAttributes).onset is None,
+            attributes_as(f, DiagnosisAttributes).onset,
+        ),
+    )

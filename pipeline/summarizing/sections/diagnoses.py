@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, history_topic, topic_stems
+from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, topic_stems
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -23,29 +23,17 @@ from pipeline.evidence.summary import (
 )
 from pipeline.summarizing.sections.common import (
     cited_sentence,
+    listed,
     significant_procedures,
     supplied_in_stay,
 )
+from pipeline.summarizing.sections.history import (
+    IMPLIED_TREATMENT,
+    aftermath,
+    coded_after_done,
+    implied_treatment,
+)
 from pipeline.text.rendering import plain_term
-
-
-def listed(state: EvidenceState, *listings: str) -> list[Fact]:
-    """Diagnosis facts of these listings (pipeline.clinical.diagnoses), in the order given, then by
-    onset: never alphabetical."""
-    facts = [
-        f
-        for f in state.facts["diagnosis"]
-        if isinstance(f.attributes, DiagnosisAttributes)
-        and (f.attributes.listing or "episode") in listings
-    ]
-    return sorted(
-        facts,
-        key=lambda f: (
-            listings.index(attributes_as(f, DiagnosisAttributes).listing or "episode"),
-            attributes_as(f, DiagnosisAttributes).onset is None,
-            attributes_as(f, DiagnosisAttributes).onset,
-        ),
-    )
 
 
 def diagnoses_section(
@@ -66,16 +54,16 @@ def diagnoses_section(
         for f in state.facts["procedure"]
         for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
     }
-    aftermath = _aftermath(listed(state, "episode"), principal)
-    after_done = _coded_after_done(listed(state, "episode"), stay, done)
+    folded_in = aftermath(listed(state, "episode"), principal)
+    after_done = coded_after_done(listed(state, "episode"), stay, done)
     in_place = [] if principal else _in_place_of_principal(state, render, tables, stay)
     lines = []
     for f in listed(state, "principal", "episode"):
-        if f.id in aftermath or f.id in after_done:
+        if f.id in folded_in or f.id in after_done:
             continue
-        folded = aftermath if f in principal else []
+        folded = folded_in if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded]
-        if not _implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
+        if not implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
         # Where the flagged principal-diagnosis line says it already, it is cited there, once.
@@ -88,32 +76,6 @@ def diagnoses_section(
         first = listing[0]
         listing[0] = first.model_copy(update={"citations": [*first.citations, *after_done]})
     return listing
-
-
-def _coded_after_done(episode: list[Fact], stay_fact: Fact | None, done: set[str]) -> list[str]:
-    """The episode's "History of X" coded during the stay where a procedure of the episode names
-    part of X ("History of tubal ligation" the day of the ligation): the procedure's coded
-    after-state, cited on the first line rather than listed as a diagnosis of the stay."""
-    return [
-        fact.id
-        for fact in episode
-        if _history_coded_in_stay(attributes_as(fact, DiagnosisAttributes), stay_fact) & done
-    ]
-
-
-def _history_coded_in_stay(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> set[str]:
-    """The topic stems of a "History of X" (not a "Status post") coded during the stay; empty
-    for any other diagnosis."""
-    stay = attributes_as(stay_fact, EncounterAttributes) if stay_fact is not None else None
-    onset = diagnosis.onset
-    during = (
-        stay is not None
-        and stay.start is not None
-        and onset is not None
-        and stay.start <= onset
-        and (stay.end is None or onset <= stay.end)
-    )
-    return history_topic(diagnosis.display) if during and not diagnosis.status_post else set()
 
 
 def _in_place_of_principal(
@@ -149,40 +111,6 @@ def _reason_as_principal(state: EvidenceState, render: Any, stay_fact: Fact) -> 
         cited_sentence("diagnoses", render.reason_as_principal(reason), [stay_fact.id])
         for reason in clinical
     ]
-
-
-IMPLIED_TREATMENT = SentenceFlag(
-    code="implied_treatment",
-    reason="a treatment the record implies but does not document: confirm it was done in this "
-    "stay, and when",
-)
-
-
-def _implied_treatment(
-    diagnosis: DiagnosisAttributes, stay_fact: Fact | None, done: set[str]
-) -> bool:
-    """A "History of X" recorded during the stay with no procedure of the episode that names
-    any part of X ("History of coronary artery bypass grafting" coded on the day of admission):
-    the record implies the treatment without documenting it. A procedure that shares a word with
-    X ("Ligation of bilateral fallopian tubes" for "History of tubal ligation") may be it: the
-    line then never says that no procedure is recorded. ``done``: the topic stems of the
-    episode's procedures."""
-    topic = _history_coded_in_stay(diagnosis, stay_fact)
-    return bool(topic) and not topic & done
-
-
-def _aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
-    """The episode's "History of X" diagnoses whose X the principal diagnosis names."""
-    named = {
-        w for f in principal for w in topic_stems(attributes_as(f, DiagnosisAttributes).display)
-    }
-    found = []
-    for fact in episode:
-        diagnosis = attributes_as(fact, DiagnosisAttributes)
-        said = history_topic(diagnosis.display)
-        if said and not diagnosis.status_post and said <= named:
-            found.append(fact.id)
-    return found
 
 
 def _principal_not_documented(

@@ -18,8 +18,7 @@ from pipeline.evidence.model import (
 from pipeline.evidence.summary import (
     Sentence,
 )
-from pipeline.summarizing.sections.common import cited_sentence
-from pipeline.summarizing.sections.diagnoses import listed
+from pipeline.summarizing.sections.common import cited_sentence, listed
 from pipeline.text.rendering import plain_term
 
 # A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")
