@@ -105,7 +105,7 @@ def summarize_evidence(
         "hospital_course": structured_course_section(state, render, routine, stay)
         + hospital_course_section(state, salience, ratio, render),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
-        "procedures": procedures_section(state, render, routine, implant_table),
+        "procedures": procedures_section(state, render, (routine, implant_table), stay),
         "medications": medications_section(state, render),
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),

@@ -81,6 +81,42 @@ def test_a_status_recorded_during_the_stay_is_what_the_stay_did_said_first() -> 
         "episode is recorded: confirm the treatment the record implies, its date, and the "
         "diagnosis it treats"
     ]
+    # The Procedures section and the course say it too: "None recorded" contradicted the line.
+    implied = (
+        "Done as the record implies it, with no procedure recorded: renal transplant on "
+        '2024-03-02 (its "History of" recorded that day).'
+    )
+    assert [s.text for s in summary.section("procedures").sentences] == [implied]
+    assert implied in [s.text for s in summary.section("hospital_course").sentences]
+
+
+def test_a_request_for_care_the_record_implies_was_given_is_an_elective_admission_flagged() -> None:
+    """ "Sterilization requested" and "History of tubal ligation" recorded that day, with no
+    procedure: the elective admission, the ligation as the record implies it, flagged to
+    confirm; never "Principal diagnosis not documented"."""
+    summary = summary_of(
+        fx.condition("h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"),
+        reason="Sterilization requested (situation)",
+    )
+    (first,) = summary.section("diagnoses").sentences
+    assert first.text == (
+        "Sterilization requested: an elective admission, the reason for the stay (no disease "
+        'coded); done: tubal ligation on 2024-03-01, as the record implies it (its "History '
+        'of" recorded that day), with no procedure recorded.'
+    )
+    assert [flag.code for flag in first.flags] == ["implied_treatment"]
+
+
+def test_the_history_of_the_stays_own_event_is_no_treatment_the_record_implies() -> None:
+    """ "History of myocardial infarction" coded the day of the infarction is its aftermath:
+    never "done as the record implies it"."""
+    summary = summary_of(
+        fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)"),
+        fx.condition(
+            "h", "History of myocardial infarction (situation)", onset="2024-03-01T12:00:00Z"
+        ),
+    )
+    assert not any("implies" in s.text for s in summary.sentences())
 
 
 def test_a_clinical_reason_is_the_principal_diagnosis_and_no_line_is_added() -> None:

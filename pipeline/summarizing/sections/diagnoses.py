@@ -32,6 +32,8 @@ from pipeline.summarizing.sections.history import (
     aftermath,
     coded_after_done,
     implied_treatment,
+    implied_treatments,
+    procedure_stems,
 )
 from pipeline.text.rendering import plain_term
 
@@ -49,11 +51,7 @@ def diagnoses_section(
     is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
     the routine procedures and the implants."""
     principal = listed(state, "principal")
-    done = {
-        word
-        for f in state.facts["procedure"]
-        for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
-    }
+    done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
     after_done = coded_after_done(listed(state, "episode"), stay, done)
     in_place = [] if principal else _in_place_of_principal(state, render, tables, stay)
@@ -149,26 +147,21 @@ def _principal_not_documented(
         if key not in said or during is not None:
             said[key] = (diagnosis.display, during)
     done = significant_procedures(state, routine)
-    reasons = [*stay.reasons, *stay.arranged_reasons]
-    if done and reasons and all(REQUEST_TERM.search(plain_term(r)) for r in reasons):
-        # The care asked for was given: an elective admission, its reason the request.
-        text = render.elective_admission(reasons, [f.attributes for f in done])
-        return [cited_sentence("diagnoses", text, [stay_fact.id, *(f.id for f in done)])]
-    supplied = supplied_in_stay(state, implant_table)
-    related = _problems_named(state, [term for term, _ in said.values()])
     # A status recorded during the stay with no procedure for it is what the stay did, as the
     # record implies it: said first, before what the stay was coded as.
-    implied = [
-        (STATUS_TERM.sub("", plain_term(term)).strip(), onset)
-        for term, onset in said.values()
-        if onset is not None and not done
-    ]
+    implied = [] if done else implied_treatments(state, stay_fact)
+    elective = _elective_admission(render, stay_fact, done, implied)
+    if elective:
+        return elective
+    supplied = supplied_in_stay(state, implant_table)
+    related = _problems_named(state, [term for term, _ in said.values()])
+    shown = {plain_term(attributes_as(f, DiagnosisAttributes).display).lower() for *_, f in implied}
     text = render.principal_not_documented(
-        [(term, onset) for term, onset in said.values() if not (onset and implied)],
+        [(term, onset) for key, (term, onset) in said.items() if key not in shown],
         [f.attributes for f in done],
         [f.attributes for f in supplied],
         [f.attributes for f in related],
-        implied,
+        [(what, onset) for what, onset, _ in implied],
     )
     flag = SentenceFlag(
         code="principal_not_documented",
@@ -183,6 +176,28 @@ def _principal_not_documented(
     cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related)]
     line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [flag]})]
+
+
+def _elective_admission(
+    render: Any,
+    stay_fact: Fact,
+    done: list[Fact],
+    implied: list[tuple[str, datetime | None, Fact]],
+) -> list[Sentence]:
+    """A stay coded only as a request for care the episode gave ("Sterilization requested", a
+    ligation done): an elective admission, its reason the request. Given as the record implies
+    it (its "History of" recorded that day, no procedure), the line says so and is flagged."""
+    stay = attributes_as(stay_fact, EncounterAttributes)
+    reasons = [*stay.reasons, *stay.arranged_reasons]
+    if not (done or implied) or not reasons:
+        return []
+    if not all(REQUEST_TERM.search(plain_term(r)) for r in reasons):
+        return []
+    given = [(what, onset) for what, onset, _ in implied]
+    text = render.elective_admission(reasons, [f.attributes for f in done], given)
+    cited = [stay_fact.id, *(f.id for f in done), *(f.id for *_, f in implied)]
+    line = cited_sentence("diagnoses", text, cited)
+    return [line.model_copy(update={"flags": [IMPLIED_TREATMENT] if implied else []})]
 
 
 def _problems_named(state: EvidenceState, coded: list[str]) -> list[Fact]:

@@ -5,14 +5,20 @@ document (flagged)."""
 
 from __future__ import annotations
 
-from pipeline.clinical.diagnoses import history_topic, topic_stems
+from datetime import datetime
+
+from pipeline.clinical.diagnoses import STATUS_TERM, history_topic, topic_stems
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
+    EvidenceState,
     Fact,
+    ProcedureAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import SentenceFlag
+from pipeline.summarizing.sections.common import listed
+from pipeline.text.rendering import plain_term
 
 
 def history_coded_in_stay(diagnosis: DiagnosisAttributes, stay_fact: Fact | None) -> set[str]:
@@ -73,3 +79,35 @@ def implied_treatment(
     episode's procedures."""
     topic = history_coded_in_stay(diagnosis, stay_fact)
     return bool(topic) and not topic & done
+
+
+def procedure_stems(state: EvidenceState) -> set[str]:
+    """The topic stems of the episode's procedures, against which a "History of X" is read."""
+    return {
+        word
+        for f in state.facts["procedure"]
+        for word in topic_stems(attributes_as(f, ProcedureAttributes).name)
+    }
+
+
+def implied_treatments(
+    state: EvidenceState, stay_fact: Fact | None
+) -> list[tuple[str, datetime | None, Fact]]:
+    """What the stay did as the record implies it without a procedure (``implied_treatment``):
+    each treatment's name ("renal transplant"), its date (its "History of"'s onset) and fact."""
+    done = procedure_stems(state)
+    # "History of myocardial infarction" on the day of the infarction is its aftermath, no
+    # treatment.
+    events = [
+        f
+        for f in listed(state, "principal", "episode")
+        if not history_topic(attributes_as(f, DiagnosisAttributes).display)
+    ]
+    own_event = set(aftermath(listed(state, "episode"), events))
+    found = []
+    for f in listed(state, "principal", "episode"):
+        diagnosis = attributes_as(f, DiagnosisAttributes)
+        if f.id not in own_event and implied_treatment(diagnosis, stay_fact, done):
+            what = STATUS_TERM.sub("", plain_term(diagnosis.display)).strip()
+            found.append((what, diagnosis.onset, f))
+    return found

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.clinical.tables import CodeTable
-from pipeline.evidence.model import EvidenceState
-from pipeline.evidence.summary import Sentence
+from pipeline.evidence.model import EvidenceState, Fact
+from pipeline.evidence.summary import SectionKey, Sentence
 from pipeline.summarizing.sections.common import (
     cited_sentence,
     each_procedure_once,
@@ -20,17 +20,38 @@ from pipeline.summarizing.sections.common import (
     split_at,
     supplied_in_stay,
 )
+from pipeline.summarizing.sections.history import implied_treatments
+
+
+def implied_lines(
+    state: EvidenceState, section: SectionKey, render: Any, done: list[Fact], stay: Fact | None
+) -> list[Sentence]:
+    """With no significant procedure in the episode, what the stay did as the record implies it
+    ("renal transplant", its "History of" recorded that day): a Procedures section that read
+    "None recorded" beside a diagnosis line saying a transplant was done contradicted itself."""
+    if done:
+        return []
+    implied = implied_treatments(state, stay)
+    if not implied:
+        return []
+    text = render.implied_procedures([(what, onset) for what, onset, _ in implied])
+    return [cited_sentence(section, text, [f.id for *_, f in implied])]
 
 
 def procedures_section(
-    state: EvidenceState, render: Any, routine: CodeTable, implant_table: CodeTable
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay: Fact | None,
 ) -> list[Sentence]:
     """Each significant procedure once, an earlier stay of the episode's first and said to be
     that stay's (seven days of oxygen there read as this one-day stay's); then the
     implants on record (a valve replacement's bioprosthesis: whether the valve is mechanical
     decides the anticoagulation) and the organs,
     tissues and blood products supplied during the stay (a kidney graft, where the transplant
-    itself is not coded), never its consumables."""
+    itself is not coded), never its consumables. ``tables``: the routine procedures and the
+    implants."""
+    routine, implant_table = tables
     earlier, own = split_at(
         earlier_stay_end(state), significant_procedures(state, routine), performed
     )
@@ -39,6 +60,7 @@ def procedures_section(
         for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own))
         for p in each_procedure_once(facts)
     ]
+    sentences += implied_lines(state, "procedures", render, earlier + own, stay)
     implanted = implants(state, implant_table)
     if implanted:
         text = render.implants([f.attributes for f in implanted])
