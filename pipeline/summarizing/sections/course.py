@@ -44,7 +44,6 @@ from pipeline.summarizing.sections.common import (
     split_at,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
-from pipeline.summarizing.sections.procedures import implied_lines
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 
 # A note line that carries SNOMED CT semantic tags ("Patient is presenting with history of tubal
@@ -81,7 +80,6 @@ def structured_course_section(
             text = render.course_procedures(procedures, in_earlier)
             cited = [fact_id for p in procedures for fact_id in p.fact_ids]
             sentences.append(cited_sentence("hospital_course", text, cited))
-    sentences += implied_lines(state, "hospital_course", render, earlier + own, stay)
     sentences += _treatment_given(state, render)
     abnormal = [
         f
