@@ -194,7 +194,19 @@ def split_at(
         for f in facts
         if end is not None and (when := moment(f)) is not None and aware(when) <= end
     ]
-    return earlier, [f for f in facts if f not in earlier]
+    ids = {f.id for f in earlier}
+    return earlier, [f for f in facts if f.id not in ids]
+
+
+def procedures_by_stay(
+    state: EvidenceState, routine: CodeTable
+) -> tuple[tuple[str, list[Fact]], tuple[None, list[Fact]]]:
+    """The episode's significant procedures, an earlier stay's (with what that stay was to this
+    one) and this stay's, for the course and the Procedures section alike."""
+    earlier, own = split_at(
+        earlier_stay_end(state), significant_procedures(state, routine), performed
+    )
+    return (earlier_stay_of(state), earlier), (None, own)
 
 
 def listed(state: EvidenceState, *listings: str) -> list[Fact]:

@@ -35,13 +35,9 @@ from pipeline.summarizing.sections.common import (
     NEVER,
     cited_sentence,
     each_procedure_once,
-    earlier_stay_end,
-    earlier_stay_of,
     effective,
     last_moment,
-    performed,
-    significant_procedures,
-    split_at,
+    procedures_by_stay,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
@@ -71,10 +67,7 @@ def structured_course_section(
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
     sentences = [cited_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
-    earlier, own = split_at(
-        earlier_stay_end(state), significant_procedures(state, routine), performed
-    )
-    for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own)):
+    for in_earlier, facts in procedures_by_stay(state, routine):
         procedures = each_procedure_once(facts)
         if procedures:
             text = render.course_procedures(procedures, in_earlier)

@@ -8,34 +8,26 @@ from typing import Any
 
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import EvidenceState, Fact
-from pipeline.evidence.summary import SectionKey, Sentence
+from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import (
     cited_sentence,
     each_procedure_once,
-    earlier_stay_end,
-    earlier_stay_of,
     implants,
-    performed,
-    significant_procedures,
-    split_at,
+    procedures_by_stay,
     supplied_in_stay,
 )
 from pipeline.summarizing.sections.history import implied_treatments
 
 
-def implied_lines(
-    state: EvidenceState, section: SectionKey, render: Any, done: list[Fact], stay: Fact | None
-) -> list[Sentence]:
-    """With no significant procedure in the episode, what the stay did as the record implies it
-    ("renal transplant", its "History of" recorded that day): a Procedures section that read
-    "None recorded" beside a diagnosis line saying a transplant was done contradicted itself."""
-    if done:
-        return []
+def _implied_line(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
+    """What the stay did as the record implies it ("renal transplant", its "History of" recorded
+    that day), for an episode with no significant procedure: a Procedures section that read "None
+    recorded" beside a diagnosis line saying a transplant was done contradicted itself."""
     implied = implied_treatments(state, stay)
     if not implied:
         return []
     text = render.implied_procedures([(what, onset) for what, onset, _ in implied])
-    return [cited_sentence(section, text, [f.id for *_, f in implied])]
+    return [cited_sentence("procedures", text, [f.id for *_, f in implied])]
 
 
 def procedures_section(
@@ -45,22 +37,20 @@ def procedures_section(
     stay: Fact | None,
 ) -> list[Sentence]:
     """Each significant procedure once, an earlier stay of the episode's first and said to be
-    that stay's (seven days of oxygen there read as this one-day stay's); then the
-    implants on record (a valve replacement's bioprosthesis: whether the valve is mechanical
-    decides the anticoagulation) and the organs,
+    that stay's (seven days of oxygen there read as this one-day stay's), or, with none, what
+    the record implies was done; then the implants on record (a valve replacement's
+    bioprosthesis: whether the valve is mechanical decides the anticoagulation) and the organs,
     tissues and blood products supplied during the stay (a kidney graft, where the transplant
     itself is not coded), never its consumables. ``tables``: the routine procedures and the
     implants."""
     routine, implant_table = tables
-    earlier, own = split_at(
-        earlier_stay_end(state), significant_procedures(state, routine), performed
-    )
     sentences = [
         cited_sentence("procedures", render.procedure(p, in_earlier), p.fact_ids)
-        for in_earlier, facts in ((earlier_stay_of(state), earlier), (None, own))
+        for in_earlier, facts in procedures_by_stay(state, routine)
         for p in each_procedure_once(facts)
     ]
-    sentences += implied_lines(state, "procedures", render, earlier + own, stay)
+    if not sentences:
+        sentences = _implied_line(state, render, stay)
     implanted = implants(state, implant_table)
     if implanted:
         text = render.implants([f.attributes for f in implanted])
