@@ -44,7 +44,7 @@ def _ongoing(scope: Scope, plan: CarePlan, reasons: set[str], recent: set[str]) 
     )
 
 
-def _title(plan: CarePlan) -> str:
+def plan_title(plan: CarePlan) -> str:
     """The plan's category in words ("Heart failure self management plan"), else its title."""
     named = (text for text in map(concept_text, plan.category or []) if text and " " in text)
     return next(named, None) or plan.title or "care plan"
@@ -91,7 +91,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             item,
             CarePlanAttributes(
                 kind="care_plan",
-                title=_title(plan),
+                title=plan_title(plan),
                 status=plan.status,
                 activities=activities,
                 addresses=addresses,

@@ -17,7 +17,7 @@ def left_out_flags(changes: list[MedicationChange]) -> list[ReviewFlag]:
         ),
         "prescribed_not_ordered": (
             "prescribed_not_ordered",
-            "Prescribed in a note of this stay with no order active at discharge: confirm "
+            "Prescribed in a note of this episode with no order active at discharge: confirm "
             "whether each continues",
         ),
     }

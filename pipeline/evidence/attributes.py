@@ -246,6 +246,18 @@ class DeviceAttributes(StrictModel):
     status: str | None = None
 
 
+class OrganHistoryAttributes(StrictModel):
+    """What the earlier record says of an organ the stay transplants or awaits a graft for (the
+    transplant's indication): an earlier encounter's reason ("Chronic kidney disease stage 4",
+    the visit's date) or an active care plan ("Dialysis care plan", its start). Which of them
+    are about the organ is the pipeline's ``transplant_organs`` table's to say."""
+
+    category: Literal["organ_history"] = "organ_history"
+    kind: Literal["encounter_reason", "care_plan"]
+    text: str
+    when: datetime | None = None
+
+
 FactAttributes = Annotated[
     DiagnosisAttributes
     | MedicationAttributes
@@ -259,6 +271,7 @@ FactAttributes = Annotated[
     | CarePlanAttributes
     | AdministrationAttributes
     | ImagingAttributes
-    | DeviceAttributes,
+    | DeviceAttributes
+    | OrganHistoryAttributes,
     Field(discriminator="category"),
 ]

@@ -28,6 +28,7 @@ from pipeline.evidence.attributes import (
     LabResultAttributes,
     MedicationAttributes,
     NarrativeAttributes,
+    OrganHistoryAttributes,
     OtherEncounter,
     PatientInfoAttributes,
     PendingResultAttributes,
@@ -74,6 +75,7 @@ FactCategory = Literal[
     "medication_list",
     "condition_statement",
     "social_statement",
+    "organ_history",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
@@ -274,6 +276,7 @@ __all__ = [
     "MedicationLists",
     "MedicationPhase",
     "NarrativeAttributes",
+    "OrganHistoryAttributes",
     "OtherEncounter",
     "Page",
     "PatientInfoAttributes",

@@ -99,7 +99,9 @@ def summarize_evidence(
     stay = next((f for f in state.facts["encounter"] if f.id == stay_fact), None)
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
-        "diagnoses": diagnoses_section(state, render, (routine, implant_table), stay),
+        "diagnoses": diagnoses_section(
+            state, render, (routine, implant_table, table("transplant_organs", settings)), stay
+        ),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
         "hospital_course": structured_course_section(state, render, routine, stay)

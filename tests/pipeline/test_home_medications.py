@@ -217,3 +217,25 @@ def test_home_drugs_only_a_note_lists_are_seen_by_the_safety_rules() -> None:
     assert state.fact(bleeding[0].fact_ids[0]).category == "medication_list"
     assert "Therapeutic duplication at discharge (opioid)" in reasons["therapeutic_duplication"]
     assert not any("no duration" in flag.reason for flag in state.flags_for_review)
+
+
+def test_a_drug_an_earlier_stays_note_prescribes_is_said_to_be_that_stays() -> None:
+    """A readmission: the note of the heart failure stay a week before prescribes aspirin and
+    clopidogrel; this stay's own note prescribes none. The line says whose notes they were,
+    never "this stay's notes"."""
+    earlier = fx.encounter(
+        "first-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | {"reasonCode": [{"text": "Heart failure"}]}
+    note = PRESCRIBING_NOTE | {"date": "2024-02-26T11:00:00+00:00"}
+    note["context"] = {"encounter": [{"reference": "Encounter/first-stay"}]}
+    stay = fx.encounter() | {"reasonCode": [{"text": "Heart failure"}]}
+    record = fx.bundle(fx.patient(), stay, earlier, note)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    medications = [s.text for s in summary.section("medications").sentences]
+    assert (
+        "Prescribed in the notes of the earlier stay of this readmission, with no order active "
+        "at discharge (confirm whether continued): aspirin 81 mg oral tablet; clopidogrel 75 mg "
+        "oral tablet." in medications
+    )
+    assert not any("this stay's notes" in line for line in medications)

@@ -9,11 +9,13 @@ from typing import Any
 
 from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, topic_stems
 from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.transplant import transplant_indication
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
+    OrganHistoryAttributes,
     ProcedureAttributes,
     attributes_as,
 )
@@ -41,7 +43,7 @@ from pipeline.text.rendering import plain_term
 def diagnoses_section(
     state: EvidenceState,
     render: Any,
-    tables: tuple[CodeTable, CodeTable],
+    tables: tuple[CodeTable, CodeTable, CodeTable],
     stay: Fact | None,
 ) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
@@ -49,7 +51,7 @@ def diagnoses_section(
     X" recorded in the stay where X is the principal diagnosis ("History of myocardial
     infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
     is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
-    the routine procedures and the implants."""
+    the routine procedures, the implants and the transplanted organs."""
     principal = listed(state, "principal")
     done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
@@ -79,7 +81,7 @@ def diagnoses_section(
 def _in_place_of_principal(
     state: EvidenceState,
     render: Any,
-    tables: tuple[CodeTable, CodeTable],
+    tables: tuple[CodeTable, CodeTable, CodeTable],
     stay_fact: Fact | None,
 ) -> list[Sentence]:
     """With no principal diagnosis: the stay's clinical reasons coded on the encounter alone,
@@ -112,15 +114,19 @@ def _reason_as_principal(state: EvidenceState, render: Any, stay_fact: Fact) -> 
 
 
 def _principal_not_documented(
-    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay_fact: Fact
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable, CodeTable],
+    stay_fact: Fact,
 ) -> list[Sentence]:
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
     flagged line: what the stay was coded as, and what the episode's procedures say was done (or
     that the record documents none), what was supplied in the stay (a kidney graft) and the
-    active problems the coded terms name, for the physician to name the problem. ``tables``:
-    the routine procedures and the implants."""
-    routine, implant_table = tables
+    active problems the coded terms name and, for a transplant, what the earlier record says of
+    the organ (``pipeline.clinical.transplant``), for the physician to name the problem.
+    ``tables``: the routine procedures, the implants and the transplanted organs."""
+    routine, implant_table, organs = tables
     stay = attributes_as(stay_fact, EncounterAttributes)
     if any(not STATUS_TERM.search(plain_term(reason)) for reason in stay.reasons):
         return []
@@ -155,6 +161,14 @@ def _principal_not_documented(
         return elective
     supplied = supplied_in_stay(state, implant_table)
     related = _problems_named(state, [term for term, _ in said.values()])
+    shown_already = {
+        plain_term(attributes_as(f, DiagnosisAttributes).display).lower() for f in related
+    }
+    history = [
+        f
+        for f in transplant_indication(state, [term for term, _ in said.values()], organs)
+        if plain_term(attributes_as(f, OrganHistoryAttributes).text).lower() not in shown_already
+    ]
     shown = {plain_term(attributes_as(f, DiagnosisAttributes).display).lower() for *_, f in implied}
     text = render.principal_not_documented(
         [(term, onset) for key, (term, onset) in said.items() if key not in shown],
@@ -162,6 +176,7 @@ def _principal_not_documented(
         [f.attributes for f in supplied],
         [f.attributes for f in related],
         [(what, onset) for what, onset, _ in implied],
+        [f.attributes for f in history],
     )
     flag = SentenceFlag(
         code="principal_not_documented",
@@ -173,7 +188,7 @@ def _principal_not_documented(
             else ""
         ),
     )
-    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related)]
+    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related + history)]
     line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [flag]})]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pipeline.clinical.note_medications import lists_none
@@ -14,7 +16,12 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
-from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.common import (
+    cited_sentence,
+    earlier_stay_end,
+    earlier_stay_of,
+    split_at,
+)
 from pipeline.summarizing.sections.given import given_lines
 
 # A doubt about one drug (a heart drug ordered "as needed", a drug past its age limit) is shown on
@@ -140,16 +147,43 @@ def _listed_lines(
         text = render.not_on_home_list([f.attributes for f in orders])
         cited = [*(f.id for f in orders), *dict.fromkeys(c.noted for c in left_off if c.noted)]
         sentences.append(cited_sentence("medications", text, cited))
-    for kind, macro in (
-        ("prescribed_not_ordered", render.prescribed_not_ordered),
-        ("held_or_stopped", render.held_or_stopped),
-        ("in_place", render.in_place),
-    ):
+    sentences += _prescribed_not_ordered(state, render)
+    for kind, macro in (("held_or_stopped", render.held_or_stopped), ("in_place", render.in_place)):
         listed = [c for c in changes if c.kind == kind]
         if listed:
-            cited = [i for c in listed for i in (c.admission, c.noted, *c.stay_orders) if i]
-            sentences.append(cited_sentence("medications", macro(listed), cited))
+            sentences.append(cited_sentence("medications", macro(listed), _cited(listed)))
     return sentences
+
+
+def _cited(changes: list[MedicationChange]) -> list[str]:
+    return [i for c in changes for i in (c.admission, c.noted, *c.stay_orders) if i]
+
+
+def _prescribed_not_ordered(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The drugs the notes prescribe with no order at discharge: those of a note written in a
+    readmission's earlier stay said to be that stay's ("this stay's notes" had named a drug the
+    orthopaedic stay prescribed, in the nursing stay that followed it), then this stay's."""
+    listed = [c for c in state.medications.changes if c.kind == "prescribed_not_ordered"]
+    noted = {c.noted: state.fact(c.noted) for c in listed if c.noted}
+    earlier_ids = {
+        f.id
+        for f in split_at(earlier_stay_end(state), list(noted.values()), partial(_written, state))[
+            0
+        ]
+    }
+    earlier = [c for c in listed if c.noted in earlier_ids]
+    own = [c for c in listed if c.noted not in earlier_ids]
+    return [
+        cited_sentence("medications", render.prescribed_not_ordered(group, of), _cited(group))
+        for group, of in ((earlier, earlier_stay_of(state)), (own, None))
+        if group
+    ]
+
+
+def _written(state: EvidenceState, fact: Fact) -> datetime | None:
+    """When the note a line is quoted from was written."""
+    ref = next((ref for ref in fact.sources if ref.is_text), None)
+    return state.document(ref.document).date if ref is not None and ref.document else None
 
 
 def _lists_none(state: EvidenceState) -> list[Fact]:

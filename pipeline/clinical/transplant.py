@@ -1,0 +1,57 @@
+"""A transplant's indication as the earlier record shows it.
+
+A stay coded only by a transplant status ("Awaiting transplantation of kidney", "History of
+renal transplant") names no disease. The organ is read from those terms, and the earlier
+record's encounter reasons and active care plans about that organ (``transplant_organs`` table:
+its words for the organ's disease and its replacement therapy) are the indication the physician
+names the principal diagnosis from: listed, never chosen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import EvidenceState, Fact, OrganHistoryAttributes, attributes_as
+from pipeline.text.rendering import plain_term
+
+_TRANSPLANT = re.compile(r"\btransplant", re.IGNORECASE)
+
+
+def _words(words: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(rf"\b{re.escape(word)}" for word in words), re.IGNORECASE)
+
+
+def organs_named(terms: Iterable[str], organs: CodeTable) -> list[str]:
+    """The organs the transplant terms among ``terms`` name, by the organ's name or its words
+    ("History of renal transplant": kidney)."""
+    table: dict[str, list[str]] = organs.extra["organs"]
+    said = [plain_term(term) for term in terms if _TRANSPLANT.search(term)]
+    return [
+        organ
+        for organ, words in table.items()
+        if any(_words([organ, *words]).search(term) for term in said)
+    ]
+
+
+def transplant_indication(
+    state: EvidenceState, terms: Iterable[str], organs: CodeTable
+) -> list[Fact]:
+    """The earlier record's facts about the organs the transplant terms name, oldest first."""
+    table: dict[str, list[str]] = organs.extra["organs"]
+    named = organs_named(terms, organs)
+    if not named:
+        return []
+    about = _words([word for organ in named for word in (organ, *table[organ])])
+    found = [
+        f
+        for f in state.facts["organ_history"]
+        if about.search(attributes_as(f, OrganHistoryAttributes).text)
+    ]
+    return sorted(found, key=_dated)
+
+
+def _dated(fact: Fact) -> str:
+    when = attributes_as(fact, OrganHistoryAttributes).when
+    return when.isoformat() if when else ""
