@@ -351,6 +351,48 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
     ]
 
 
+def test_a_plan_for_the_episodes_reason_in_effect_at_discharge_is_the_follow_up() -> None:
+    """A nursing stay coded only as a transfer, after the knee operation's stay: physiotherapy
+    planned for the knee injury at the emergency visit a week before, its period running two
+    months past discharge, is the follow-up, active as of discharge even though the record now
+    calls it completed; one that ended before discharge is not."""
+    injury = fx.condition("acl", "Injury of anterior cruciate ligament", code="444470001")
+    operation = fx.encounter(
+        "ortho", "2024-02-25T10:00:00+00:00", "2024-03-01T10:00:00+00:00", "IMP"
+    ) | {"reasonCode": [{"coding": [{"code": "444470001"}]}]}
+    nursing = fx.encounter() | {"reasonCode": [{"text": "Patient transfer to skilled nursing"}]}
+
+    def plan(plan_id: str, end: str) -> dict:
+        return fx.care_plan(
+            plan_id,
+            "Physiotherapy care plan",
+            encounter_id=None,
+            activity="Stretching exercises",
+            period={"start": "2024-02-18T10:00:00+00:00", "end": end},
+            addresses=[{"reference": "Condition/acl"}],
+            status="completed",
+        )
+
+    record = fx.bundle(
+        fx.patient(),
+        nursing,
+        operation,
+        injury,
+        plan("physio", "2024-05-01T10:00:00+00:00"),
+        plan("ended", "2024-02-20T10:00:00+00:00"),
+    )
+    summary = summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
+    assert [s.text for s in summary.section("follow_up").sentences] == [
+        "Care plan (active, since 2024-02-18, before this stay): Physiotherapy care plan, for "
+        "Injury of anterior cruciate ligament; activities: Stretching exercises.",
+        NO_NEW_FOLLOW_UP,
+    ]
+
+
 def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
     from fhir_mapping.resources import RECORD_TYPES
     from smartapp.access.oauth import READ_TYPES
