@@ -11,6 +11,7 @@ stay coded as a transplant, as candidates: which of them are about the organ is 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 
 from fhir.resources.R4B.careplan import CarePlan
@@ -29,10 +30,16 @@ _TRANSPLANT = re.compile(r"\btransplant", re.IGNORECASE)
 _ACTIVE_PLAN = frozenset({"active", "on-hold"})
 
 
+def names_transplant(reasons: Iterable[str]) -> bool:
+    """Whether a stay's reason texts name a transplant (awaited or done): the one test for the
+    mapping and for the pull, which then reads every encounter of the patient."""
+    return any(_TRANSPLANT.search(text) for text in reasons)
+
+
 def coded_as_transplant(scope: Scope) -> bool:
-    """Whether the stay's own reason codes name a transplant (awaited or done)."""
-    said = (concept_text(reason) or "" for reason in scope.encounter.model.reasonCode or [])
-    return any(_TRANSPLANT.search(text) for text in said)
+    """Whether the stay's own reason codes name a transplant."""
+    reasons = scope.encounter.model.reasonCode or []
+    return names_transplant(concept_text(reason) or "" for reason in reasons)
 
 
 def _earlier_reasons(scope: Scope, mapped: Mapped) -> None:

@@ -6,7 +6,8 @@ by date around the episode (notes, results, reports, administrations, procedures
 the mapping keeps only when it falls in the stay), by a look-back before admission (baseline
 results, social history, recently ended problems and orders, the emergency visits and stays of
 the weeks before), and by status for what matters whatever its age (active problems, allergies,
-active orders, care plans). Every bound is wider than the mapping's own rule, so the mapping
+active orders, care plans); a stay coded as a transplant reads every encounter, since its
+indication is often only an earlier visit's reason. Every bound is wider than the mapping's own rule, so the mapping
 decides exactly as it would on the whole record.
 
 Pure: dates and search parameters in, a list of searches out; ``smartapp`` runs them.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
+from fhir_mapping.organ_history import names_transplant
 from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS, RECENT_ACUTE_CARE_DAYS
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
@@ -156,6 +158,18 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
         Search("Device", who),
         Search("SupplyDelivery", who),
     ]
+
+
+def earlier_record_searches(patient: str, stay: JsonObject) -> list[Search]:
+    """For a stay coded as a transplant, every encounter of the patient: its indication is often
+    only an earlier visit's reason, decades back (``fhir_mapping.organ_history``)."""
+    reasons = [
+        *strings_at(stay, "reasonCode", "text"),
+        *strings_at(stay, "reasonCode", "coding", "display"),
+    ]
+    if not names_transplant(reasons):
+        return []
+    return [Search("Encounter", {"patient": f"Patient/{patient}"})]
 
 
 # What the mapping keeps when it references an encounter of the episode: searched by those

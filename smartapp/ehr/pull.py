@@ -15,6 +15,7 @@ from typing import Any
 from fhir_mapping.pull_plan import (
     Search,
     StayWindow,
+    earlier_record_searches,
     encounter_searches,
     episode_searches,
     follow_ups,
@@ -134,10 +135,11 @@ async def _stay_searches(
             for search in episode_searches(patient_id, str(stay["id"]), window)
         ]
         patient = start(client.read("Patient", patient_id))
-        dated = [
-            start(_search(client, search))
-            for search in with_includes(stay_searches(patient_id, window), includes)
+        searches = [
+            *stay_searches(patient_id, window),
+            *earlier_record_searches(patient_id, stay),
         ]
+        dated = [start(_search(client, search)) for search in with_includes(searches, includes)]
         dated += [
             start(_record_start(client, search)) for search in record_start_searches(patient_id)
         ]

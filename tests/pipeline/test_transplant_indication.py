@@ -86,3 +86,16 @@ def test_another_organs_transplant_offers_nothing_about_the_kidney() -> None:
         "Awaiting transplantation of liver (situation)", *earlier_record()
     )
     assert "earlier record" not in line.text
+
+
+def test_the_pull_reads_every_encounter_for_a_transplant_stay_only() -> None:
+    """The bounded pull reads the episode's encounters; a stay coded as a transplant needs the
+    earlier visits too, whatever their age (the stay-bounded pull of a sandbox transplant stay
+    yields the whole record's evidence: tests/smartapp/test_fhir_client.py)."""
+    from fhir_mapping.pull_plan import Search, earlier_record_searches
+
+    transplant = {"reasonCode": [{"coding": [{"display": "Awaiting transplantation of kidney"}]}]}
+    assert earlier_record_searches("p", transplant) == [
+        Search("Encounter", {"patient": "Patient/p"})
+    ]
+    assert earlier_record_searches("p", {"reasonCode": [{"text": "Heart failure"}]}) == []
