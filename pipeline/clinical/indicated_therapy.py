@@ -107,7 +107,7 @@ def expected_therapy(
                 f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it "
                 "was considered, or why it is not given"
             )
-            flags.append(risk_flag(f"expected-{name}", reason, cited))
+            flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
         for group, drugs in members.items():
             if drugs and all(f.id in to_confirm for f in drugs):
                 reason = (

@@ -47,6 +47,7 @@ FlagCode = Literal[
     "acute_kidney_injury",
     "medication_not_renewed",
     "regimen_risk",
+    "expected_drug_missing",
     "schedule_in_doubt",
     "home_medication_not_ordered",
     "prescribed_not_ordered",

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
@@ -24,8 +25,11 @@ def state_of(*resources: dict[str, Any], born: str = "1950-06-15") -> EvidenceSt
     return evidence_from_fhir(record, settings=PipelineSettings())
 
 
+RISKS = frozenset({"regimen_risk", "expected_drug_missing"})
+
+
 def risks(state: EvidenceState) -> list[str]:
-    return [flag.reason for flag in state.flags_for_review if flag.code == "regimen_risk"]
+    return [flag.reason for flag in state.flags_for_review if flag.code in RISKS]
 
 
 def test_a_transplant_recipient_going_home_without_immunosuppression_is_flagged() -> None:
@@ -37,6 +41,28 @@ def test_a_transplant_recipient_going_home_without_immunosuppression_is_flagged(
     ]
     treated = state_of(recipient, going_home("k", "tacrolimus 1 MG Oral Capsule"))
     assert risks(treated) == []
+
+
+def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> None:
+    """The list is what is copied: the missing immunosuppressant is said there too, after the
+    drugs going home, not only in Needs review; a list that has one says nothing."""
+    recipient = fx.condition("t", "History of renal transplant (situation)")
+
+    def medications(*resources: dict[str, Any]) -> list[str]:
+        state = state_of(recipient, *resources)
+        summary = summarize_evidence(
+            state, salience=lambda t: ([], []), settings=PipelineSettings()
+        )
+        return [s.text for s in summary.section("medications").sentences]
+
+    assert medications(going_home("a", "amlodipine 5 MG Oral Tablet"))[1:] == [
+        "For this list, from Needs review: no immunosuppressant at discharge after solid-organ "
+        "transplant (History of renal transplant); confirm before signing."
+    ]
+    assert not any(
+        "immunosuppressant" in line
+        for line in medications(going_home("k", "tacrolimus 1 MG Oral Capsule"))
+    )
 
 
 def test_awaiting_a_transplant_is_not_having_one() -> None:

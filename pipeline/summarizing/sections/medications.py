@@ -94,18 +94,34 @@ _LISTED_KINDS = frozenset(
 
 
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
-    """One line per drug going home (continued, changed, new, stopped), then the lines that
-    list drugs to decide about, then what was given in the stay."""
+    """One line per drug going home (continued, changed, new, stopped), then what the record
+    calls for that none of them is, then the lines that list drugs to decide about, then what
+    was given in the stay."""
     replaced = superseded(state)
-    sentences = [
+    going = [
         _change_line(state, render, change)
         for change in state.medications.changes
         if change.kind not in _LISTED_KINDS
     ]
-    sentences += _superseded_lines(state, render, replaced)
-    sentences += _listed_lines(state, render, replaced)
-    sentences += given_lines(state, render)
-    return sentences or _none_listed(state, render)
+    going += _superseded_lines(state, render, replaced)
+    others = _listed_lines(state, render, replaced) + given_lines(state, render)
+    missing = _expected_missing(state, render)
+    if not (going or others):
+        return _none_listed(state, render) + missing
+    return going + missing + others
+
+
+def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
+    """A drug the record calls for that no line carries (an immunosuppressant after a
+    transplant) is said in the list too, where it is copied from: a warning only in Needs review
+    left the list reading as complete."""
+    return [
+        cited_sentence(
+            "medications", render.expected_missing(flag.reason.split(": ", 1)[0]), flag.fact_ids
+        )
+        for flag in state.flags_for_review
+        if flag.code == "expected_drug_missing"
+    ]
 
 
 def _change_line(state: EvidenceState, render: Any, change: MedicationChange) -> Sentence:

@@ -41,6 +41,7 @@ SEVERITY = (
     "conflict",
     "therapeutic_duplication",
     "regimen_risk",
+    "expected_drug_missing",
     "schedule_in_doubt",
     "medication_discrepancy",
     "prescribed_not_ordered",
