@@ -18,6 +18,7 @@ from pipeline.clinical.indicated_therapy import indicated_therapy_flags
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.regimen_risks import regimen_risk_flags
+from pipeline.clinical.strengths import strength_discrepancy_flags
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
     AllergyAttributes,
@@ -214,6 +215,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     ]
     flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
     flags += discrepancy_flags(state)
+    flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     return state.model_copy(update={"flags_for_review": flags})
 

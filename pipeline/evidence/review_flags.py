@@ -43,6 +43,7 @@ FlagCode = Literal[
     "allergy_conflict",
     "no_discharge_medications",
     "medication_discrepancy",
+    "strength_discrepancy",
     "critical_result",
     "acute_kidney_injury",
     "medication_not_renewed",

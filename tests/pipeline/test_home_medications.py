@@ -239,3 +239,36 @@ def test_a_drug_an_earlier_stays_note_prescribes_is_said_to_be_that_stays() -> N
         "oral tablet." in medications
     )
     assert not any("this stay's notes" in line for line in medications)
+
+
+def test_an_order_at_another_strength_than_the_note_lists_is_asked_about_on_its_line() -> None:
+    """The H&P lists lisinopril 10 mg; the order going home is Lisinopril 20 MG: which strength
+    is taken is the physician's to say, on the drug's line and in Needs review. An order at the
+    note's strength beside it settles it; a note line with no strength asks nothing."""
+    twenty = fx.medication_request("acei", "Lisinopril 20 MG Oral Tablet", authored=RECENT)
+    state, _ = drafted(HP_LISTING_LISINOPRIL, twenty)
+    (flag,) = [f for f in state.flags_for_review if f.code == "strength_discrepancy"]
+    assert flag.reason == (
+        "Strength differs from the stay's note: Lisinopril 20 MG Oral Tablet ordered; the note "
+        "lists lisinopril 10 mg oral tablet: confirm the strength taken"
+    )
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    (line,) = [s for s in summary.section("medications").sentences if "Lisinopril 20" in s.text]
+    assert [flag.reason for flag in line.flags] == ["Strength differs from the stay's note"]
+    ten = fx.medication_request("acei10", "Lisinopril 10 MG Oral Tablet", authored=RECENT)
+    state, _ = drafted(HP_LISTING_LISINOPRIL, twenty, ten)
+    assert "strength_discrepancy" not in codes(state)
+    bare = fx.document_reference("hp", fx.attachment("# Medications\nlisinopril\n"))
+    state, _ = drafted(bare, twenty)
+    assert "strength_discrepancy" not in codes(state)
+
+
+def test_strengths_are_read_as_amounts_with_units() -> None:
+    from pipeline.clinical.strengths import strengths
+
+    assert strengths("hydrochlorothiazide 12.5 MG / lisinopril 20 MG Oral Tablet") == {
+        (12.5, "mg"),
+        (20.0, "mg"),
+    }
+    assert strengths("Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray") == {(0.4, "mg")}
+    assert strengths("Aspirin Oral Tablet") == frozenset()

@@ -44,6 +44,7 @@ SEVERITY = (
     "expected_drug_missing",
     "schedule_in_doubt",
     "medication_discrepancy",
+    "strength_discrepancy",
     "prescribed_not_ordered",
     "home_medication_not_ordered",
     "no_discharge_medications",

@@ -1,0 +1,68 @@
+"""A drug going home at another strength than the stay's note lists it.
+
+Medication reconciliation compares what the patient takes, as the admission note lists it,
+with what is ordered, and resolves each discrepancy, dose included (The Joint Commission,
+NPSG.03.06.01; WHO High 5s medication reconciliation SOP). Drugs are matched by ingredient
+(``pipeline.clinical.note_medications``); a drug the note lists at a strength that no order of
+it going home has ("simvastatin 10 mg" beside a 1994 order of Simvastatin 20 MG) is flagged on
+the order, for the physician to say which strength is taken: never chosen.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.clinical.note_medications import noted_drugs
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    NarrativeAttributes,
+    ReviewFlag,
+    attributes_as,
+)
+
+RAISED_BY = "reconcile"
+_STRENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(mg|mcg|g|ml|unt|units?|meq|%)(?![a-z])", re.IGNORECASE)
+
+
+def strengths(name: str) -> frozenset[tuple[float, str]]:
+    """The strengths a drug's name states, each as (amount, unit): "Simvastatin 20 MG Oral
+    Tablet" → {(20.0, "mg")}."""
+    return frozenset((float(amount), unit.lower()) for amount, unit in _STRENGTH.findall(name))
+
+
+def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
+    """Each order going home (or to confirm) whose drug a home list of the stay's notes names
+    at a strength that no such order of the drug has."""
+    ids = [*state.medications.discharge, *state.medications.unconfirmed()]
+    orders = [f for f in map(state.fact, dict.fromkeys(ids)) if f.category == "medication"]
+    home = [
+        f
+        for f in state.facts.get("medication_list", [])
+        if (attributes_as(f, NarrativeAttributes).list_kind or "home") == "home"
+    ]
+    flags = []
+    for drug in noted_drugs(home, "home"):
+        listed = strengths(drug.text)
+        same = [f for f in orders if drug.matches(attributes_as(f, MedicationAttributes).name)]
+        stated = [f for f in same if strengths(attributes_as(f, MedicationAttributes).name)]
+        if not listed or not stated or any(_strengths_of(f) == listed for f in same):
+            continue
+        flags += [_flag(order, drug.text, drug.line) for order in stated]
+    return flags
+
+
+def _strengths_of(fact: Fact) -> frozenset[tuple[float, str]]:
+    return strengths(attributes_as(fact, MedicationAttributes).name)
+
+
+def _flag(order: Fact, listed: str, line: Fact) -> ReviewFlag:
+    name = attributes_as(order, MedicationAttributes).name
+    reason = (
+        f"Strength differs from the stay's note: {name} ordered; the note lists {listed}: "
+        "confirm the strength taken"
+    )
+    return ReviewFlag.on_facts(
+        ("strength", order.id), "strength_discrepancy", reason, RAISED_BY, [order.id, line.id]
+    )
