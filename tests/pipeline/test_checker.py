@@ -11,18 +11,8 @@ from functools import cache
 
 import pytest
 
-from pipeline.checking.checker import (
-    Evidence,
-    check_dates,
-    check_demographics,
-    check_denials,
-    check_drugs,
-    check_negation,
-    check_numbers,
-    check_terms,
-    drug_lexicon,
-    numeric_metrics,
-)
+from pipeline.checking import sentence_checks
+from pipeline.checking.checker import Evidence, numeric_metrics
 from pipeline.checking.verify import verify_text
 from pipeline.evidence.model import AdministrationAttributes, Fact, SourceRef
 from pipeline.evidence.summary import CheckResult, Sentence
@@ -46,7 +36,7 @@ def failing(check) -> list[str]:
     ],
 )
 def test_numbers_are_compared_after_normalising(sentence, evidence, spans) -> None:
-    assert failing(check_numbers(sentence, Evidence.of_text(evidence))) == spans
+    assert failing(sentence_checks.check_numbers(sentence, Evidence.of_text(evidence))) == spans
 
 
 def _doses(count: int) -> list[Fact]:
@@ -78,7 +68,7 @@ def _doses(count: int) -> list[Fact]:
 def test_counts_of_the_cited_facts_are_evidence_for_what_they_count(sentence, spans) -> None:
     """A count is computed from the facts a sentence cites (three doses on three days), and
     supports only a count: never a dose or a duration."""
-    assert failing(check_numbers(sentence, Evidence.of_facts(_doses(3)))) == spans
+    assert failing(sentence_checks.check_numbers(sentence, Evidence.of_facts(_doses(3)))) == spans
 
 
 @pytest.mark.parametrize(
@@ -93,19 +83,19 @@ def test_counts_of_the_cited_facts_are_evidence_for_what_they_count(sentence, sp
 )
 def test_dates_are_compared_as_dates(sentence, spans) -> None:
     evidence = Evidence.of_text("Admission 2024-01-03T10:00:00+00:00")
-    assert failing(check_dates(sentence, evidence)) == spans
-    assert failing(check_numbers(sentence, evidence)) == []
+    assert failing(sentence_checks.check_dates(sentence, evidence)) == spans
+    assert failing(sentence_checks.check_numbers(sentence, evidence)) == []
 
 
 def test_drugs_and_allergens_must_exist_in_the_evidence() -> None:
     evidence = Evidence.of_text("Started lisinopril 10 mg. Allergy to penicillin.")
-    assert failing(check_drugs("Continue lisinopril.", evidence)) == []
-    assert failing(check_drugs("Continue losartan and warfarin.", evidence)) == [
+    assert failing(sentence_checks.check_drugs("Continue lisinopril.", evidence)) == []
+    assert failing(sentence_checks.check_drugs("Continue losartan and warfarin.", evidence)) == [
         "warfarin",
         "losartan",
     ]
-    assert failing(check_drugs("Allergic to sulfa.", evidence)) == ["sulfa"]
-    assert "warfarin" in drug_lexicon()
+    assert failing(sentence_checks.check_drugs("Allergic to sulfa.", evidence)) == ["sulfa"]
+    assert "warfarin" in sentence_checks.drug_lexicon()
 
 
 @pytest.mark.parametrize(
@@ -120,14 +110,14 @@ def test_drugs_and_allergens_must_exist_in_the_evidence() -> None:
 )
 def test_negation_must_agree(sentence, spans) -> None:
     evidence = Evidence.of_text("She denies fever. Reports chest pain since Monday.")
-    assert failing(check_negation(sentence, evidence)) == spans
+    assert failing(sentence_checks.check_negation(sentence, evidence)) == spans
 
 
 def test_denying_what_the_evidence_states_is_a_soft_denials_signal() -> None:
     evidence = Evidence.of_text("She denies fever. Reports chest pain since Monday.")
-    denied = check_denials("No chest pain.", evidence)
+    denied = sentence_checks.check_denials("No chest pain.", evidence)
     assert failing(denied) == ["chest", "pain"] and denied.severity == "soft"
-    assert failing(check_denials("No fever.", evidence)) == []
+    assert failing(sentence_checks.check_denials("No fever.", evidence)) == []
 
 
 @pytest.mark.parametrize(
@@ -151,7 +141,7 @@ def test_denying_what_the_evidence_states_is_a_soft_denials_signal() -> None:
 def test_negation_in_a_dialogue_follows_the_answer_and_its_scope(
     dialogue: str, claim: str, spans: list[str]
 ) -> None:
-    assert failing(check_negation(claim, Evidence.of_text(dialogue))) == spans
+    assert failing(sentence_checks.check_negation(claim, Evidence.of_text(dialogue))) == spans
 
 
 @pytest.mark.parametrize(
@@ -166,8 +156,8 @@ def test_negation_in_a_dialogue_follows_the_answer_and_its_scope(
     ],
 )
 def test_numbers_said_in_words_are_evidence_for_digits(said: str, written: str) -> None:
-    assert failing(check_numbers(f"Value {written}.", Evidence.of_text(said))) == []
-    assert failing(check_numbers("Value 987.", Evidence.of_text(said))) == ["987"]
+    assert failing(sentence_checks.check_numbers(f"Value {written}.", Evidence.of_text(said))) == []
+    assert failing(sentence_checks.check_numbers("Value 987.", Evidence.of_text(said))) == ["987"]
 
 
 @pytest.mark.parametrize(
@@ -179,27 +169,29 @@ def test_numbers_said_in_words_are_evidence_for_digits(said: str, written: str) 
     ],
 )
 def test_dates_said_in_words_are_evidence_for_written_dates(said: str) -> None:
-    assert failing(check_dates("Seen on 04/15/2005.", Evidence.of_text(said))) == []
-    assert failing(check_dates("Seen on 04/16/2005.", Evidence.of_text(said))) == ["04/16/2005"]
+    assert failing(sentence_checks.check_dates("Seen on 04/15/2005.", Evidence.of_text(said))) == []
+    assert failing(sentence_checks.check_dates("Seen on 04/16/2005.", Evidence.of_text(said))) == [
+        "04/16/2005"
+    ]
 
 
 def test_list_numbering_is_not_a_number_to_check() -> None:
     evidence = Evidence.of_text("Bipolar disorder and anemia.")
-    assert failing(check_numbers("1. Bipolar disorder. 2. Anemia.", evidence)) == []
-    assert failing(check_numbers("2.", evidence)) == []
-    assert failing(check_numbers("Glucose 182.", evidence)) == ["182"]
+    assert failing(sentence_checks.check_numbers("1. Bipolar disorder. 2. Anemia.", evidence)) == []
+    assert failing(sentence_checks.check_numbers("2.", evidence)) == []
+    assert failing(sentence_checks.check_numbers("Glucose 182.", evidence)) == ["182"]
 
 
 def test_pronouns_and_forms_of_address_are_evidence_of_sex() -> None:
     said = Evidence.of_text("Doctor: How is she feeling today, Mrs. Smith?")
-    assert failing(check_demographics("A woman with back pain.", said)) == []
-    assert failing(check_demographics("A man with back pain.", said)) == ["man"]
+    assert failing(sentence_checks.check_demographics("A woman with back pain.", said)) == []
+    assert failing(sentence_checks.check_demographics("A man with back pain.", said)) == ["man"]
 
 
 def test_demographics_must_be_stated() -> None:
     evidence = Evidence.of_text("Patient is a 68 year-old male.")
-    assert failing(check_demographics("A 68-year-old man.", evidence)) == []
-    assert failing(check_demographics("A 10-year-old female.", evidence)) == [
+    assert failing(sentence_checks.check_demographics("A 68-year-old man.", evidence)) == []
+    assert failing(sentence_checks.check_demographics("A 10-year-old female.", evidence)) == [
         "10-year-old",
         "female",
     ]
@@ -208,7 +200,9 @@ def test_demographics_must_be_stated() -> None:
 def test_terms_not_in_the_evidence_are_reported_as_runs() -> None:
     evidence = Evidence.of_text("A mediastinal mass was biopsied. Pathology is pending.")
     assert failing(
-        check_terms("Biopsy of the mediastinal mass showed a benign neurogenic tumor.", evidence)
+        sentence_checks.check_terms(
+            "Biopsy of the mediastinal mass showed a benign neurogenic tumor.", evidence
+        )
     ) == ["showed", "benign neurogenic tumor"]
 
 
@@ -289,7 +283,10 @@ def test_a_faithful_summary_passes() -> None:
 def test_numeric_metrics_count_mentions_and_sentences() -> None:
     texts = ["Glucose 182 mg/dL.", "Glucose 140 mg/dL on 2024-01-03.", "Stable."]
     evidence = Evidence.of_text("glucose 182 mg/dL, 2024-01-03")
-    checks = [[check_numbers(t, evidence), check_dates(t, evidence)] for t in texts]
+    checks = [
+        [sentence_checks.check_numbers(t, evidence), sentence_checks.check_dates(t, evidence)]
+        for t in texts
+    ]
     precision, rate = numeric_metrics(texts, checks)
     assert precision == pytest.approx(2 / 3)
     assert rate == pytest.approx(1 / 2)
@@ -332,7 +329,7 @@ def test_a_wrong_number_is_flagged_in_every_reference() -> None:
 
 @pytest.mark.shared_data
 def test_a_wrong_drug_is_flagged_in_every_reference() -> None:
-    lexicon = drug_lexicon()
+    lexicon = sentence_checks.drug_lexicon()
     perturbed = 0
     for reference in references():
         drugs = [w for w in re.findall(r"[A-Za-z]+", reference) if w.lower() in lexicon]
