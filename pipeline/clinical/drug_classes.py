@@ -217,7 +217,21 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
+    unsettled = unconfirmed | held
+    flags = [_if_continued(flag, unsettled, discharge_ids) for flag in flags]
     return state.model_copy(update={"flags_for_review": flags})
+
+
+def _if_continued(flag: ReviewFlag, unsettled: frozenset[str], medications: set[str]) -> ReviewFlag:
+    """A flag whose drugs are all orders to confirm or home drugs held or stopped says "if
+    continued", not "at discharge": the list asks whether they are still taken, and a Needs
+    review line calling them discharge drugs contradicted it."""
+    cited = [i for i in flag.fact_ids if i in medications or i in unsettled]
+    if flag.raised_by != RAISED_BY or not cited or not set(cited) <= unsettled:
+        return flag
+    return flag.model_copy(
+        update={"reason": flag.reason.replace(" at discharge", " if continued", 1)}
+    )
 
 
 def discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:

@@ -17,7 +17,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationAttributes,
-    NarrativeAttributes,
     ReviewFlag,
     attributes_as,
 )
@@ -37,13 +36,8 @@ def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
     at a strength that no such order of the drug has."""
     ids = [*state.medications.discharge, *state.medications.unconfirmed()]
     orders = [f for f in map(state.fact, dict.fromkeys(ids)) if f.category == "medication"]
-    home = [
-        f
-        for f in state.facts.get("medication_list", [])
-        if (attributes_as(f, NarrativeAttributes).list_kind or "home") == "home"
-    ]
     flags = []
-    for drug in noted_drugs(home, "home"):
+    for drug in noted_drugs(state.facts.get("medication_list", []), "home"):
         listed = strengths(drug.text)
         same = [f for f in orders if drug.matches(attributes_as(f, MedicationAttributes).name)]
         stated = [f for f in same if strengths(attributes_as(f, MedicationAttributes).name)]

@@ -215,7 +215,10 @@ def test_home_drugs_only_a_note_lists_are_seen_by_the_safety_rules() -> None:
     bleeding = [f for f in state.flags_for_review if "NSAID with an antiplatelet" in f.reason]
     assert len(bleeding) == 1
     assert state.fact(bleeding[0].fact_ids[0]).category == "medication_list"
-    assert "Therapeutic duplication at discharge (opioid)" in reasons["therapeutic_duplication"]
+    # Both opioids are only at home (held or stopped?): the duplication is theirs if they
+    # continue, never "at discharge"; the NSAID beside the clopidogrel going home is.
+    assert "Therapeutic duplication if continued (opioid)" in reasons["therapeutic_duplication"]
+    assert bleeding[0].reason.startswith("Bleeding risk at discharge")
     assert not any("no duration" in flag.reason for flag in state.flags_for_review)
 
 
