@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from pipeline.clinical.diagnoses import STATUS_TERM
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
@@ -38,9 +39,12 @@ from pipeline.summarizing.sections.common import (
     effective,
     last_moment,
     procedures_by_stay,
+    significant_procedures,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
+from pipeline.summarizing.sections.history import implied_treatments
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
+from pipeline.text.rendering import plain_term
 
 # A note line that carries SNOMED CT semantic tags ("Patient is presenting with history of tubal
 # ligation (situation).") was generated from the coded record: the draft states those codes from
@@ -66,7 +70,7 @@ def structured_course_section(
     procedures, abnormal results, medications started and stopped, discharge."""
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
-    sentences = [cited_sentence("hospital_course", render.admitted(stay.attributes), [stay.id])]
+    sentences = [_admitted(state, render, routine, stay)]
     for in_earlier, facts in procedures_by_stay(state, routine):
         procedures = each_procedure_once(facts)
         if procedures:
@@ -106,6 +110,23 @@ def structured_course_section(
             cited_sentence("hospital_course", render.discharged(stay.attributes), [stay.id])
         )
     return sentences
+
+
+def _admitted(state: EvidenceState, render: Any, routine: CodeTable, stay: Fact) -> Sentence:
+    """The admission and its reason. A stay coded only by status terms ("Awaiting
+    transplantation of kidney") whose record implies what it did (its "History of renal
+    transplant" recorded that day, no procedure) says so here, where the story starts: a course
+    of "Admitted for Awaiting transplantation of kidney" and the discharge read as if nothing
+    was done."""
+    encounter = attributes_as(stay, EncounterAttributes)
+    coded_only = all(STATUS_TERM.search(plain_term(reason)) for reason in encounter.reasons)
+    done = significant_procedures(state, routine)
+    implied = [] if done or not coded_only else implied_treatments(state, stay)
+    if not implied:
+        return cited_sentence("hospital_course", render.admitted(encounter), [stay.id])
+    coded = [*encounter.reasons, *encounter.arranged_reasons]
+    text = render.admitted_implied(encounter, coded, [(w, onset) for w, onset, _ in implied])
+    return cited_sentence("hospital_course", text, [stay.id, *(f.id for *_, f in implied)])
 
 
 def _treatment_given(state: EvidenceState, render: Any) -> list[Sentence]:
