@@ -249,6 +249,8 @@ def encounter_fact(scope: Scope) -> Fact:
         scope.start if scope.start and start and scope.start.date() < start.date() else None
     )
     joined, recent, beside = _beside_the_stay(scope)
+    said = [text for text in map(concept_text, encounter.reasonCode or []) if text]
+    arranged = [text for text in said if NOT_A_REASON.search(text)]
     attributes = EncounterAttributes(
         kind="stay",
         class_code=encounter.class_fhir.code if encounter.class_fhir else None,
@@ -260,11 +262,8 @@ def encounter_fact(scope: Scope) -> Fact:
         episode_days=(end.date() - episode_start.date()).days if episode_start and end else None,
         facility=_facility(encounter, types),
         reasons=reasons,
-        arranged_reasons=[
-            text
-            for text in map(concept_text, encounter.reasonCode or [])
-            if text and NOT_A_REASON.search(text)
-        ],
+        arranged_reasons=arranged,
+        reasons_from=_other_encounter(read_from[0], None) if read_from and arranged else None,
         discharge_disposition=disposition,
         attending=_attending(encounter),
         admitted_from=_admitted_from(scope),

@@ -7,8 +7,8 @@ the mapping keeps only when it falls in the stay), by a look-back before admissi
 results, social history, recently ended problems and orders, the emergency visits and stays of
 the weeks before), and by status for what matters whatever its age (active problems, allergies,
 active orders, care plans); a stay coded as a transplant reads every encounter, since its
-indication is often only an earlier visit's reason. Every bound is wider than the mapping's own rule, so the mapping
-decides exactly as it would on the whole record.
+indication is often only an earlier visit's reason. Every bound is wider than the mapping's own
+rule, so the mapping decides exactly as it would on the whole record.
 
 Pure: dates and search parameters in, a list of searches out; ``smartapp`` runs them.
 """

@@ -175,6 +175,9 @@ class EncounterAttributes(StrictModel):
     # The stay's own reason codes that say what was arranged, not why ("Sterilization
     # requested", a transfer): never a reason or a diagnosis, but what the stay was coded as.
     arranged_reasons: list[str] = Field(default_factory=list)
+    # The episode's encounter the reasons were read from, when the stay's own codes are only
+    # administrative (a transfer to a skilled nursing facility): its reason, not this stay's.
+    reasons_from: OtherEncounter | None = None
     discharge_disposition: str | None = None
     # The attending (Encounter.participant ATND, else the primary performer).
     attending: str | None = None

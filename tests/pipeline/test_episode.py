@@ -402,3 +402,25 @@ def test_an_earlier_stays_procedures_are_said_to_be_that_stays() -> None:
     assert [s.text for s in drafted.section("procedures").sentences] == [
         "Knee arthroscopy (completed) on 2024-02-27, in the earlier stay of this episode."
     ]
+
+
+def test_a_transfers_reason_read_from_the_earlier_stay_is_said_to_be_that_stays() -> None:
+    """A nursing stay coded only as the transfer, after the knee operation's stay: its reason is
+    the operation's, and the draft says whose, never as if the nursing stay were for the injury;
+    a stay whose own reason is clinical says it plainly."""
+    surgery = fx.encounter(
+        "surgery", "2024-02-25T08:00:00+00:00", "2024-03-01T10:00:00+00:00", "IMP"
+    ) | reason("Injury of anterior cruciate ligament")
+    nursing = fx.encounter() | reason("Patient transfer to skilled nursing facility (procedure)")
+    state = evidence_from_fhir(
+        fx.bundle(fx.patient(), nursing, surgery), settings=PipelineSettings()
+    )
+    assert (
+        "Reason for the stay: Injury of anterior cruciate ligament, the reason of the episode's "
+        "inpatient stay from 2024-02-25 to 2024-03-01." in stay_lines(state)
+    )
+    own = evidence_from_fhir(
+        fx.bundle(fx.patient(), fx.encounter() | reason("Heart failure"), surgery),
+        settings=PipelineSettings(),
+    )
+    assert "Reason for the stay: Heart failure." in stay_lines(own)
