@@ -1,5 +1,6 @@
 """Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
-conflicts between sources, the shipped clinical tables, and the agent that runs the rules in order.
+conflicts between sources, a transplant's indication, the shipped clinical tables, and the agent
+that runs the rules in order.
 """
 
 __all__ = [
@@ -11,5 +12,6 @@ __all__ = [
     "record_conflicts",
     "results",
     "tables",
+    "transplant",
     "validate",
 ]
