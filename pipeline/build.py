@@ -14,12 +14,11 @@ from pipeline.clinical.agent import run_agent_loop
 from pipeline.clinical.diagnoses import classify_diagnoses
 from pipeline.clinical.drug_classes import medication_safety
 from pipeline.clinical.results import interpret_results
-from pipeline.evidence.mapped import MappedRecord, PendingDocument
+from pipeline.evidence.mapped import MappedRecord
 from pipeline.evidence.model import (
     EpisodeEncounter,
     EvidenceState,
     Exclusion,
-    SourceDocument,
     TraceEvent,
     group_facts,
 )
@@ -27,32 +26,6 @@ from pipeline.ingestion.documents import facts_from_document, ingest_document, i
 from pipeline.ingestion.identity import chart_identity, with_identity
 from pipeline.ingestion.ocr import OcrBudget
 from pipeline.settings import PipelineSettings
-
-
-def read_document(
-    pending: PendingDocument, encounter: str, settings: PipelineSettings, budget: OcrBudget
-) -> SourceDocument:
-    """One document read; one that could not be fetched keeps its errors and no pages."""
-    if pending.errors:
-        return SourceDocument(
-            id=pending.key,
-            sources=pending.sources,
-            title=pending.title,
-            date=pending.date,
-            encounter=encounter,
-            content_type=pending.content_type or "",
-            errors=pending.errors,
-        )
-    return ingest_document(
-        data=pending.data,
-        content_type=pending.content_type,
-        sources=pending.sources,
-        title=pending.title,
-        date=pending.date,
-        encounter=encounter,
-        settings=settings,
-        budget=budget,
-    )
 
 
 def _exclusion_events(exclusions: list[Exclusion]) -> list[TraceEvent]:
@@ -74,7 +47,7 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> Evidence
     budget = OcrBudget.for_job(settings)
     chart = chart_identity(mapped.facts)
     documents = [
-        with_identity(read_document(p, mapped.encounter, settings, budget), chart)
+        with_identity(ingest_document(p, mapped.encounter, settings, budget), chart)
         for p in mapped.documents
     ]
     documents.sort(key=lambda document: (document.date is None, document.date, document.id))

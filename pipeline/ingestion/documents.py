@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime
 
+from pipeline.evidence.mapped import PendingDocument
 from pipeline.evidence.model import (
     AllergyAttributes,
     EncounterAttributes,
@@ -90,26 +90,27 @@ def document_id(data: bytes, encounter: str | None) -> str:
 
 
 def ingest_document(
-    *,
-    data: bytes,
-    content_type: str | None,
-    sources: list[SourceRef],
-    title: str | None,
-    date: datetime | None,
+    pending: PendingDocument,
     encounter: str | None,
     settings: PipelineSettings,
     budget: OcrBudget | None = None,
 ) -> SourceDocument:
-    read = read_attachment(data, content_type, settings, budget)
+    """One document read; one that could not be fetched keeps its errors and no pages (its id
+    then the mapping's key, since there are no bytes to hash)."""
+    if pending.errors:
+        read, identified = None, pending.key
+    else:
+        read = read_attachment(pending.data, pending.content_type, settings, budget)
+        identified = document_id(pending.data, encounter)
     return SourceDocument(
-        id=document_id(data, encounter),
-        sources=sources,
-        title=title,
-        date=date,
+        id=identified,
+        sources=pending.sources,
+        title=pending.title,
+        date=pending.date,
         encounter=encounter,
-        content_type=content_type or "",
-        pages=read.pages,
-        errors=read.errors,
+        content_type=pending.content_type or "",
+        pages=read.pages if read else [],
+        errors=read.errors if read else pending.errors,
     )
 
 
@@ -152,19 +153,8 @@ def quote_refs(
     document: SourceDocument, page: int, start: int, end: int, quote: str
 ) -> list[SourceRef]:
     """The span ``[start:end]`` of a page quoted from each resource that presents the document."""
-    return [
-        SourceRef(
-            resource=source.resource,
-            version=source.version,
-            path=source.path,
-            document=document.id,
-            page=page,
-            start=start,
-            end=end,
-            quote=quote,
-        )
-        for source in document.sources
-    ]
+    span = {"document": document.id, "page": page, "start": start, "end": end, "quote": quote}
+    return [SourceRef(**(source.model_dump() | span)) for source in document.sources]
 
 
 def _fact_for(document: SourceDocument, page: int, section: str, span: Span) -> Fact | None:
