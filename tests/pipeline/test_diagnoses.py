@@ -17,7 +17,7 @@ from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 
 
-def record() -> dict:
+def record(*more: dict) -> dict:
     stay = fx.encounter() | {
         "reasonReference": [{"reference": "Condition/valve"}],
     }
@@ -47,6 +47,7 @@ def record() -> dict:
         fx.condition(
             "anemia", "Anemia (disorder)", code="271737000", encounter_id=None, onset="2020-01-01"
         ),
+        *more,
     )
 
 
@@ -69,10 +70,18 @@ def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> N
 
 
 def test_social_findings_are_social_history_not_diagnoses() -> None:
+    """Social findings are never diagnoses; under Social history only those that bear on
+    discharge planning (the AHC health-related social needs: housing, transport, safety…) are
+    shown, never education or refugee status."""
     drafted = sections(evidence_from_fhir(record(), settings=PipelineSettings()))
     every_diagnosis = " ".join(drafted["diagnoses"] + drafted["active_problems"])
     assert "education" not in every_diagnosis and "Refugee" not in every_diagnosis
-    assert drafted["social_history"] == ["Refugee; Received higher education."]
+    assert drafted["social_history"] == []
+    housing = fx.condition(
+        "housing", "Housing unsatisfactory (finding)", code="105531004", encounter_id=None
+    )
+    drafted = sections(evidence_from_fhir(record(housing), settings=PipelineSettings()))
+    assert drafted["social_history"] == ["Housing unsatisfactory."]
 
 
 def test_an_acute_event_recorded_active_for_decades_beside_an_unrelated_stay_is_left_out() -> None:
@@ -241,7 +250,10 @@ def test_a_procedure_or_an_administrative_code_is_never_the_reason_for_the_stay(
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [s.text for s in summary.section("stay").sentences]
-    assert "Reason for the stay: Injury of neck." in lines
+    assert (
+        "Reason for the stay: Injury of neck, the reason of the episode's emergency visit on "
+        "2024-03-01." in lines
+    )
     assert not any("transfer" in line for line in lines)
     (reason,) = [s for s in summary.section("stay").sentences if s.text.startswith("Reason")]
     assert reason.verdict == "supported"

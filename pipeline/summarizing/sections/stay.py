@@ -88,12 +88,19 @@ def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]
 def social_history_section(
     state: EvidenceState, render: Any, social_table: CodeTable
 ) -> list[Sentence]:
-    """One short line of the coded social findings (context, not diagnoses); then what the notes'
-    Social History says of substance use, quoted, each statement once (templated notes repeat
-    it): "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what
-    decides naloxone and the pain plan. A statement about an age the patient has not reached
-    ("quit smoking at age 16" at 15) is the template's, not the patient's: left out."""
-    facts = listed(state, "social")
+    """One short line of the coded social findings that bear on discharge planning (the table's
+    ``at_discharge_keywords``: housing, transport, safety, isolation…; never education or a
+    criminal record); then what the notes' Social History says of substance use, quoted, each
+    statement once (templated notes repeat it): "Dependent drug abuse" is coded, "a documented
+    history of opioid addiction" is what decides naloxone and the pain plan. A statement about
+    an age the patient has not reached ("quit smoking at age 16" at 15) is the template's, not
+    the patient's: left out."""
+    relevant = social_table.extra["at_discharge_keywords"]
+    facts = [
+        f
+        for f in listed(state, "social")
+        if any(word in attributes_as(f, DiagnosisAttributes).display.lower() for word in relevant)
+    ]
     aged = state.patient_age()
     age = aged[1] if aged else None
     sentences = []
