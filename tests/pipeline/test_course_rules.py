@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.clinical.tables import table
+from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -278,6 +279,15 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
     assert all(s.verdict == "supported" for s in summary.sentences())
 
 
+def drafted_from(record: dict) -> Summary:
+    """The evidence-only draft of a hand-built record, with no salience model."""
+    return summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
+        salience=lambda text: ([], []),
+        settings=PipelineSettings(),
+    )
+
+
 def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_not_documented() -> (
     None
 ):
@@ -305,11 +315,7 @@ def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_no
         plan("addiction", "abuse", "Drug addiction therapy plan"),
         plan("knee-care", "knee", "Musculoskeletal care plan"),
     )
-    summary = summarize_evidence(
-        evidence_from_fhir(record, settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+    summary = drafted_from(record)
     assert [s.text for s in summary.section("follow_up").sentences] == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan, for "
         "Dependent drug abuse; activities: Counselling.",
@@ -339,11 +345,7 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
         "long-ago", "2019-12-01T20:00:00+00:00", "2019-12-01T23:00:00+00:00", "EMER"
     )
     record = fx.stay(overdose, long_ago, plan("recent", "overdose"), plan("old", "long-ago"))
-    summary = summarize_evidence(
-        evidence_from_fhir(record, settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+    summary = drafted_from(record)
     assert [s.text for s in summary.section("follow_up").sentences] == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan; "
         "activities: Counselling.",
@@ -362,30 +364,26 @@ def test_a_plan_for_the_episodes_reason_in_effect_at_discharge_is_the_follow_up(
     ) | {"reasonCode": [{"coding": [{"code": "444470001"}]}]}
     nursing = fx.encounter() | {"reasonCode": [{"text": "Patient transfer to skilled nursing"}]}
 
-    def plan(plan_id: str, end: str) -> dict:
-        return fx.care_plan(
-            plan_id,
-            "Physiotherapy care plan",
-            encounter_id=None,
-            activity="Stretching exercises",
-            period={"start": "2024-02-18T10:00:00+00:00", "end": end},
-            addresses=[{"reference": "Condition/acl"}],
-            status="completed",
-        )
+    physio = fx.care_plan(
+        "physio",
+        "Physiotherapy care plan",
+        encounter_id=None,
+        activity="Stretching exercises",
+        period={"start": "2024-02-18T10:00:00+00:00", "end": "2024-05-01T10:00:00+00:00"},
+        addresses=[{"reference": "Condition/acl"}],
+        status="completed",
+    )
+    ended = physio | {"id": "ended", "period": {"start": "2024-02-18", "end": "2024-02-20"}}
 
     record = fx.bundle(
         fx.patient(),
         nursing,
         operation,
         injury,
-        plan("physio", "2024-05-01T10:00:00+00:00"),
-        plan("ended", "2024-02-20T10:00:00+00:00"),
+        physio,
+        ended,
     )
-    summary = summarize_evidence(
-        evidence_from_fhir(record, settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+    summary = drafted_from(record)
     assert [s.text for s in summary.section("follow_up").sentences] == [
         "Care plan (active, since 2024-02-18, before this stay): Physiotherapy care plan, for "
         "Injury of anterior cruciate ligament; activities: Stretching exercises.",
