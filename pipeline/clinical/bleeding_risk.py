@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
@@ -77,11 +78,25 @@ def _since(diagnosis: DiagnosisAttributes) -> str:
     return f" (since {diagnosis.onset.date().isoformat()})" if diagnosis.onset else ""
 
 
+def _recent(diagnosis: DiagnosisAttributes, admitted: datetime | None, days: int | None) -> bool:
+    """Whether a condition began within ``days`` before admission (always, with no limit)."""
+    if days is None:
+        return True
+    onset = diagnosis.onset
+    return onset is not None and admitted is not None and admitted - onset <= timedelta(days=days)
+
+
 def _conditions(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> None:
     diagnoses = _diagnoses(state)
+    stay = state.stay()
+    admitted = stay.start if stay else None
     for major, key in ((True, "major_conditions"), (False, "minor_conditions")):
         for name, rule in hbr.extra[key].items():
-            found = [(f, d) for f, d in diagnoses if names_it(d.display, rule)]
+            found = [
+                (f, d)
+                for f, d in diagnoses
+                if names_it(d.display, rule) and _recent(d, admitted, rule.get("within_days"))
+            ]
             if found:
                 fact, diagnosis = found[0]
                 said = f"{name}: {plain_term(diagnosis.display)}{_since(diagnosis)}"

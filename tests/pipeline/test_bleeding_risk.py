@@ -34,16 +34,26 @@ def haemoglobin(value: float) -> dict[str, Any]:
 
 
 def test_an_active_cancer_is_a_major_criterion_and_makes_the_line_alone() -> None:
+    """ARC-HBR's active malignancy: diagnosed within the 12 months before admission."""
     cancer = fx.condition(
-        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="1978-08-26"
+        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="2023-08-26"
     )
     assert high_bleeding_risk(cancer, *DUAL) == [
         "High bleeding risk (ARC-HBR) on two antiplatelets at discharge, aspirin 81 MG Oral "
         "Tablet; clopidogrel 75 MG Oral Tablet: major: active malignancy: Malignant neoplasm of "
-        "breast (since 1978-08-26): confirm the combination and set its duration"
+        "breast (since 2023-08-26): confirm the combination and set its duration"
     ]
     # One antiplatelet alone is no dual therapy to shorten.
     assert high_bleeding_risk(cancer, DUAL[0]) == []
+
+
+def test_a_cancer_coded_decades_ago_and_still_active_is_no_active_malignancy() -> None:
+    """A 1978 breast cancer still "active" in the record, with no sign of treatment, is not
+    ARC-HBR's active malignancy (a reader named the 1995 line's major criterion unshown)."""
+    cancer = fx.condition(
+        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="1978-08-26"
+    )
+    assert high_bleeding_risk(cancer, *DUAL) == []
 
 
 def test_a_cancer_in_the_past_is_no_criterion() -> None:
