@@ -19,6 +19,7 @@ from fhir_mapping.mapped import Mapped
 from fhir_mapping.medication_statements import map_medication_statements
 from fhir_mapping.medications import map_medications
 from fhir_mapping.organ_history import map_organ_history
+from fhir_mapping.prescriptions import map_prescriptions
 from fhir_mapping.resources import EvidenceInputError, ResourceIndex, index_resources
 from fhir_mapping.results import map_results, observation_categories, observation_effective
 from fhir_mapping.scope import Scope, choose_scope
@@ -35,6 +36,7 @@ MAPPERS = (
     map_care,
     map_devices,
     map_organ_history,
+    map_prescriptions,
 )
 
 

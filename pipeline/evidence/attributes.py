@@ -249,6 +249,21 @@ class DeviceAttributes(StrictModel):
     status: str | None = None
 
 
+class PrescriptionAttributes(StrictModel):
+    """A prescription of the months before the episode that has ended (completed or stopped):
+    never a current medication, but the record's last word on how a home drug was taken, for a
+    drug the notes list with no order (the best possible medication history)."""
+
+    category: Literal["prescription"] = "prescription"
+    name: str
+    dose: str | None = None
+    frequency: str | None = None
+    as_needed: bool | None = None
+    dosage_text: str | None = None
+    authored_on: datetime | None = None
+    status: str
+
+
 class OrganHistoryAttributes(StrictModel):
     """What the earlier record says of an organ the stay transplants or awaits a graft for (the
     transplant's indication): an earlier encounter's reason ("Chronic kidney disease stage 4",
@@ -275,6 +290,7 @@ FactAttributes = Annotated[
     | AdministrationAttributes
     | ImagingAttributes
     | DeviceAttributes
-    | OrganHistoryAttributes,
+    | OrganHistoryAttributes
+    | PrescriptionAttributes,
     Field(discriminator="category"),
 ]

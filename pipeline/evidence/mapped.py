@@ -28,6 +28,10 @@ RECENT_ACUTE_CARE_DAYS = 30
 # Days before admission within which a laboratory result the stay never repeated is still the
 # patient's current value (a potassium of 5.1 the week before a stay with no laboratory work).
 RECENT_RESULTS_DAYS = 14
+# Days before the episode within which an ended prescription is the record's last word on how a
+# home drug was taken (no wider than the pull's default look-back, so that a stay-bounded pull
+# reads every one of them).
+PRESCRIPTION_HISTORY_DAYS = 365
 # Measures that stay the patient's current value until they are measured again, whatever their
 # age: the left ventricular ejection fraction is what classifies heart failure (reduced, mildly
 # reduced, preserved; ACC/AHA/HFSA 2022, section 3) and decides its drugs, and an echocardiogram

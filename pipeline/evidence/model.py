@@ -33,6 +33,7 @@ from pipeline.evidence.attributes import (
     PatientInfoAttributes,
     PendingResultAttributes,
     PersonName,
+    PrescriptionAttributes,
     ProcedureAttributes,
     ResultFlag,
 )
@@ -76,6 +77,7 @@ FactCategory = Literal[
     "condition_statement",
     "social_statement",
     "organ_history",
+    "prescription",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
@@ -282,6 +284,7 @@ __all__ = [
     "PatientInfoAttributes",
     "PendingResultAttributes",
     "PersonName",
+    "PrescriptionAttributes",
     "ProcedureAttributes",
     "RejectedFact",
     "ResultFlag",

@@ -275,3 +275,38 @@ def test_strengths_are_read_as_amounts_with_units() -> None:
     }
     assert strengths("Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray") == {(0.4, "mg")}
     assert strengths("Aspirin Oral Tablet") == frozenset()
+
+
+def test_a_home_drug_with_no_order_says_how_it_was_last_prescribed() -> None:
+    """The H&P lists lisinopril 10 mg with no dose and no order carries it: its latest ended
+    prescription of the year before says how it was taken, on its line and cited. An older one
+    of the same drug, one that never said a dose, and one from beyond the year are not used."""
+
+    def ended(request_id: str, authored: str, **dosage: object) -> dict:
+        name = "Lisinopril 10 MG Oral Tablet"
+        return fx.medication_request(
+            request_id,
+            name,
+            status="completed",
+            authored=authored,
+            **dosage,  # type: ignore[arg-type]
+        )
+
+    spring = ended("spring", "2023-10-01", dose="1 tablet", frequency=(1, 1, "d"))
+    older = ended("older", "2023-05-01", dose="2 tablet", frequency=(1, 1, "d"))
+    bare = ended("bare", "2024-01-15")
+    state, sections = drafted(HP_LISTING_LISINOPRIL, spring, older, bare)
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
+        "oral tablet (last prescribed 2023-10-01: 1 tablet once daily); aspirin 81 mg oral "
+        "tablet." in sections["medications"]
+    )
+    (last,) = state.facts["prescription"]
+    assert last.sources[0].resource == "MedicationRequest/spring"
+    long_ago = ended("long-ago", "2021-01-01", dose="1 tablet", frequency=(1, 1, "d"))
+    state, sections = drafted(HP_LISTING_LISINOPRIL, long_ago)
+    assert state.facts["prescription"] == []
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
+        "oral tablet; aspirin 81 mg oral tablet." in sections["medications"]
+    )

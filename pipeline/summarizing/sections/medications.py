@@ -6,6 +6,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import lists_none
 from pipeline.evidence.model import (
     AllergyAttributes,
@@ -13,6 +14,7 @@ from pipeline.evidence.model import (
     Fact,
     MedicationChange,
     NarrativeAttributes,
+    PrescriptionAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
@@ -164,11 +166,38 @@ def _listed_lines(
         cited = [*(f.id for f in orders), *dict.fromkeys(c.noted for c in left_off if c.noted)]
         sentences.append(cited_sentence("medications", text, cited))
     sentences += _prescribed_not_ordered(state, render)
-    for kind, macro in (("held_or_stopped", render.held_or_stopped), ("in_place", render.in_place)):
-        listed = [c for c in changes if c.kind == kind]
-        if listed:
-            sentences.append(cited_sentence("medications", macro(listed), _cited(listed)))
+    sentences += _held_or_stopped(state, render)
+    in_place = [c for c in changes if c.kind == "in_place"]
+    if in_place:
+        sentences.append(cited_sentence("medications", render.in_place(in_place), _cited(in_place)))
     return sentences
+
+
+def _held_or_stopped(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The home drugs no discharge order carries, on one line, each with how it was last
+    prescribed where an ended prescription of the year before says so (the note lists
+    "oxycodone 10 mg" with no dose; the order of the spring said 1 tablet 4 times a day)."""
+    listed = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
+    if not listed:
+        return []
+    last = [_last_prescribed(state, change.name) for change in listed]
+    pairs = [(c, f.attributes if f else None) for c, f in zip(listed, last, strict=True)]
+    text = render.held_or_stopped(pairs)
+    cited = _cited(listed) + [f.id for f in last if f is not None]
+    return [cited_sentence("medications", text, cited)]
+
+
+def _last_prescribed(state: EvidenceState, name: str) -> Fact | None:
+    """The latest ended prescription of the same drug (every ingredient the same)."""
+    wanted = set(ingredients(name))
+    same = [
+        f
+        for f in state.facts["prescription"]
+        if set(ingredients(attributes_as(f, PrescriptionAttributes).name)) == wanted
+    ]
+    return max(
+        same, key=lambda f: str(attributes_as(f, PrescriptionAttributes).authored_on), default=None
+    )
 
 
 def _cited(changes: list[MedicationChange]) -> list[str]:
