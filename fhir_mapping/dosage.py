@@ -97,6 +97,22 @@ def _dose(dosage: Dosage, name: str) -> str | None:
     return None
 
 
+_DAYS_PER_UNIT = {"min": 1 / 1440, "h": 1 / 24, "d": 1.0, "wk": 7.0, "mo": 30.0, "a": 365.0}
+
+
+def units_per_day(dosage: Dosage | None) -> float | None:
+    """The dose units a day the instruction gives (2 tablets 3 times a day: 6), computed from
+    the dose quantity and the timing's frequency and period; None where either is missing."""
+    if dosage is None or dosage.timing is None or dosage.timing.repeat is None:
+        return None
+    repeat = dosage.timing.repeat
+    days = _DAYS_PER_UNIT.get(repeat.periodUnit or "")
+    quantities = [d.doseQuantity for d in dosage.doseAndRate or [] if d.doseQuantity is not None]
+    if not (repeat.frequency and repeat.period and days and quantities and quantities[0].value):
+        return None
+    return float(quantities[0].value) * repeat.frequency / (float(repeat.period) * days)
+
+
 def dosage_attributes(dosage: Dosage | None, name: str) -> dict[str, Any]:
     """What a Dosage (an order's instruction, a statement's) and the drug's name say of how it
     is taken: strength, dose, frequency, route (the dose form's when no route is given), as
@@ -115,4 +131,5 @@ def dosage_attributes(dosage: Dosage | None, name: str) -> dict[str, Any]:
         "as_needed_for": concept_text(dosage.asNeededCodeableConcept) if dosage else None,
         "duration": _duration(dosage) if dosage else None,
         "dosage_text": dosage.text if dosage else None,
+        "units_per_day": units_per_day(dosage),
     }

@@ -59,6 +59,7 @@ def map_prescriptions(scope: Scope) -> Mapped:
             frequency=how["frequency"],
             as_needed=how["as_needed"],
             dosage_text=how["dosage_text"],
+            units_per_day=how["units_per_day"],
             authored_on=authored,
             status=request.status,
         )

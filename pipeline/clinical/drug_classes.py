@@ -17,6 +17,7 @@ from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
+from pipeline.clinical.opioid_dose import opioid_dose_flags
 from pipeline.clinical.regimen_risks import regimen_risk_flags
 from pipeline.clinical.strengths import strength_discrepancy_flags
 from pipeline.clinical.tables import CodeTable, table
@@ -214,6 +215,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
         *(f for f in state.facts.get("medication", []) if f.id in prescribed - discharge_ids),
     ]
     flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
+    flags += opioid_dose_flags(state, discharge, table("opioid_mme", settings))
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)

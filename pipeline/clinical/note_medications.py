@@ -17,7 +17,13 @@ from typing import Literal
 
 from pipeline.clinical.medications import drug_key
 from pipeline.clinical.medications import ingredients as all_ingredients
-from pipeline.evidence.model import Fact, NarrativeAttributes
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    NarrativeAttributes,
+    PrescriptionAttributes,
+    attributes_as,
+)
 
 _NONE_LISTED = re.compile(r"\bno (active |current |home )?medications\b|^none\b", re.IGNORECASE)
 # Words of a drug name that say nothing about its ingredient.
@@ -75,3 +81,17 @@ def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> l
             if words and words not in found:
                 found[words] = NotedDrug(text=item, words=words, line=fact)
     return list(found.values())
+
+
+def last_prescribed(state: EvidenceState, name: str) -> Fact | None:
+    """The latest ended prescription of the same drug (every ingredient the same): how a home
+    drug with no order was last taken (``fhir_mapping.prescriptions``)."""
+    wanted = set(all_ingredients(name))
+    same = [
+        f
+        for f in state.facts["prescription"]
+        if set(all_ingredients(attributes_as(f, PrescriptionAttributes).name)) == wanted
+    ]
+    return max(
+        same, key=lambda f: str(attributes_as(f, PrescriptionAttributes).authored_on), default=None
+    )

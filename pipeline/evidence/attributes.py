@@ -49,6 +49,8 @@ class MedicationAttributes(StrictModel):
     as_needed_for: str | None = None
     duration: str | None = None
     dosage_text: str | None = None
+    # The dose units a day the instruction gives (tablets, patches), computed in code.
+    units_per_day: float | None = None
     status: str
     intent: str | None = None
     request_category: str | None = None
@@ -260,6 +262,7 @@ class PrescriptionAttributes(StrictModel):
     frequency: str | None = None
     as_needed: bool | None = None
     dosage_text: str | None = None
+    units_per_day: float | None = None
     authored_on: datetime | None = None
     status: str
 

@@ -6,15 +6,13 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from pipeline.clinical.medications import ingredients
-from pipeline.clinical.note_medications import lists_none
+from pipeline.clinical.note_medications import last_prescribed, lists_none
 from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
     Fact,
     MedicationChange,
     NarrativeAttributes,
-    PrescriptionAttributes,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
@@ -180,24 +178,11 @@ def _held_or_stopped(state: EvidenceState, render: Any) -> list[Sentence]:
     listed = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
     if not listed:
         return []
-    last = [_last_prescribed(state, change.name) for change in listed]
+    last = [last_prescribed(state, change.name) for change in listed]
     pairs = [(c, f.attributes if f else None) for c, f in zip(listed, last, strict=True)]
     text = render.held_or_stopped(pairs)
     cited = _cited(listed) + [f.id for f in last if f is not None]
     return [cited_sentence("medications", text, cited)]
-
-
-def _last_prescribed(state: EvidenceState, name: str) -> Fact | None:
-    """The latest ended prescription of the same drug (every ingredient the same)."""
-    wanted = set(ingredients(name))
-    same = [
-        f
-        for f in state.facts["prescription"]
-        if set(ingredients(attributes_as(f, PrescriptionAttributes).name)) == wanted
-    ]
-    return max(
-        same, key=lambda f: str(attributes_as(f, PrescriptionAttributes).authored_on), default=None
-    )
 
 
 def _cited(changes: list[MedicationChange]) -> list[str]:

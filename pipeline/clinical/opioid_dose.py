@@ -1,0 +1,90 @@
+"""The day's opioid dose going home, in morphine milligram equivalents (MME), and naloxone.
+
+CDC's 2022 opioid guideline (recommendation 8) offers naloxone to a patient at increased risk of
+overdose, dosages of 50 MME a day or more among them; its table converts each opioid to MME
+(``opioid_mme``). Each opioid going home, to confirm, or at home with no discharge order is
+counted: its strength times the dose units a day of its order, or, for a home drug with no order,
+of its last ended prescription (``fhir_mapping.prescriptions``); a fentanyl patch by its
+micrograms an hour. A dose the record does not give is named, and the total is then a lower
+bound. At or above the line, with no rescue drug going home, one Needs review line names the
+drugs: computed in code, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pipeline.clinical.note_medications import last_prescribed
+from pipeline.clinical.risk_flags import having, risk_flag, words
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    MedicationAttributes,
+    PrescriptionAttributes,
+    ReviewFlag,
+    attributes_as,
+)
+
+_MG = re.compile(r"(\d+(?:\.\d+)?)\s*mg\b(?!\s*/\s*(?:ml|hr|h)\b)", re.IGNORECASE)
+_MG_PER_HOUR = re.compile(r"(\d+(?:\.\d+)?)\s*mg\s*/\s*hr?\b", re.IGNORECASE)
+
+
+def _part_with(name: str, ingredient: str) -> str:
+    """The part of a combination's name that holds ``ingredient`` ("acetaminophen 325 MG /
+    oxycodone 10 MG": "oxycodone 10 MG")."""
+    parts = re.split(r"\s/\s", re.sub(r"\[[^\]]*\]", " ", name))
+    return next((p for p in parts if ingredient in words(p)), name)
+
+
+def _daily_mme(name: str, units: float | None, mme: CodeTable) -> tuple[str, float] | None:
+    """The opioid a drug holds and its MME a day; None when it holds none. The amount is 0.0
+    when the record gives no dose to count."""
+    if "fentanyl" in words(name) and (patch := _MG_PER_HOUR.search(name)):
+        return "fentanyl", float(patch.group(1)) * 1000 * mme.extra["transdermal_fentanyl_factor"]
+    for ingredient, factor in mme.extra["factors"].items():
+        if ingredient in words(name):
+            strength = _MG.search(_part_with(name, ingredient))
+            if strength is None or units is None:
+                return ingredient, 0.0
+            return ingredient, float(strength.group(1)) * units * factor
+    return None
+
+
+def _counted(state: EvidenceState, drug: Fact, mme: CodeTable) -> tuple[float, list[Fact]]:
+    """One drug's MME a day (0.0 when the record gives no dose), and the facts it rests on."""
+    medication = attributes_as(drug, MedicationAttributes)
+    units, cited = medication.units_per_day, [drug]
+    if units is None and (last := last_prescribed(state, medication.name)) is not None:
+        units, cited = attributes_as(last, PrescriptionAttributes).units_per_day, [drug, last]
+    found = _daily_mme(medication.name, units, mme)
+    return (found[1] if found else 0.0), cited
+
+
+def opioid_dose_flags(
+    state: EvidenceState, going_home: Sequence[Fact], mme: CodeTable
+) -> list[ReviewFlag]:
+    """One line when the opioids' day total reaches the table's line with no rescue drug. The
+    total is computed here and compared, but not printed: every number of a line is checked
+    against its cited facts (MA-RAG), and a sum of converted doses is no fact of the record;
+    the line names the drugs, whose doses their own lines give."""
+    opioids = [
+        f
+        for f in going_home
+        if _daily_mme(attributes_as(f, MedicationAttributes).name, None, mme) is not None
+    ]
+    if not opioids or having(going_home, mme.extra["rescue"]):
+        return []
+    counted = [_counted(state, f, mme) for f in opioids]
+    if sum(amount for amount, _ in counted) < mme.extra["naloxone_from_mme"]:
+        return []
+    # Worded with no drug, year or number the cited facts do not hold: the checker reads every
+    # line against them.
+    reason = (
+        "Opioids going home or at home at or above the day's dose from which the CDC opioid "
+        "guideline offers an overdose rescue drug, counted from their orders or last "
+        f"prescriptions: {'; '.join(attributes_as(f, MedicationAttributes).name for f in opioids)}"
+        "; none going home: confirm the doses and the rescue drug, or say why not"
+    )
+    return [risk_flag("opioid-mme", reason, [f for _, facts in counted for f in facts])]

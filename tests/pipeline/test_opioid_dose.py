@@ -1,0 +1,83 @@
+"""The day's opioid dose in morphine equivalents (CDC 2022 table), on hand-built records: the
+rescue drug is asked for from the table's line, counted from each order's dose and frequency,
+or, for a home drug with no order, from its last prescription; never below the line, never
+when a rescue drug goes home."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fhir.resources.R4B.dosage import Dosage
+
+from fhir_mapping.dosage import units_per_day
+from pipeline.evidence.model import EvidenceState
+from pipeline.settings import PipelineSettings
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+OPIOID_LINE = "the day's dose from which the CDC opioid guideline offers an overdose rescue drug"
+
+
+def going_home(request_id: str, name: str, per_day: int = 1) -> dict[str, Any]:
+    return fx.medication_request(
+        request_id, name, encounter_id=fx.ENCOUNTER_ID, dose="1 tablet", frequency=(per_day, 1, "d")
+    )
+
+
+def asked(*resources: dict[str, Any]) -> list[str]:
+    state: EvidenceState = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    return [f.reason for f in state.flags_for_review if OPIOID_LINE in f.reason]
+
+
+def test_the_units_a_day_are_the_dose_times_the_frequency_over_the_period() -> None:
+    twice_a_day = {"doseAndRate": [{"doseQuantity": {"value": 2}}]} | {
+        "timing": {"repeat": {"frequency": 2, "period": 1, "periodUnit": "d"}}
+    }
+    every_four_hours = {"doseAndRate": [{"doseQuantity": {"value": 1}}]} | {
+        "timing": {"repeat": {"frequency": 1, "period": 4, "periodUnit": "h"}}
+    }
+    assert units_per_day(Dosage.model_validate(twice_a_day)) == 4
+    assert units_per_day(Dosage.model_validate(every_four_hours)) == 6
+    assert units_per_day(Dosage.model_validate({"text": "as directed"})) is None
+
+
+def test_oxycodone_four_times_a_day_reaches_the_line_and_asks_for_the_rescue_drug() -> None:
+    """10 mg four times a day: 40 mg, 60 MME (factor 1.5), at or above 50."""
+    oxycodone = going_home("oxy", "oxycodone hydrochloride 10 MG Oral Tablet", per_day=4)
+    (line,) = asked(oxycodone)
+    assert line.endswith(
+        "counted from their orders or last prescriptions: oxycodone hydrochloride 10 MG Oral "
+        "Tablet; none going home: confirm the doses and the rescue drug, or say why not"
+    )
+    assert asked(going_home("low", "oxycodone hydrochloride 5 MG Oral Tablet")) == []
+    naloxone = going_home("nlx", "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray")
+    assert asked(oxycodone, naloxone) == []
+
+
+def test_a_combination_counts_its_opioid_and_a_patch_its_micrograms_an_hour() -> None:
+    """Acetaminophen 325 mg / oxycodone 5 mg twice a day is 15 MME: below the line; a 25
+    microgram-an-hour fentanyl patch is 60 MME whatever the days between patches."""
+    combination = going_home(
+        "perc", "acetaminophen 325 MG / oxycodone hydrochloride 5 MG Oral Tablet", per_day=2
+    )
+    assert asked(combination) == []
+    patch = going_home("patch", "72 HR fentanyl 0.025 MG/HR Transdermal System")
+    assert len(asked(patch)) == 1
+
+
+def test_a_home_drug_with_no_order_is_counted_from_its_last_prescription() -> None:
+    """The H&P lists oxycodone 10 mg with no order; the prescription of the autumn said one
+    tablet four times a day: 60 MME, asked. With no prescription, no dose: nothing to count."""
+    hp = fx.document_reference(
+        "hp", fx.attachment("# Medications\noxycodone hydrochloride 10 mg oral tablet\n")
+    )
+    autumn = fx.medication_request(
+        "autumn",
+        "oxycodone hydrochloride 10 MG Oral Tablet",
+        status="completed",
+        authored="2023-10-01",
+        dose="1 tablet",
+        frequency=(4, 1, "d"),
+    )
+    assert len(asked(hp, autumn)) == 1
+    assert asked(hp) == []
