@@ -1,5 +1,5 @@
-"""What every evidence model shares: strict models (unknown fields refused), codings, and ids
-derived from content."""
+"""What every evidence model shares: strict models (unknown fields refused), codings, the fact
+categories, and ids derived from content."""
 
 from __future__ import annotations
 
@@ -9,6 +9,29 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 MedicationPhase = Literal["admission", "inpatient", "discharge", "unknown"]
+# What a fact is about; each attributes model names its own (``pipeline.evidence.attributes``).
+FactCategory = Literal[
+    "diagnosis",
+    "medication",
+    "allergy",
+    "procedure",
+    "lab_result",
+    "pending_result",
+    "follow_up",
+    "course",
+    "patient_info",
+    "encounter",
+    "care_plan",
+    "administration",
+    "imaging",
+    "device",
+    "medication_list",
+    "condition_statement",
+    "social_statement",
+    "organ_history",
+    "prescription",
+]
+FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
 
 def stable_id(prefix: str, *parts: object) -> str:

@@ -37,7 +37,14 @@ from pipeline.evidence.attributes import (
     ProcedureAttributes,
     ResultFlag,
 )
-from pipeline.evidence.base import Coding, MedicationPhase, StrictModel, stable_id
+from pipeline.evidence.base import (
+    FACT_CATEGORIES,
+    Coding,
+    FactCategory,
+    MedicationPhase,
+    StrictModel,
+    stable_id,
+)
 from pipeline.evidence.review_flags import (
     Conflict,
     ConflictKind,
@@ -57,29 +64,6 @@ from pipeline.evidence.sources import (
     SourceRef,
     WordBox,
 )
-
-FactCategory = Literal[
-    "diagnosis",
-    "medication",
-    "allergy",
-    "procedure",
-    "lab_result",
-    "pending_result",
-    "follow_up",
-    "course",
-    "patient_info",
-    "encounter",
-    "care_plan",
-    "administration",
-    "imaging",
-    "device",
-    "medication_list",
-    "condition_statement",
-    "social_statement",
-    "organ_history",
-    "prescription",
-]
-FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 
 
 def no_facts() -> dict[FactCategory, list[Fact]]:
