@@ -11,7 +11,7 @@ not from the rule that is meant to prevent it, so a rule that regresses shows he
   current MedicationStatement, or a drug a note's "Medications" list names, that no line of the
   medication section names;
 - prescribed "not continued": a drug a note of the stay lists as prescribed that a "not
-  continued at discharge" line names;
+  continued at discharge" line names and no line going home (CONTINUED, NEW, CHANGED) does;
 - false absent: a flag calling a drug "absent from the orders" while an order of it exists;
 - missing index procedure: a significant procedure of the episode (not routine or
   administrative care, ``routine_procedures``) that no sentence names;
@@ -75,6 +75,7 @@ def _lines(summary: Summary, key: str) -> list[str]:
 
 
 HOME_LIST = re.compile(r"^#+ *Medications *\n(.*?)(?=^#|\Z)", re.MULTILINE | re.DOTALL)
+GOING_HOME = re.compile(r"(?:CONTINUED|NEW|CHANGED)\b")
 PRESCRIBED_LIST = re.compile(
     r"prescribed the following medications:\n(.*?)(?=^\S*The patient was|^#|\Z)",
     re.MULTILINE | re.DOTALL,
@@ -164,8 +165,12 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
             main_ingredient(name) in line.lower() for line in medications
         )
     not_continued = " ".join(line for line in medications if "not continued" in line).lower()
+    # A drug going home in one form is continued, whatever other form of it the stay gave and
+    # stopped (the injections of a stay beside the tablets continued).
+    going = " ".join(line for line in medications if GOING_HOME.match(line)).lower()
     counts["prescribed not continued"] = sum(
-        main_ingredient(name) in not_continued for name in _listed(state, PRESCRIBED_LIST)
+        main_ingredient(name) in not_continued and main_ingredient(name) not in going
+        for name in _listed(state, PRESCRIBED_LIST)
     )
     ordered = {
         main_ingredient(m.name) for m in meds.values() if isinstance(m, MedicationAttributes)
