@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
@@ -30,6 +31,7 @@ from pipeline.evidence.model import (
     Fact,
     ProcedureAttributes,
     ReviewFlag,
+    attributes_as,
 )
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
@@ -139,6 +141,7 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
                 "status_post_on": done.attributes.performed_start,
             }
         listed.append(fact.model_copy(update={"attributes": diagnosis.model_copy(update=update)}))
+    listed = _superseded(listed, table("superseded_problems", settings))
     about = _what_the_stay_is_about(state, listed)
     for fact in listed:
         diagnosis = fact.attributes
@@ -172,3 +175,49 @@ def _what_the_stay_is_about(state: EvidenceState, diagnoses: list[Fact]) -> set[
         and f.attributes.listing in {"principal", "episode"}
     ]
     return {word for term in terms for word in topic_stems(term)}
+
+
+def _superseded(diagnoses: list[Fact], superseding: CodeTable) -> list[Fact]:
+    """Active problems a later one of the same patient supersedes (``superseded_problems``:
+    prediabetes by diabetes, a kidney disease stage by a later stage), listed as such and no
+    longer as active problems."""
+    active = [
+        d
+        for f in diagnoses
+        if isinstance(d := f.attributes, DiagnosisAttributes)
+        if d.listing == "active"
+    ]
+    return [
+        _listed_as(f, "superseded")
+        if isinstance(f.attributes, DiagnosisAttributes)
+        and f.attributes.listing == "active"
+        and any(
+            _supersedes(later, f.attributes, rule)
+            for rule in superseding.extra["rules"]
+            for later in active
+        )
+        else f
+        for f in diagnoses
+    ]
+
+
+def _supersedes(
+    later: DiagnosisAttributes, earlier: DiagnosisAttributes, rule: dict[str, Any]
+) -> bool:
+    """Whether ``later`` supersedes ``earlier`` by ``rule``: each named as the rule says, the
+    later begun the same day or after."""
+
+    def named(d: DiagnosisAttributes, words: list[str]) -> bool:
+        return any(word in plain_term(d.display).lower() for word in words)
+
+    return (
+        later is not earlier
+        and named(earlier, rule["problem"])
+        and named(later, rule["superseded_by"])
+        and (earlier.onset is None or (later.onset is not None and later.onset >= earlier.onset))
+    )
+
+
+def _listed_as(fact: Fact, listing: DiagnosisListing) -> Fact:
+    diagnosis = attributes_as(fact, DiagnosisAttributes)
+    return fact.model_copy(update={"attributes": diagnosis.model_copy(update={"listing": listing})})

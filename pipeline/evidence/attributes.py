@@ -11,7 +11,7 @@ from pydantic import Field
 
 from pipeline.evidence.base import Coding, MedicationPhase, StrictModel
 
-DiagnosisListing = Literal["principal", "episode", "active", "social", "stale"]
+DiagnosisListing = Literal["principal", "episode", "active", "social", "stale", "superseded"]
 
 
 class DiagnosisAttributes(StrictModel):

@@ -279,3 +279,37 @@ def test_a_history_of_condition_is_never_the_principal_diagnosis() -> None:
     }
     assert listings["Acute appendicitis (disorder)"] == "principal"
     assert listings["History of appendectomy (situation)"] == "episode"
+
+
+def test_a_problem_a_later_one_supersedes_is_no_active_problem() -> None:
+    """Prediabetes beside type 2 diabetes begun later, and kidney disease stage 1 beside stage
+    2: the earlier is superseded (ADA; KDIGO's one stage at a time) and not listed as active;
+    a stage 2 begun before the stage 1 was recorded supersedes nothing."""
+
+    def problem(key: str, name: str, onset: str) -> dict:
+        return fx.condition(key, name, encounter_id=None, onset=onset)
+
+    drafted = sections(
+        evidence_from_fhir(
+            record(
+                problem("pre", "Prediabetes (finding)", "2001-01-01"),
+                problem("dm", "Diabetes mellitus type 2 (disorder)", "2010-01-01"),
+                problem("ckd1", "Chronic kidney disease stage 1 (disorder)", "2012-01-01"),
+                problem("ckd2", "Chronic kidney disease stage 2 (disorder)", "2018-01-01"),
+            ),
+            settings=PipelineSettings(),
+        )
+    )
+    listed = " ".join(drafted["active_problems"])
+    assert "Diabetes mellitus type 2" in listed and "Chronic kidney disease stage 2" in listed
+    assert "Prediabetes" not in listed and "stage 1" not in listed
+    earlier_stage_two = sections(
+        evidence_from_fhir(
+            record(
+                problem("ckd2", "Chronic kidney disease stage 2 (disorder)", "2005-01-01"),
+                problem("ckd1", "Chronic kidney disease stage 1 (disorder)", "2012-01-01"),
+            ),
+            settings=PipelineSettings(),
+        )
+    )
+    assert "Chronic kidney disease stage 1" in " ".join(earlier_stage_two["active_problems"])
