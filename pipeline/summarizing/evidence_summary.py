@@ -66,14 +66,16 @@ _DATED_SECTIONS: dict[SectionKey, tuple[str, str]] = {
 
 
 def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
-    """ "Not documented", or that the available record holds none before a later year."""
+    """ "Not documented", or that the available record holds none before discharge. Its first
+    one's date is never said: a discharge summary states nothing dated after discharge, and
+    readers read that date as noise."""
     stay = state.stay()
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     begins = state.record_begins.get(kind)
     ended = (stay.end or stay.start) if stay is not None else None
     if begins is None or ended is None or aware(begins) <= aware(ended):
         return NOT_DOCUMENTED
-    return str(render.record_starts_later(what, begins))
+    return str(render.record_starts_later(what))
 
 
 def summarize_evidence(

@@ -475,14 +475,14 @@ def test_snomed_semantic_tags_are_not_shown_and_a_uuid_is_no_medical_record_numb
 
 
 def test_a_section_empty_because_the_record_starts_later_says_so() -> None:
-    """The record's earliest procedure is years after the stay: none recorded in the stay,
-    since the record holds none before that date, not a bare "Not documented"; an older
-    procedure makes it a plain "Not documented" again."""
+    """The record's earliest procedure is years after the stay: none recorded in the stay, nor
+    earlier in the record, not a bare "Not documented", and never the later date (nothing dated
+    after discharge); an older procedure makes it a plain "Not documented" again."""
     later = fx.procedure("later", "Appendectomy", encounter_id="other", when="2025-05-02")
     state = evidence_from_fhir(fx.stay(later), settings=PipelineSettings())
     summary = summarize_evidence(state, settings=PipelineSettings())
     assert summary.section("procedures").empty_reason == (
-        "None recorded in this stay: the available record holds no procedures before 2025-05-02."
+        "None recorded in this stay; the available record holds no procedures before discharge."
     )
     earlier = fx.procedure("earlier", "Appendectomy", encounter_id="other", when="2001-05-02")
     summary = summarize_evidence(
