@@ -498,3 +498,27 @@ def test_the_pull_asks_for_where_the_record_starts_first_page_only() -> None:
     searches = {s.resource_type: s.params for s in record_start_searches("p1")}
     assert searches["Procedure"] == {"patient": "Patient/p1", "_sort": "date", "_count": "1"}
     assert searches["Observation"]["category"] == "laboratory"
+
+
+def test_a_stay_whose_type_names_a_treatment_says_it_in_the_course() -> None:
+    """A detoxification stay: its type, a regime or therapy, is what it did, said on the
+    admission line; a type that only says an admission happened adds nothing."""
+    detox = fx.encounter() | {
+        "type": [{"text": "Drug rehabilitation and detoxification (regime/therapy)"}],
+        "reasonCode": [{"text": "Dependent drug abuse (disorder)"}],
+    }
+    summary = drafted_from(fx.bundle(fx.patient(), detox))
+    (admitted, *_) = summary.section("hospital_course").sentences
+    assert admitted.text == (
+        "Admitted on 2024-03-01 for Dependent drug abuse: drug rehabilitation and "
+        "detoxification, as the stay's type names it."
+    )
+    assert admitted.verdict == "supported"
+    plain = fx.encounter() | {
+        "type": [{"text": "Hospital admission (procedure)"}],
+        "reasonCode": [{"text": "Dependent drug abuse (disorder)"}],
+    }
+    (admitted, *_) = (
+        drafted_from(fx.bundle(fx.patient(), plain)).section("hospital_course").sentences
+    )
+    assert admitted.text == "Admitted on 2024-03-01 for Dependent drug abuse."

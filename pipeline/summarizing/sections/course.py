@@ -112,18 +112,26 @@ def structured_course_section(
     return sentences
 
 
+# An encounter type that names a treatment (SNOMED CT's "regime/therapy" tag: "Drug
+# rehabilitation and detoxification") says what the stay did; "Hospital admission (procedure)"
+# says only that it happened.
+THERAPY_TYPE = re.compile(r"\(regime/therapy\)\s*$", re.IGNORECASE)
+
+
 def _admitted(state: EvidenceState, render: Any, routine: CodeTable, stay: Fact) -> Sentence:
     """The admission and its reason. A stay coded only by status terms ("Awaiting
     transplantation of kidney") whose record implies what it did (its "History of renal
     transplant" recorded that day, no procedure) says so here, where the story starts: a course
     of "Admitted for Awaiting transplantation of kidney" and the discharge read as if nothing
-    was done."""
+    was done. A stay whose type names a treatment ("Drug rehabilitation and detoxification")
+    says it too: readers read a detoxification stay's course as naming no treatment."""
     encounter = attributes_as(stay, EncounterAttributes)
     coded_only = all(STATUS_TERM.search(plain_term(reason)) for reason in encounter.reasons)
     done = significant_procedures(state, routine)
     implied = [] if done or not coded_only else implied_treatments(state, stay)
     if not implied:
-        return cited_sentence("hospital_course", render.admitted(encounter), [stay.id])
+        therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
+        return cited_sentence("hospital_course", render.admitted(encounter, therapies), [stay.id])
     coded = [*encounter.reasons, *encounter.arranged_reasons]
     text = render.admitted_implied(encounter, coded, [(w, onset) for w, onset, _ in implied])
     return cited_sentence("hospital_course", text, [stay.id, *(f.id for *_, f in implied)])
