@@ -182,6 +182,31 @@ def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_dischar
     ]
 
 
+def test_a_discharge_set_of_the_evening_before_says_it_was_the_day_before() -> None:
+    """The stay ends 2024-03-05 12:00; the last set, 2024-03-04 at 20:00, is within its last day
+    but dated the day before: "at discharge (2024-03-04)" beside a discharge on the 5th read as
+    a contradiction, so the line says it was the day before; a set of the 5th is plainly at
+    discharge."""
+
+    def condition(*resources: dict) -> list[str]:
+        state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+        summary = summarize_evidence(
+            state, salience=lambda t: ([], []), settings=PipelineSettings()
+        )
+        return [s.text for s in summary.section("condition_at_discharge").sentences]
+
+    admission = vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00")
+    evening = vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-04T20:00:00+00:00")
+    assert condition(admission, evening) == [
+        "Vital signs at discharge (the last set, taken the day before discharge, 2024-03-04): "
+        "Heart rate 76 /min."
+    ]
+    morning = vital("hr3", "Heart rate", 72, "/min", "8867-4", "2024-03-05T08:00:00+00:00")
+    assert condition(admission, evening, morning) == [
+        "Vital signs at discharge (2024-03-05): Heart rate 72 /min."
+    ]
+
+
 def test_vital_signs_out_of_range_between_admission_and_discharge_are_shown_at_their_worst() -> (
     None
 ):

@@ -111,7 +111,8 @@ def each_procedure_once(procedures: list[Fact]) -> list[RepeatedProcedure]:
 
 
 def last_moment(taken: datetime | None, stay: Fact | None, first: datetime | None = None) -> str:
-    """ "discharge" for values taken in the last day of the stay; otherwise they are only the
+    """ "discharge" for values taken in the last day of the stay ("discharge_eve" when that was
+    the calendar day before discharge); otherwise they are only the
     latest, and a reader must see that they are older. The only set of a stay, taken nearer its
     admission than its discharge, is the admission's ("admission_only"): a pain score of 7 at
     admission is not the patient's condition on leaving a one-day stay."""
@@ -123,7 +124,9 @@ def last_moment(taken: datetime | None, stay: Fact | None, first: datetime | Non
         return "latest"
     if taken == first and since and aware(taken) - aware(since) < aware(until) - aware(taken):
         return "admission_only"
-    return "discharge"
+    # Within the last day but on the calendar day before: "at discharge (the 17th)" beside a
+    # discharge on the 18th read as a contradiction.
+    return "discharge" if aware(taken).date() >= aware(until).date() else "discharge_eve"
 
 
 def implants(state: EvidenceState, table: CodeTable) -> list[Fact]:
