@@ -24,7 +24,7 @@ from fhir_mapping.resources import as_type
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import CarePlanAttributes
 
-_ACTIVE = frozenset({"active", "on-hold", "draft"})
+ACTIVE_PLAN = frozenset({"active", "on-hold", "draft"})
 
 
 def _code_of(condition: Condition | None) -> CodeableConcept | None:
@@ -36,7 +36,7 @@ def _in_effect_at_discharge(scope: Scope, plan: CarePlan) -> bool:
     status now (a physiotherapy plan "completed" two months after the nursing stay ended was in
     effect when the patient left)."""
     end = as_datetime(plan.period.end) if plan.period else None
-    return plan.status in _ACTIVE or (end is not None and scope.after_discharge(end))
+    return plan.status in ACTIVE_PLAN or (end is not None and scope.after_discharge(end))
 
 
 def _episode_reasons(scope: Scope) -> set[str]:
@@ -115,7 +115,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                 kind="care_plan",
                 title=plan_title(plan),
                 # Read as of discharge: a plan that ended after it was active then.
-                status=plan.status if plan.status in _ACTIVE else "active",
+                status=plan.status if plan.status in ACTIVE_PLAN else "active",
                 activities=activities,
                 addresses=addresses,
                 goals=goals,

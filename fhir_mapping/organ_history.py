@@ -17,7 +17,7 @@ from datetime import datetime
 from fhir.resources.R4B.careplan import CarePlan
 from fhir.resources.R4B.encounter import Encounter
 
-from fhir_mapping.care_plans import plan_title
+from fhir_mapping.care_plans import ACTIVE_PLAN, plan_title
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.demographics import clinical_reasons
 from fhir_mapping.episode import encounter_period
@@ -27,7 +27,6 @@ from fhir_mapping.scope import Scope
 from pipeline.evidence.model import OrganHistoryAttributes
 
 _TRANSPLANT = re.compile(r"\btransplant", re.IGNORECASE)
-_ACTIVE_PLAN = frozenset({"active", "on-hold"})
 
 
 def names_transplant(reasons: Iterable[str]) -> bool:
@@ -63,7 +62,7 @@ def _active_plans(scope: Scope, mapped: Mapped) -> None:
     for item in scope.index.of_type(CarePlan):
         plan = item.model
         start = as_datetime(plan.period.start) if plan.period else None
-        if not scope.is_patient(plan.subject) or plan.status not in _ACTIVE_PLAN:
+        if not scope.is_patient(plan.subject) or plan.status not in ACTIVE_PLAN:
             continue
         if not scope.before_episode(start):
             continue

@@ -64,7 +64,7 @@ def map_prescriptions(scope: Scope) -> Mapped:
             status=request.status,
         )
         seen = latest.get(name.lower())
-        if seen is None or (seen[1].authored_on or authored) < authored:
+        if seen is None or seen[1].authored_on < authored:
             latest[name.lower()] = (item, attributes)
     for item, attributes in latest.values():
         mapped.add("prescription", item, attributes, "dosageInstruction")

@@ -59,9 +59,13 @@ class NotedDrug:
     line: Fact
 
     def matches(self, name: str) -> bool:
-        """The same drug: every ingredient of each is one of the other's (a combination is each
-        of its parts: the note's oxycodone is not the order's acetaminophen/oxycodone)."""
-        return set(all_ingredients(self.text)) == set(all_ingredients(name))
+        return same_drug(self.text, name)
+
+
+def same_drug(name: str, other: str) -> bool:
+    """The same drug: every ingredient of each is one of the other's (a combination is each of
+    its parts: the note's oxycodone is not the order's acetaminophen/oxycodone)."""
+    return set(all_ingredients(name)) == set(all_ingredients(other))
 
 
 def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> list[NotedDrug]:
@@ -86,12 +90,11 @@ def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> l
 def last_prescribed(state: EvidenceState, name: str) -> Fact | None:
     """The latest ended prescription of the same drug (every ingredient the same): how a home
     drug with no order was last taken (``fhir_mapping.prescriptions``)."""
-    wanted = set(all_ingredients(name))
     same = [
         f
         for f in state.facts["prescription"]
-        if set(all_ingredients(attributes_as(f, PrescriptionAttributes).name)) == wanted
+        if same_drug(attributes_as(f, PrescriptionAttributes).name, name)
     ]
     return max(
-        same, key=lambda f: str(attributes_as(f, PrescriptionAttributes).authored_on), default=None
+        same, key=lambda f: attributes_as(f, PrescriptionAttributes).authored_on, default=None
     )

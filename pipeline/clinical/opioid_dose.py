@@ -5,9 +5,9 @@ overdose, dosages of 50 MME a day or more among them; its table converts each op
 (``opioid_mme``). Each opioid going home, to confirm, or at home with no discharge order is
 counted: its strength times the dose units a day of its order, or, for a home drug with no order,
 of its last ended prescription (``fhir_mapping.prescriptions``); a fentanyl patch by its
-micrograms an hour. A dose the record does not give is named, and the total is then a lower
-bound. At or above the line, with no rescue drug going home, one Needs review line names the
-drugs: computed in code, never guessed.
+micrograms an hour. A dose the record does not give counts for nothing, so the total is never
+more than the record shows. At or above the line, with no rescue drug going home, one Needs
+review line names the drugs: computed in code, never guessed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pipeline.clinical.note_medications import last_prescribed
 from pipeline.clinical.risk_flags import having, risk_flag, words
+from pipeline.clinical.strengths import strength
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     EvidenceState,
@@ -27,9 +28,6 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 
-_MG = re.compile(r"(\d+(?:\.\d+)?)\s*mg\b(?!\s*/\s*(?:ml|hr|h)\b)", re.IGNORECASE)
-_MG_PER_HOUR = re.compile(r"(\d+(?:\.\d+)?)\s*mg\s*/\s*hr?\b", re.IGNORECASE)
-
 
 def _part_with(name: str, ingredient: str) -> str:
     """The part of a combination's name that holds ``ingredient`` ("acetaminophen 325 MG /
@@ -38,17 +36,28 @@ def _part_with(name: str, ingredient: str) -> str:
     return next((p for p in parts if ingredient in words(p)), name)
 
 
-def _daily_mme(name: str, units: float | None, mme: CodeTable) -> tuple[str, float] | None:
-    """The opioid a drug holds and its MME a day; None when it holds none. The amount is 0.0
-    when the record gives no dose to count."""
-    if "fentanyl" in words(name) and (patch := _MG_PER_HOUR.search(name)):
-        return "fentanyl", float(patch.group(1)) * 1000 * mme.extra["transdermal_fentanyl_factor"]
+def _amount(part: str) -> tuple[float, str] | None:
+    """The strength a part of a name states, in canonical units: (10.0, "mg"), (0.025,
+    "mg/hr")."""
+    canonical = strength(part)
+    if canonical is None:
+        return None
+    value, _, unit = canonical.partition(" ")
+    return float(value), unit
+
+
+def _daily_mme(name: str, units: float | None, mme: CodeTable) -> float | None:
+    """A drug's MME a day; None when it holds no opioid of the table, 0.0 when the record gives
+    no dose to count (its strength or its units a day)."""
+    found = _amount(name)
+    if "fentanyl" in words(name) and found is not None and found[1] == "mg/hr":
+        return found[0] * 1000 * float(mme.extra["transdermal_fentanyl_factor"])
     for ingredient, factor in mme.extra["factors"].items():
         if ingredient in words(name):
-            strength = _MG.search(_part_with(name, ingredient))
-            if strength is None or units is None:
-                return ingredient, 0.0
-            return ingredient, float(strength.group(1)) * units * factor
+            amount = _amount(_part_with(name, ingredient))
+            if amount is None or amount[1] != "mg" or units is None:
+                return 0.0
+            return amount[0] * units * float(factor)
     return None
 
 
@@ -58,8 +67,7 @@ def _counted(state: EvidenceState, drug: Fact, mme: CodeTable) -> tuple[float, l
     units, cited = medication.units_per_day, [drug]
     if units is None and (last := last_prescribed(state, medication.name)) is not None:
         units, cited = attributes_as(last, PrescriptionAttributes).units_per_day, [drug, last]
-    found = _daily_mme(medication.name, units, mme)
-    return (found[1] if found else 0.0), cited
+    return _daily_mme(medication.name, units, mme) or 0.0, cited
 
 
 def opioid_dose_flags(

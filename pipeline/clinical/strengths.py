@@ -10,8 +10,7 @@ the order, for the physician to say which strength is taken: never chosen.
 
 from __future__ import annotations
 
-import re
-
+from pipeline.clinical.medications import normalise_quantity, strength_of
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.evidence.model import (
     EvidenceState,
@@ -22,13 +21,12 @@ from pipeline.evidence.model import (
 )
 
 RAISED_BY = "reconcile"
-_STRENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(mg|mcg|g|ml|unt|units?|meq|%)(?![a-z])", re.IGNORECASE)
 
 
-def strengths(name: str) -> frozenset[tuple[float, str]]:
-    """The strengths a drug's name states, each as (amount, unit): "Simvastatin 20 MG Oral
-    Tablet" → {(20.0, "mg")}."""
-    return frozenset((float(amount), unit.lower()) for amount, unit in _STRENGTH.findall(name))
+def strength(name: str) -> str | None:
+    """The strength a drug's name states, in canonical units ("Simvastatin 20 MG Oral Tablet"
+    and "simvastatin 20 mg" both "20 mg"), for comparison only."""
+    return normalise_quantity(strength_of(name))
 
 
 def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
@@ -38,17 +36,17 @@ def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
     orders = [f for f in map(state.fact, dict.fromkeys(ids)) if f.category == "medication"]
     flags = []
     for drug in noted_drugs(state.facts.get("medication_list", []), "home"):
-        listed = strengths(drug.text)
+        listed = strength(drug.text)
         same = [f for f in orders if drug.matches(attributes_as(f, MedicationAttributes).name)]
-        stated = [f for f in same if strengths(attributes_as(f, MedicationAttributes).name)]
-        if not listed or not stated or any(_strengths_of(f) == listed for f in same):
+        stated = [f for f in same if _strength_of(f)]
+        if not listed or not stated or any(_strength_of(f) == listed for f in same):
             continue
         flags += [_flag(order, drug.text, drug.line) for order in stated]
     return flags
 
 
-def _strengths_of(fact: Fact) -> frozenset[tuple[float, str]]:
-    return strengths(attributes_as(fact, MedicationAttributes).name)
+def _strength_of(fact: Fact) -> str | None:
+    return strength(attributes_as(fact, MedicationAttributes).name)
 
 
 def _flag(order: Fact, listed: str, line: Fact) -> ReviewFlag:

@@ -263,7 +263,7 @@ class PrescriptionAttributes(StrictModel):
     as_needed: bool | None = None
     dosage_text: str | None = None
     units_per_day: float | None = None
-    authored_on: datetime | None = None
+    authored_on: datetime
     status: str
 
 

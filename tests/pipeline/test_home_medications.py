@@ -266,15 +266,17 @@ def test_an_order_at_another_strength_than_the_note_lists_is_asked_about_on_its_
     assert "strength_discrepancy" not in codes(state)
 
 
-def test_strengths_are_read_as_amounts_with_units() -> None:
-    from pipeline.clinical.strengths import strengths
+def test_strengths_are_compared_in_canonical_units() -> None:
+    """The note's "10 mg" and the order's "10 MG" are one strength, whatever the spelling; a
+    combination keeps each part's; a name that states none has none to compare."""
+    from pipeline.clinical.strengths import strength
 
-    assert strengths("hydrochlorothiazide 12.5 MG / lisinopril 20 MG Oral Tablet") == {
-        (12.5, "mg"),
-        (20.0, "mg"),
-    }
-    assert strengths("Nitroglycerin 0.4 MG/ACTUAT Mucosal Spray") == {(0.4, "mg")}
-    assert strengths("Aspirin Oral Tablet") == frozenset()
+    assert strength("Lisinopril 10 MG Oral Tablet") == strength("lisinopril 10 mg oral tablet")
+    assert strength("hydrochlorothiazide 12.5 MG / lisinopril 20 MG Oral Tablet") == (
+        "12.5 mg + 20 mg"
+    )
+    assert strength("72 HR fentanyl 0.025 MG/HR Transdermal System") == "0.025 mg/hr"
+    assert strength("Aspirin Oral Tablet") is None
 
 
 def test_a_home_drug_with_no_order_says_how_it_was_last_prescribed() -> None:
