@@ -137,21 +137,7 @@ def _principal_not_documented(
         and (f.attributes.principal or f.attributes.listing == "episode")
         and STATUS_TERM.search(plain_term(f.attributes.display))
     ]
-    # Each term once; a status recorded during the stay ("History of renal transplant", onset on
-    # day 2) is a treatment the record implies but does not document: it keeps that date.
-    said: dict[str, tuple[str, datetime | None]] = {
-        plain_term(term).lower(): (term, None) for term in [*stay.reasons, *stay.arranged_reasons]
-    }
-    for fact in coded:
-        diagnosis = attributes_as(fact, DiagnosisAttributes)
-        during = (
-            diagnosis.onset
-            if stay.start and diagnosis.onset and diagnosis.onset >= stay.start
-            else None
-        )
-        key = plain_term(diagnosis.display).lower()
-        if key not in said or during is not None:
-            said[key] = (diagnosis.display, during)
+    said = _status_terms(stay, coded)
     done = significant_procedures(state, routine)
     # A status recorded during the stay with no procedure for it is what the stay did, as the
     # record implies it: said first, before what the stay was coded as.
@@ -178,7 +164,38 @@ def _principal_not_documented(
         [(what, onset) for what, onset, _ in implied],
         [f.attributes for f in history],
     )
-    flag = SentenceFlag(
+    flag = _not_documented_flag(bool(done), bool(implied))
+    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related + history)]
+    line = cited_sentence("diagnoses", text, cited)
+    return [line.model_copy(update={"flags": [flag]})]
+
+
+def _status_terms(
+    stay: EncounterAttributes, coded: list[Fact]
+) -> dict[str, tuple[str, datetime | None]]:
+    """Each status term the stay is coded as, once, by its plain wording. A status recorded
+    during the stay ("History of renal transplant", onset on day 2) is a treatment the record
+    implies but does not document: it keeps that date."""
+    said: dict[str, tuple[str, datetime | None]] = {
+        plain_term(term).lower(): (term, None) for term in [*stay.reasons, *stay.arranged_reasons]
+    }
+    for fact in coded:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        during = (
+            diagnosis.onset
+            if stay.start and diagnosis.onset and diagnosis.onset >= stay.start
+            else None
+        )
+        key = plain_term(diagnosis.display).lower()
+        if key not in said or during is not None:
+            said[key] = (diagnosis.display, during)
+    return said
+
+
+def _not_documented_flag(done: bool, implied: bool) -> SentenceFlag:
+    """The flag on the line: no clinical diagnosis, no procedure where none was recorded, and
+    what to confirm where the record implies a treatment."""
+    return SentenceFlag(
         code="principal_not_documented",
         reason="no clinical diagnosis is recorded as the reason for this stay"
         + ("" if done else ", and no procedure of the episode is recorded")
@@ -188,9 +205,6 @@ def _principal_not_documented(
             else ""
         ),
     )
-    cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related + history)]
-    line = cited_sentence("diagnoses", text, cited)
-    return [line.model_copy(update={"flags": [flag]})]
 
 
 def _elective_admission(
