@@ -4,7 +4,8 @@ sentence labelled by a careful reader against its dialogue.
 ``--generate`` writes the set: SmolLM2-135M-Instruct's plain summary (greedy, no loop, no
 checker) of the first dialogues of the MTS-Dialog *training* split, split into sentences, into
 ``bench/data/smollm2_fabrications.jsonl`` with an empty label. Each sentence is then labelled by
-hand, with the reason: ``fabricated`` (a clinical claim the dialogue does not support),
+hand (the validation split's and ``training_more``'s by a reader who saw only the dialogue and
+the sentences), with the reason: ``fabricated`` (a clinical claim the dialogue does not support),
 ``supported`` (a clinical claim it supports) or ``no_claim`` (meta text, an echo of the
 instruction, nothing about the patient). The checker's rules were not tuned on this set.
 
@@ -16,7 +17,7 @@ unflagged, and the share the agentic loop would let into a draft at all
 Targets (#24): at least 90 % of fabrications hard, at most 10 % of supported
 sentences flagged at all, no sentence without a claim passed unflagged.
 
-Run: ``python -m bench.fabrications [--generate N]``.
+Run: ``python -m bench.fabrications [--generate N [--after M] [--out PATH]]``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ SPLITS = {
         MTS_DIALOG / "MTS-Dialog-ValidationSet.csv",
         ROOT / "bench" / "data" / "smollm2_fabrications_validation.jsonl",
     ),
+    # Training dialogues 15-44, labelled blind after the shipped verifier was trained: no
+    # training pair holds these sentences yet, nor was any rule tuned on them.
+    "training_more": (
+        MTS_DIALOG / "MTS-Dialog-TrainingSet.csv",
+        ROOT / "bench" / "data" / "smollm2_fabrications_more.jsonl",
+    ),
 }
 TRAINING, LABELLED = SPLITS["training"]
 PROMPT = "Summarize this doctor-patient conversation for the medical record, in a few sentences."
@@ -56,13 +63,16 @@ def source_prompt(dialogue: str) -> str:
     return f"{PROMPT}\n\n<data>{dialogue}</data>"
 
 
-def generate(count: int, split: str) -> None:
+def generate(count: int, split: str, after: int = 0, out: Path | None = None) -> None:
+    """SmolLM2's summaries of ``count`` dialogues of the split, the first ``after`` skipped, to
+    ``out`` (by default the split's labelled file, overwritten), each sentence unlabelled."""
     from smartapp.core.language_models import language_model
     from smartapp.core.settings import Settings
 
     source, labelled = SPLITS[split]
+    labelled = out or labelled
     with source.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))[:count]
+        rows = list(csv.DictReader(handle))[after : after + count]
     with tempfile.TemporaryDirectory() as cache:
         model = language_model(Settings(data_dir=Path(cache)), "smollm2")
         assert model is not None
@@ -117,11 +127,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generate", type=int, default=0, metavar="N")
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
+    parser.add_argument("--after", type=int, default=0, help="dialogues skipped (--generate)")
+    parser.add_argument("--out", type=Path, default=None, help="where --generate writes")
     options = parser.parse_args()
     splits = list(SPLITS) if options.split == "both" else [options.split]
     for split in splits:
         if options.generate:
-            generate(options.generate, split)
+            generate(options.generate, split, options.after, options.out)
         else:
             measure(split)
 
