@@ -63,14 +63,24 @@ def source_prompt(dialogue: str) -> str:
     return f"{PROMPT}\n\n<data>{dialogue}</data>"
 
 
+def _labelled(path: Path) -> bool:
+    """Whether ``path`` holds any labelled sentence (a reader's hours, never overwritten)."""
+    if not path.is_file():
+        return False
+    return any(json.loads(line).get("label") for line in path.read_text().splitlines() if line)
+
+
 def generate(count: int, split: str, after: int = 0, out: Path | None = None) -> None:
     """SmolLM2's summaries of ``count`` dialogues of the split, the first ``after`` skipped, to
-    ``out`` (by default the split's labelled file, overwritten), each sentence unlabelled."""
+    ``out`` (by default the split's file), each sentence unlabelled; a file that holds labels is
+    never overwritten."""
     from smartapp.core.language_models import language_model
     from smartapp.core.settings import Settings
 
     source, labelled = SPLITS[split]
     labelled = out or labelled
+    if _labelled(labelled):
+        raise SystemExit(f"{labelled} holds labelled sentences: write elsewhere with --out")
     with source.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))[after : after + count]
     with tempfile.TemporaryDirectory() as cache:
@@ -126,11 +136,13 @@ def measure(split: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generate", type=int, default=0, metavar="N")
-    parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--after", type=int, default=0, help="dialogues skipped (--generate)")
     parser.add_argument("--out", type=Path, default=None, help="where --generate writes")
     options = parser.parse_args()
-    splits = list(SPLITS) if options.split == "both" else [options.split]
+    splits = list(SPLITS) if options.split == "all" else [options.split]
+    if options.out is not None and len(splits) > 1:
+        parser.error("--out writes one split: name it with --split")
     for split in splits:
         if options.generate:
             generate(options.generate, split, options.after, options.out)
