@@ -52,9 +52,9 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("needs_review", "Needs review", "48767-8", "Annotation comment"),
     SectionSpec("stay", "Patient and stay", "46240-8", "History of Hospitalizations"),
     SectionSpec("diagnoses", "Discharge diagnoses", "11535-2", "Hospital discharge Dx"),
+    SectionSpec("procedures", "Procedures", "47519-4", "History of Procedures"),
     SectionSpec("active_problems", "Active problems", "11450-4", "Problem list - Reported"),
     SectionSpec("hospital_course", "Hospital course", "8648-8", "Hospital course"),
-    SectionSpec("procedures", "Procedures", "47519-4", "History of Procedures"),
     SectionSpec(
         "medications", "Discharge medications", "10183-2", "Hospital discharge medications"
     ),
@@ -176,6 +176,10 @@ class SummarySection(_Model):
     key: SectionKey
     sentences: list[Sentence] = Field(default_factory=list)
     empty_reason: str | None = None
+    # Empty, and named in Needs review's one "Not documented" line: the draft's text folds it
+    # there instead of printing its heading over "Not documented" (the FHIR section keeps its
+    # emptyReason).
+    named_in_needs_review: bool = False
 
     @property
     def spec(self) -> SectionSpec:

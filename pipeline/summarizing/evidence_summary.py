@@ -106,7 +106,7 @@ def summarize_evidence(
         ),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
-        "hospital_course": structured_course_section(state, render, routine, stay)
+        "hospital_course": structured_course_section(state, render, stay)
         + hospital_course_section(state, salience, ratio, render),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),
@@ -116,12 +116,16 @@ def summarize_evidence(
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": follow_up_section(state, render),
     }
-    built["needs_review"] = needs_review_section(state, render, stay_fact, built)
+    empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}
+    undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]
+    built["needs_review"] = needs_review_section(state, render, stay_fact, undocumented)
+    folded = set(undocumented) if stay_fact else set()
     sections = [
         SummarySection(
             key=spec.key,
             sentences=check_summary_sentences(built[spec.key], state),
             empty_reason=None if built[spec.key] else _empty_reason(spec.key, state, render),
+            named_in_needs_review=spec.key in folded,
         )
         for spec in SECTIONS
     ]

@@ -160,11 +160,8 @@ def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
     ]
     cited = {ref.resource for i in status_post.citations for ref in state.fact(i).sources}
     assert cited == {"Condition/hx", "Procedure/cabg"} and not status_post.flagged
-    # No appendectomy in this episode: its history stays a history.
-    assert (
-        "Active at discharge: History of appendectomy, since 2006-08-03."
-        in (drafted["active_problems"])
-    )
+    # No appendectomy in this episode: its history stays a history, on the past-history line.
+    assert drafted["active_problems"] == ["Past history: appendectomy (recorded 2006-08-03)."]
 
 
 def test_the_principal_can_come_from_reason_codes_or_the_encounters_diagnosis_role() -> None:
@@ -313,3 +310,47 @@ def test_a_problem_a_later_one_supersedes_is_no_active_problem() -> None:
         )
     )
     assert "Chronic kidney disease stage 1" in " ".join(earlier_stage_two["active_problems"])
+
+
+def test_past_history_shares_one_line_after_the_problems_under_care() -> None:
+    """SNOMED CT's "History of X" situations record past events: one line at the end of the
+    list, never a line each among the problems under care; a resolved one keeps its own line,
+    which says when it ended, and the clinical rules still read them all."""
+    state = evidence_from_fhir(
+        fx.bundle(
+            fx.patient(),
+            fx.encounter(),
+            *(
+                fx.condition(key, display, code=code, onset=onset, encounter_id=None)
+                for key, display, code, onset in (
+                    ("htn", "Essential hypertension (disorder)", "59621000", "2010-01-01"),
+                    ("appy", "History of appendectomy (situation)", "428251008", "1987-07-25"),
+                    (
+                        "mi",
+                        "History of myocardial infarction (situation)",
+                        "399211009",
+                        "2003-07-19",
+                    ),
+                )
+            ),
+            fx.condition(
+                "sz",
+                "History of seizure (situation)",
+                code="308698004",
+                onset="1990-01-01",
+                abatement="2024-03-02T00:00:00+00:00",
+                clinical="resolved",
+                encounter_id=None,
+            ),
+        ),
+        settings=PipelineSettings(),
+    )
+    problems = sections(state)["active_problems"]
+    assert "Active at discharge: Essential hypertension, since 2010-01-01." in problems
+    assert "Resolved 2024-03-02: History of seizure, since 1990-01-01." in problems
+    assert problems[-1] == (
+        "Past history: appendectomy (recorded 1987-07-25); myocardial infarction (recorded "
+        "2003-07-19)."
+    )
+    listings = {f.attributes.display: f.attributes.listing for f in state.facts["diagnosis"]}
+    assert listings["History of myocardial infarction (situation)"] == "active"

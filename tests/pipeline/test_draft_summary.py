@@ -165,6 +165,30 @@ def test_medication_changes_are_labelled_and_empty_sections_say_not_documented()
     assert summary.section("procedures").sentences == []
 
 
+def test_empty_sections_fold_into_one_needs_review_line_and_keep_their_fhir_reason() -> None:
+    """Each empty section once: named on Needs review's "Not documented" line (every one, not
+    only the required), never again as a heading over "Not documented" in the draft's text; a
+    section whose emptiness the record explains (it starts after discharge) keeps its heading
+    and its reason, and is not on the line; the FHIR sections keep every emptyReason."""
+    later = fx.procedure("later", "Appendectomy", encounter_id="other", when="2025-05-02")
+    state = evidence_from_fhir(fx.stay(later), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [
+        s.text for s in summary.section("needs_review").sentences if s.text.startswith("Not doc")
+    ]
+    folded = [s.spec.title for s in summary.sections if s.named_in_needs_review]
+    assert line == f"Not documented: {', '.join(folded)}."
+    assert {"Pending results", "Condition at discharge", "Follow-up"} <= set(folded)
+    assert "Procedures" not in folded
+    markdown = render_markdown(summary, state)
+    for title in folded:
+        assert f"## {title}\n" not in markdown
+    assert "## Procedures\n\nNone recorded in this stay" in markdown
+    (composition,) = resources_of(as_json(draft_bundle(summary, state, WHEN)), "Composition")
+    reasons = {s["title"]: s.get("emptyReason", {}).get("text") for s in composition["section"]}
+    assert all(reasons[title] == "Not documented" for title in folded)
+
+
 def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
     note = (
         "# Hospital Course\n"

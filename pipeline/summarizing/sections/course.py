@@ -1,5 +1,5 @@
-"""The hospital course (as the structured record tells it, then the note sentences FOCUS keeps),
-the condition at discharge, and the significant procedures."""
+"""The hospital course (as the structured record tells it, then the note sentences FOCUS keeps)
+and the condition at discharge."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 from pipeline.clinical.diagnoses import STATUS_TERM
 from pipeline.clinical.results import is_vital_sign
-from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     AdministrationAttributes,
@@ -32,17 +31,12 @@ from pipeline.summarizing.focus import (
     sentence_scores,
 )
 from pipeline.summarizing.sections.common import (
-    FLAG_ORDER,
     NEVER,
     cited_sentence,
-    each_procedure_once,
     effective,
     last_moment,
-    procedures_by_stay,
-    significant_procedures,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
-from pipeline.summarizing.sections.history import implied_treatments
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 from pipeline.text.rendering import plain_term
 
@@ -64,40 +58,16 @@ def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
 
 
 def structured_course_section(
-    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+    state: EvidenceState, render: Any, stay: Fact | None
 ) -> list[Sentence]:
-    """The course as the structured record tells it: admission and its reason, significant
-    procedures, abnormal results, medications started and stopped, discharge."""
+    """The course as the structured record tells it: admission and its reason, the drugs the
+    stay gave, medications started and stopped, discharge. Procedures and results have sections
+    of their own (the procedures right after the diagnoses, where what was done leads): said
+    here too, each was read twice."""
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
-    sentences = [_admitted(state, render, routine, stay)]
-    for in_earlier, facts in procedures_by_stay(state, routine):
-        procedures = each_procedure_once(facts)
-        if procedures:
-            text = render.course_procedures(procedures, in_earlier)
-            cited = [fact_id for p in procedures for fact_id in p.fact_ids]
-            sentences.append(cited_sentence("hospital_course", text, cited))
+    sentences = [_admitted(render, stay)]
     sentences += _treatment_given(state, render)
-    abnormal = [
-        f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and not f.attributes.baseline
-        and not is_vital_sign(f.attributes)
-        and f.attributes.flag in FLAG_ORDER
-    ]
-    if abnormal:
-        worst: dict[str, tuple[LabResultAttributes, str | None, list[str]]] = {}
-        for fact in abnormal:
-            result = attributes_as(fact, LabResultAttributes)
-            seen = worst.get(result.name)
-            flag = (
-                result.flag if seen is None else min((seen[1], result.flag), key=FLAG_ORDER.index)
-            )
-            worst[result.name] = (result, flag, [*(seen[2] if seen else []), fact.id])
-        text = render.course_results([(r, flag) for r, flag, _ in worst.values()])
-        cited = [fact_id for _, _, ids in worst.values() for fact_id in ids]
-        sentences.append(cited_sentence("hospital_course", text, cited))
     changes = state.medications.changes
     started = [c for c in changes if c.kind == "new" and c.discharge]
     stopped = [c for c in changes if c.kind == "stopped" and c.admission]
@@ -118,23 +88,20 @@ def structured_course_section(
 THERAPY_TYPE = re.compile(r"\(regime/therapy\)\s*$", re.IGNORECASE)
 
 
-def _admitted(state: EvidenceState, render: Any, routine: CodeTable, stay: Fact) -> Sentence:
-    """The admission and its reason. A stay coded only by status terms ("Awaiting
-    transplantation of kidney") whose record implies what it did (its "History of renal
-    transplant" recorded that day, no procedure) says so here, where the story starts: a course
-    of "Admitted for Awaiting transplantation of kidney" and the discharge read as if nothing
-    was done. A stay whose type names a treatment ("Drug rehabilitation and detoxification")
-    says it too: readers read a detoxification stay's course as naming no treatment."""
+def _admitted(render: Any, stay: Fact) -> Sentence:
+    """The admission and its reason. A stay whose type names a treatment ("Drug rehabilitation
+    and detoxification") says it: readers read a detoxification stay's course as naming no
+    treatment. What a stay coded only by status terms did ("Awaiting transplantation of
+    kidney", its "History of renal transplant" recorded that day) is said by the diagnosis line
+    and the Procedures section above: a third time here was noise to its readers; the status
+    terms are said to be what the stay was coded as."""
     encounter = attributes_as(stay, EncounterAttributes)
-    coded_only = all(STATUS_TERM.search(plain_term(reason)) for reason in encounter.reasons)
-    done = significant_procedures(state, routine)
-    implied = [] if done or not coded_only else implied_treatments(state, stay)
-    if not implied:
-        therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
-        return cited_sentence("hospital_course", render.admitted(encounter, therapies), [stay.id])
-    coded = [*encounter.reasons, *encounter.arranged_reasons]
-    text = render.admitted_implied(encounter, coded, [(w, onset) for w, onset, _ in implied])
-    return cited_sentence("hospital_course", text, [stay.id, *(f.id for *_, f in implied)])
+    therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
+    # "Admitted for Awaiting transplantation of kidney" reads as if nothing was done: a status
+    # term is what the stay was coded as, not what it was for.
+    status_only = all(STATUS_TERM.search(plain_term(reason)) for reason in encounter.reasons)
+    text = render.admitted(encounter, therapies, status_only)
+    return cited_sentence("hospital_course", text, [stay.id])
 
 
 def _treatment_given(state: EvidenceState, render: Any) -> list[Sentence]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from pipeline.clinical.validate import REQUIRED_CATEGORIES
 from pipeline.evidence.model import (
     EvidenceState,
     ReviewFlag,
@@ -17,17 +16,6 @@ from pipeline.evidence.summary import (
     SentenceFlag,
 )
 from pipeline.summarizing.sections.common import cited_sentence
-
-CATEGORY_SECTIONS: dict[str, SectionKey] = {
-    "diagnosis": "diagnoses",
-    "medication": "medications",
-    "allergy": "allergies",
-    "procedure": "procedures",
-    "lab_result": "results",
-    "pending_result": "pending_results",
-    "follow_up": "follow_up",
-    "course": "hospital_course",
-}
 
 # Needs review, most dangerous first: a document about another patient, allergy conflicts,
 # therapeutic duplication, medication
@@ -69,12 +57,13 @@ def needs_review_section(
     state: EvidenceState,
     render: Any,
     stay_fact: str | None,
-    drafted: Mapping[SectionKey, list[Sentence]],
+    undocumented: Sequence[SectionKey],
 ) -> list[Sentence]:
     """One line per flag (incomplete medications grouped by what they lack), most severe first;
-    at the end, the required sections that the draft leaves empty (read from the drafted
-    sections themselves, so that the line never calls a section undocumented above its own
-    lines: a kidney supplied in the stay, a care plan)."""
+    at the end, one line naming the sections the record leaves empty (``undocumented``, read
+    from the drafted sections themselves, so that the line never calls a section undocumented
+    above its own lines: a kidney supplied in the stay, a care plan). The draft folds those
+    sections into this line instead of printing each heading over "Not documented"."""
     sentences = []
     known = {fact.id for fact in state.all_facts()}
     incomplete: list[ReviewFlag] = []
@@ -98,13 +87,7 @@ def needs_review_section(
         flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
     sentences.sort(key=_severity)
-    missing = [
-        SECTION_SPECS[key].title
-        for category, key in CATEGORY_SECTIONS.items()
-        if category in REQUIRED_CATEGORIES and not drafted.get(key)
-    ]
-    if missing and stay_fact:
-        sentences.append(
-            cited_sentence("needs_review", render.not_documented(missing), [stay_fact])
-        )
+    if undocumented and stay_fact:
+        titles = [SECTION_SPECS[key].title for key in undocumented]
+        sentences.append(cited_sentence("needs_review", render.not_documented(titles), [stay_fact]))
     return sentences

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.clinical.diagnoses import HISTORY_OF
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -71,18 +72,46 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
 def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]:
     """The problem list at discharge. A problem that is the stay's own coded reason and was
     resolved in it ("Sterilization requested", resolved the day of the ligation) is the
-    diagnoses' line: under this heading it would read as still active."""
+    diagnoses' line: under this heading it would read as still active. A "History of X" (SNOMED
+    CT's past-history situations: "History of appendectomy") records a past event, not a
+    problem under care: all of them share one past-history line at the end, where a physician
+    keeps the surgical history, instead of a line each among the active problems."""
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
     reasons = {plain_term(reason).lower() for reason in coded}
-    return [
-        cited_sentence("active_problems", render.problem(f.attributes), [f.id])
+    problems = [
+        f
         for f in listed(state, "active")
         if not (
             attributes_as(f, DiagnosisAttributes).abatement
             and plain_term(attributes_as(f, DiagnosisAttributes).display).lower() in reasons
         )
     ]
+    past = [f for f in problems if _past_event(attributes_as(f, DiagnosisAttributes))]
+    sentences = [
+        cited_sentence("active_problems", render.problem(f.attributes), [f.id])
+        for f in problems
+        if f not in past
+    ]
+    if past:
+        events = [
+            (HISTORY_OF.sub("", plain_term(f.attributes.display)).strip(), f.attributes.onset)
+            for f in past
+            if isinstance(f.attributes, DiagnosisAttributes)
+        ]
+        text = render.past_history(events)
+        sentences.append(cited_sentence("active_problems", text, [f.id for f in past]))
+    return sentences
+
+
+def _past_event(diagnosis: DiagnosisAttributes) -> bool:
+    """A "History of X" not written as this episode's "Status post X", and not resolved (a
+    resolved one keeps its own line, which says when)."""
+    return (
+        bool(HISTORY_OF.match(plain_term(diagnosis.display)))
+        and not diagnosis.status_post
+        and not diagnosis.abatement
+    )
 
 
 def social_history_section(
