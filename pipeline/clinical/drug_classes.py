@@ -72,12 +72,35 @@ def duplication_flags(
     """The same ingredient in two orders (metoprolol succinate beside metoprolol tartrate, an
     ingredient alone and inside a combination), and two different ingredients of one duplicated
     class group, among discharge medications, orders to confirm and home drugs held or stopped
-    (which may still be taken: named as such)."""
+    (which may still be taken: named as such). One cause, one line: a same-drug pair among a
+    class duplication's drugs is said on that line ("opioid; oxycodone twice"), never on a line
+    of its own that readers read as a second flag about the same list."""
     by_ingredient: dict[str, list[Fact]] = defaultdict(list)
     for fact in discharge:
         for ingredient in ingredients(_drug_name(fact)):
             by_ingredient[ingredient].append(fact)
-    flags = [
+    twice = {ingredient: facts for ingredient, facts in by_ingredient.items() if len(facts) > 1}
+    flags, said = [], set()
+    classes = drug_table.extra["classes"]
+    for group in drug_table.extra["duplications"]:
+        members = {ingredient for name in group for ingredient in classes.get(name, [])}
+        facts = [f for f in discharge if _words(_drug_name(f)) & members]
+        if len({i for f in facts for i in _words(_drug_name(f)) & members}) < 2:
+            continue
+        inside = [i for i, same in twice.items() if {f.id for f in same} <= {f.id for f in facts}]
+        said |= set(inside)
+        what = "; ".join([" or ".join(group), *(f"{i} twice" for i in inside)])
+        named = _named(facts, unconfirmed, held)
+        flags.append(
+            ReviewFlag.on_facts(
+                ("duplication",),
+                "therapeutic_duplication",
+                f"Therapeutic duplication at discharge ({what}): {named}",
+                RAISED_BY,
+                [f.id for f in facts],
+            )
+        )
+    return [
         ReviewFlag.on_facts(
             ("same-drug",),
             "therapeutic_duplication",
@@ -85,26 +108,9 @@ def duplication_flags(
             RAISED_BY,
             [f.id for f in facts],
         )
-        for ingredient, facts in by_ingredient.items()
-        if len(facts) > 1
-    ]
-    classes = drug_table.extra["classes"]
-    for group in drug_table.extra["duplications"]:
-        members = {ingredient for name in group for ingredient in classes.get(name, [])}
-        facts = [f for f in discharge if _words(_drug_name(f)) & members]
-        if len({i for f in facts for i in _words(_drug_name(f)) & members}) < 2:
-            continue
-        flags.append(
-            ReviewFlag.on_facts(
-                ("duplication",),
-                "therapeutic_duplication",
-                f"Therapeutic duplication at discharge ({' or '.join(group)}): "
-                f"{_named(facts, unconfirmed, held)}",
-                RAISED_BY,
-                [f.id for f in facts],
-            )
-        )
-    return flags
+        for ingredient, facts in twice.items()
+        if ingredient not in said
+    ] + flags
 
 
 def allergy_class_flags(

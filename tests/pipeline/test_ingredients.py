@@ -56,6 +56,20 @@ def test_the_same_drug_in_two_orders_is_flagged() -> None:
     assert _duplications(going_home("a", "metoprolol tartrate 25 MG Oral Tablet")) == []
 
 
+def test_the_same_drug_twice_within_a_class_duplication_is_said_on_its_line() -> None:
+    """Two oxycodone products beside a fentanyl patch: one line for the opioids, naming the
+    oxycodone twice, never a second flag about the same list."""
+    assert _duplications(
+        going_home("e", "12 HR oxycodone hydrochloride 10 MG Extended Release Oral Tablet"),
+        going_home("p", "acetaminophen 325 MG / oxycodone hydrochloride 10 MG Oral Tablet"),
+        going_home("f", "72 HR fentanyl 0.025 MG/HR Transdermal System"),
+    ) == [
+        "Therapeutic duplication at discharge (opioid; oxycodone twice): 12 HR oxycodone "
+        "hydrochloride 10 MG Extended Release Oral Tablet; acetaminophen 325 MG / oxycodone "
+        "hydrochloride 10 MG Oral Tablet; 72 HR fentanyl 0.025 MG/HR Transdermal System"
+    ]
+
+
 def test_an_ace_inhibitor_inside_a_combination_duplicates_an_arb() -> None:
     assert _duplications(
         going_home("c", "Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet"),
