@@ -27,7 +27,7 @@ from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, relative_key
 from fhir_mapping.scope import Scope
 from pipeline.evidence.mapped import PendingDocument
-from pipeline.evidence.model import stable_id
+from pipeline.evidence.model import aware, stable_id
 from pipeline.ingestion.documents import document_id
 
 OUTSIDE_EHR = "attachment outside the EHR, not fetched"
@@ -208,3 +208,31 @@ def attachment_in_record(
     if binary is None or not (data := string_at(binary, "data")):
         return None
     return base64.b64decode(data), content_type or string_at(binary, "contentType")
+
+
+def earlier_note(scope: Scope) -> PendingDocument | None:
+    """The patient's latest note written before the episode began, of none of its encounters:
+    read only to tell a chief complaint that templated notes carry forward from visit to visit
+    from what brought the patient to this stay (``pipeline.summarizing.sections.stay``); never
+    evidence. Its first attachment; None when the record read holds no such note."""
+    candidates = []
+    for item in scope.index.of_type(DocumentReference):
+        document = item.model
+        written = as_datetime(document.date)
+        if (
+            scope.is_patient(document.subject)
+            and document.status != "entered-in-error"
+            and document.content
+            and scope.before_episode(written)
+            and not _document_reference_in_stay(scope, document)
+            and not ai_generated(document, scope, item)
+        ):
+            candidates.append((aware(written), item))
+    if not candidates:
+        return None
+    written, item = max(candidates, key=lambda candidate: candidate[0])
+    found: dict[str, PendingDocument] = {}
+    attachment = item.model.content[0].attachment
+    title = item.model.description or concept_text(item.model.type)
+    _collect(found, scope, item, attachment, "content[0].attachment", title, written)
+    return next(iter(found.values()))

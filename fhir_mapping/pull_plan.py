@@ -218,6 +218,21 @@ def record_start_searches(patient: str) -> list[Search]:
     ]
 
 
+def latest_note_search(patient: str, window: StayWindow) -> Search:
+    """The patient's latest note before the notes the stay's searches read (first page only):
+    with those, the latest note before the episode, whose chief complaint a templated note of
+    the stay may carry forward (``fhir_mapping.documents.earlier_note``)."""
+    return Search(
+        "DocumentReference",
+        {
+            "patient": f"Patient/{patient}",
+            "date": f"lt{window.episode_from}",
+            "_sort": "-date",
+            "_count": "1",
+        },
+    )
+
+
 def stay_search(patient: str, inpatient_classes: list[str]) -> list[Search]:
     """The patient's latest inpatient encounter, then their latest of any class: how a job with
     no encounter in its launch finds the stay to summarize."""

@@ -14,7 +14,7 @@ from fhir_mapping.care import map_care
 from fhir_mapping.clinical import map_allergies, map_conditions, map_procedures, performed
 from fhir_mapping.demographics import encounter_fact, patient_fact
 from fhir_mapping.devices import map_devices
-from fhir_mapping.documents import collect_documents
+from fhir_mapping.documents import collect_documents, earlier_note
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.medication_statements import map_medication_statements
 from fhir_mapping.medications import map_medications
@@ -87,6 +87,7 @@ def map_record(
     mapped.extend(document_exclusions)
     return MappedRecord(
         record_begins=record_begins(scope),
+        earlier_note=earlier_note(scope),
         patient=scope.patient.key,
         encounter=scope.encounter.key,
         episode=dict(scope.episode),

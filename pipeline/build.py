@@ -19,11 +19,17 @@ from pipeline.evidence.model import (
     EpisodeEncounter,
     EvidenceState,
     Exclusion,
+    SourceDocument,
     TraceEvent,
     group_facts,
 )
-from pipeline.ingestion.documents import facts_from_document, ingest_document, ingestion_events
-from pipeline.ingestion.identity import chart_identity, with_identity
+from pipeline.ingestion.documents import (
+    chief_complaints,
+    facts_from_document,
+    ingest_document,
+    ingestion_events,
+)
+from pipeline.ingestion.identity import ChartIdentity, chart_identity, with_identity
 from pipeline.ingestion.ocr import OcrBudget
 from pipeline.settings import PipelineSettings
 
@@ -41,6 +47,19 @@ def _exclusion_events(exclusions: list[Exclusion]) -> list[TraceEvent]:
     ]
 
 
+def _earlier_note(
+    mapped: MappedRecord, chart: ChartIdentity, settings: PipelineSettings, budget: OcrBudget
+) -> SourceDocument | None:
+    """The latest note before the episode, read under the stay's budget; None when there is
+    none, or it names another patient."""
+    if mapped.earlier_note is None:
+        return None
+    document = with_identity(
+        ingest_document(mapped.earlier_note, mapped.encounter, settings, budget), chart
+    )
+    return None if document.other_patient else document
+
+
 def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> EvidenceState:
     """The validated evidence state of the mapped stay, read under the deployment's settings."""
     # One OCR budget for the whole stay: a record full of scans cannot take unbounded work.
@@ -51,6 +70,7 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> Evidence
         for p in mapped.documents
     ]
     documents.sort(key=lambda document: (document.date is None, document.date, document.id))
+    earlier = _earlier_note(mapped, chart, settings, budget)
     facts = list(mapped.facts)
     for document in documents:
         # A document that names another patient is kept to show, never as evidence.
@@ -82,6 +102,8 @@ def build_evidence(mapped: MappedRecord, settings: PipelineSettings) -> Evidence
         encounter=mapped.encounter,
         episode=[EpisodeEncounter(resource=key, reason=why) for key, why in mapped.episode.items()],
         record_begins=mapped.record_begins,
+        complaints_before=chief_complaints(earlier) if earlier else [],
+        complaints_noted_on=earlier.date if earlier else None,
         documents=documents,
         facts=group_facts(facts),
         exclusions=mapped.exclusions,

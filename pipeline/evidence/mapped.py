@@ -75,3 +75,6 @@ class MappedRecord:
     # The earliest date of each kind of fact the available record holds (procedure,
     # lab_result): a section empty because the record starts after the stay says so.
     record_begins: dict[str, datetime] = field(default_factory=dict)
+    # The patient's latest note before the episode, read only to tell a chief complaint carried
+    # forward by templated notes from this stay's own; never evidence.
+    earlier_note: PendingDocument | None = None

@@ -173,6 +173,10 @@ class EvidenceState(StrictModel):
     episode: list[EpisodeEncounter] = Field(default_factory=list)
     # Where the available record starts, by kind of fact (``procedure``, ``lab_result``).
     record_begins: dict[str, datetime] = Field(default_factory=dict)
+    # The chief complaints of the patient's latest note before the episode, and when it was
+    # written: a complaint in the same words is carried forward by templated notes.
+    complaints_before: list[str] = Field(default_factory=list)
+    complaints_noted_on: datetime | None = None
     documents: list[SourceDocument] = Field(default_factory=list)
     facts: dict[FactCategory, list[Fact]] = Field(default_factory=no_facts)
     medications: MedicationLists = Field(default_factory=MedicationLists)

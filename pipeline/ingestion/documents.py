@@ -205,3 +205,15 @@ def facts_from_document(document: SourceDocument) -> list[Fact]:
                 if fact is not None:
                     facts.append(fact)
     return facts
+
+
+def chief_complaints(document: SourceDocument) -> list[str]:
+    """The lines of a note's chief complaint sections, as ``facts_from_document`` reads them."""
+    return [
+        span.text.strip()
+        for page in document.pages
+        if page.has_text
+        for section in split_sections(page.text)
+        if _normal_title(section.title) in _COMPLAINT_SECTIONS
+        for span in sentences_in(page.text, section)
+    ]

@@ -19,6 +19,7 @@ from fhir_mapping.pull_plan import (
     encounter_searches,
     episode_searches,
     follow_ups,
+    latest_note_search,
     offered_includes,
     record_start_searches,
     resource_key,
@@ -79,15 +80,16 @@ async def _search(client: FhirClient, search: Search) -> SearchResult:
         return await client.search(wider.resource_type, wider.params)
 
 
-async def _record_start(client: FhirClient, search: Search) -> SearchResult:
-    """The first page of a sorted search for where the record starts; an EHR that refuses the
-    sort (4xx) leaves it unknown, and the draft then says a bare "Not documented"."""
+async def _first_page(client: FhirClient, search: Search) -> SearchResult:
+    """The first page of a sorted search (where the record starts, the latest note before the
+    stay); an EHR that refuses the sort (4xx) leaves it unknown: the draft then says a bare
+    "Not documented", or keeps the stay's chief complaint as its notes state it."""
     try:
         return await client.search(search.resource_type, search.params, pages=1)
     except FhirError as refused:
         if refused.status is None or not 400 <= refused.status < 500:
             raise
-        logged(f"search {search.resource_type}: where the record starts is unknown", str(refused))
+        logged(f"search {search.resource_type}: its sorted first page is unknown", str(refused))
         return SearchResult()
 
 
@@ -140,9 +142,8 @@ async def _stay_searches(
             *earlier_record_searches(patient_id, stay),
         ]
         dated = [start(_search(client, search)) for search in with_includes(searches, includes)]
-        dated += [
-            start(_record_start(client, search)) for search in record_start_searches(patient_id)
-        ]
+        first_pages = [*record_start_searches(patient_id), latest_note_search(patient_id, window)]
+        dated += [start(_first_page(client, search)) for search in first_pages]
         episode = list(await asyncio.gather(*episode_tasks))
         encounters = [str(stay["id"]), *(str(e.get("id")) for b in episode for e in b.resources)]
         linked = [

@@ -426,6 +426,95 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
     assert all(s.verdict == "supported" for s in summary.sentences())
 
 
+def _complaints(stay_reason: str | None, own: str) -> tuple[list[str], list[list[str]]]:
+    """The stay's header lines and their flags' reasons, from a record whose notes state the
+    chief complaints below."""
+
+    def note(note_id: str, said: str, encounter_id: str, written: str) -> dict:
+        content = fx.attachment(f"# Chief Complaint\n{said}\n")
+        return fx.document_reference(note_id, content, encounter_id=encounter_id) | {
+            "date": written
+        }
+
+    stay = fx.encounter() | ({"reasonCode": [{"text": stay_reason}]} if stay_reason else {})
+    visits = [
+        fx.encounter(
+            f"visit-{year}", f"{year}-01-10T09:00:00+00:00", f"{year}-01-10T10:00:00+00:00", "AMB"
+        )
+        for year in (2020, 2023)
+    ]
+    notes = [
+        note("oldest", "- Chest pain", "visit-2020", "2020-01-10T09:30:00+00:00"),
+        note("latest", "- Blurred Vision\n- Hunger", "visit-2023", "2023-01-10T09:30:00+00:00"),
+        note("own", own, fx.ENCOUNTER_ID, "2024-03-01T12:00:00+00:00"),
+    ]
+    record = fx.bundle(fx.patient(), stay, *visits, *notes)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    lines = [s for s in summary.section("stay").sentences if s.text.startswith("Chief")]
+    return [s.text for s in lines], [[flag.reason for flag in s.flags] for s in lines]
+
+
+def test_a_chief_complaint_in_the_words_of_the_last_note_before_the_stay_is_left_out() -> None:
+    """Templated notes carry a complaint forward from visit to visit ("Blurred vision" in every
+    note since 2010, beside a heart attack): a complaint in the same words as the patient's
+    latest note before the episode (2023's, not 2020's) is not what brought them in; the new one
+    stays. Its notes repeating only what came before, a stay with a reason of its own has no
+    complaint line; one with none keeps the carried complaint, flagged, since it is all there
+    is."""
+    infarction, new_and_carried = "Acute myocardial infarction", "- Blurred Vision\n- Chest pain"
+    assert _complaints(infarction, new_and_carried) == (["Chief complaint: Chest pain"], [[]])
+    assert _complaints(infarction, "- Blurred Vision\n- Hunger") == ([], [])
+    lines, flags = _complaints(None, "- Blurred Vision\n- Hunger")
+    assert lines == ["Chief complaint: Blurred Vision; Hunger"]
+    assert flags == [
+        [
+            "the same words as the patient's note of 2023-01-10, written before this stay: "
+            "perhaps carried forward by the note's template; confirm what brought the patient in"
+        ]
+    ]
+
+
+def test_the_latest_note_before_the_episode_is_read_and_never_an_episodes_or_a_voided_one() -> None:
+    """The note the complaints are compared with: the latest before the episode, of no encounter
+    of it, neither entered in error nor an AI draft; the pull asks for it with one sorted
+    first-page search before the notes it reads anyway."""
+    from fhir_mapping.pull_plan import latest_note_search, stay_window
+    from fhir_mapping.record import map_record
+
+    def note(note_id: str, written: str, **extra: object) -> dict:
+        content = fx.attachment("# Chief Complaint\n- Hunger\n")
+        return fx.document_reference(note_id, content, encounter_id="visit") | {
+            "date": written,
+            **extra,
+        }
+
+    visit = fx.encounter("visit", "2023-01-10T09:00:00+00:00", "2023-01-10T10:00:00+00:00", "AMB")
+    kept = note("kept", "2023-01-10T09:30:00+00:00")
+    voided = note("voided", "2023-06-01T09:30:00+00:00", status="entered-in-error")
+    drafted = note(
+        "drafted",
+        "2023-07-01T09:30:00+00:00",
+        meta={"security": [{"code": "AIAST"}]},
+    )
+    own = fx.document_reference("own", fx.attachment("# Chief Complaint\n- Hunger\n"))
+    mapped = map_record(fx.bundle(fx.patient(), fx.encounter(), visit, kept, voided, drafted, own))
+    assert mapped.earlier_note is not None
+    assert [ref.resource for ref in mapped.earlier_note.sources] == ["DocumentReference/kept"]
+    window = stay_window(fx.encounter(), 24, 90)
+    assert window is not None
+    search = latest_note_search("p1", window)
+    assert (search.resource_type, search.params) == (
+        "DocumentReference",
+        {
+            "patient": "Patient/p1",
+            "date": f"lt{window.episode_from}",
+            "_sort": "-date",
+            "_count": "1",
+        },
+    )
+
+
 def test_templated_note_text_is_left_out_of_the_draft() -> None:
     """Synthea-style notes: "No complaints." as the chief complaint, and a line that only says who
     the patient is, written again in every note of the stay."""

@@ -133,12 +133,14 @@ def _evidence_of(bundle: dict, encounter: str | None = None) -> dict:
         for facts in state.facts.values()
         for fact in facts
     }
-    # Where the record starts comes from one sorted search in the bounded pull.
+    # Where the record starts, and the latest note before the stay, come from sorted
+    # first-page searches in the bounded pull.
     return {
         "encounter": state.encounter,
         "facts": facts,
         "documents": state.documents,
         "record_begins": state.record_begins,
+        "complaints_before": (state.complaints_before, state.complaints_noted_on),
     }
 
 

@@ -16,9 +16,7 @@ from pipeline.evidence.model import (
     NarrativeAttributes,
     attributes_as,
 )
-from pipeline.evidence.summary import (
-    Sentence,
-)
+from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import cited_sentence, listed
 from pipeline.text.rendering import plain_term
 
@@ -59,14 +57,38 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
             sentences.append(cited_sentence("stay", render.reasons(stay), [fact.id]))
         if stay.attending:
             sentences.append(cited_sentence("stay", render.attending(stay), [fact.id]))
-    if complaints:
-        cited = [f.id for f in complaints.values()]
-        said_once = [
-            (attributes_as(f, EncounterAttributes).text or "").strip() for f in complaints.values()
-        ]
-        text = render.chief_complaints(said_once)
-        sentences.append(cited_sentence("stay", text, cited))
-    return sentences
+    return sentences + _complaint_line(state, render, complaints)
+
+
+def _complaint_line(
+    state: EvidenceState, render: Any, complaints: dict[str, Fact]
+) -> list[Sentence]:
+    """The chief complaints of the stay's notes on one line, less those in the same words as
+    the patient's latest note before the episode: templated notes carry a complaint forward
+    from visit to visit ("Blurred vision" in every note since 2010, beside a heart attack), and
+    readers read it as what brought the patient in. When the stay names no reason of its own,
+    the carried complaint is all there is: kept, and flagged."""
+    before = {said.lower().rstrip(".") for said in state.complaints_before}
+    own = {key: f for key, f in complaints.items() if key.rstrip(".") not in before}
+    stay = state.stay()
+    coded = [*stay.reasons, *stay.arranged_reasons] if stay is not None else []
+    reasoned = bool(coded) or bool(listed(state, "principal"))
+    shown = own or ({} if reasoned else complaints)
+    if not shown:
+        return []
+    said = [(attributes_as(f, EncounterAttributes).text or "").strip() for f in shown.values()]
+    sentence = cited_sentence("stay", render.chief_complaints(said), [f.id for f in shown.values()])
+    if own:
+        return [sentence]
+    noted = state.complaints_noted_on
+    reason = (
+        "the same words as the patient's note of "
+        f"{noted.date().isoformat() if noted else 'a date not documented'}, written before this "
+        "stay: perhaps carried forward by the note's template; confirm what brought the patient in"
+    )
+    return [
+        sentence.model_copy(update={"flags": [SentenceFlag(code="carried_forward", reason=reason)]})
+    ]
 
 
 def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]:
