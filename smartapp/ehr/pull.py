@@ -18,18 +18,15 @@ from fhir_mapping.pull_plan import (
     earlier_record_searches,
     encounter_searches,
     episode_searches,
-    follow_ups,
     latest_note_search,
-    offered_includes,
     record_start_searches,
-    resource_key,
     stay_search,
     stay_searches,
     stay_window,
     unbounded,
     whole_record_searches,
-    with_includes,
 )
+from fhir_mapping.pull_references import follow_ups, offered_includes, resource_key, with_includes
 from fhir_mapping.resources import RECORD_TYPES, not_fetched_outcome
 from pipeline.evidence.mapped import EPISODE_WINDOW_H, INPATIENT_CLASSES
 from smartapp.core.errors import logged
