@@ -455,22 +455,29 @@ def _complaints(stay_reason: str | None, own: str) -> tuple[list[str], list[list
     return [s.text for s in lines], [[flag.reason for flag in s.flags] for s in lines]
 
 
-def test_a_chief_complaint_in_the_words_of_the_last_note_before_the_stay_is_left_out() -> None:
+def test_a_chief_complaint_in_the_words_of_the_last_note_before_the_stay_is_said_so() -> None:
     """Templated notes carry a complaint forward from visit to visit ("Blurred vision" in every
     note since 2010, beside a heart attack): a complaint in the same words as the patient's
-    latest note before the episode (2023's, not 2020's) is not what brought them in; the new one
-    stays. Its notes repeating only what came before, a stay with a reason of its own has no
-    complaint line; one with none keeps the carried complaint, flagged, since it is all there
-    is."""
-    infarction, new_and_carried = "Acute myocardial infarction", "- Blurred Vision\n- Chest pain"
-    assert _complaints(infarction, new_and_carried) == (["Chief complaint: Chest pain"], [[]])
-    assert _complaints(infarction, "- Blurred Vision\n- Hunger") == ([], [])
+    latest note before the episode (2023's, not 2020's) is said to be so, on a line apart from
+    the stay's new one, never left out (a reader missed an admission's thirst and frequent
+    urination). A stay that codes no reason of its own and whose notes only repeat has that
+    carried line as all there is: flagged to confirm."""
+    repeated = "Chief complaint, the same as in the patient's last note before this stay: "
+    infarction = "Acute myocardial infarction"
+    assert _complaints(infarction, "- Blurred Vision\n- Chest pain") == (
+        ["Chief complaint: Chest pain", f"{repeated}Blurred Vision"],
+        [[], []],
+    )
+    assert _complaints(infarction, "- Blurred Vision\n- Hunger") == (
+        [f"{repeated}Blurred Vision; Hunger"],
+        [[]],
+    )
     lines, flags = _complaints(None, "- Blurred Vision\n- Hunger")
-    assert lines == ["Chief complaint: Blurred Vision; Hunger"]
+    assert lines == [f"{repeated}Blurred Vision; Hunger"]
     assert flags == [
         [
-            "the same words as the patient's note of 2023-01-10, written before this stay: "
-            "perhaps carried forward by the note's template; confirm what brought the patient in"
+            "the same words as the patient's note of 2023-01-10, written before this stay, and "
+            "the stay codes no reason of its own: confirm what brought the patient in"
         ]
     ]
 

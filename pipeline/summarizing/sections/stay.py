@@ -63,32 +63,36 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
 def _complaint_line(
     state: EvidenceState, render: Any, complaints: dict[str, Fact]
 ) -> list[Sentence]:
-    """The chief complaints of the stay's notes on one line, less those in the same words as
-    the patient's latest note before the episode: templated notes carry a complaint forward
-    from visit to visit ("Blurred vision" in every note since 2010, beside a heart attack), and
-    readers read it as what brought the patient in. When the stay names no reason of its own,
-    the carried complaint is all there is: kept, and flagged."""
+    """The chief complaints of the stay's notes: those new to this stay on one line, and those in
+    the same words as the patient's latest note before the episode on another, said to be so.
+    Templated notes carry a complaint forward from visit to visit ("Blurred vision" in every
+    note since 2010, beside a heart attack), and readers read it as what brought the patient in;
+    left out, a reader found the admission note's complaints of thirst and frequent urination
+    missing. When the stay codes no reason of its own, the carried complaint is all there is:
+    flagged to confirm."""
     before = {said.lower().rstrip(".") for said in state.complaints_before}
-    own = {key: f for key, f in complaints.items() if key.rstrip(".") not in before}
+    carried = {key: f for key, f in complaints.items() if key.rstrip(".") in before}
+    own = {key: f for key, f in complaints.items() if key not in carried}
+    sentences = []
+    for group, repeated in ((own, False), (carried, True)):
+        if group:
+            said = [
+                (attributes_as(f, EncounterAttributes).text or "").strip() for f in group.values()
+            ]
+            text = render.chief_complaints(said, repeated)
+            sentences.append(cited_sentence("stay", text, [f.id for f in group.values()]))
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay is not None else []
-    reasoned = bool(coded) or bool(listed(state, "principal"))
-    shown = own or ({} if reasoned else complaints)
-    if not shown:
-        return []
-    said = [(attributes_as(f, EncounterAttributes).text or "").strip() for f in shown.values()]
-    sentence = cited_sentence("stay", render.chief_complaints(said), [f.id for f in shown.values()])
-    if own:
-        return [sentence]
+    if own or not carried or coded or listed(state, "principal"):
+        return sentences
     noted = state.complaints_noted_on
     reason = (
         "the same words as the patient's note of "
         f"{noted.date().isoformat() if noted else 'a date not documented'}, written before this "
-        "stay: perhaps carried forward by the note's template; confirm what brought the patient in"
+        "stay, and the stay codes no reason of its own: confirm what brought the patient in"
     )
-    return [
-        sentence.model_copy(update={"flags": [SentenceFlag(code="carried_forward", reason=reason)]})
-    ]
+    flag = SentenceFlag(code="carried_forward", reason=reason)
+    return [sentences[0].model_copy(update={"flags": [flag]})]
 
 
 def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]:
