@@ -106,7 +106,7 @@ def summarize_evidence(
         ),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
-        "hospital_course": structured_course_section(state, render, stay)
+        "hospital_course": structured_course_section(state, render, routine, stay)
         + hospital_course_section(state, salience, ratio, render),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),

@@ -110,9 +110,10 @@ def test_significant_procedures_are_listed_and_routine_care_is_left_out() -> Non
     assert sections()["procedures"] == ["Aortic valve replacement (completed) on 2024-03-02."]
 
 
-def test_the_index_procedure_comes_first_and_each_procedure_is_said_once() -> None:
+def test_the_index_procedure_comes_first_and_only_the_main_treatment_is_told_twice() -> None:
     """The bypass leads the Procedures section, which follows the diagnoses (what was done leads
-    the draft); the course does not list the procedures again (readers read each twice)."""
+    the draft); the course tells the operation, the main treatment (a course without it read as
+    missing it), and never the wound care again (readers read each procedure twice)."""
     state = evidence_from_fhir(
         fx.stay(
             fx.procedure("wound", "Wound care", when="2024-03-01T12:00:00+00:00"),
@@ -127,8 +128,9 @@ def test_the_index_procedure_comes_first_and_each_procedure_is_said_once() -> No
     ]
     keys = [section.key for section in summary.sections]
     assert keys.index("procedures") == keys.index("diagnoses") + 1
-    course = " ".join(s.text for s in summary.section("hospital_course").sentences)
-    assert "bypass" not in course and "Wound care" not in course
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert "Procedures: Coronary artery bypass graft on 2024-03-02." in course
+    assert not any("Wound care" in line for line in course)
 
 
 def test_a_procedure_done_on_separate_days_says_on_how_many_never_a_continuous_range() -> None:
@@ -148,8 +150,9 @@ def test_a_procedure_done_on_separate_days_says_on_how_many_never_a_continuous_r
 
 def test_the_course_is_told_from_the_structured_record() -> None:
     course = sections()["hospital_course"]
-    assert course[:3] == [
+    assert course[:4] == [
         "Admitted from the emergency department on 2024-03-01 for Aortic valve stenosis.",
+        "Procedures: Aortic valve replacement on 2024-03-02.",
         "Medications started: Apixaban 5 MG Oral Tablet.",
         "Discharged on 2024-03-05, after 4 day(s) in hospital.",
     ]

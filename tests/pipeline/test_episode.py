@@ -386,6 +386,9 @@ def test_an_earlier_stays_procedures_are_said_to_be_that_stays() -> None:
         "of this readmission.",
         "Oxygen therapy (completed) on 2024-03-02.",
     ]
+    # No operation: the oxygen is the stays' main treatment, told in the course too.
+    course = [s.text for s in summary.section("hospital_course").sentences]
+    assert "Procedures: Oxygen therapy on 2024-03-02." in course
     surgery = fx.encounter(
         "surgery", "2024-02-27T08:00:00+00:00", "2024-03-01T10:00:00+00:00", "IMP"
     ) | reason("Injury of knee")

@@ -81,16 +81,19 @@ def test_a_status_recorded_during_the_stay_is_what_the_stay_did_said_first() -> 
         "episode is recorded: confirm the treatment the record implies, its date, and the "
         "diagnosis it treats"
     ]
-    # The Procedures section, right after, says it too ("None recorded" contradicted the line);
-    # the course does not say it a third time, and never "Admitted for Awaiting transplantation
-    # of kidney", which read as if nothing was done.
+    # The Procedures section, right after, says it too ("None recorded" contradicted the line),
+    # and the course starts with it, where "Admitted for Awaiting transplantation of kidney"
+    # read as if nothing was done.
     implied = (
         "Done as the record implies it, with no procedure recorded: renal transplant on "
         '2024-03-02 (its "History of" recorded that day).'
     )
     assert [s.text for s in summary.section("procedures").sentences] == [implied]
     course = [s.text for s in summary.section("hospital_course").sentences]
-    assert course[0] == "Admitted on 2024-03-01 (coded as Awaiting transplantation of kidney)."
+    assert course[0] == (
+        "Admitted on 2024-03-01 (coded as Awaiting transplantation of kidney): renal transplant "
+        "on 2024-03-02, as the record implies it (no procedure recorded)."
+    )
     assert summary.section("hospital_course").sentences[0].verdict == "supported"
 
 

@@ -73,12 +73,16 @@ def significant_procedures(state: EvidenceState, routine: CodeTable) -> list[Fac
         for f in by_time(state.facts["procedure"], performed)
         if not routine.matches(*procedure_code_and_name(f))
     ]
+    index = [f for f in significant if is_index_procedure(f, routine)]
+    return index + [f for f in significant if f not in index]
+
+
+def is_index_procedure(fact: Fact, routine: CodeTable) -> bool:
+    """An operation or intervention (``index_keywords``: bypass, excision, transplant…): the
+    main treatment a course tells, where therapy sessions and diagnostics are the Procedures
+    section's alone."""
     words = routine.extra.get("index_keywords", [])
-
-    def is_index(fact: Fact) -> bool:
-        return any(word in procedure_code_and_name(fact)[1].lower() for word in words)
-
-    return [f for f in significant if is_index(f)] + [f for f in significant if not is_index(f)]
+    return any(word in procedure_code_and_name(fact)[1].lower() for word in words)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.clinical.diagnoses import STATUS_TERM
 from pipeline.clinical.results import is_vital_sign
+from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     AdministrationAttributes,
@@ -33,10 +34,15 @@ from pipeline.summarizing.focus import (
 from pipeline.summarizing.sections.common import (
     NEVER,
     cited_sentence,
+    each_procedure_once,
     effective,
+    is_index_procedure,
     last_moment,
+    procedures_by_stay,
+    significant_procedures,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
+from pipeline.summarizing.sections.history import implied_treatments
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 from pipeline.text.rendering import plain_term
 
@@ -58,15 +64,25 @@ def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
 
 
 def structured_course_section(
-    state: EvidenceState, render: Any, stay: Fact | None
+    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
 ) -> list[Sentence]:
-    """The course as the structured record tells it: admission and its reason, the drugs the
-    stay gave, medications started and stopped, discharge. Procedures and results have sections
-    of their own (the procedures right after the diagnoses, where what was done leads): said
-    here too, each was read twice."""
+    """The course as the structured record tells it: admission and its reason, the main
+    treatment of each stay of the episode (its operations and interventions; with none, its
+    significant procedures, a nursing stay's therapies; or what the record implies was done),
+    the drugs the stay gave, medications started and stopped, discharge. Beside an operation,
+    the other procedures, and the results, are their sections' alone (readers read each
+    twice); a course without the operation, or a nursing stay's without its therapies, read to
+    readers as missing the main treatment."""
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
-    sentences = [_admitted(render, stay)]
+    sentences = [_admitted(state, render, routine, stay)]
+    for in_earlier, facts in procedures_by_stay(state, routine):
+        operations = [f for f in facts if is_index_procedure(f, routine)]
+        main = each_procedure_once(operations or facts)
+        if main:
+            text = render.course_procedures(main, in_earlier)
+            cited = [fact_id for p in main for fact_id in p.fact_ids]
+            sentences.append(cited_sentence("hospital_course", text, cited))
     sentences += _treatment_given(state, render)
     changes = state.medications.changes
     started = [c for c in changes if c.kind == "new" and c.discharge]
@@ -88,20 +104,25 @@ def structured_course_section(
 THERAPY_TYPE = re.compile(r"\(regime/therapy\)\s*$", re.IGNORECASE)
 
 
-def _admitted(render: Any, stay: Fact) -> Sentence:
-    """The admission and its reason. A stay whose type names a treatment ("Drug rehabilitation
-    and detoxification") says it: readers read a detoxification stay's course as naming no
-    treatment. What a stay coded only by status terms did ("Awaiting transplantation of
-    kidney", its "History of renal transplant" recorded that day) is said by the diagnosis line
-    and the Procedures section above: a third time here was noise to its readers; the status
-    terms are said to be what the stay was coded as."""
+def _admitted(state: EvidenceState, render: Any, routine: CodeTable, stay: Fact) -> Sentence:
+    """The admission and its reason. Reasons that are only status terms ("Awaiting
+    transplantation of kidney") are what the stay was coded as, not what it was for. What the
+    record implies the stay did, with no procedure recorded (its "History of renal transplant"
+    recorded that day), is said here, where the story starts: a course of "Admitted for
+    Awaiting transplantation of kidney" and the discharge read as if nothing was done. A stay
+    whose type names a treatment ("Drug rehabilitation and detoxification") says it too."""
     encounter = attributes_as(stay, EncounterAttributes)
-    therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
-    # "Admitted for Awaiting transplantation of kidney" reads as if nothing was done: a status
-    # term is what the stay was coded as, not what it was for.
-    status_only = all(STATUS_TERM.search(plain_term(reason)) for reason in encounter.reasons)
-    text = render.admitted(encounter, therapies, status_only)
-    return cited_sentence("hospital_course", text, [stay.id])
+    coded = [*encounter.reasons, *encounter.arranged_reasons]
+    status_only = all(STATUS_TERM.search(plain_term(reason)) for reason in coded)
+    done = significant_procedures(state, routine)
+    implied = [] if done else implied_treatments(state, stay)
+    if not implied:
+        therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
+        text = render.admitted(encounter, therapies, status_only)
+        return cited_sentence("hospital_course", text, [stay.id])
+    what = [(w, onset) for w, onset, _ in implied]
+    text = render.admitted_implied(encounter, coded if status_only else [], what)
+    return cited_sentence("hospital_course", text, [stay.id, *(f.id for *_, f in implied)])
 
 
 def _treatment_given(state: EvidenceState, render: Any) -> list[Sentence]:
