@@ -85,8 +85,15 @@ def _line(resource: dict[str, Any], medications: dict[str, str]) -> str:
         klass = (resource.get("class") or {}).get("code")
         types = ", ".join(_text(t) for t in resource.get("type", []))
         disposition = _text((resource.get("hospitalization") or {}).get("dischargeDisposition"))
-        return f"{head}: class {klass}; {types}; reason: {reasons or 'none'}" + (
-            f"; discharge disposition: {disposition}" if disposition else ""
+        # Where it took place: a hospital's skilled nursing unit ("… DP SNF") is named only here.
+        places = ", ".join(
+            str((place.get("location") or {}).get("display") or "")
+            for place in resource.get("location", [])
+        )
+        return (
+            f"{head}: class {klass}; {types}; reason: {reasons or 'none'}"
+            + (f"; discharge disposition: {disposition}" if disposition else "")
+            + (f"; location: {places}" if places.strip(", ") else "")
         )
     if kind == "Device":
         return f"{head}: {_text(resource.get('type'))}"

@@ -29,7 +29,7 @@ from pipeline.evidence.summary import (
 )
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.focus import TokenSalience
-from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.common import cited_sentence, listed
 from pipeline.summarizing.sections.course import (
     condition_at_discharge_section,
     hospital_course_section,
@@ -69,6 +69,10 @@ def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
     """ "Not documented", or that the available record holds none before discharge. Its first
     one's date is never said: a discharge summary states nothing dated after discharge, and
     readers read that date as noise."""
+    if key == "social_history" and (state.facts["social_statement"] or listed(state, "social")):
+        # The record holds social history, none of it bearing on discharge: "Not documented"
+        # was read as contradicting the note's Social History section.
+        return str(render.no_social_history_bearing())
     stay = state.stay()
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     begins = state.record_begins.get(kind)

@@ -525,6 +525,23 @@ def test_the_latest_note_before_the_episode_is_read_and_never_an_episodes_or_a_v
     )
 
 
+def test_social_history_left_out_is_not_called_undocumented() -> None:
+    """A note's Social History that the draft leaves out (an age the patient has not reached is
+    the template's) is still documented: the section says none bears on discharge, and the Not
+    documented line does not name it."""
+    note = fx.document_reference(
+        "n1", fx.attachment("# Social History\nPatient quit smoking at age 90.\n")
+    )
+    state = evidence_from_fhir(fx.stay(note), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    social = summary.section("social_history")
+    assert social.sentences == []
+    assert social.empty_reason == "None recorded that bears on discharge planning."
+    assert not social.named_in_needs_review
+    review = [s.text for s in summary.section("needs_review").sentences]
+    assert not any("Social history" in line for line in review)
+
+
 def test_templated_note_text_is_left_out_of_the_draft() -> None:
     """Synthea-style notes: "No complaints." as the chief complaint, and a line that only says who
     the patient is, written again in every note of the stay."""
