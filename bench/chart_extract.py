@@ -137,8 +137,8 @@ def _encounter_of(resource: dict[str, Any]) -> str:
 def chart(resources: Iterable[dict[str, Any]], detail_since: str = "") -> str:
     """The record as markdown: the patient, then each encounter with what was recorded in it.
     Encounters that began before ``detail_since`` (an ISO date) keep their conditions, orders,
-    procedures and devices but not their notes and observations, which a reader of the stay
-    rarely needs and which would bury it."""
+    procedures and devices but not their notes (the last one excepted) and observations, which
+    a reader of the stay rarely needs and which would bury it."""
     items = [r for r in resources if r.get("resourceType") not in SKIPPED]
     medications = {
         f"urn:uuid:{r['id']}": _text(r.get("code"))
@@ -159,12 +159,25 @@ def chart(resources: Iterable[dict[str, Any]], detail_since: str = "") -> str:
     encounters = sorted(
         (r for r in items if r["resourceType"] == "Encounter"), key=lambda r: _when(r)
     )
+    # The last note before the detailed years stays: a draft compares the stay's chief
+    # complaint with it, and a reader must be able to check that.
+    kept = max(
+        (
+            r
+            for e in encounters
+            if _when(e) < detail_since
+            for r in by_encounter.get(e["id"], [])
+            if r["resourceType"] == "DocumentReference"
+        ),
+        key=_when,
+        default=None,
+    )
     for encounter in encounters:
         lines.append(f"\n## Encounter {_line(encounter, medications)[2:]}")
         old = _when(encounter) < detail_since
         for resource in sorted(by_encounter.pop(encounter["id"], []), key=_when):
             kind = resource["resourceType"]
-            if old and kind in ("DocumentReference", "Observation"):
+            if old and kind in ("DocumentReference", "Observation") and resource is not kept:
                 continue
             lines.append(
                 _note(resource) if kind == "DocumentReference" else _line(resource, medications)
