@@ -3,13 +3,14 @@ model per category, discriminated by ``category``."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from pipeline.evidence.base import Coding, MedicationPhase, StrictModel
+from pipeline.evidence.stay_attributes import EncounterAttributes, PatientInfoAttributes
 
 DiagnosisListing = Literal["principal", "episode", "active", "social", "stale", "superseded"]
 
@@ -131,74 +132,6 @@ class NarrativeAttributes(StrictModel):
     # A medication list says either what the patient took at home (an H&P's "Medications") or
     # what was prescribed ("The patient was prescribed the following medications").
     list_kind: Literal["home", "prescribed"] | None = None
-
-
-class PersonName(StrictModel):
-    """One of a patient's names (official, maiden, nickname…) as the chart holds it."""
-
-    given: list[str] = Field(default_factory=list)
-    family: str | None = None
-
-
-class PatientInfoAttributes(StrictModel):
-    category: Literal["patient_info"] = "patient_info"
-    name: str | None = None
-    # Every name and identifier of the Patient, to tell whose a document is.
-    names: list[PersonName] = Field(default_factory=list)
-    identifiers: list[str] = Field(default_factory=list)
-    gender: str | None = None
-    birth_date: date | None = None
-    age_at_encounter: int | None = None
-    deceased: bool | None = None
-    # Patient.identifier of type MR (the hospital's medical record number).
-    mrn: str | None = None
-
-
-class OtherEncounter(StrictModel):
-    """An encounter beside the stay that the draft names: one joined to the episode (and why), or
-    recent acute care before it."""
-
-    class_code: str | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-    reasons: list[str] = Field(default_factory=list)
-    types: list[str] = Field(default_factory=list)
-    why: str | None = None
-
-
-class EncounterAttributes(StrictModel):
-    category: Literal["encounter"] = "encounter"
-    kind: Literal["stay", "chief_complaint"] = "stay"
-    class_code: str | None = None
-    types: list[str] = Field(default_factory=list)
-    start: datetime | None = None
-    end: datetime | None = None
-    reasons: list[str] = Field(default_factory=list)
-    # The stay's own reason codes that say what was arranged, not why ("Sterilization
-    # requested", a transfer): never a reason or a diagnosis, but what the stay was coded as.
-    arranged_reasons: list[str] = Field(default_factory=list)
-    # The episode's encounter the reasons were read from, when the stay's own codes are only
-    # administrative (a transfer to a skilled nursing facility): its reason, not this stay's.
-    reasons_from: OtherEncounter | None = None
-    discharge_disposition: str | None = None
-    # The attending (Encounter.participant ATND, else the primary performer).
-    attending: str | None = None
-    # Admitted from: the emergency visit of the episode, or the admit source.
-    admitted_from: str | None = None
-    # Calendar days from admission to discharge, computed in code.
-    length_of_stay_days: int | None = None
-    # When the episode began, if before the stay (the emergency visit, the surgery the day
-    # before), and its calendar days to discharge.
-    episode_start: datetime | None = None
-    episode_days: int | None = None
-    # What kind of place the stay was in: "hospital", or "skilled nursing facility" when its
-    # class, type or location says so.
-    facility: str = "hospital"
-    text: str | None = None
-    # The other encounters of the episode (the emergency visit, the surgery, the stay just
-    # before), and the emergency visits and stays of the weeks before it, not joined.
-    joined: list[OtherEncounter] = Field(default_factory=list)
-    recent_acute_care: list[OtherEncounter] = Field(default_factory=list)
 
 
 class CarePlanAttributes(StrictModel):

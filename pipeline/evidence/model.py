@@ -22,17 +22,13 @@ from pipeline.evidence.attributes import (
     DeviceAttributes,
     DiagnosisAttributes,
     DiagnosisListing,
-    EncounterAttributes,
     FactAttributes,
     ImagingAttributes,
     LabResultAttributes,
     MedicationAttributes,
     NarrativeAttributes,
     OrganHistoryAttributes,
-    OtherEncounter,
-    PatientInfoAttributes,
     PendingResultAttributes,
-    PersonName,
     PrescriptionAttributes,
     ProcedureAttributes,
     ResultFlag,
@@ -63,6 +59,12 @@ from pipeline.evidence.sources import (
     SourceDocument,
     SourceRef,
     WordBox,
+)
+from pipeline.evidence.stay_attributes import (
+    EncounterAttributes,
+    OtherEncounter,
+    PatientInfoAttributes,
+    PersonName,
 )
 
 
