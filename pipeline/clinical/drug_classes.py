@@ -221,13 +221,16 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
         *(f for f in state.facts.get("medication", []) if f.id in prescribed - discharge_ids),
     ]
     flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
-    flags += opioid_dose_flags(state, discharge, table("opioid_mme", settings))
+    opioid_flags, computed = opioid_dose_flags(state, discharge, table("opioid_mme", settings))
+    flags += opioid_flags
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
     unsettled = unconfirmed | held
     flags = [_if_continued(flag, unsettled, discharge_ids) for flag in flags]
-    return state.model_copy(update={"flags_for_review": flags})
+    # The rules' computed facts replace the last run's, as their flags do.
+    facts = {**state.facts, "computed": computed}
+    return state.model_copy(update={"flags_for_review": flags, "facts": facts})
 
 
 def _if_continued(flag: ReviewFlag, unsettled: frozenset[str], medications: set[str]) -> ReviewFlag:

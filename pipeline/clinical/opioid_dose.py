@@ -7,25 +7,28 @@ counted: its strength times the dose units a day of its order, or, for a home dr
 of its last ended prescription (``fhir_mapping.prescriptions``); a fentanyl patch by its
 micrograms an hour. A dose the record does not give counts for nothing, so the total is never
 more than the record shows. At or above the line, with no rescue drug going home, one Needs
-review line names the drugs: computed in code, never guessed.
+review line names the drugs and says the total, a fact computed in code, never guessed.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 
 from pipeline.clinical.note_medications import last_prescribed
 from pipeline.clinical.risk_flags import having, risk_flag, words
 from pipeline.clinical.strengths import strength
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
+    ComputedAttributes,
     EvidenceState,
     Fact,
     MedicationAttributes,
     PrescriptionAttributes,
     ReviewFlag,
     attributes_as,
+    stable_id,
 )
 
 
@@ -72,27 +75,52 @@ def _counted(state: EvidenceState, drug: Fact, mme: CodeTable) -> tuple[float, l
 
 def opioid_dose_flags(
     state: EvidenceState, going_home: Sequence[Fact], mme: CodeTable
-) -> list[ReviewFlag]:
-    """One line when the opioids' day total reaches the table's line with no rescue drug. The
-    total is computed here and compared, but not printed: every number of a line is checked
-    against its cited facts (MA-RAG), and a sum of converted doses is no fact of the record;
-    the line names the drugs, whose doses their own lines give."""
+) -> tuple[list[ReviewFlag], list[Fact]]:
+    """One line when the opioids' day total reaches the table's line with no rescue drug, and
+    the total as a computed fact that the line cites: every number of a line is checked against
+    its cited facts (MA-RAG), so the sum is computed here, kept with the sources of the orders
+    and prescriptions it was counted from, and said ("about 135 morphine milligram equivalents
+    a day"): readers worked it out by hand from the drugs' lines."""
     opioids = [
         f
         for f in going_home
         if _daily_mme(attributes_as(f, MedicationAttributes).name, None, mme) is not None
     ]
     if not opioids or having(going_home, mme.extra["rescue"]):
-        return []
+        return [], []
     counted = [_counted(state, f, mme) for f in opioids]
-    if sum(amount for amount, _ in counted) < mme.extra["naloxone_from_mme"]:
-        return []
+    total = sum(amount for amount, _ in counted)
+    if total < mme.extra["naloxone_from_mme"]:
+        return [], []
+    inputs = list({f.id: f for _, facts in counted for f in facts}.values())
+    value = Decimal(round(total))
+    computed = _day_total(value, inputs)
     # Worded with no drug, year or number the cited facts do not hold: the checker reads every
     # line against them.
     reason = (
-        "Opioids going home or at home at or above the day's dose from which the CDC opioid "
-        "guideline offers an overdose rescue drug, counted from their orders or last "
-        f"prescriptions: {'; '.join(attributes_as(f, MedicationAttributes).name for f in opioids)}"
+        f"Opioids going home or at home: about {value} morphine milligram "
+        "equivalents a day, counted from their orders or last prescriptions, at or above the "
+        "day's dose from which the CDC opioid guideline offers an overdose rescue drug: "
+        f"{'; '.join(attributes_as(f, MedicationAttributes).name for f in opioids)}"
         "; none going home: confirm the doses and the rescue drug, or say why not"
     )
-    return [risk_flag("opioid-mme", reason, [f for _, facts in counted for f in facts])]
+    return [risk_flag("opioid-mme", reason, [computed, *inputs])], [computed]
+
+
+def _day_total(value: Decimal, inputs: Sequence[Fact]) -> Fact:
+    """The day's opioid dose as a fact computed from ``inputs``, with their sources."""
+    sources = list(
+        {source.model_dump_json(): source for f in inputs for source in f.sources}.values()
+    )
+    return Fact(
+        id=stable_id("computed", "opioid-mme", *(f.id for f in inputs)),
+        category="computed",
+        attributes=ComputedAttributes(
+            name="opioid dose a day",
+            value=value,
+            unit="morphine milligram equivalents",
+            method="CDC 2022 conversion factors: strength times dose units a day of each order, "
+            "or of its last prescription",
+        ),
+        sources=sources,
+    )

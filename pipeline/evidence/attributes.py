@@ -212,6 +212,18 @@ class OrganHistoryAttributes(StrictModel):
     when: datetime | None = None
 
 
+class ComputedAttributes(StrictModel):
+    """A number computed in code from the facts it cites (MA-RAG: numbers are computed, never
+    written by a model, and every number of a line is checked against its cited facts): what it
+    is, its value and unit, and how it was computed. Its sources are those of its inputs."""
+
+    category: Literal["computed"] = "computed"
+    name: str
+    value: Decimal
+    unit: str
+    method: str
+
+
 FactAttributes = Annotated[
     DiagnosisAttributes
     | MedicationAttributes
@@ -227,6 +239,7 @@ FactAttributes = Annotated[
     | ImagingAttributes
     | DeviceAttributes
     | OrganHistoryAttributes
-    | PrescriptionAttributes,
+    | PrescriptionAttributes
+    | ComputedAttributes,
     Field(discriminator="category"),
 ]

@@ -30,6 +30,7 @@ FactCategory = Literal[
     "social_statement",
     "organ_history",
     "prescription",
+    "computed",
 ]
 FACT_CATEGORIES: tuple[FactCategory, ...] = FactCategory.__args__  # type: ignore[attr-defined]
 

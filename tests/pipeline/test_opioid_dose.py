@@ -45,8 +45,10 @@ def test_oxycodone_four_times_a_day_reaches_the_line_and_asks_for_the_rescue_dru
     """10 mg four times a day: 40 mg, 60 MME (factor 1.5), at or above 50."""
     oxycodone = going_home("oxy", "oxycodone hydrochloride 10 MG Oral Tablet", per_day=4)
     (line,) = asked(oxycodone)
-    assert line.endswith(
-        "counted from their orders or last prescriptions: oxycodone hydrochloride 10 MG Oral "
+    assert line == (
+        "Opioids going home or at home: about 60 morphine milligram equivalents a day, counted "
+        "from their orders or last prescriptions, at or above the day's dose from which the CDC "
+        "opioid guideline offers an overdose rescue drug: oxycodone hydrochloride 10 MG Oral "
         "Tablet; none going home: confirm the doses and the rescue drug, or say why not"
     )
     assert asked(going_home("low", "oxycodone hydrochloride 5 MG Oral Tablet")) == []
@@ -63,6 +65,30 @@ def test_a_combination_counts_its_opioid_and_a_patch_its_micrograms_an_hour() ->
     assert asked(combination) == []
     patch = going_home("patch", "72 HR fentanyl 0.025 MG/HR Transdermal System")
     assert len(asked(patch)) == 1
+    (both,) = asked(combination, patch)
+    assert "about 75 morphine milligram equivalents a day" in both
+
+
+def test_the_total_is_a_computed_fact_the_line_cites_and_the_checker_verifies() -> None:
+    """MA-RAG: the sum is no value of any order, so it is a fact computed in code, with the
+    sources of the orders it was counted from; the Needs review line cites it, and the checker
+    finds every number of the line in what it cites: the line passes unflagged, and a line
+    saying another total would not."""
+    from pipeline.checking.checker import check_summary_sentences
+    from pipeline.summarizing.evidence_summary import summarize_evidence
+
+    oxycodone = going_home("oxy", "oxycodone hydrochloride 10 MG Oral Tablet", per_day=4)
+    state = evidence_from_fhir(fx.stay(oxycodone), settings=PipelineSettings())
+    (total,) = state.facts["computed"]
+    assert (total.attributes.name, str(total.attributes.value)) == ("opioid dose a day", "60")
+    assert [ref.resource for ref in total.sources] == ["MedicationRequest/oxy"]
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("needs_review").sentences if OPIOID_LINE in s.text]
+    assert total.id in line.citations
+    assert line.verdict == "supported"
+    wrong = line.model_copy(update={"text": line.text.replace("about 60", "about 90")})
+    (checked,) = check_summary_sentences([wrong], state)
+    assert checked.verdict == "unsupported"
 
 
 def test_a_home_drug_with_no_order_is_counted_from_its_last_prescription() -> None:
