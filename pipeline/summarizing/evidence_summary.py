@@ -118,7 +118,7 @@ def summarize_evidence(
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": follow_up_section(state, render),
+        "follow_up": follow_up_section(state, render, table("home_equipment", settings)),
     }
     empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]

@@ -1,6 +1,7 @@
 """Devices and supplies on hand-built records: an implant on record, whatever its age, is in
-Procedures and read as an indication; home equipment is not; what was supplied during the stay
-is shown when it is an organ, a tissue or a blood product, never a consumable."""
+Procedures and read as an indication; home equipment is not, and has a Follow-up line when it is
+new to the stay; what was supplied during the stay is shown in Procedures when it is an organ, a
+tissue or a blood product, never a consumable."""
 
 from __future__ import annotations
 
@@ -113,3 +114,30 @@ def test_a_transplant_stay_coded_only_as_awaiting_names_the_organ_supplied() -> 
         s.text for s in summary.section("needs_review").sentences if s.text.startswith("Not doc")
     ]
     assert "Procedures" not in undocumented
+
+
+def follow_up(*resources: dict[str, Any]) -> list[str]:
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    return [s.text for s in summary.section("follow_up").sentences]
+
+
+def test_home_equipment_new_to_the_stay_is_one_follow_up_line() -> None:
+    """A CPAP unit recorded at the sleep study two weeks before and the masks supplied in the
+    stay say that treatment at home began (two readers read a sleep-apnoea stay without them as
+    one where nothing was started); a nebulizer of 1990 is the patient's, not news of the stay,
+    and the sleep study's analyzer is no home equipment."""
+    lines = follow_up(
+        device(
+            "cpap", "Home continuous positive airway pressure unit (physical object)", "2024-02-15"
+        ),
+        device("study", "Polysomnography analyzer (physical object)", "2024-02-15"),
+        device("nebulizer", "Home nebulizer (physical object)", "1990-05-01"),
+        supplied("mask", "CPAP/BPAP oral mask (physical object)", "2024-03-02T10:00:00+00:00"),
+        supplied("filter", "Air filter, device (physical object)", "2024-03-02T10:00:00+00:00"),
+    )
+    assert lines == [
+        "Home medical equipment: Home continuous positive airway pressure unit (recorded "
+        "2024-02-15); supplied in this stay: CPAP/BPAP oral mask on 2024-03-02."
+    ]
+    assert follow_up(device("nebulizer", "Home nebulizer (physical object)", "1990-05-01")) == []

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pipeline.clinical.tables import CodeTable
-from pipeline.evidence.mapped import INPATIENT_CLASSES
+from pipeline.evidence.mapped import INPATIENT_CLASSES, RECENT_ACUTE_CARE_DAYS
 from pipeline.evidence.model import (
     DeviceAttributes,
     DiagnosisAttributes,
@@ -144,7 +144,7 @@ def implants(state: EvidenceState, table: CodeTable) -> list[Fact]:
             and f.attributes.kind == "device"
             and table.matches(None, f.attributes.name)
         ],
-        lambda f: attributes_as(f, DeviceAttributes).when,
+        _recorded,
     )
 
 
@@ -163,8 +163,38 @@ def supplied_in_stay(state: EvidenceState, table: CodeTable) -> list[Fact]:
                 or any(word in f.attributes.name.lower() for word in shown)
             )
         ],
-        lambda f: attributes_as(f, DeviceAttributes).when,
+        _recorded,
     )
+
+
+def home_equipment(state: EvidenceState, table: CodeTable) -> tuple[list[Fact], list[Fact]]:
+    """The home medical equipment new to this stay, as the ``home_equipment`` table names it:
+    the devices recorded from the weeks before admission (``RECENT_ACUTE_CARE_DAYS``, the sleep
+    study's CPAP unit) to discharge, and the items supplied during the stay, each in order of
+    time. A nebulizer recorded decades before is the patient's, not news of the stay."""
+    stay = state.stay()
+    if stay is None or stay.start is None:
+        return [], []
+    since = aware(stay.start) - timedelta(days=RECENT_ACUTE_CARE_DAYS)
+    until = aware(stay.end or stay.start)
+
+    def shown(fact: Fact, kind: str) -> bool:
+        device = fact.attributes
+        return (
+            isinstance(device, DeviceAttributes)
+            and device.kind == kind
+            and table.matches(None, device.name)
+            and device.when is not None
+            and since <= aware(device.when) <= until
+        )
+
+    facts = state.facts["device"]
+    on_record = by_time([f for f in facts if shown(f, "device")], _recorded)
+    return on_record, by_time([f for f in facts if shown(f, "supplied")], _recorded)
+
+
+def _recorded(fact: Fact) -> datetime | None:
+    return attributes_as(fact, DeviceAttributes).when
 
 
 def earlier_stay_end(state: EvidenceState) -> datetime | None:

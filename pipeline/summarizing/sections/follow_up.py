@@ -1,16 +1,18 @@
-"""Follow-up: the care plans, appointments and orders for after discharge, the notes' words on
-follow-up, and, where all of it began before the stay, that nothing new is documented."""
+"""Follow-up: the care plans, appointments and orders for after discharge, the home medical
+equipment, the notes' words on follow-up, and, where all of it began before the stay, that
+nothing new is documented."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import CarePlanAttributes, EvidenceState
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.common import cited_sentence, home_equipment
 
 
-def follow_up_section(state: EvidenceState, render: Any) -> list[Sentence]:
+def follow_up_section(state: EvidenceState, render: Any, equipment: CodeTable) -> list[Sentence]:
     """Each plan once, then the notes' follow-up lines quoted. A section that holds only plans
     begun before the stay reads as the plan for after it; a readmission's draft offered a care
     plan of the year before as its follow-up. So when nothing is dated from the stay on and no
@@ -27,4 +29,18 @@ def follow_up_section(state: EvidenceState, render: Any) -> list[Sentence]:
     if plans and ongoing_only and not state.facts["follow_up"]:
         text = render.no_new_follow_up()
         sentences.append(cited_sentence("follow_up", text, [f.id for f in plans]))
-    return sentences
+    return sentences + _equipment_line(state, render, equipment)
+
+
+def _equipment_line(state: EvidenceState, render: Any, equipment: CodeTable) -> list[Sentence]:
+    """The home medical equipment on record and what the stay supplied for it, on one line: a
+    sleep-apnoea stay whose only sign of treatment is the CPAP masks it supplied read to two
+    readers as a stay where nothing was started (42 CFR 482.43: the discharge plan covers the
+    patient's equipment)."""
+    on_record, supplied = home_equipment(state, equipment)
+    if not on_record and not supplied:
+        return []
+    text = render.home_equipment(
+        [f.attributes for f in on_record], [f.attributes for f in supplied]
+    )
+    return [cited_sentence("follow_up", text, [f.id for f in (*on_record, *supplied)])]
