@@ -32,6 +32,7 @@ from pipeline.evidence.model import (
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
 )
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
@@ -142,6 +143,7 @@ def classify_diagnoses(state: EvidenceState, settings: PipelineSettings) -> Evid
             }
         listed.append(fact.model_copy(update={"attributes": diagnosis.model_copy(update=update)}))
     listed = _superseded(listed, table("superseded_problems", settings))
+    listed = _specified_in_stay(listed, admission)
     about = _what_the_stay_is_about(state, listed)
     for fact in listed:
         diagnosis = fact.attributes
@@ -221,3 +223,57 @@ def _supersedes(
 def _listed_as(fact: Fact, listing: DiagnosisListing) -> Fact:
     diagnosis = attributes_as(fact, DiagnosisAttributes)
     return fact.model_copy(update={"attributes": diagnosis.model_copy(update={"listing": listing})})
+
+
+def _specified_in_stay(diagnoses: list[Fact], admission: datetime | None) -> list[Fact]:
+    """The principal diagnosis is the condition established after study to be chiefly
+    responsible for the admission (UHDDS): a diagnosis made in the stay that names the coded
+    reason more specifically (every topic word of "Sleep disorder" and more: "Obstructive sleep
+    apnea syndrome") is that condition. It becomes the principal diagnosis, saying which coded
+    reason it specifies, and the reason is no longer a line of its own. Two such diagnoses, or
+    none, leave the coded reason as it is: the record does not say which."""
+    principal = [
+        f for f in diagnoses if (d := _diagnosis(f)) is not None and d.listing == "principal"
+    ]
+    if len(principal) != 1 or admission is None:
+        return diagnoses
+    reason = attributes_as(principal[0], DiagnosisAttributes)
+    words = _named(reason.display)
+    specific = [
+        f
+        for f in diagnoses
+        if (d := _diagnosis(f)) is not None
+        and d.listing == "episode"
+        and not STATUS_TERM.search(plain_term(d.display))
+        and d.onset is not None
+        and aware(d.onset) >= aware(admission)
+        and words
+        and words < _named(d.display)
+    ]
+    if len(specific) != 1:
+        return diagnoses
+    chosen = attributes_as(specific[0], DiagnosisAttributes)
+    update = {"listing": "principal", "specifies": plain_term(reason.display)}
+    established = chosen.model_copy(update=update)
+    return [
+        specific[0].model_copy(update={"attributes": established})
+        if f is specific[0]
+        else _listed_as(f, "specified")
+        if f is principal[0]
+        else f
+        for f in diagnoses
+    ]
+
+
+# Words that say what kind of thing a term is, not which: "Gingival disease" names no more
+# than "Gingivitis".
+_KIND_STEMS = frozenset({"diseas", "syndro", "condit", "proble"})
+
+
+def _named(term: str) -> set[str]:
+    """What a term names, for telling a more specific one: its topic stems, less kind words."""
+    return topic_stems(term) - _KIND_STEMS
+
+
+def _diagnosis(fact: Fact) -> DiagnosisAttributes | None:
+    return fact.attributes if isinstance(fact.attributes, DiagnosisAttributes) else None

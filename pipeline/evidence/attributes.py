@@ -12,7 +12,9 @@ from pydantic import Field
 from pipeline.evidence.base import Coding, MedicationPhase, StrictModel
 from pipeline.evidence.stay_attributes import EncounterAttributes, PatientInfoAttributes
 
-DiagnosisListing = Literal["principal", "episode", "active", "social", "stale", "superseded"]
+DiagnosisListing = Literal[
+    "principal", "episode", "active", "social", "stale", "superseded", "specified"
+]
 
 
 class DiagnosisAttributes(StrictModel):
@@ -30,6 +32,9 @@ class DiagnosisAttributes(StrictModel):
     # diagnosis that began in the episode, an active problem, a social finding, or a stale acute
     # event.
     listing: DiagnosisListing | None = None
+    # The stay's coded reason this diagnosis, made in the stay, names more specifically ("Sleep
+    # disorder" for "Obstructive sleep apnea syndrome"): it is the principal diagnosis instead.
+    specifies: str | None = None
     # "History of X" where X was done in the episode: the procedure, and when.
     status_post: str | None = None
     status_post_on: datetime | None = None

@@ -62,7 +62,9 @@ def diagnoses_section(
         if f.id in folded_in or f.id in after_done:
             continue
         folded = folded_in if f in principal else []
-        cited = [f.id, *_status_post_of(state, f), *folded]
+        # A principal diagnosis made in the stay cites the coded reason it specifies.
+        specified = [s.id for s in listed(state, "specified")] if f in principal else []
+        cited = [f.id, *_status_post_of(state, f), *folded, *specified]
         if not implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
