@@ -37,7 +37,13 @@ def _when(resource: dict[str, Any]) -> str:
             period = period.get("period") or {}
         if period.get("start"):
             return f"{period['start']} → {period.get('end', '')}"
-    return str(resource.get("recordedDate") or resource.get("occurrenceDateTime") or "")
+    # A Device's record date is its manufacture date (what a draft dates home equipment by).
+    return str(
+        resource.get("recordedDate")
+        or resource.get("occurrenceDateTime")
+        or resource.get("manufactureDate")
+        or ""
+    )
 
 
 def _value(resource: dict[str, Any]) -> str:
