@@ -102,6 +102,7 @@ def summarize_evidence(
     )
     routine = table("routine_procedures", settings)
     implant_table = table("implants", settings)
+    equipment = table("home_equipment", settings)
     stay = next((f for f in state.facts["encounter"] if f.id == stay_fact), None)
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
@@ -110,7 +111,7 @@ def summarize_evidence(
         ),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
-        "hospital_course": structured_course_section(state, render, routine, stay)
+        "hospital_course": structured_course_section(state, render, (routine, equipment), stay)
         + hospital_course_section(state, salience, ratio, render),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),
@@ -118,7 +119,7 @@ def summarize_evidence(
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": follow_up_section(state, render, table("home_equipment", settings)),
+        "follow_up": follow_up_section(state, render, equipment),
     }
     empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]

@@ -36,6 +36,7 @@ from pipeline.summarizing.sections.common import (
     cited_sentence,
     each_procedure_once,
     effective,
+    home_equipment,
     is_index_procedure,
     last_moment,
     procedures_by_stay,
@@ -64,17 +65,19 @@ def _course_order(fact: Fact, state: EvidenceState) -> tuple[Any, ...]:
 
 
 def structured_course_section(
-    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay: Fact | None
 ) -> list[Sentence]:
     """The course as the structured record tells it: admission and its reason, the main
     treatment of each stay of the episode (its operations and interventions; with none, its
     significant procedures, a nursing stay's therapies; or what the record implies was done),
-    the drugs the stay gave, medications started and stopped, discharge. Beside an operation,
+    the drugs the stay gave, the home equipment it supplied, medications started and stopped,
+    discharge. ``tables``: the routine procedures and the home equipment. Beside an operation,
     the other procedures, and the results, are their sections' alone (readers read each
     twice); a course without the operation, or a nursing stay's without its therapies, read to
     readers as missing the main treatment."""
     if stay is None or not isinstance(stay.attributes, EncounterAttributes):
         return []
+    routine, equipment = tables
     sentences = [_admitted(state, render, routine, stay)]
     for in_earlier, facts in procedures_by_stay(state, routine):
         operations = [f for f in facts if is_index_procedure(f, routine)]
@@ -84,6 +87,12 @@ def structured_course_section(
             cited = [fact_id for p in main for fact_id in p.fact_ids]
             sentences.append(cited_sentence("hospital_course", text, cited))
     sentences += _treatment_given(state, render)
+    # Home equipment supplied in the stay is a treatment begun (CPAP for sleep apnoea): a course
+    # without it read to readers as one where nothing was started.
+    supplied = home_equipment(state, equipment)[1]
+    if supplied:
+        text = render.course_supplied([f.attributes for f in supplied])
+        sentences.append(cited_sentence("hospital_course", text, [f.id for f in supplied]))
     changes = state.medications.changes
     started = [c for c in changes if c.kind == "new" and c.discharge]
     stopped = [c for c in changes if c.kind == "stopped" and c.admission]

@@ -33,14 +33,11 @@ def follow_up_section(state: EvidenceState, render: Any, equipment: CodeTable) -
 
 
 def _equipment_line(state: EvidenceState, render: Any, equipment: CodeTable) -> list[Sentence]:
-    """The home medical equipment on record and what the stay supplied for it, on one line: a
-    sleep-apnoea stay whose only sign of treatment is the CPAP masks it supplied read to two
-    readers as a stay where nothing was started (42 CFR 482.43: the discharge plan covers the
-    patient's equipment)."""
-    on_record, supplied = home_equipment(state, equipment)
-    if not on_record and not supplied:
+    """The home medical equipment recorded for this stay, on one line (42 CFR 482.43: the
+    discharge plan covers the patient's equipment; what the stay supplied for it is the
+    course's)."""
+    on_record = home_equipment(state, equipment)[0]
+    if not on_record:
         return []
-    text = render.home_equipment(
-        [f.attributes for f in on_record], [f.attributes for f in supplied]
-    )
-    return [cited_sentence("follow_up", text, [f.id for f in (*on_record, *supplied)])]
+    text = render.home_equipment([f.attributes for f in on_record])
+    return [cited_sentence("follow_up", text, [f.id for f in on_record])]
