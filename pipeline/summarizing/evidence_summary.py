@@ -121,15 +121,18 @@ def summarize_evidence(
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": follow_up_section(state, render, equipment),
     }
+    # Each empty section's reason, read once: for the Needs review line and for the section.
     empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]
     built["needs_review"] = needs_review_section(state, render, stay_fact, undocumented)
+    if not built["needs_review"]:
+        empty["needs_review"] = _empty_reason("needs_review", state, render)
     folded = set(undocumented) if stay_fact else set()
     sections = [
         SummarySection(
             key=spec.key,
             sentences=check_summary_sentences(built[spec.key], state),
-            empty_reason=None if built[spec.key] else _empty_reason(spec.key, state, render),
+            empty_reason=empty.get(spec.key),
             named_in_needs_review=spec.key in folded,
         )
         for spec in SECTIONS
