@@ -87,10 +87,8 @@ def _requests(scope: Scope, mapped: Mapped) -> None:
 
 
 def _administrations(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type(Immunization):
+    for item in scope.of_patient(Immunization):
         vaccine = item.model
-        if not scope.is_patient(vaccine.patient):
-            continue
         when = as_datetime(vaccine.occurrenceDateTime)
         if vaccine.status not in _GIVEN or not scope.in_stay(vaccine.encounter, when):
             continue
@@ -105,10 +103,8 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
             ),
             "vaccineCode",
         )
-    for administration in scope.index.of_type(MedicationAdministration):
+    for administration in scope.of_patient(MedicationAdministration):
         given = administration.model
-        if not scope.is_patient(given.subject):
-            continue
         when = as_datetime(
             given.effectiveDateTime
             or (given.effectivePeriod.start if given.effectivePeriod else None)
@@ -135,10 +131,8 @@ def _administrations(scope: Scope, mapped: Mapped) -> None:
 
 
 def _imaging(scope: Scope, mapped: Mapped) -> None:
-    for item in scope.index.of_type(ImagingStudy):
+    for item in scope.of_patient(ImagingStudy):
         study = item.model
-        if not scope.is_patient(study.subject):
-            continue
         started = as_datetime(study.started)
         if study.status in {"cancelled", "entered-in-error"} or not scope.in_stay(
             study.encounter, started

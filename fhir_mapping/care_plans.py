@@ -77,10 +77,8 @@ def plan_title(plan: CarePlan) -> str:
 def _care_plans(scope: Scope, mapped: Mapped) -> None:
     reasons = _episode_reasons(scope)
     recent = {item.key for item in scope.recent_acute_care()}
-    for item in scope.index.of_type(CarePlan):
+    for item in scope.of_patient(CarePlan):
         plan = item.model
-        if not scope.is_patient(plan.subject):
-            continue
         start = as_datetime(plan.period.start) if plan.period else None
         ongoing = _ongoing(scope, plan, reasons, recent)
         ours = scope.is_encounter(plan.encounter) or scope.during_stay(start) or ongoing

@@ -11,6 +11,7 @@ from fhir.resources.R4B.procedure import Procedure
 from fhir_mapping.codes import as_datetime, code_of, concept_text, first_coding
 from fhir_mapping.demographics import stay_reasons
 from fhir_mapping.mapped import Mapped
+from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     AllergyAttributes,
@@ -23,6 +24,18 @@ _ACTIVE_CLINICAL = frozenset({"active", "recurrence", "relapse"})
 
 
 _PRINCIPAL_ROLES = frozenset({"DD", "AD"})
+
+
+def _statuses_of_record(
+    mapped: Mapped, item: ParsedResource[Condition] | ParsedResource[AllergyIntolerance]
+) -> tuple[str | None, str | None] | None:
+    """A problem's or an allergy's verification and clinical statuses; None, the exclusion
+    recorded, when it was refuted or entered in error (it was never the patient's)."""
+    verification = code_of(item.model.verificationStatus)
+    if verification in _VOID_VERIFICATION:
+        mapped.exclude(item, "status", f"verification status is {verification}")
+        return None
+    return verification, code_of(item.model.clinicalStatus)
 
 
 def _principal(scope: Scope) -> tuple[set[str], set[str]]:
@@ -82,15 +95,11 @@ def map_conditions(scope: Scope) -> Mapped:
     """Encounter diagnoses, and other problems active at some time during the stay."""
     mapped = Mapped()
     principal_keys, principal_codes = _principal(scope)
-    for item in scope.index.of_type(Condition):
+    for item in scope.of_patient(Condition):
         condition = item.model
-        if not scope.is_patient(condition.subject):
+        if (statuses := _statuses_of_record(mapped, item)) is None:
             continue
-        verification = code_of(condition.verificationStatus)
-        clinical = code_of(condition.clinicalStatus)
-        if verification in _VOID_VERIFICATION:
-            mapped.exclude(item, "status", f"verification status is {verification}")
-            continue
+        verification, clinical = statuses
         onset, abatement = _onset_and_abatement(condition)
         if scope.after_discharge(onset):
             mapped.exclude(item, "out_of_scope", f"onset {onset.isoformat()}, after discharge")
@@ -131,15 +140,11 @@ def map_conditions(scope: Scope) -> Mapped:
 def map_allergies(scope: Scope) -> Mapped:
     """Allergies recorded by the end of the stay and not refuted, inactive or resolved."""
     mapped = Mapped()
-    for item in scope.index.of_type(AllergyIntolerance):
+    for item in scope.of_patient(AllergyIntolerance):
         allergy = item.model
-        if not scope.is_patient(allergy.patient):
+        if (statuses := _statuses_of_record(mapped, item)) is None:
             continue
-        verification = code_of(allergy.verificationStatus)
-        clinical = code_of(allergy.clinicalStatus)
-        if verification in _VOID_VERIFICATION:
-            mapped.exclude(item, "status", f"verification status is {verification}")
-            continue
+        verification, clinical = statuses
         if clinical in {"inactive", "resolved"}:
             mapped.exclude(item, "status", f"clinical status is {clinical}")
             continue
@@ -183,10 +188,8 @@ def performed(procedure: Procedure) -> tuple[datetime | None, datetime | None]:
 def map_procedures(scope: Scope) -> Mapped:
     """Procedures performed in the stay: by encounter reference, else by performed time."""
     mapped = Mapped()
-    for item in scope.index.of_type(Procedure):
+    for item in scope.of_patient(Procedure):
         procedure = item.model
-        if not scope.is_patient(procedure.subject):
-            continue
         start, end = performed(procedure)
         if not scope.in_stay(procedure.encounter, start) or scope.after_discharge(end):
             when = start.isoformat() if start else "no time documented"

@@ -125,10 +125,8 @@ def collect_documents(scope: Scope) -> tuple[list[PendingDocument], Mapped]:
     and the notes excluded with why."""
     mapped = Mapped()
     found: dict[str, PendingDocument] = {}
-    for item in scope.index.of_type(DocumentReference):
+    for item in scope.of_patient(DocumentReference):
         document = item.model
-        if not scope.is_patient(document.subject):
-            continue
         if document.status == "entered-in-error":
             mapped.exclude(item, "status", "status is entered-in-error")
             continue

@@ -35,10 +35,8 @@ def _effective(statement: MedicationStatement) -> tuple[datetime | None, datetim
 
 def map_medication_statements(scope: Scope) -> Mapped:
     mapped = Mapped()
-    for item in scope.index.of_type(MedicationStatement):
+    for item in scope.of_patient(MedicationStatement):
         statement = item.model
-        if not scope.is_patient(statement.subject):
-            continue
         if statement.status not in CURRENT:
             mapped.exclude(item, "status", f"statement status is {statement.status}")
             continue

@@ -184,10 +184,8 @@ def _earlier_orders(scope: Scope) -> dict[str, datetime]:
 def map_medications(scope: Scope) -> Mapped:
     mapped = Mapped()
     earlier = _earlier_orders(scope)
-    for item in scope.index.of_type(MedicationRequest):
+    for item in scope.of_patient(MedicationRequest):
         request = item.model
-        if not scope.is_patient(request.subject):
-            continue
         categories = {
             coding.code for concept in request.category or [] for coding in concept.coding or []
         }

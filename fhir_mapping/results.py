@@ -196,10 +196,8 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
 def map_results(scope: Scope) -> Mapped:
     mapped = Mapped()
     reported: set[str] = set()
-    for item in scope.index.of_type(DiagnosticReport):
+    for item in scope.of_patient(DiagnosticReport):
         report = item.model
-        if not scope.is_patient(report.subject):
-            continue
         effective = report.effectiveDateTime or (
             report.effectivePeriod.start if report.effectivePeriod else None
         )

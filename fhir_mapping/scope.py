@@ -33,6 +33,7 @@ from fhir_mapping.resources import (
     EvidenceInputError,
     ParsedResource,
     ResourceIndex,
+    TypedResourceT,
     as_type,
     relative_key,
 )
@@ -41,6 +42,16 @@ from pipeline.evidence.mapped import (
     INPATIENT_CLASSES,
     RECENT_ACUTE_CARE_DAYS,
 )
+
+
+def patient_of(resource: object) -> Reference | None:
+    """The patient a resource is about: its ``subject`` (most kinds) or its ``patient``
+    (Immunization, AllergyIntolerance, Device, SupplyDelivery)."""
+    for element in ("subject", "patient"):
+        reference = getattr(resource, element, None)
+        if isinstance(reference, Reference):
+            return reference
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +112,13 @@ class Scope:
     def is_patient(self, reference: Reference | None) -> bool:
         """Whether a Reference points at this patient; a missing subject is not this patient."""
         return refers_to(self.index, reference, self.patient.key)
+
+    def of_patient(self, kind: type[TypedResourceT]) -> list[ParsedResource[TypedResourceT]]:
+        """The resources of one type that are this patient's: a bundle may hold a relative's or
+        another patient's, and a resource that names no patient is no one's."""
+        return [
+            item for item in self.index.of_type(kind) if self.is_patient(patient_of(item.model))
+        ]
 
     def is_encounter(self, reference: Reference | None) -> bool:
         """Whether a Reference points at an encounter of the episode."""

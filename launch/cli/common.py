@@ -119,6 +119,9 @@ EncounterOption = Annotated[
     str | None,
     typer.Option("--encounter", help="Encounter id. Default: the most recent inpatient stay."),
 ]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="The file to write the result to.")
+]
 
 
 def read_text(path: Path) -> str:

@@ -15,6 +15,7 @@ import typer
 from launch.cli.common import (
     BundleArgument,
     EncounterOption,
+    OutputOption,
     app,
     current_settings,
     fail,
@@ -71,9 +72,7 @@ def overview(state: EvidenceState) -> str:
 def evidence(
     bundle: BundleArgument = None,
     encounter: EncounterOption = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the EvidenceState JSON here.")
-    ] = None,
+    output: OutputOption = None,
 ) -> None:
     """Build the evidence state of one stay and print an overview of it."""
     state = load_evidence(bundle, encounter, current_settings())
@@ -88,9 +87,7 @@ def evidence(
 def summarize(
     bundle: BundleArgument = None,
     encounter: EncounterOption = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the result here, not stdout.")
-    ] = None,
+    output: OutputOption = None,
     output_format: Annotated[
         SummaryFormat,
         typer.Option("--format", help="bundle: a FHIR transaction Bundle; markdown: for people."),

@@ -15,6 +15,7 @@ from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
     ReviewFlag,
+    attributes_as,
     stable_id,
 )
 from pipeline.text.rendering import plain_term
@@ -104,21 +105,11 @@ def _condition_statuses(facts: list[Fact]) -> list[Conflict]:
             by_condition[_condition_key(fact.attributes)].append(fact)
     conflicts = []
     for group in by_condition.values():
-        statuses = {
-            fact.attributes.clinical_status
-            for fact in group
-            if isinstance(fact.attributes, DiagnosisAttributes)
-        }
+        diagnoses = [attributes_as(fact, DiagnosisAttributes) for fact in group]
+        statuses = {diagnosis.clinical_status for diagnosis in diagnoses}
         if statuses & _ACTIVE_CONDITION and statuses & _RESOLVED_CONDITION:
-            first = group[0].attributes
-            assert isinstance(first, DiagnosisAttributes)
-            conflicts.append(
-                _conflict(
-                    "condition_status",
-                    f"{first.display} is recorded both as active and as resolved",
-                    group,
-                )
-            )
+            said = f"{diagnoses[0].display} is recorded both as active and as resolved"
+            conflicts.append(_conflict("condition_status", said, group))
     return conflicts
 
 
@@ -141,21 +132,11 @@ def _lab_values(facts: list[Fact]) -> list[Conflict]:
             by_test_and_time[(test, attributes.effective.isoformat())].append(fact)
     conflicts = []
     for (_, when), group in by_test_and_time.items():
-        readings = {
-            _lab_reading(fact.attributes)
-            for fact in group
-            if isinstance(fact.attributes, LabResultAttributes)
-        }
+        results = [attributes_as(fact, LabResultAttributes) for fact in group]
+        readings = {_lab_reading(result) for result in results}
         if len(readings) > 1:
-            first = group[0].attributes
-            assert isinstance(first, LabResultAttributes)
-            conflicts.append(
-                _conflict(
-                    "lab_value",
-                    f"{first.name} at {when} has {len(readings)} different values",
-                    group,
-                )
-            )
+            said = f"{results[0].name} at {when} has {len(readings)} different values"
+            conflicts.append(_conflict("lab_value", said, group))
     return conflicts
 
 

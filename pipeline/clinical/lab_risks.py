@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Literal
 
 from pipeline.clinical.risk_flags import (
     current_results,
@@ -77,6 +78,25 @@ def said_value(result: LabResultAttributes, name: str) -> str:
     return f"{name} {value}{unit} on {result.effective.date().isoformat()}"
 
 
+def _review_drugs(
+    key: str,
+    measure: str,
+    reading: tuple[list[Fact], LabResultAttributes],
+    side: Literal["above", "below"],
+    effect: str,
+    drugs: list[Fact],
+) -> list[ReviewFlag]:
+    """One flag over the drugs that act on a measure beyond the table's level for them. The
+    level is the table's, not the record's: the flag states only the record's numbers, and never
+    calls the value high or low (the laboratory's own range may still call it normal)."""
+    results, latest = reading
+    reason = (
+        f"{said_value(latest, measure)} is {side} the level at which drugs that "
+        f"{effect} are reviewed: review {drug_names(drugs)}"
+    )
+    return [risk_flag(key, reason, [fact_of(results, latest), *drugs])]
+
+
 def potassium_raising(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
@@ -90,13 +110,8 @@ def potassium_raising(
     raising = having(going_home, risks.extra["potassium_raising"])
     if not raising:
         return []
-    # The limit is the table's, not the record's: the flag states only the record's numbers, and
-    # never calls the value high (the laboratory's own range may still call it normal).
-    reason = (
-        f"{said_value(latest, 'Potassium')} is above the level at which drugs that raise potassium "
-        f"are reviewed: review {drug_names(raising)}"
-    )
-    return [risk_flag("potassium", reason, [fact_of(results, latest), *raising])]
+    reading = (results, latest)
+    return _review_drugs("potassium", "Potassium", reading, "above", "raise potassium", raising)
 
 
 def _recent(
@@ -132,11 +147,9 @@ def low_blood_pressure(
     )
     if latest is None or latest.value is None or latest.value >= risks.extra["systolic_floor"]:
         return []
-    reason = (
-        f"{said_value(latest, 'Systolic blood pressure')} is below the level at which drugs that "
-        f"lower blood pressure are reviewed: review {drug_names(lowering)}"
-    )
-    return [risk_flag("blood_pressure", reason, [fact_of(results, latest), *lowering])]
+    measure, reading = "Systolic blood pressure", (results, latest)
+    effect = "lower blood pressure"
+    return _review_drugs("blood_pressure", measure, reading, "below", effect, lowering)
 
 
 def _recent_hba1c(

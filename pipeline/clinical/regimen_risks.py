@@ -41,6 +41,12 @@ from pipeline.evidence.model import (
 )
 
 
+def _bleeding_flag(key: str, drugs: list[Fact], combination: str, ask: str) -> list[ReviewFlag]:
+    """One flag over the drugs that bleed together, in the words both bleeding rules share."""
+    reason = f"Bleeding risk at discharge, {combination}: {drug_names(drugs)}: {ask}"
+    return [risk_flag(key, reason, drugs)]
+
+
 def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     classes = risks.extra["antithrombotic"]
     anticoagulants = having(going_home, classes["anticoagulant"])
@@ -48,12 +54,9 @@ def bleeding(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
     partners = [f for f in partners if f not in anticoagulants]
     if not (anticoagulants and partners):
         return []
-    both = [*anticoagulants, *partners]
-    reason = (
-        f"Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: "
-        f"{drug_names(both)}: confirm the combination is intended, and for how long"
-    )
-    return [risk_flag("bleeding", reason, both)]
+    combination = "an anticoagulant with an antiplatelet or NSAID"
+    ask = "confirm the combination is intended, and for how long"
+    return _bleeding_flag("bleeding", [*anticoagulants, *partners], combination, ask)
 
 
 def nsaid_with_antiplatelet(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
@@ -65,12 +68,9 @@ def nsaid_with_antiplatelet(going_home: Sequence[Fact], risks: CodeTable) -> lis
     antiplatelets = [f for f in having(going_home, classes["antiplatelet"]) if f not in nsaids]
     if not (nsaids and antiplatelets) or having(going_home, risks.extra["gastroprotection"]):
         return []
-    both = [*nsaids, *antiplatelets]
-    reason = (
-        f"Bleeding risk at discharge, an NSAID with an antiplatelet and no proton pump inhibitor: "
-        f"{drug_names(both)}: confirm the NSAID is needed, and protect the stomach if it is"
-    )
-    return [risk_flag("nsaid-antiplatelet", reason, both)]
+    combination = "an NSAID with an antiplatelet and no proton pump inhibitor"
+    ask = "confirm the NSAID is needed, and protect the stomach if it is"
+    return _bleeding_flag("nsaid-antiplatelet", [*nsaids, *antiplatelets], combination, ask)
 
 
 def _indications(state: EvidenceState, keywords: Sequence[str]) -> list[tuple[Fact, str]]:
