@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any
+
+from litestar import Request
 
 FIELD = "csrf_token"
 HEADER = "x-csrf-token"
@@ -22,3 +25,13 @@ def csrf_valid(secret: bytes, session_id: str | None, presented: str | None) -> 
     if not session_id or not presented:
         return False
     return hmac.compare_digest(csrf_token(secret, session_id), presented)
+
+
+async def csrf_checked_form(
+    request: Request[Any, Any, Any], secret: bytes, session_id: str
+) -> dict[str, str] | None:
+    """The posted form, if it carries this session's token (the header, else the form field),
+    which a forged cross-site post cannot; None if not."""
+    form = {key: str(value) for key, value in (await request.form()).items()}
+    presented = request.headers.get(HEADER) or form.get(FIELD)
+    return form if csrf_valid(secret, session_id, presented) else None

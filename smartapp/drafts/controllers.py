@@ -44,7 +44,7 @@ from smartapp.drafts.review import (
 from smartapp.drafts.signing import Signer, signed_note
 from smartapp.drafts.writing import Write
 from smartapp.launch.guards import SeenDraft, launched_for_draft, visible_draft
-from smartapp.launch.roles import may_review, practitioner_reference
+from smartapp.launch.roles import may_review
 from smartapp.state import AppSettings, Drafts, Jobs, Provenote
 
 
@@ -130,13 +130,11 @@ class DraftController(Controller):
         request: Request[Any, Any, Any],
         draft_id: FromPath[str],
     ) -> Response[Any]:
-        submitted = await pages.checked_form(request, visible)
-        if isinstance(submitted, Response):
-            return submitted
+        signing = await pages.signing_form(request, visible)
+        if isinstance(signing, Response):
+            return signing
+        submitted, practitioner = signing
         context = visible.context
-        practitioner = practitioner_reference(context.fhir_user)
-        if practitioner is None:
-            return await pages.not_a_practitioner(request, visible)
         try:
             await provenote.drafts.sign(
                 provenote.access.client_for(visible.session_id, context.iss),
@@ -228,16 +226,14 @@ class DraftController(Controller):
         draft_id: FromPath[str],
     ) -> Response[Any]:
         """What signing will write, to confirm: status, attester and the note as sent."""
-        submitted = await pages.checked_form(request, visible)
-        if isinstance(submitted, Response):
-            return submitted
+        signing = await pages.signing_form(request, visible)
+        if isinstance(signing, Response):
+            return signing
+        submitted, practitioner = signing
         draft, context = visible.draft, visible.context
-        practitioner = practitioner_reference(context.fhir_user)
         if draft.status != DraftStatus.PRELIMINARY or draft.revision != submitted.revision:
             message = "The draft changed since you opened it; here it is as it stands now."
             return await pages.answer(request, visible, message, 409)
-        if practitioner is None:
-            return await pages.not_a_practitioner(request, visible)
         values = await pages.values(visible, draft)
         values["signed_note"] = signed_note(
             reviewed(draft), practitioner, datetime.now(UTC), context.user_name

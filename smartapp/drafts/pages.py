@@ -14,7 +14,7 @@ from pipeline.checking.review import review_items, review_progress
 from pipeline.evidence.model import EvidenceState, PatientInfoAttributes
 from pipeline.evidence.summary import Sentence, Summary
 from pipeline.text.rendering import render
-from smartapp.core.csrf import FIELD, csrf_token, csrf_valid
+from smartapp.core.csrf import csrf_checked_form, csrf_token
 from smartapp.core.responses import error_page, html
 from smartapp.core.settings import Settings
 from smartapp.core.statuses import DraftStatus
@@ -170,22 +170,13 @@ class ReviewPages:
             return Redirect(f"/drafts/{draft.id}", status_code=303)
         return html(render("app/review.html.j2", **values), status)
 
-    async def not_a_practitioner(
-        self, request: Request[Any, Any, Any], visible: VisibleDraft
-    ) -> Response[Any]:
-        """The refusal of a signature, or of its preview, to a user who is not a Practitioner:
-        only a Practitioner can attest a note, whatever the reviewer roles allow."""
-        user = visible.context.fhir_user or "an unknown user"
-        message = f"Only a practitioner can sign; you are signed in as {user}."
-        return await self.answer(request, visible, message, 403)
-
     async def checked_form(
         self, request: Request[Any, Any, Any], visible: VisibleDraft
     ) -> Submission | Response[Any]:
         """The form, if its CSRF token is right, its user a reviewer and its revision given;
         else the refusal to answer with."""
-        form = {key: str(value) for key, value in (await request.form()).items()}
-        if not csrf_valid(self.secret, visible.session_id, form.get(FIELD)):
+        form = await csrf_checked_form(request, self.secret, visible.session_id)
+        if form is None:
             return error_page(
                 "The form's security token is missing or wrong; reload the page and try again.",
                 403,
@@ -199,3 +190,18 @@ class ReviewPages:
         if not form.get("revision", "").isdigit():
             return error_page("The form did not say which revision it saw.", 400)
         return Submission(form, int(form["revision"]))
+
+    async def signing_form(
+        self, request: Request[Any, Any, Any], visible: VisibleDraft
+    ) -> tuple[Submission, str] | Response[Any]:
+        """A signature's form, or its preview's, checked as every review form is, and the
+        Practitioner who attests: only a Practitioner can, whatever the reviewer roles allow."""
+        submitted = await self.checked_form(request, visible)
+        if isinstance(submitted, Response):
+            return submitted
+        practitioner = practitioner_reference(visible.context.fhir_user)
+        if practitioner is None:
+            user = visible.context.fhir_user or "an unknown user"
+            message = f"Only a practitioner can sign; you are signed in as {user}."
+            return await self.answer(request, visible, message, 403)
+        return submitted, practitioner

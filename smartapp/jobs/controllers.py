@@ -21,7 +21,7 @@ from litestar.types import Dependencies
 
 from pipeline.text.rendering import render
 from smartapp.access.sessions import LaunchContext
-from smartapp.core.csrf import FIELD, HEADER, csrf_token, csrf_valid
+from smartapp.core.csrf import csrf_checked_form, csrf_token
 from smartapp.core.limits import SMALL_FORM_BYTES
 from smartapp.core.responses import html
 from smartapp.core.statuses import JobState
@@ -107,9 +107,7 @@ class JobController(Controller):
         request: Request[Any, Any, Any],
         job_id: FromPath[str],
     ) -> Response[Any]:
-        form = await request.form()
-        presented = request.headers.get(HEADER) or form.get(FIELD)
-        if not csrf_valid(provenote.secret, visible.session_id, presented):
+        if await csrf_checked_form(request, provenote.secret, visible.session_id) is None:
             return Response({"error": "missing or wrong CSRF token"}, status_code=403)
         retried = await jobs.retry(job_id)
         if request.headers.get("accept", "").startswith("text/html"):

@@ -1,16 +1,12 @@
-"""Sessions, jobs, drafts, write-backs and audit events.
-
-Revision ID: 0001
-Revises:
-"""
+"""Sessions, jobs, drafts, write-backs and audit events."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from smartapp.core.migrations.columns import TIMESTAMP
+
 revision = "0001"
 down_revision = None
-
-TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:

@@ -1,26 +1,24 @@
-"""Physician review: the draft's summary and evidence, its revision, sign-off, edits and history.
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""Physician review: the draft's summary and evidence, its revision, sign-off, edits and history."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from smartapp.core.migrations.columns import TIMESTAMP, add_columns, drop_columns
+
 revision = "0002"
 down_revision = "0001"
 
-TIMESTAMP = sa.DateTime(timezone=True)
-
 
 def upgrade() -> None:
-    with op.batch_alter_table("drafts") as table:
-        table.add_column(sa.Column("summary", sa.JSON))
-        table.add_column(sa.Column("evidence", sa.JSON))
-        table.add_column(sa.Column("revision", sa.Integer, nullable=False, server_default="1"))
-        table.add_column(sa.Column("signed_by", sa.Text))
-        table.add_column(sa.Column("signed_at", TIMESTAMP))
-        table.add_column(sa.Column("updated_at", TIMESTAMP))
+    add_columns(
+        "drafts",
+        sa.Column("summary", sa.JSON),
+        sa.Column("evidence", sa.JSON),
+        sa.Column("revision", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("signed_by", sa.Text),
+        sa.Column("signed_at", TIMESTAMP),
+        sa.Column("updated_at", TIMESTAMP),
+    )
     op.create_table(
         "draft_edits",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -49,6 +47,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("draft_revisions")
     op.drop_table("draft_edits")
-    with op.batch_alter_table("drafts") as table:
-        for column in ("updated_at", "signed_at", "signed_by", "revision", "evidence", "summary"):
-            table.drop_column(column)
+    drop_columns(
+        "drafts", "updated_at", "signed_at", "signed_by", "revision", "evidence", "summary"
+    )

@@ -1,17 +1,13 @@
 """One request budget per EHR, shared by every process (a token bucket), and how long the EHR
-asked everyone to wait (Retry-After).
-
-Revision ID: 0007
-Revises: 0006
-"""
+asked everyone to wait (Retry-After)."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from smartapp.core.migrations.columns import TIMESTAMP
+
 revision = "0007"
 down_revision = "0006"
-
-TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:

@@ -1,9 +1,5 @@
 """At most one queued or running job per stay on an EHR, enforced by the database: two launches
-of one stay at the same moment (two web processes) join one job instead of drafting twice.
-
-Revision ID: 0008
-Revises: 0007
-"""
+of one stay at the same moment (two web processes) join one job instead of drafting twice."""
 
 import sqlalchemy as sa
 from alembic import op

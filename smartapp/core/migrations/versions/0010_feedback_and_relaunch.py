@@ -1,18 +1,14 @@
 """CDS Hooks feedback: each card the discharge service answered with, and what physicians did
 with it (accepted, or overridden with a reason), as the EHR reports it; and whether a draft's
-record changed since it was made, as the last relaunch found it.
-
-Revision ID: 0010
-Revises: 0009
-"""
+record changed since it was made, as the last relaunch found it."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from smartapp.core.migrations.columns import TIMESTAMP, add_columns, drop_columns
+
 revision = "0010"
 down_revision = "0009"
-
-TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -40,13 +36,11 @@ def upgrade() -> None:
         sa.Column("received_at", TIMESTAMP, nullable=False),
     )
     op.create_index("ix_cds_feedback_card_uuid", "cds_feedback", ["card_uuid"])
-    with op.batch_alter_table("drafts") as table:
-        table.add_column(sa.Column("record_changed", sa.Boolean))
+    add_columns("drafts", sa.Column("record_changed", sa.Boolean))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("drafts") as table:
-        table.drop_column("record_changed")
+    drop_columns("drafts", "record_changed")
     op.drop_index("ix_cds_feedback_card_uuid", "cds_feedback")
     op.drop_table("cds_feedback")
     op.drop_table("cds_cards")
