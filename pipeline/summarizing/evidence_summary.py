@@ -119,7 +119,7 @@ def summarize_evidence(
         "allergies": allergies_section(state, render),
         "results": results_section(state, render, table("reference_ranges", settings), stay),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": follow_up_section(state, render, equipment),
+        "follow_up": follow_up_section(state, render, (equipment, routine), stay),
     }
     # Each empty section's reason, read once: for the Needs review line and for the section.
     empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}

@@ -81,7 +81,21 @@ def test_social_findings_are_social_history_not_diagnoses() -> None:
         "housing", "Housing unsatisfactory (finding)", code="105531004", encounter_id=None
     )
     drafted = sections(evidence_from_fhir(record(housing), settings=PipelineSettings()))
-    assert drafted["social_history"] == ["Housing unsatisfactory."]
+    assert drafted["social_history"] == ["Housing unsatisfactory (recorded 2024-03-01)."]
+
+
+def test_a_social_finding_says_when_it_was_recorded() -> None:
+    """A coded social finding stays active until someone records a change, which a record may
+    never do: "Housing unsatisfactory" of 2006 says nothing certain of the housing the patient
+    goes home to in 2024. Each finding says when it was recorded, for the discharge planner to
+    ask again."""
+    old = {"encounter_id": None, "onset": "2006-06-29T10:00:00Z"}
+    housing = fx.condition("housing", "Housing unsatisfactory (finding)", code="105531004", **old)
+    isolated = fx.condition("alone", "Social isolation (finding)", code="422650009", **old)
+    drafted = sections(evidence_from_fhir(record(housing, isolated), settings=PipelineSettings()))
+    assert drafted["social_history"] == [
+        "Housing unsatisfactory (recorded 2006-06-29); Social isolation (recorded 2006-06-29)."
+    ]
 
 
 def test_an_acute_event_recorded_active_for_decades_beside_an_unrelated_stay_is_left_out() -> None:

@@ -1,0 +1,74 @@
+"""After an operation, the draft's Follow-up says who reviews the patient, or that the record does
+not say (hand-written FHIR: a recorded operation, an implied one, and the arrangements that
+answer it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.evidence.summary import Sentence
+from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+
+APPENDECTOMY = fx.procedure("op", "Excision of appendix", when="2024-03-01T12:00:00+00:00")
+NO_REVIEW = (
+    "Post-operative review: no appointment or referral is documented after Excision of appendix "
+    "on 2024-03-01: arrange who reviews the patient, and when."
+)
+
+
+def follow_up(*resources: dict[str, Any]) -> list[Sentence]:
+    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    return next(s.sentences for s in summary.sections if s.key == "follow_up")
+
+
+def test_an_operation_with_no_review_arranged_says_so_in_follow_up() -> None:
+    """Discharge after surgery names the post-operative review (42 CFR 482.43(c)); where the
+    record arranges none, the line says so and what to arrange, citing the operation. Like every
+    "Not documented", it is no flag to acknowledge: the signer adds the review."""
+    lines = follow_up(APPENDECTOMY)
+    assert [line.text for line in lines] == [NO_REVIEW]
+    assert not lines[0].flags
+    assert lines[0].citations
+
+
+def test_a_booked_appointment_after_discharge_answers_it() -> None:
+    clinic = {
+        "resourceType": "Appointment",
+        "id": "clinic",
+        "status": "booked",
+        "description": "Surgical clinic",
+        "start": "2024-03-19T09:00:00+00:00",
+        "participant": [{"actor": {"reference": f"Patient/{fx.PATIENT_ID}"}, "status": "accepted"}],
+    }
+    texts = [line.text for line in follow_up(APPENDECTOMY, clinic)]
+    assert NO_REVIEW not in texts
+    assert any("Surgical clinic" in text for text in texts)
+
+
+def test_a_care_plans_instructions_are_no_review() -> None:
+    """Rest and wound care are what to do at home, not who sees the patient next."""
+    plan = fx.care_plan("plan", "Minor surgery care management", activity="Recommendation to rest")
+    texts = [line.text for line in follow_up(APPENDECTOMY, plan)]
+    assert NO_REVIEW in texts
+
+
+def test_a_stay_without_an_operation_has_no_such_line() -> None:
+    """Routine care and diagnostics are no operation: nothing is asked of them."""
+    assessment = fx.procedure("check", "Assessment of health and social care needs")
+    x_ray = fx.procedure("cxr", "Plain chest X-ray")
+    assert not [line for line in follow_up(assessment, x_ray) if "Post-operative" in line.text]
+
+
+def test_an_operation_the_record_only_implies_asks_for_its_review_too() -> None:
+    """A "History of appendectomy" coded during the stay with no procedure recorded is the
+    stay's implied treatment; the patient still needs the review after it."""
+    history = fx.condition("history", "History of appendectomy", code="161615003")
+    texts = [line.text for line in follow_up(history)]
+    assert texts == [
+        "Post-operative review: no appointment or referral is documented after appendectomy on "
+        "2024-03-01: arrange who reviews the patient, and when."
+    ]
