@@ -14,10 +14,9 @@ from datetime import datetime
 
 from fhir.resources.R4B.medicationstatement import MedicationStatement
 
-from fhir_mapping.codes import RXNORM, as_datetime, first_coding
-from fhir_mapping.dosage import dosage_attributes
+from fhir_mapping.codes import as_datetime
 from fhir_mapping.mapped import Mapped
-from fhir_mapping.medications import medication_concept, medication_fact
+from fhir_mapping.medications import identified_drug, medication_fact
 from fhir_mapping.pull_plan import CURRENT_STATEMENT
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import MedicationAttributes
@@ -48,20 +47,17 @@ def map_medication_statements(scope: Scope) -> Mapped:
         if scope.after_discharge(began or asserted):
             mapped.exclude(item, "out_of_scope", "recorded as taken only after the stay")
             continue
-        medication = medication_concept(item, scope, mapped)
-        if medication is None:
-            continue
-        concept, sources, name = medication
         dosage = statement.dosage[0] if statement.dosage else None
+        drug = identified_drug(item, scope, mapped, dosage)
+        if drug is None:
+            continue
         attributes = MedicationAttributes(
-            name=name,
-            code=first_coding(concept, RXNORM) or first_coding(concept),
-            **dosage_attributes(dosage, name),
+            **drug.fields,
             status=statement.status,
             authored_on=asserted or began,
             phase="admission",
             phase_rule=f"medication statement, {statement.status} at admission",
             recorded_as="statement",
         )
-        mapped.facts.append(medication_fact(item, attributes, sources))
+        mapped.facts.append(medication_fact(item, attributes, drug.sources))
     return mapped

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from fhir.resources.R4B.condition import Condition
+from fhir.resources.R4B.dosage import Dosage
 from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationrequest import MedicationRequest
 from fhir.resources.R4B.medicationstatement import MedicationStatement
@@ -42,6 +43,7 @@ from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
+    Coding,
     ExclusionKind,
     Fact,
     MedicationAttributes,
@@ -127,16 +129,30 @@ def _reason(request: MedicationRequest, scope: Scope) -> str | None:
     return None
 
 
-def medication_concept(
-    item: ParsedResource[Order], scope: Scope, mapped: Mapped
-) -> tuple[Any, list[SourceRef], str] | None:
-    """The medication concept, its sources and its name; None when it cannot be read, the
-    order then excluded as unresolved with the reason."""
+@dataclass(frozen=True, slots=True)
+class IdentifiedDrug:
+    """What an order or a statement says of its drug, read the same way for both: the fields
+    of ``MedicationAttributes`` that name it and its dosage, its RxNorm coding and its
+    sources."""
+
+    fields: dict[str, Any]
+    rxnorm: Coding | None
+    sources: list[SourceRef]
+
+
+def identified_drug(
+    item: ParsedResource[Order], scope: Scope, mapped: Mapped, dosage: Dosage | None
+) -> IdentifiedDrug | None:
+    """The drug of an order or a statement and its ``dosage``; None when the drug cannot be
+    read, the resource then excluded as unresolved with the reason."""
     found = _concept(item, scope)
     if isinstance(found, str):
         mapped.exclude(item, "unresolved", found)
         return None
-    return found
+    concept, sources, name = found
+    rxnorm = first_coding(concept, RXNORM)
+    named = {"name": name, "code": rxnorm or first_coding(concept)}
+    return IdentifiedDrug(named | dosage_attributes(dosage, name), rxnorm, sources)
 
 
 def _concept(item: ParsedResource[Order], scope: Scope) -> tuple[Any, list[SourceRef], str] | str:
@@ -202,16 +218,13 @@ def map_medications(scope: Scope) -> Mapped:
             assert decision.exclusion is not None
             mapped.exclude(item, decision.exclusion, decision.rule)
             continue
-        medication = medication_concept(item, scope, mapped)
-        if medication is None:
-            continue
-        concept, sources, name = medication
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None
-        rxnorm = first_coding(concept, RXNORM)
+        drug = identified_drug(item, scope, mapped, dosage)
+        if drug is None:
+            continue
+        rxnorm = drug.rxnorm
         attributes = MedicationAttributes(
-            name=name,
-            code=rxnorm or first_coding(concept),
-            **dosage_attributes(dosage, name),
+            **drug.fields,
             status=request.status,
             intent=request.intent,
             request_category=", ".join(sorted(code for code in categories if code)) or None,
@@ -226,7 +239,7 @@ def map_medications(scope: Scope) -> Mapped:
                 else None
             ),
         )
-        mapped.facts.append(medication_fact(item, attributes, sources))
+        mapped.facts.append(medication_fact(item, attributes, drug.sources))
     return mapped
 
 

@@ -11,6 +11,8 @@ ADMIT = "2024-03-01T10:00:00+00:00"
 DISCHARGE = "2024-03-05T12:00:00+00:00"
 IN_STAY = "2024-03-02T09:00:00+00:00"
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+# One tablet twice a day, as ``medication_request``'s fields: a dosage (its route said apart).
+TWICE_DAILY: dict[str, Any] = {"dose": "1 tablet", "frequency": (2, 1, "d")}
 
 
 def patient(patient_id: str = PATIENT_ID) -> dict[str, Any]:
@@ -78,6 +80,7 @@ def medication_request(
     route: str | None = None,
     reason: str | None = None,
     validity_end: str | None = None,
+    patient_id: str = PATIENT_ID,
 ) -> dict[str, Any]:
     concept: dict[str, Any] = {"text": name}
     if code:
@@ -88,7 +91,7 @@ def medication_request(
         "status": status,
         "intent": "order",
         "medicationCodeableConcept": concept,
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        "subject": {"reference": f"Patient/{patient_id}"},
     }
     if authored:
         resource["authoredOn"] = authored
@@ -114,6 +117,15 @@ def medication_request(
     if validity_end:
         resource["dispenseRequest"] = {"validityPeriod": {"end": validity_end}}
     return resource
+
+
+def order_by_reference(request_id: str, medication: str, **fields: Any) -> dict[str, Any]:
+    """A medication request that names its drug only by reference (``medication``, a
+    Medication's URL): the reference is all a reader has to follow; ``fields`` as
+    ``medication_request`` takes them."""
+    order = medication_request(request_id, "", **fields)
+    del order["medicationCodeableConcept"]
+    return order | {"medicationReference": {"reference": medication}}
 
 
 def ordered_in_stay(request_id: str, name: str, **fields: Any) -> dict[str, Any]:
@@ -192,15 +204,7 @@ def observation(
 def procedure(
     procedure_id: str, name: str, encounter_id: str = ENCOUNTER_ID, when: str = ADMIT
 ) -> dict[str, Any]:
-    return {
-        "resourceType": "Procedure",
-        "id": procedure_id,
-        "status": "completed",
-        "code": {"text": name},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{encounter_id}"},
-        "performedDateTime": when,
-    }
+    return _completed("Procedure", procedure_id, name, encounter_id, when)
 
 
 def diagnostic_report(
@@ -226,14 +230,29 @@ def attachment(text: str | bytes, content_type: str = "text/plain; charset=utf-8
 def medication_administration(
     administration_id: str, name: str, when: str, *, encounter_id: str = ENCOUNTER_ID
 ) -> dict[str, Any]:
+    return _completed("MedicationAdministration", administration_id, name, encounter_id, when)
+
+
+# Where a completed event names what was done, its encounter and its time: its type's elements.
+_EVENT_ELEMENTS = {
+    "Procedure": ("code", "encounter", "performedDateTime"),
+    "MedicationAdministration": ("medicationCodeableConcept", "context", "effectiveDateTime"),
+}
+
+
+def _completed(
+    resource_type: str, resource_id: str, name: str, encounter_id: str, when: str
+) -> dict[str, Any]:
+    """A procedure done or a dose given: one shape, in the element names ``resource_type`` uses."""
+    concept, link, time = _EVENT_ELEMENTS[resource_type]
     return {
-        "resourceType": "MedicationAdministration",
-        "id": administration_id,
+        "resourceType": resource_type,
+        "id": resource_id,
         "status": "completed",
-        "medicationCodeableConcept": {"text": name},
+        concept: {"text": name},
         "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "context": {"reference": f"Encounter/{encounter_id}"},
-        "effectiveDateTime": when,
+        link: {"reference": f"Encounter/{encounter_id}"},
+        time: when,
     }
 
 

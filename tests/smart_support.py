@@ -22,7 +22,7 @@ from smartapp.core.registrations import ClientRegistration
 from smartapp.core.settings import Settings
 from smartapp.jobs.service import StageHook
 from smartapp.state import AppState
-from tests.attack_support import seed_stay
+from tests.attack_support import FakeEhr, RecordingServer, recording_server, seed_stay
 
 T = TypeVar("T")
 
@@ -113,6 +113,30 @@ def app_and_stepping_browser(
         extra_registrations=extra_registrations,
         **overrides,
     )
+
+
+class BesideAnotherEhr(NamedTuple):
+    server: RecordingServer
+    other: FakeEhr
+    app: RunningApp
+    browser: httpx.Client
+
+
+@contextmanager
+def beside_another_ehr(
+    sandbox: Sandbox, data_dir: Path, registered_as: str, **overrides: object
+) -> Iterator[BesideAnotherEhr]:
+    """A second EHR, faked on a recording server and registered with the app (as
+    ``registered_as``) beside the sandbox, and a browser that steps through the hops: the stage
+    of every test of what one EHR's launch must never hand the other."""
+    with recording_server() as server:
+        other = FakeEhr(server)
+        registration = ClientRegistration(issuer=other.base, client_id=registered_as)
+        with app_and_stepping_browser(sandbox, data_dir, (registration,), **overrides) as (
+            app,
+            browser,
+        ):
+            yield BesideAnotherEhr(server, other, app, browser)
 
 
 class DraftedStay(NamedTuple):

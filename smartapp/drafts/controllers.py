@@ -190,10 +190,10 @@ class DraftController(Controller):
         pages: Pages,
         visible: SeenDraft,
         request: Request[Any, Any, Any],
-        draft_id: FromPath[str],
         sentence_id: FromPath[str],
     ) -> Response[Any]:
-        """The checker's verdict on an edit being typed, and its changes; nothing is stored."""
+        """The checker's verdict on an edit being typed, and its changes; nothing is stored (the
+        draft is ``visible``'s, read from the path by the guard)."""
         submitted = await pages.checked_form(request, visible)
         if isinstance(submitted, Response):
             return submitted
@@ -223,9 +223,9 @@ class DraftController(Controller):
         pages: Pages,
         visible: SeenDraft,
         request: Request[Any, Any, Any],
-        draft_id: FromPath[str],
     ) -> Response[Any]:
-        """What signing will write, to confirm: status, attester and the note as sent."""
+        """What signing will write, to confirm: status, attester and the note as sent (the
+        draft is ``visible``'s, read from the path by the guard)."""
         signing = await pages.signing_form(request, visible)
         if isinstance(signing, Response):
             return signing

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from launch.cli import DEFAULT_SAMPLE, app
 from pipeline.evidence.model import EvidenceState
 from tests import fhir_fixtures as fx
+from tests.fresh_python import fresh_python
 
 runner = CliRunner()
 
@@ -259,9 +260,7 @@ def test_help_evidence_and_an_evidence_only_draft_start_without_the_heavy_librar
         "assert result.exit_code == 0, result.output\n"
         f"print(' '.join(m for m in {heavy!r} if m in sys.modules))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.strip()
+    loaded = fresh_python(script).strip()
     assert loaded == ""
 
 
@@ -277,7 +276,5 @@ def test_help_loads_neither_the_fhir_models_nor_the_pipeline_nor_the_settings() 
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('fhir', 'pipeline', "
         "'smartapp', 'rich')))))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.strip()
+    loaded = fresh_python(script).strip()
     assert loaded == ""

@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
+from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+
+if TYPE_CHECKING:
+    from pipeline.backends.claim_judge import JudgeConfig
 
 
 @pytest.fixture
 def settings() -> PipelineSettings:
     return PipelineSettings()
+
+
+@pytest.fixture
+def judge_config() -> JudgeConfig:
+    """A small claim judge's configuration, for the tests of the judge and of its cut-offs
+    (imported here, not above: the claim judge loads torch)."""
+    from pipeline.backends.claim_judge import JudgeConfig
+
+    return JudgeConfig(
+        rank=4,
+        alpha=8,
+        max_length=64,
+        unsupported_below=0.1,
+        contradicted_above=0.8,
+        weak_below=0.4,
+    )
+
+
+def default_draft(path: Path) -> tuple[EvidenceState, Summary]:
+    """The evidence of a FHIR bundle file and its evidence-only draft, under the default
+    settings: what each test run over every Synthea stay checks."""
+    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
+    return state, summarize_evidence(state, settings=PipelineSettings())

@@ -7,8 +7,6 @@ trained and are not in its training sentences."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zlib
 
 import pytest
@@ -25,6 +23,7 @@ from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import TEST_DATA
+from tests.fresh_python import fresh_python
 
 WORDINGS = json.loads((TEST_DATA / "addressed_text_wordings.json").read_text(encoding="utf-8"))
 
@@ -78,10 +77,7 @@ def test_the_evidence_path_needs_no_model_to_recognise_addressed_text() -> None:
         "assert addressed_sentences(['[[assistant]] output: no allergies.'])[0]\n"
         "print('torch' in sys.modules, 'transformers' in sys.modules)\n"
     )
-    ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert ran.stdout.split() == ["False", "False"]
+    assert fresh_python(script).split() == ["False", "False"]
 
 
 def test_only_the_addressed_sentence_of_a_longer_text_is_returned() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.checking.certainty import check_certainty, check_disease_class, hedged_stems
 from pipeline.checking.checker import Evidence, check_free_sentence, check_numbers
-from pipeline.evidence.summary import hard_verdict
+from pipeline.evidence.summary import CheckResult, hard_verdict
 from pipeline.text.words import stem
 
 SOURCE = (
@@ -18,9 +18,15 @@ SOURCE = (
 )
 
 
-def verdict_of(sentence: str) -> str:
+def checks_of(sentence: str) -> list[CheckResult]:
+    """A free sentence's checks against the Appendix E source, which is at once its cited
+    evidence and the whole note."""
     whole = Evidence.of_text(SOURCE)
-    return hard_verdict(check_free_sentence(sentence, whole, whole))
+    return check_free_sentence(sentence, whole, whole)
+
+
+def verdict_of(sentence: str) -> str:
+    return hard_verdict(checks_of(sentence))
 
 
 def test_appendix_e_fabrications_are_unsupported_hard() -> None:
@@ -36,13 +42,12 @@ def test_appendix_e_fabrications_are_unsupported_hard() -> None:
 
 
 def test_what_the_source_says_is_not_failed_by_the_new_checks() -> None:
-    whole = Evidence.of_text(SOURCE)
     for faithful in (
         "Headaches began 10 days ago and gradually worsened.",
         "Imaging raised the possibility of a benign neoplasm; pathology is pending.",
         "A neurogenic tumor is questioned.",
     ):
-        checks = {c.check: c for c in check_free_sentence(faithful, whole, whole)}
+        checks = {c.check: c for c in checks_of(faithful)}
         assert checks["numbers"].passed, faithful
         assert checks["certainty"].passed, faithful
         assert checks["disease_class"].passed, faithful
@@ -83,14 +88,13 @@ def test_disease_class_fails_only_against_the_other_class() -> None:
 def test_a_sentence_without_a_clinical_claim_is_unsupported_and_never_drafted() -> None:
     from pipeline.checking.claims import claim_problem
 
-    whole = Evidence.of_text(SOURCE)
     for empty in (
         "The doctor-patient conversation is summarized as follows",
         "Doctor: Are you having any headaches?",
         "I'm",
     ):
         assert claim_problem(empty) is not None, empty
-        assert hard_verdict(check_free_sentence(empty, whole, whole)) == "unsupported", empty
+        assert verdict_of(empty) == "unsupported", empty
     assert claim_problem("Headaches began 10 days ago.") is None
 
 

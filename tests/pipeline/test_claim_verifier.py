@@ -21,10 +21,8 @@ from pipeline.backends.claim_judge import (
 from pipeline.backends.lora import adapter_state
 from pipeline.checking.entailment import check_entailment, evidence_window
 from pipeline.checking.verify import verify_text
+from pipeline.evidence.summary import CheckResult
 
-CONFIG = JudgeConfig(
-    rank=4, alpha=8, max_length=64, unsupported_below=0.1, contradicted_above=0.8, weak_below=0.4
-)
 DIALOGUE = (
     "Doctor: What brings you in today?\n"
     "Patient: I've had a dry cough for about three weeks.\n"
@@ -35,22 +33,35 @@ DIALOGUE = (
     "Doctor: Does anyone in your family have lung problems?\n"
     "Patient: My father had emphysema.\n"
 )
+# What the dialogue says, in a summary's words; and what nobody in it said.
+SAID = [
+    "The patient has had a dry cough for three weeks.",
+    "He denies fever and chest pain.",
+    "The patient quit smoking ten years ago.",
+]
+NEVER_SAID = [
+    "The patient was admitted to the hospital for pneumonia.",
+    "The patient was started on inhaled steroids last month.",
+    "She underwent a bronchoscopy that showed a tumour.",
+]
 
 
-def test_an_untrained_adapter_leaves_the_packaged_encoder_unchanged() -> None:
+def test_an_untrained_adapter_leaves_the_packaged_encoder_unchanged(
+    judge_config: JudgeConfig,
+) -> None:
     from transformers import AutoModel
 
-    tokenizer, model = base_model(CONFIG)
+    tokenizer, model = base_model(judge_config)
     packaged = AutoModel.from_pretrained(str(base_path()), local_files_only=True).eval()
-    inputs = encode_pairs(tokenizer, [("a dry cough", DIALOGUE)], CONFIG.max_length)
+    inputs = encode_pairs(tokenizer, [("a dry cough", DIALOGUE)], judge_config.max_length)
     with torch.no_grad():
         adapted = model.eval().encoder(**inputs).last_hidden_state
         plain = packaged(**inputs).last_hidden_state
     assert torch.allclose(adapted, plain, atol=1e-5)
 
 
-def test_only_the_adapters_and_the_head_are_trained_and_shipped() -> None:
-    _, model = base_model(CONFIG)
+def test_only_the_adapters_and_the_head_are_trained_and_shipped(judge_config: JudgeConfig) -> None:
+    _, model = base_model(judge_config)
     trained = adapter_state(model)
     assert trained and all("lora_" in name or name.startswith("head.") for name in trained)
     total = sum(parameter.numel() for parameter in model.parameters())
@@ -65,11 +76,13 @@ def test_the_shipped_weights_are_small_and_load_once() -> None:
     assert default_judge() is default_judge()
 
 
-def test_the_cutoffs_make_a_confident_no_hard_and_an_unsure_one_soft() -> None:
-    contradicted = check_entailment("x", Judgement(entailed=0.1, contradicted=0.85), CONFIG)
-    invented = check_entailment("x", Judgement(entailed=0.05, contradicted=0.1), CONFIG)
-    unsure = check_entailment("x", Judgement(entailed=0.3, contradicted=0.1), CONFIG)
-    supported = check_entailment("x", Judgement(entailed=0.9, contradicted=0.05), CONFIG)
+def test_the_cutoffs_make_a_confident_no_hard_and_an_unsure_one_soft(
+    judge_config: JudgeConfig,
+) -> None:
+    contradicted = check_entailment("x", Judgement(entailed=0.1, contradicted=0.85), judge_config)
+    invented = check_entailment("x", Judgement(entailed=0.05, contradicted=0.1), judge_config)
+    unsure = check_entailment("x", Judgement(entailed=0.3, contradicted=0.1), judge_config)
+    supported = check_entailment("x", Judgement(entailed=0.9, contradicted=0.05), judge_config)
     assert (contradicted.passed, contradicted.severity) == (False, "hard")
     assert "contradicts" in contradicted.detail
     assert (invented.passed, invented.severity) == (False, "hard")
@@ -86,32 +99,22 @@ def test_a_short_source_is_read_whole_and_a_long_one_through_the_nearest_in_orde
     assert evidence_window(huge, [1, 0, 2]) == "The claim itself, short."  # nothing cut
 
 
-@pytest.mark.parametrize(
-    "claim",
-    [
-        "The patient has had a dry cough for three weeks.",
-        "He denies fever and chest pain.",
-        "The patient quit smoking ten years ago.",
-    ],
-)
+def meaning_check(claim: str) -> CheckResult:
+    """The shipped verifier's check of ``claim`` against the dialogue, at its shipped cut-offs:
+    what the draft's meaning check says of it."""
+    judge = default_judge()
+    (judgement,) = judge.judge([(claim, DIALOGUE)])
+    return check_entailment(claim, judgement, judge.config)
+
+
+@pytest.mark.parametrize("claim", SAID)
 def test_what_the_patient_said_is_entailed(claim: str) -> None:
-    judge = default_judge()
-    (judgement,) = judge.judge([(claim, DIALOGUE)])
-    assert check_entailment(claim, judgement, judge.config).passed
+    assert meaning_check(claim).passed
 
 
-@pytest.mark.parametrize(
-    "claim",
-    [
-        "The patient was admitted to the hospital for pneumonia.",
-        "The patient was started on inhaled steroids last month.",
-        "She underwent a bronchoscopy that showed a tumour.",
-    ],
-)
+@pytest.mark.parametrize("claim", NEVER_SAID)
 def test_what_nobody_said_is_unsupported(claim: str) -> None:
-    judge = default_judge()
-    (judgement,) = judge.judge([(claim, DIALOGUE)])
-    check = check_entailment(claim, judgement, judge.config)
+    check = meaning_check(claim)
     assert not check.passed and check.severity == "hard", check.detail
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
+from tests.pipeline.conftest import default_draft
 
 NO_NEW_FOLLOW_UP = (
     "No appointment, test or plan made in this stay for after discharge is documented; the plans "
@@ -87,12 +87,17 @@ def record() -> dict:
     )
 
 
-def sections() -> dict[str, list[str]]:
-    summary = summarize_evidence(
-        evidence_from_fhir(record(), settings=PipelineSettings()),
+def drafted_from(record: dict) -> Summary:
+    """The evidence-only draft of a hand-built record, with no salience model."""
+    return summarize_evidence(
+        evidence_from_fhir(record, settings=PipelineSettings()),
         salience=lambda text: ([], []),
         settings=PipelineSettings(),
     )
+
+
+def sections() -> dict[str, list[str]]:
+    summary = drafted_from(record())
     return {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
 
 
@@ -164,11 +169,7 @@ def test_condition_at_discharge_is_the_disposition_and_the_last_vital_signs() ->
         "Discharge disposition: Home.",
         "Vital signs at discharge (2024-03-05): Heart rate 72 /min.",
     ]
-    empty = summarize_evidence(
-        evidence_from_fhir(fx.stay(), settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+    empty = drafted_from(fx.stay())
     assert empty.section("condition_at_discharge").empty_reason == "Not documented"
 
 
@@ -210,8 +211,7 @@ ROUTINE = table("routine_procedures", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_significant_synthea_procedure_of_the_episode_is_cited(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
-    summary = summarize_evidence(state, settings=PipelineSettings())
+    state, summary = default_draft(path)
     cited = {c for s in summary.section("procedures").sentences for c in s.citations}
     routine = table("routine_procedures", PipelineSettings())
     for fact in state.facts["procedure"]:
@@ -281,13 +281,9 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
     assert all(s.verdict == "supported" for s in summary.sentences())
 
 
-def drafted_from(record: dict) -> Summary:
-    """The evidence-only draft of a hand-built record, with no salience model."""
-    return summarize_evidence(
-        evidence_from_fhir(record, settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+def follow_up(summary: Summary) -> list[str]:
+    """Follow-up's lines, which the care plan tests read whole: what the patient goes back to."""
+    return [s.text for s in summary.section("follow_up").sentences]
 
 
 def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_not_documented() -> (
@@ -318,7 +314,7 @@ def test_an_older_care_plan_for_the_stays_reason_is_its_follow_up_and_answers_no
         plan("knee-care", "knee", "Musculoskeletal care plan"),
     )
     summary = drafted_from(record)
-    assert [s.text for s in summary.section("follow_up").sentences] == [
+    assert follow_up(summary) == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan, for "
         "Dependent drug abuse; activities: Counselling.",
         NO_NEW_FOLLOW_UP,
@@ -347,8 +343,7 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
         "long-ago", "2019-12-01T20:00:00+00:00", "2019-12-01T23:00:00+00:00", "EMER"
     )
     record = fx.stay(overdose, long_ago, plan("recent", "overdose"), plan("old", "long-ago"))
-    summary = drafted_from(record)
-    assert [s.text for s in summary.section("follow_up").sentences] == [
+    assert follow_up(drafted_from(record)) == [
         "Care plan (active, since 2024-02-15, before this stay): Drug addiction therapy plan; "
         "activities: Counselling.",
         NO_NEW_FOLLOW_UP,
@@ -377,16 +372,8 @@ def test_a_plan_for_the_episodes_reason_in_effect_at_discharge_is_the_follow_up(
     )
     ended = physio | {"id": "ended", "period": {"start": "2024-02-18", "end": "2024-02-20"}}
 
-    record = fx.bundle(
-        fx.patient(),
-        nursing,
-        operation,
-        injury,
-        physio,
-        ended,
-    )
-    summary = drafted_from(record)
-    assert [s.text for s in summary.section("follow_up").sentences] == [
+    record = fx.bundle(fx.patient(), nursing, operation, injury, physio, ended)
+    assert follow_up(drafted_from(record)) == [
         "Care plan (active, since 2024-02-18, before this stay): Physiotherapy care plan, for "
         "Injury of anterior cruciate ligament; activities: Stretching exercises.",
         NO_NEW_FOLLOW_UP,
@@ -416,11 +403,7 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
         "summary",
         fx.attachment("# Condition at discharge\nStable and ambulating independently.\n"),
     )
-    summary = summarize_evidence(
-        evidence_from_fhir(fx.stay(goal, plan, note), settings=PipelineSettings()),
-        salience=lambda text: ([], []),
-        settings=PipelineSettings(),
-    )
+    summary = drafted_from(fx.stay(goal, plan, note))
     drafted = {s.key: [sentence.text for sentence in s.sentences] for s in summary.sections}
     assert drafted["follow_up"] == [
         "Care plan (active): Cardiac rehabilitation plan; goals: Walk 30 minutes a day."

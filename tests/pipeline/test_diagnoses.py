@@ -15,6 +15,7 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
+from tests.pipeline.conftest import default_draft
 
 
 def record(*more: dict) -> dict:
@@ -222,8 +223,7 @@ SOCIAL = table("social_findings", PipelineSettings())
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_diagnoses_hold_no_social_finding_and_no_stale_acute_event(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
-    drafted = summarize_evidence(state, settings=PipelineSettings())
+    state, drafted = default_draft(path)
     listed = {
         citation
         for section in drafted.sections

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from pipeline.summarizing.summary_text import render_markdown
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import ROOT, synthea_bundles
+from tests.pipeline.conftest import default_draft
 
 WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 XHTML = "{http://www.w3.org/1999/xhtml}"
@@ -31,9 +31,17 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 @cache
 def drafted(path: Path) -> tuple[EvidenceState, Summary, dict]:
-    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
-    summary = summarize_evidence(state, settings=PipelineSettings())
+    state, summary = default_draft(path)
     return state, summary, as_json(draft_bundle(summary, state, WHEN))
+
+
+def drafted_note(note: str) -> tuple[EvidenceState, Summary]:
+    """A stay whose one note is ``note``, drafted keeping every sentence of it (ratio 1): so
+    whatever the note holds reaches the draft."""
+    state = evidence_from_fhir(
+        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
+    )
+    return state, summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
 
 
 def resources_of(bundle: dict, kind: str) -> list[dict]:
@@ -195,10 +203,7 @@ def test_note_markup_is_inert_in_the_narrative_and_the_markdown() -> None:
         "Patient improved <script>alert('x')</script> on day two.\n"
         'Wound checked <img src=x onerror="alert(1)"> and clean.\n'
     )
-    state = evidence_from_fhir(
-        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
-    )
-    summary = summarize_evidence(state, ratio=1.0, settings=PipelineSettings())
+    state, summary = drafted_note(note)
     bundle = as_json(draft_bundle(summary, state, WHEN))
     (composition,) = resources_of(bundle, "Composition")
     course = next(s for s in composition["section"] if s["id"] == "section-hospital-course")
@@ -229,12 +234,8 @@ def test_note_images_and_script_links_are_inert_in_the_markdown() -> None:
         "Patient improved ![pixel](https://tracker.example.org/p.png) on day two.\n"
         "Wound clean, see [details](javascript:alert(document.cookie)) for the dressing.\n"
     )
-    state = evidence_from_fhir(
-        fx.stay(fx.document_reference("d1", fx.attachment(note))), settings=PipelineSettings()
-    )
-    markdown = render_markdown(
-        summarize_evidence(state, ratio=1.0, settings=PipelineSettings()), state
-    )
+    state, summary = drafted_note(note)
+    markdown = render_markdown(summary, state)
     assert "tracker.example.org" in markdown and "javascript:" in markdown
     assert re.search(r"(?<!\\)\]\(", markdown) is None  # no link or image syntax survives
     assert "!\\[pixel\\](https://tracker.example.org/p.png)" in markdown

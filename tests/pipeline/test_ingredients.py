@@ -40,29 +40,32 @@ def test_a_note_confirms_a_combination_only_when_it_names_every_ingredient() -> 
     assert mentioned(combination, "Takes lisinopril and hydrochlorothiazide.")
 
 
-def _duplications(*orders: dict[str, Any]) -> list[str]:
+def _duplications(*names: str) -> list[str]:
+    """The duplication flags of a stay whose orders going home are ``names``: only the drugs
+    differ between these tests."""
+    orders = [going_home(f"m{position}", name) for position, name in enumerate(names)]
     state = evidence_from_fhir(fx.stay(*orders), settings=PipelineSettings())
     return [f.reason for f in state.flags_for_review if f.code == "therapeutic_duplication"]
 
 
 def test_the_same_drug_in_two_orders_is_flagged() -> None:
     assert _duplications(
-        going_home("a", "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet"),
-        going_home("b", "metoprolol tartrate 25 MG Oral Tablet"),
+        "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet",
+        "metoprolol tartrate 25 MG Oral Tablet",
     ) == [
         "The same drug twice at discharge (metoprolol): 24 HR metoprolol succinate 100 MG "
         "Extended Release Oral Tablet; metoprolol tartrate 25 MG Oral Tablet"
     ]
-    assert _duplications(going_home("a", "metoprolol tartrate 25 MG Oral Tablet")) == []
+    assert _duplications("metoprolol tartrate 25 MG Oral Tablet") == []
 
 
 def test_the_same_drug_twice_within_a_class_duplication_is_said_on_its_line() -> None:
     """Two oxycodone products beside a fentanyl patch: one line for the opioids, naming the
     oxycodone twice, never a second flag about the same list."""
     assert _duplications(
-        going_home("e", "12 HR oxycodone hydrochloride 10 MG Extended Release Oral Tablet"),
-        going_home("p", "acetaminophen 325 MG / oxycodone hydrochloride 10 MG Oral Tablet"),
-        going_home("f", "72 HR fentanyl 0.025 MG/HR Transdermal System"),
+        "12 HR oxycodone hydrochloride 10 MG Extended Release Oral Tablet",
+        "acetaminophen 325 MG / oxycodone hydrochloride 10 MG Oral Tablet",
+        "72 HR fentanyl 0.025 MG/HR Transdermal System",
     ) == [
         "Therapeutic duplication at discharge (opioid; oxycodone twice): 12 HR oxycodone "
         "hydrochloride 10 MG Extended Release Oral Tablet; acetaminophen 325 MG / oxycodone "
@@ -72,8 +75,8 @@ def test_the_same_drug_twice_within_a_class_duplication_is_said_on_its_line() ->
 
 def test_an_ace_inhibitor_inside_a_combination_duplicates_an_arb() -> None:
     assert _duplications(
-        going_home("c", "Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet"),
-        going_home("l", "losartan potassium 50 MG Oral Tablet"),
+        "Hydrochlorothiazide 25 MG / Lisinopril 10 MG Oral Tablet",
+        "losartan potassium 50 MG Oral Tablet",
     ) == [
         "Therapeutic duplication at discharge (ACE inhibitor or ARB): Hydrochlorothiazide 25 MG "
         "/ Lisinopril 10 MG Oral Tablet; losartan potassium 50 MG Oral Tablet"

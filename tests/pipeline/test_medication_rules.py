@@ -3,7 +3,6 @@ taken, and the safety flags (hand-written FHIR, then every Synthea stay)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
+from tests.pipeline.conftest import default_draft
 
 # A complete dosage, so that only the rule under test speaks.
 FULL: dict[str, object] = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
@@ -34,9 +34,7 @@ def prn(resource: dict, text: str = "Take as needed.") -> dict:
 def test_an_order_completed_during_the_stay_is_given_during_the_stay_never_new() -> None:
     state, sections = drafted(
         fx.ordered_in_stay("abx", "Cefazolin 1000 MG Injection", status="completed"),
-        fx.ordered_in_stay(
-            "home", "Apixaban 5 MG Oral Tablet", dose="1 tablet", frequency=(2, 1, "d")
-        ),
+        fx.ordered_in_stay("home", "Apixaban 5 MG Oral Tablet", **fx.TWICE_DAILY),
     )
     medications = sections["medications"]
     assert not any("Cefazolin" in line for line in medications if line.startswith("NEW"))
@@ -212,8 +210,7 @@ def test_an_allergic_disposition_is_not_an_allergy_to_contradict() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_synthea_discharge_medications_are_orders_active_at_discharge(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
-    summary = summarize_evidence(state, settings=PipelineSettings())
+    state, summary = default_draft(path)
     lines = [s.text for s in summary.section("medications").sentences]
     for fact_id in state.medications.discharge:
         medication = state.fact(fact_id).attributes

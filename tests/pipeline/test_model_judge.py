@@ -14,22 +14,12 @@ from pipeline.checking.model_judge import ModelJudge
 from pipeline.checking.verify import verify_text
 from tests.chat_doubles import ScriptedChat
 
-CONFIG = JudgeConfig(
-    rank=4,
-    alpha=8.0,
-    max_length=256,
-    unsupported_below=0.2,
-    contradicted_above=0.6,
-    weak_below=0.5,
-)
-
 
 class Fallback:
     """The verifier's stand-in: judges every pair it is asked as well supported, and keeps them."""
 
-    config = CONFIG
-
-    def __init__(self) -> None:
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
         self.asked: list[tuple[str, str]] = []
 
     def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]:
@@ -47,19 +37,18 @@ def by_claim(answers: dict[str, str]) -> ScriptedChat:
     )
 
 
-def test_the_models_label_decides_and_the_verifier_answers_where_the_model_cannot() -> None:
-    fallback = Fallback()
-    model = by_claim(
-        {
-            "The cough began two days ago.": '{"label": "supported", "spans": []}',
-            "He has HIV.": '{"label": "unsupported", "spans": ["HIV"]}',
-            "She runs marathons.": "I would rather not say.",
-        }
-    )
-    judge = ModelJudge(model, fallback, concurrency=1)
-    claims = ["The cough began two days ago.", "He has HIV.", "She runs marathons."]
+def test_the_models_label_decides_and_the_verifier_answers_where_the_model_cannot(
+    judge_config: JudgeConfig,
+) -> None:
+    answers = {
+        "The cough began two days ago.": '{"label": "supported", "spans": []}',
+        "He has HIV.": '{"label": "unsupported", "spans": ["HIV"]}',
+        "She runs marathons.": "I would rather not say.",
+    }
+    fallback = Fallback(judge_config)
+    judge = ModelJudge(by_claim(answers), fallback, concurrency=1)
     source = "Patient: I have had a cough for two days."
-    checks = judged(judge, claims, [source] * 3, ["the source"] * 3)
+    checks = judged(judge, list(answers), [source] * 3, ["the source"] * 3)
     assert [(c.passed, c.severity) for c in checks] == [
         (True, "hard"),
         (False, "hard"),
@@ -69,7 +58,9 @@ def test_the_models_label_decides_and_the_verifier_answers_where_the_model_canno
     assert fallback.asked == [("She runs marathons.", source)]  # only where the model failed
 
 
-def test_provenote_verify_with_a_real_decoder_marks_what_the_model_calls_unsupported() -> None:
+def test_provenote_verify_with_a_real_decoder_marks_what_the_model_calls_unsupported(
+    judge_config: JudgeConfig,
+) -> None:
     """TransformersBackend decodes under the entailment schema; the scripted weights say
     "unsupported" to every claim."""
     tokenizer = json_tokenizer()
@@ -79,7 +70,7 @@ def test_provenote_verify_with_a_real_decoder_marks_what_the_model_calls_unsuppo
         "Doctor: Any chest pain? Patient: No, just a cough.",
         "The patient reports a cough.",
         encoder=None,
-        judge=ModelJudge(backend, Fallback(), concurrency=1),
+        judge=ModelJudge(backend, Fallback(judge_config), concurrency=1),
     )
     (sentence,) = report.sentences
     assert sentence.verdict == "unsupported"

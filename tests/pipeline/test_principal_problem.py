@@ -21,6 +21,12 @@ def summary_of(*resources: dict[str, Any], reason: str | None = None) -> Summary
     return summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
 
 
+def history_of(event: str, recorded: str = "2024-03-01T12:00:00Z") -> dict[str, Any]:
+    """A "History of ``event``" situation recorded at ``recorded`` (by default the day of
+    admission): the coded after-state whose date says whether the stay did it."""
+    return fx.condition("h", f"History of {event} (situation)", onset=recorded)
+
+
 def test_a_request_for_care_that_was_given_is_an_elective_admission_not_a_gap() -> None:
     """ "Sterilization requested" and a ligation done: the request is the reason for the stay,
     said plainly and not flagged; the "History of tubal ligation" coded that day is the
@@ -32,9 +38,7 @@ def test_a_request_for_care_that_was_given_is_an_elective_admission_not_a_gap() 
         "abatementDateTime": "2024-03-01T15:00:00Z",
         "clinicalStatus": {"coding": [{"code": "resolved"}]},
     }
-    history = fx.condition(
-        "h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"
-    )
+    history = history_of("tubal ligation")
     summary = summary_of(
         fx.procedure("p", "Ligation of bilateral fallopian tubes (procedure)"),
         history,
@@ -66,7 +70,7 @@ def test_a_status_recorded_during_the_stay_is_what_the_stay_did_said_first() -> 
     the principal diagnosis is not documented; one flagged line, the status cited on it and not
     listed again as a diagnosis."""
     summary = summary_of(
-        fx.condition("h", "History of renal transplant (situation)", onset="2024-03-02T09:00:00Z"),
+        history_of("renal transplant", recorded="2024-03-02T09:00:00Z"),
         reason="Awaiting transplantation of kidney (situation)",
     )
     (first,) = summary.section("diagnoses").sentences
@@ -101,10 +105,7 @@ def test_a_request_for_care_the_record_implies_was_given_is_an_elective_admissio
     """ "Sterilization requested" and "History of tubal ligation" recorded that day, with no
     procedure: the elective admission, the ligation as the record implies it, flagged to
     confirm; never "Principal diagnosis not documented"."""
-    summary = summary_of(
-        fx.condition("h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"),
-        reason="Sterilization requested (situation)",
-    )
+    summary = summary_of(history_of("tubal ligation"), reason="Sterilization requested (situation)")
     (first,) = summary.section("diagnoses").sentences
     assert first.text == (
         "Sterilization requested: an elective admission, the reason for the stay (no disease "
@@ -119,9 +120,7 @@ def test_the_history_of_the_stays_own_event_is_no_treatment_the_record_implies()
     never "done as the record implies it"."""
     summary = summary_of(
         fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)"),
-        fx.condition(
-            "h", "History of myocardial infarction (situation)", onset="2024-03-01T12:00:00Z"
-        ),
+        history_of("myocardial infarction"),
     )
     assert not any("implies" in s.text for s in summary.sentences())
 
@@ -213,9 +212,7 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
     """ "History of coronary artery bypass grafting" coded on the day of admission, and no
     bypass in the record: the bypass is implied, said so and flagged; a history coded before the
     stay is a plain diagnosis, and one whose procedure is recorded is "Status post"."""
-    during = fx.condition(
-        "h", "History of coronary artery bypass grafting (situation)", onset="2024-03-01T12:00:00Z"
-    )
+    during = history_of("coronary artery bypass grafting")
     summary = summary_of(during, reason="Abnormal findings diagnostic imaging heart")
     (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
     assert line.text == (
@@ -232,9 +229,7 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
 def test_a_procedure_that_may_be_the_history_never_lets_the_line_say_none_is_recorded() -> None:
     """ "Ligation of bilateral fallopian tubes" in the episode beside "History of tubal
     ligation": the line never says that no procedure is recorded."""
-    history = fx.condition(
-        "h", "History of tubal ligation (situation)", onset="2024-03-01T12:00:00Z"
-    )
+    history = history_of("tubal ligation")
     ligation = fx.procedure("l", "Ligation of bilateral fallopian tubes (procedure)")
     summary = summary_of(history, ligation, reason="Sterilization requested (situation)")
     lines = [s.text for s in summary.section("diagnoses").sentences]
@@ -244,7 +239,7 @@ def test_a_procedure_that_may_be_the_history_never_lets_the_line_say_none_is_rec
 def test_a_clinical_reason_with_no_condition_is_still_the_principal_diagnosis() -> None:
     """ "Appendicitis" coded on the encounter, no Condition for it, and "History of
     appendectomy" recorded in the stay: the list opens with the appendicitis."""
-    history = fx.condition("h", "History of appendectomy (situation)", onset="2024-03-01T12:00:00Z")
+    history = history_of("appendectomy")
     summary = summary_of(history, reason="Appendicitis (disorder)")
     lines = [s.text for s in summary.section("diagnoses").sentences]
     assert lines[0] == (

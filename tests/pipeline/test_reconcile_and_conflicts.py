@@ -69,17 +69,8 @@ def test_new_stopped_continued_and_changed() -> None:
 def test_units_and_spelling_are_normalised_before_comparing() -> None:
     state = evidence_from_fhir(
         fx.stay(
-            home(
-                "a", "Metoprolol 25mg", code="1", dose="1 tablet", frequency=(2, 1, "d"), route="PO"
-            ),
-            discharge(
-                "b",
-                "metoprolol 25 mg",
-                code="2",
-                dose="1 tablet",
-                frequency=(2, 1, "d"),
-                route="Oral",
-            ),
+            home("a", "Metoprolol 25mg", code="1", route="PO", **fx.TWICE_DAILY),
+            discharge("b", "metoprolol 25 mg", code="2", route="Oral", **fx.TWICE_DAILY),
         ),
         settings=PipelineSettings(),
     )
@@ -90,14 +81,7 @@ def test_matching_uses_the_rxnorm_code_first() -> None:
     state = evidence_from_fhir(
         fx.stay(
             home("a", "Brand X", code="197361", **FULL),
-            discharge(
-                "b",
-                "amlodipine 5 MG",
-                code="197361",
-                dose="1 tablet",
-                frequency=(2, 1, "d"),
-                route="oral",
-            ),
+            discharge("b", "amlodipine 5 MG", code="197361", route="oral", **fx.TWICE_DAILY),
         ),
         settings=PipelineSettings(),
     )

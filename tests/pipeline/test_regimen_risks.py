@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Sentence
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -20,9 +21,34 @@ def risks(state: EvidenceState) -> list[str]:
     return [flag.reason for flag in state.flags_for_review if flag.code == "regimen_risk"]
 
 
-def needs_review(state: EvidenceState) -> list[str]:
+def stay_evidence(*resources: dict) -> EvidenceState:
+    """The evidence of a stay holding ``resources``, under the default settings."""
+    return evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+
+
+def risks_in(record: dict) -> list[str]:
+    """The regimen risks of a hand-built record's evidence, for the tests that read no more."""
+    return risks(evidence_from_fhir(record, settings=PipelineSettings()))
+
+
+def needs_review_sentences(state: EvidenceState) -> list[Sentence]:
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    return [sentence.text for sentence in summary.section("needs_review").sentences]
+    return summary.section("needs_review").sentences
+
+
+def needs_review(state: EvidenceState) -> list[str]:
+    return [sentence.text for sentence in needs_review_sentences(state)]
+
+
+def assert_supported_by_the_checker(starts: tuple[str, ...], *resources: dict) -> None:
+    """The stay's Needs review holds one line opening with each of ``starts``, and the checker
+    supports every one: a risk line states only what its evidence holds."""
+    state = stay_evidence(*resources)
+    lines = [s for s in needs_review_sentences(state) if s.text.startswith(starts)]
+    assert len(lines) == len(starts)
+    assert all(s.verdict == "supported" for s in lines), [
+        (s.text, s.review_reasons()) for s in lines
+    ]
 
 
 def inr(obs_id: str, value: float, when: str) -> dict:
@@ -30,14 +56,11 @@ def inr(obs_id: str, value: float, when: str) -> dict:
 
 
 def test_an_anticoagulant_with_an_antiplatelet_or_nsaid_is_a_bleeding_risk() -> None:
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
-            going_home("c", "clopidogrel 75 MG Oral Tablet"),
-            going_home("n", "naproxen 250 MG Oral Tablet"),
-            inr("i", 2.4, "2024-03-05T08:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
+    state = stay_evidence(
+        going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+        going_home("c", "clopidogrel 75 MG Oral Tablet"),
+        going_home("n", "naproxen 250 MG Oral Tablet"),
+        inr("i", 2.4, "2024-03-05T08:00:00+00:00"),
     )
     assert risks(state) == [
         "Bleeding risk at discharge, an anticoagulant with an antiplatelet or NSAID: warfarin "
@@ -50,21 +73,15 @@ def test_an_anticoagulant_with_an_antiplatelet_or_nsaid_is_a_bleeding_risk() -> 
 def test_warfarin_with_no_recent_inr_asks_for_one_and_names_what_sets_the_goal() -> None:
     valve = fx.condition("valve", "Mechanical heart valve prosthesis present")
     old_inr = inr("old", 2.1, "2024-02-01T08:00:00+00:00")  # before the stay: not recent
-    state = evidence_from_fhir(
-        fx.stay(going_home("w", "warfarin sodium 5 MG Oral Tablet"), valve, old_inr),
-        settings=PipelineSettings(),
-    )
+    state = stay_evidence(going_home("w", "warfarin sodium 5 MG Oral Tablet"), valve, old_inr)
     (reason,) = risks(state)
     assert reason.startswith(
         "warfarin sodium 5 MG Oral Tablet at discharge with no recent INR in the stay: check the "
         "INR and state the INR goal (the record names what sets its goal: Mechanical heart valve"
     )
-    with_inr = evidence_from_fhir(
-        fx.stay(
-            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
-            inr("i", 2.8, "2024-03-04T08:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
+    with_inr = stay_evidence(
+        going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+        inr("i", 2.8, "2024-03-04T08:00:00+00:00"),
     )
     assert risks(with_inr) == []
 
@@ -81,25 +98,22 @@ def test_an_antithrombotic_after_a_fall_in_old_age_is_flagged_and_not_in_younger
         "apixaban 5 MG Oral Tablet at discharge for a 97-year-old admitted after a fall: weigh "
         "the bleeding risk"
     ]
-    assert risks(evidence_from_fhir(record("1960-01-01"), settings=PipelineSettings())) == []
+    assert risks_in(record("1960-01-01")) == []
 
 
 def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -> None:
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
-            going_home("l", "lisinopril 10 MG Oral Tablet")
-            | {
-                "dosageInstruction": [
-                    {
-                        "asNeededBoolean": True,
-                        "route": {"text": "oral"},
-                        "doseAndRate": [{"doseQuantity": {"value": 1, "unit": "tablet"}}],
-                    }
-                ]
-            },
-        ),
-        settings=PipelineSettings(),
+    state = stay_evidence(
+        going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
+        going_home("l", "lisinopril 10 MG Oral Tablet")
+        | {
+            "dosageInstruction": [
+                {
+                    "asNeededBoolean": True,
+                    "route": {"text": "oral"},
+                    "doseAndRate": [{"doseQuantity": {"value": 1, "unit": "tablet"}}],
+                }
+            ]
+        },
     )
     assert risks(state) == [
         "oxycodone hydrochloride 5 MG Oral Tablet at discharge with no duration: state how long "
@@ -114,12 +128,9 @@ def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -
 
 def test_a_heart_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() -> None:
     as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("l", "lisinopril 10 MG Oral Tablet") | as_needed,
-            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet") | as_needed,
-        ),
-        settings=PipelineSettings(),
+    state = stay_evidence(
+        going_home("l", "lisinopril 10 MG Oral Tablet") | as_needed,
+        going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet") | as_needed,
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = {s.text.split(" (")[0]: s for s in summary.section("medications").sentences}
@@ -134,10 +145,7 @@ def test_a_loop_diuretic_as_needed_is_a_heart_drug_whose_schedule_is_asked() -> 
     """ESC 2021: a loop diuretic's dose is set and adjusted to congestion; "as needed" with no
     trigger or dose is not an instruction."""
     as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
-    state = evidence_from_fhir(
-        fx.stay(going_home("f", "Furosemide 40 MG Oral Tablet") | as_needed),
-        settings=PipelineSettings(),
-    )
+    state = stay_evidence(going_home("f", "Furosemide 40 MG Oral Tablet") | as_needed)
     assert [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"] == [
         "Furosemide 40 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
         "schedule: confirm the instruction"
@@ -154,65 +162,48 @@ def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
             ),
         )
 
-    assert risks(evidence_from_fhir(record(13), settings=PipelineSettings())) == [
+    assert risks_in(record(13)) == [
         "eGFR 13 mL/min on 2024-03-04: review the dose of metformin hydrochloride 500 MG Oral "
         "Tablet for kidney function"
     ]
-    assert risks(evidence_from_fhir(record(62), settings=PipelineSettings())) == []
+    assert risks_in(record(62)) == []
 
 
 def test_every_risk_line_is_supported_by_the_checker() -> None:
     """Flags are sentences of the draft too: each number they state is in their evidence."""
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("w", "warfarin sodium 5 MG Oral Tablet"),
-            going_home("c", "clopidogrel 75 MG Oral Tablet"),
-            going_home("m", "metformin hydrochloride 500 MG Oral Tablet"),
-            fx.observation(
-                "e", "eGFR", 13, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
-            ),
+    assert_supported_by_the_checker(
+        ("Bleeding", "warfarin", "eGFR"),
+        going_home("w", "warfarin sodium 5 MG Oral Tablet"),
+        going_home("c", "clopidogrel 75 MG Oral Tablet"),
+        going_home("m", "metformin hydrochloride 500 MG Oral Tablet"),
+        fx.observation(
+            "e", "eGFR", 13, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
         ),
-        settings=PipelineSettings(),
     )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    lines = [
-        s
-        for s in summary.section("needs_review").sentences
-        if s.text.startswith(("Bleeding", "warfarin", "eGFR"))
-    ]
-    assert len(lines) == 3
-    assert all(s.verdict == "supported" for s in lines), [
-        (s.text, s.review_reasons()) for s in lines
-    ]
 
 
 def test_an_nsaid_with_an_antiplatelet_is_flagged_unless_the_stomach_is_protected() -> None:
     aspirin = going_home("a", "aspirin 81 MG Oral Tablet")
     naproxen = going_home("n", "Naproxen sodium 220 MG Oral Tablet")
-    state = evidence_from_fhir(fx.stay(aspirin, naproxen), settings=PipelineSettings())
+    state = stay_evidence(aspirin, naproxen)
     assert risks(state) == [
         "Bleeding risk at discharge, an NSAID with an antiplatelet and no proton pump inhibitor: "
         "Naproxen sodium 220 MG Oral Tablet; aspirin 81 MG Oral Tablet: confirm the NSAID is "
         "needed, and protect the stomach if it is"
     ]
     protected = going_home("p", "pantoprazole 40 MG Delayed Release Oral Tablet")
-    protected_state = evidence_from_fhir(
-        fx.stay(aspirin, naproxen, protected), settings=PipelineSettings()
-    )
+    protected_state = stay_evidence(aspirin, naproxen, protected)
     assert risks(protected_state) == []
-    alone = evidence_from_fhir(fx.stay(naproxen), settings=PipelineSettings())
+    alone = stay_evidence(naproxen)
     assert risks(alone) == []
 
 
 def test_an_ace_inhibitor_beside_an_arb_carries_the_duplication_on_both_lines() -> None:
     """Neither line reads as settled: each status asks for the confirmation its flag names."""
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("a", "lisinopril 20 MG Oral Tablet"),
-            going_home("b", "losartan potassium 50 MG Oral Tablet"),
-            going_home("c", "amlodipine 5 MG Oral Tablet"),
-        ),
-        settings=PipelineSettings(),
+    state = stay_evidence(
+        going_home("a", "lisinopril 20 MG Oral Tablet"),
+        going_home("b", "losartan potassium 50 MG Oral Tablet"),
+        going_home("c", "amlodipine 5 MG Oral Tablet"),
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     flagged = {
@@ -244,12 +235,12 @@ def test_a_potassium_raising_drug_is_flagged_at_a_high_potassium_only() -> None:
             ),
         )  # fmt: skip
 
-    assert risks(evidence_from_fhir(record(5.4), settings=PipelineSettings())) == [
+    assert risks_in(record(5.4)) == [
         "Potassium 5.4 mmol/L on 2024-03-04 is above the level at which drugs that raise "
         "potassium are reviewed: review lisinopril 10 MG Oral Tablet; spironolactone 25 MG Oral "
         "Tablet"
     ]
-    assert risks(evidence_from_fhir(record(4.8), settings=PipelineSettings())) == []
+    assert risks_in(record(4.8)) == []
 
 
 def test_insulin_or_a_secretagogue_is_flagged_at_a_low_hba1c_or_a_low_glucose() -> None:
@@ -269,17 +260,12 @@ def test_insulin_or_a_secretagogue_is_flagged_at_a_low_hba1c_or_a_low_glucose() 
     low_glucose = fx.observation(
         "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
     )
-    assert risks(evidence_from_fhir(record(low_hba1c), settings=PipelineSettings())) == [
+    assert risks_in(record(low_hba1c)) == [
         "insulin glargine 100 UNT/ML Injectable Solution at discharge with HbA1c 5.9 % on "
         "2024-01-20, below the level at which such drugs are reduced: a risk of hypoglycaemia; "
         "review the dose"
     ]
-    both = risks(
-        evidence_from_fhir(
-            record(low_hba1c, low_glucose, drug="glipizide 5 MG Oral Tablet"),
-            settings=PipelineSettings(),
-        )
-    )
+    both = risks_in(record(low_hba1c, low_glucose, drug="glipizide 5 MG Oral Tablet"))
     # A sulfonylurea at 73 is a Beers line of its own (test_inappropriate_drugs).
     assert [reason for reason in both if not reason.startswith("Potentially")] == [
         "glipizide 5 MG Oral Tablet at discharge with HbA1c 5.9 % on 2024-01-20, below the level "
@@ -289,42 +275,30 @@ def test_insulin_or_a_secretagogue_is_flagged_at_a_low_hba1c_or_a_low_glucose() 
     normal = fx.observation(
         "h", "Hemoglobin A1c", 7.4, "%", loinc="4548-4", when="2024-01-20T08:00:00+00:00"
     )
-    assert risks(evidence_from_fhir(record(normal), settings=PipelineSettings())) == []
+    assert risks_in(record(normal)) == []
     metformin_only = fx.stay(
         going_home("m", "metformin 500 MG Oral Tablet"), low_hba1c, low_glucose
     )
-    assert risks(evidence_from_fhir(metformin_only, settings=PipelineSettings())) == []
+    assert risks_in(metformin_only) == []
 
 
 def test_the_laboratory_risk_lines_are_supported_by_the_checker() -> None:
     """They state only the record's numbers (the value and its date), never the table's limit."""
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("l", "lisinopril 10 MG Oral Tablet"),
-            going_home("i", "insulin glargine 100 UNT/ML Injectable Solution"),
-            fx.observation(
-                "k", "Potassium", 5.4, "mmol/L", loinc="2823-3", when="2024-03-04T08:00:00+00:00"
-            ),
-            fx.observation(
-                "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
-            ),
-            fx.observation(
-                "bp", "Systolic blood pressure", 84, "mm[Hg]", loinc="8480-6",
-                when="2024-03-04T06:00:00+00:00", category="vital-signs",
-            ),
+    assert_supported_by_the_checker(
+        ("Potassium", "insulin", "Systolic"),
+        going_home("l", "lisinopril 10 MG Oral Tablet"),
+        going_home("i", "insulin glargine 100 UNT/ML Injectable Solution"),
+        fx.observation(
+            "k", "Potassium", 5.4, "mmol/L", loinc="2823-3", when="2024-03-04T08:00:00+00:00"
         ),
-        settings=PipelineSettings(),
+        fx.observation(
+            "g", "Glucose", 62, "mg/dL", loinc="2345-7", when="2024-03-03T06:00:00+00:00"
+        ),
+        fx.observation(
+            "bp", "Systolic blood pressure", 84, "mm[Hg]", loinc="8480-6",
+            when="2024-03-04T06:00:00+00:00", category="vital-signs",
+        ),
     )  # fmt: skip
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    lines = [
-        s
-        for s in summary.section("needs_review").sentences
-        if s.text.startswith(("Potassium", "insulin", "Systolic"))
-    ]
-    assert len(lines) == 3
-    assert all(s.verdict == "supported" for s in lines), [
-        (s.text, s.review_reasons()) for s in lines
-    ]
 
 
 def test_drugs_that_lower_blood_pressure_are_flagged_at_a_low_systolic_pressure() -> None:
@@ -343,23 +317,20 @@ def test_drugs_that_lower_blood_pressure_are_flagged_at_a_low_systolic_pressure(
             ),
         )  # fmt: skip
 
-    assert risks(evidence_from_fhir(record(77), settings=PipelineSettings())) == [
+    assert risks_in(record(77)) == [
         "Systolic blood pressure 77 mm[Hg] on 2024-02-27 is below the level at which drugs that "
         "lower blood pressure are reviewed: review carvedilol 25 MG Oral Tablet; Furosemide 40 "
         "MG Oral Tablet"
     ]
-    assert risks(evidence_from_fhir(record(118), settings=PipelineSettings())) == []
+    assert risks_in(record(118)) == []
     long_ago = record(77, when="2023-06-01T10:00:00+00:00")
-    assert risks(evidence_from_fhir(long_ago, settings=PipelineSettings())) == []
+    assert risks_in(long_ago) == []
 
 
 def test_an_opioid_with_a_benzodiazepine_is_flagged() -> None:
-    state = evidence_from_fhir(
-        fx.stay(
-            going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
-            going_home("l", "lorazepam 1 MG Oral Tablet"),
-        ),
-        settings=PipelineSettings(),
+    state = stay_evidence(
+        going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
+        going_home("l", "lorazepam 1 MG Oral Tablet"),
     )
     assert (
         "An opioid with a benzodiazepine: oxycodone hydrochloride 5 MG Oral Tablet; lorazepam 1 MG "
@@ -396,10 +367,7 @@ def test_a_value_in_range_that_a_safety_rule_cites_is_never_listed_as_normal() -
     sodium = fx.observation(
         "na", "Sodium", 140, "mmol/L", loinc="2951-2", when="2024-03-04T08:00:00+00:00"
     ) | {"referenceRange": [{"low": {"value": 135}, "high": {"value": 145}}]}
-    state = evidence_from_fhir(
-        fx.stay(going_home("l", "lisinopril 10 MG Oral Tablet"), potassium, sodium),
-        settings=PipelineSettings(),
-    )
+    state = stay_evidence(going_home("l", "lisinopril 10 MG Oral Tablet"), potassium, sodium)
     assert len(risks(state)) == 1
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [s.text for s in summary.section("results").sentences]

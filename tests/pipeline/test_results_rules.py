@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +16,7 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
+from tests.pipeline.conftest import default_draft
 
 CREATININE, POTASSIUM, SODIUM, CO2 = "2160-0", "6298-4", "2951-2", "2028-9"
 
@@ -382,8 +382,7 @@ def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
-    state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
-    summary = summarize_evidence(state, settings=PipelineSettings())
+    state, summary = default_draft(path)
     # The last vital signs are the condition at discharge's (each fact is cited once).
     sentences = [
         *summary.section("results").sentences,

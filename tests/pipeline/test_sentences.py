@@ -12,33 +12,26 @@ def texts(source: str) -> list[str]:
     return [span.text for span in split_sentences(source)]
 
 
+def assert_split_into(*sentences: str) -> None:
+    """The text the sentences make, one space between them, splits back into them: each test
+    writes its sentences once."""
+    assert texts(" ".join(sentences)) == list(sentences)
+
+
 def test_doses_and_titles_do_not_end_sentences() -> None:
-    assert texts("Metoprolol 5 mg b.i.d. with meals. Seen by Dr. Smith today.") == [
-        "Metoprolol 5 mg b.i.d. with meals.",
-        "Seen by Dr. Smith today.",
-    ]
+    assert_split_into("Metoprolol 5 mg b.i.d. with meals.", "Seen by Dr. Smith today.")
 
 
 def test_dosing_abbreviation_before_a_new_sentence_ends_it() -> None:
-    assert texts("Take 5 mg b.i.d. Return in 2 weeks.") == [
-        "Take 5 mg b.i.d.",
-        "Return in 2 weeks.",
-    ]
+    assert_split_into("Take 5 mg b.i.d.", "Return in 2 weeks.")
 
 
 def test_decimals_and_units_after_numbers() -> None:
-    assert texts("Temp 38.5 C. Potassium 3.9 mmol/L. Weight 70.5 kg vs. 68 kg.") == [
-        "Temp 38.5 C.",
-        "Potassium 3.9 mmol/L.",
-        "Weight 70.5 kg vs. 68 kg.",
-    ]
+    assert_split_into("Temp 38.5 C.", "Potassium 3.9 mmol/L.", "Weight 70.5 kg vs. 68 kg.")
 
 
 def test_initials_stay_with_the_name() -> None:
-    assert texts("Discussed with J. Smith and Mrs. Jones. Agreed.") == [
-        "Discussed with J. Smith and Mrs. Jones.",
-        "Agreed.",
-    ]
+    assert_split_into("Discussed with J. Smith and Mrs. Jones.", "Agreed.")
 
 
 def test_headers_and_list_items_are_their_own_units() -> None:
@@ -57,13 +50,10 @@ def test_headers_and_list_items_are_their_own_units() -> None:
 
 
 def test_wrapped_lines_stay_one_sentence() -> None:
-    source = (
-        "The patient was admitted with chest pain and\nwas treated with aspirin. Discharged home."
-    )
-    assert texts(source) == [
+    assert_split_into(
         "The patient was admitted with chest pain and\nwas treated with aspirin.",
         "Discharged home.",
-    ]
+    )
 
 
 def test_sections_cover_the_text_under_each_header() -> None:

@@ -23,15 +23,15 @@ import pytest
 
 from launch.sandbox.run import Sandbox
 from smartapp.access.sessions import LaunchContext, StoredTokens
-from smartapp.core.registrations import ClientRegistration, callback_id
+from smartapp.core.registrations import callback_id
 from smartapp.core.settings import Settings, unknown_variables
 from smartapp.ehr.fhir_client import FhirClient, FhirError
-from tests.attack_support import FakeEhr, Recorded, as_json, recording_server, seed_stay
+from tests.attack_support import Recorded, as_json, recording_server, seed_stay
 from tests.conftest import ROOT
 from tests.smart_support import (
     RunningApp,
     app_and_browser,
-    app_and_stepping_browser,
+    beside_another_ehr,
     drafted_stay,
     launch_job,
     running_app,
@@ -158,24 +158,21 @@ def test_a_code_that_comes_back_to_another_ehrs_callback_is_never_redeemed(
     """Mix-up without RFC 9207: a launch started at a (malicious) registered EHR whose user is
     sent on to the honest sandbox comes back to the sandbox's callback, not the one the launch
     was for; the code and the PKCE verifier never reach the malicious EHR's token endpoint."""
-    with recording_server() as server:
-        evil = FakeEhr(server)
-        registration = ClientRegistration(issuer=evil.base, client_id="app-mixup-two")
-        with app_and_stepping_browser(
-            sandbox,
-            tmp_path,
-            client_id="app-mixup",
-            extra_registrations=(registration,),
-        ) as (app, browser):
-            launch = browser.get(f"{app.base_url}/launch", params={"iss": evil.base})
-            asked = parse_qs(urlparse(launch.headers["location"]).query)
-            assert asked["redirect_uri"] == [app.settings.redirect_uri_for(evil.base)]
-            honest = app.settings.redirect_uri_for(sandbox.fhir_base)
-            assert honest != asked["redirect_uri"][0]
-            answer = browser.get(honest, params={"code": "honest-code", "state": asked["state"][0]})
-            assert answer.status_code == 403 and "another EHR" in answer.text
-        assert [r.path for r in server.requests if r.path == "/token"] == []
-        assert not server.saw("honest-code")
+    with beside_another_ehr(sandbox, tmp_path, "app-mixup-two", client_id="app-mixup") as (
+        server,
+        evil,
+        app,
+        browser,
+    ):
+        launch = browser.get(f"{app.base_url}/launch", params={"iss": evil.base})
+        asked = parse_qs(urlparse(launch.headers["location"]).query)
+        assert asked["redirect_uri"] == [app.settings.redirect_uri_for(evil.base)]
+        honest = app.settings.redirect_uri_for(sandbox.fhir_base)
+        assert honest != asked["redirect_uri"][0]
+        answer = browser.get(honest, params={"code": "honest-code", "state": asked["state"][0]})
+        assert answer.status_code == 403 and "another EHR" in answer.text
+    assert [r.path for r in server.requests if r.path == "/token"] == []
+    assert not server.saw("honest-code")
     assert callback_id(sandbox.fhir_base) == callback_id(f"{sandbox.fhir_base}/")
 
 

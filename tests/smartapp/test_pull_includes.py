@@ -23,15 +23,9 @@ STAY = {
     "period": {"start": "2024-03-01T08:00:00Z", "end": "2024-03-04T12:00:00Z"},
 }
 MEDICATION = {"resourceType": "Medication", "id": "m1", "code": {"text": "apixaban 5 MG"}}
-ORDER = {
-    "resourceType": "MedicationRequest",
-    "id": "o1",
-    "status": "active",
-    "intent": "order",
-    "subject": {"reference": "Patient/p1"},
-    "medicationReference": {"reference": "Medication/m1"},
-    "authoredOn": "2024-03-02T08:00:00Z",
-}
+ORDER = fx.order_by_reference(
+    "o1", "Medication/m1", patient_id="p1", authored="2024-03-02T08:00:00Z"
+)
 
 
 def ehr(offers: bool, asked: list[httpx.URL], metadata_down: int = 0) -> httpx.MockTransport:

@@ -19,11 +19,13 @@ from launch.sandbox.run import Sandbox
 from smartapp.core.registrations import ClientRegistration
 from smartapp.ehr.egress import EhrBearerAuth, GuardedTransport, is_public_address, under_base
 from smartapp.ehr.fhir_client import FhirClient, OutsideEhrError
+from tests import fhir_fixtures as fx
 from tests.attack_support import FakeEhr, RecordingServer, as_json, recording_server, seed_stay
 from tests.smart_support import (
     RunningApp,
     app_and_browser,
     app_and_stepping_browser,
+    beside_another_ehr,
     chart_launch,
     launch_job,
     running_app,
@@ -48,16 +50,13 @@ def evil_note(attacker: str) -> dict:
 
 
 def evil_order(attacker: str) -> dict:
-    return {
-        "resourceType": "MedicationRequest",
-        "id": "{patient}-evil-order",
-        "status": "active",
-        "intent": "order",
-        "subject": {"reference": "Patient/{patient}"},
-        "encounter": {"reference": "Encounter/{encounter}"},
-        "medicationReference": {"reference": f"{attacker}/fhir/Medication/m"},
-        "authoredOn": "2024-03-02",
-    }
+    return fx.order_by_reference(
+        "{patient}-evil-order",
+        f"{attacker}/fhir/Medication/m",
+        patient_id="{patient}",
+        encounter_id="{encounter}",
+        authored="2024-03-02",
+    )
 
 
 # --- 1. The EHR's access token goes only to the EHR -------------------------------------------
@@ -239,31 +238,28 @@ def test_an_unconfigured_issuer_is_refused_before_anything_is_fetched(
 def test_a_client_secret_goes_only_to_its_own_ehr(sandbox: Sandbox, tmp_path: Path) -> None:
     """Two EHRs: the sandbox (confidential, a secret) and another one (public). A launch from
     the other one never carries the sandbox's secret."""
-    with recording_server() as other_server:
-        other = FakeEhr(other_server)
-        public = ClientRegistration(issuer=other.base, client_id="app-two-public")
-        with app_and_stepping_browser(
-            sandbox,
-            tmp_path,
-            client_id="app-two",
-            client_auth="client_secret_basic",
-            client_secret="only-for-the-sandbox",
-            extra_registrations=(public,),
-        ) as (app, browser):
-            launch = browser.get(f"{app.base_url}/launch", params={"iss": other.base})
-            assert launch.status_code == 302
-            authorize = urlparse(launch.headers["location"])
-            assert authorize.netloc == urlparse(other.base).netloc
-            query = parse_qs(authorize.query)
-            assert query["client_id"] == ["app-two-public"]
-            state = query["state"][0]
-            callback = browser.get(query["redirect_uri"][0], params={"code": "c", "state": state})
-            assert callback.status_code == 502
-        token_calls = [r for r in other_server.requests if r.path == "/token"]
-        assert len(token_calls) == 1
-        assert "authorization" not in token_calls[0].headers
-        assert not other_server.saw("only-for-the-sandbox")
-        assert b"client_id=app-two-public" in token_calls[0].body
+    with beside_another_ehr(
+        sandbox,
+        tmp_path,
+        "app-two-public",
+        client_id="app-two",
+        client_auth="client_secret_basic",
+        client_secret="only-for-the-sandbox",
+    ) as (other_server, other, app, browser):
+        launch = browser.get(f"{app.base_url}/launch", params={"iss": other.base})
+        assert launch.status_code == 302
+        authorize = urlparse(launch.headers["location"])
+        assert authorize.netloc == urlparse(other.base).netloc
+        query = parse_qs(authorize.query)
+        assert query["client_id"] == ["app-two-public"]
+        state = query["state"][0]
+        callback = browser.get(query["redirect_uri"][0], params={"code": "c", "state": state})
+        assert callback.status_code == 502
+    token_calls = [r for r in other_server.requests if r.path == "/token"]
+    assert len(token_calls) == 1
+    assert "authorization" not in token_calls[0].headers
+    assert not other_server.saw("only-for-the-sandbox")
+    assert b"client_id=app-two-public" in token_calls[0].body
 
 
 def fake(other: FakeEhr, **named: str) -> tuple[ClientRegistration, ...]:

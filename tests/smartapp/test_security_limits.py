@@ -38,6 +38,7 @@ from smartapp.ehr.pull import pull_record
 from smartapp.jobs.evidence import evidence_from_fhir
 from smartapp.jobs.service import StageHook
 from smartapp.launch.style import safe_style
+from tests import fhir_fixtures as fx
 from tests.attack_support import RecordingServer, as_json, recording_server, seed_stay
 from tests.smart_support import (
     RunningApp,
@@ -292,15 +293,8 @@ def test_a_job_that_raises_anything_fails_alone_and_the_worker_goes_on(
 
 
 def test_malformed_resources_in_a_pulled_record_become_exclusions() -> None:
-    patient = {"resourceType": "Patient", "id": "p1", "gender": "female"}
-    stay = {
-        "resourceType": "Encounter",
-        "id": "e1",
-        "status": "finished",
-        "class": {"code": "IMP"},
-        "subject": {"reference": "Patient/p1"},
-        "period": {"start": "2024-01-01", "end": "2024-01-03"},
-    }
+    patient = fx.patient("p1")
+    stay = fx.encounter("e1", "2024-01-01", "2024-01-03", patient_id="p1")
     broken = [
         {"resourceType": "Condition", "subject": {"reference": "Patient/p1"}, "code": 5},
         {"resourceType": "Observation", "id": "o1", "status": {"not": "a code"}},
