@@ -25,6 +25,7 @@ from bench import (
     startup,
 )
 from bench.claim_verifier import evaluate as claim_verifier_evaluate
+from bench.claim_verifier import speed as claim_verifier_speed
 
 if __name__ == "__main__":
     sys.argv = sys.argv[:1]
@@ -45,6 +46,7 @@ if __name__ == "__main__":
     checker_quality.main()
     fabrications.main()
     claim_verifier_evaluate.main([])
+    claim_verifier_speed.main([])
     addressed_text.evaluate()
     model_quality.main()
     identity.main()

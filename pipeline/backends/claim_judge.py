@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pipeline.backends.loading import loaded_once
-from pipeline.backends.lora import add_adapters
+from pipeline.backends.lora import add_adapters, merge_adapters
 
 LABELS = ("entailed", "neutral", "contradicted")
 BATCH = 32
@@ -125,6 +125,7 @@ class ClaimJudge:
         if missing:
             raise ValueError(f"the claim verifier's weights lack {sorted(missing)[:3]}")
         model.load_state_dict(trained, strict=False)
+        merge_adapters(model.encoder)
         return cls(tokenizer, model, config)
 
     @torch.inference_mode()

@@ -52,6 +52,25 @@ def add_adapters(encoder: nn.Module, rank: int, alpha: float) -> None:
         setattr(parent, child, LoraLinear(getattr(parent, child), rank, alpha))
 
 
+def merge_adapters(module: nn.Module) -> None:
+    """Fold each adapter into its frozen layer, in place: ``W + (B A) * alpha / rank`` as one
+    plain linear layer. Judging needs no separate low-rank path, and one product per layer
+    instead of three is what a claim costs less (the outputs are the same to float rounding);
+    training keeps the adapters apart, since only they are trained and shipped."""
+    for name, child in list(module.named_children()):
+        if not isinstance(child, LoraLinear):
+            merge_adapters(child)
+            continue
+        base = child.base
+        merged = nn.Linear(base.in_features, base.out_features, bias=base.bias is not None)
+        with torch.no_grad():
+            merged.weight.copy_(base.weight + (child.lora_b @ child.lora_a) * child.scale)
+            if base.bias is not None:
+                merged.bias.copy_(base.bias)
+        merged.requires_grad_(False)
+        setattr(module, name, merged)
+
+
 def adapter_state(module: nn.Module) -> dict[str, torch.Tensor]:
     """The weights that were trained (adapters and head): what ships."""
     return {

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pipeline.backends.claim_judge import (
+    ClaimJudge,
     JudgeConfig,
     Judgement,
     base_model,
@@ -18,7 +19,7 @@ from pipeline.backends.claim_judge import (
     encode_pairs,
     shipped_weights,
 )
-from pipeline.backends.lora import adapter_state
+from pipeline.backends.lora import adapter_state, merge_adapters
 from pipeline.checking.entailment import check_entailment, evidence_window
 from pipeline.checking.verify import verify_text
 from pipeline.evidence.summary import CheckResult
@@ -66,6 +67,27 @@ def test_only_the_adapters_and_the_head_are_trained_and_shipped(judge_config: Ju
     assert trained and all("lora_" in name or name.startswith("head.") for name in trained)
     total = sum(parameter.numel() for parameter in model.parameters())
     assert sum(tensor.numel() for tensor in trained.values()) < 0.05 * total
+
+
+def test_folding_trained_adapters_into_their_layers_changes_no_judgement(
+    judge_config: JudgeConfig,
+) -> None:
+    """The loaded verifier judges with each adapter folded into its layer (one product per
+    layer, not three): what it answers must be what the adapters themselves answer."""
+    tokenizer, model = base_model(judge_config)
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:  # trained adapters: B is no longer zero
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.05)
+    pairs = [("a dry cough", DIALOGUE), ("a broken leg", DIALOGUE)]
+    separate = ClaimJudge(tokenizer, model, judge_config).judge(pairs)
+    merge_adapters(model.encoder)
+    assert not [name for name, _ in model.named_parameters() if "lora_" in name]
+    folded = ClaimJudge(tokenizer, model, judge_config).judge(pairs)
+    for before, after in zip(separate, folded, strict=True):
+        assert abs(before.entailed - after.entailed) < 1e-4
+        assert abs(before.contradicted - after.contradicted) < 1e-4
 
 
 def test_the_shipped_weights_are_small_and_load_once() -> None:
