@@ -16,6 +16,7 @@ from pipeline.clinical.tables import table
 from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
+    Fact,
     FactCategory,
     aware,
 )
@@ -82,6 +83,18 @@ def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
     return str(render.record_starts_later(what))
 
 
+def _stay_fact(state: EvidenceState) -> Fact | None:
+    """The stay's own encounter fact: what the stay-wide lines cite."""
+    return next(
+        (
+            f
+            for f in state.facts["encounter"]
+            if isinstance(f.attributes, EncounterAttributes) and f.attributes.kind == "stay"
+        ),
+        None,
+    )
+
+
 def summarize_evidence(
     state: EvidenceState,
     *,
@@ -92,18 +105,11 @@ def summarize_evidence(
     """The evidence-only discharge summary of a validated evidence state, checked, under the
     deployment's settings (its clinical tables among them: never defaults in their place)."""
     render = macros("summary/sentences.txt.j2")
-    stay_fact = next(
-        (
-            f.id
-            for f in state.facts["encounter"]
-            if isinstance(f.attributes, EncounterAttributes) and f.attributes.kind == "stay"
-        ),
-        None,
-    )
+    stay = _stay_fact(state)
+    stay_fact = stay.id if stay is not None else None
     routine = table("routine_procedures", settings)
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
-    stay = next((f for f in state.facts["encounter"] if f.id == stay_fact), None)
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(
