@@ -1,19 +1,27 @@
-"""A transplant's indication as the earlier record shows it.
+"""A transplant's indication as the earlier record shows it, and its graft's function.
 
 A stay coded only by a transplant status ("Awaiting transplantation of kidney", "History of
 renal transplant") names no disease. The organ is read from those terms, and the earlier
 record's encounter reasons and active care plans about that organ (``transplant_organs`` table:
 its words for the organ's disease and its replacement therapy) are the indication the physician
-names the principal diagnosis from: listed, never chosen.
+names the principal diagnosis from: listed, never chosen. A graft that a laboratory result
+measures (a kidney's creatinine) and that the stay never measured is said to be so.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from pipeline.clinical.tables import CodeTable
-from pipeline.evidence.model import EvidenceState, Fact, OrganHistoryAttributes, attributes_as
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    OrganHistoryAttributes,
+    attributes_as,
+)
 from pipeline.text.rendering import plain_term
 
 _TRANSPLANT = re.compile(r"\btransplant", re.IGNORECASE)
@@ -55,3 +63,26 @@ def transplant_indication(
 def _dated(fact: Fact) -> str:
     when = attributes_as(fact, OrganHistoryAttributes).when
     return when.isoformat() if when else ""
+
+
+def unmeasured_grafts(
+    state: EvidenceState, transplants: Iterable[tuple[str, Fact]], organs: CodeTable
+) -> list[tuple[str, str, Fact]]:
+    """Each transplant of the stay (its term and its fact) whose graft no result of the stay
+    measures, though a result would (``graft_function``: a kidney's creatinine or eGFR, KDIGO
+    2009 13.1.1 daily until discharge): the term, what would measure it, and the fact. A kidney
+    recipient's draft with no kidney function read as one whose graft was known to work."""
+    measures: dict[str, dict[str, Any]] = organs.extra.get("graft_function", {})
+    measured = {
+        result.code.code
+        for f in state.facts["lab_result"]
+        if (result := attributes_as(f, LabResultAttributes)).code is not None
+        and not result.baseline
+    }
+    unmeasured = []
+    for term, fact in transplants:
+        for organ in organs_named([term], organs):
+            graft = measures.get(organ)
+            if graft is not None and not measured & set(graft["codes"]):
+                unmeasured.append((term, str(graft["measure"]), fact))
+    return unmeasured

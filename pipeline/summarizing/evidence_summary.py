@@ -110,11 +110,10 @@ def summarize_evidence(
     routine = table("routine_procedures", settings)
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
+    organs = table("transplant_organs", settings)
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
-        "diagnoses": diagnoses_section(
-            state, render, (routine, implant_table, table("transplant_organs", settings)), stay
-        ),
+        "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
         "active_problems": active_problems_section(state, render),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
         "hospital_course": structured_course_section(state, render, (routine, equipment), stay)
@@ -123,7 +122,9 @@ def summarize_evidence(
         "procedures": procedures_section(state, render, (routine, implant_table), stay),
         "medications": medications_section(state, render),
         "allergies": allergies_section(state, render),
-        "results": results_section(state, render, table("reference_ranges", settings), stay),
+        "results": results_section(
+            state, render, (table("reference_ranges", settings), routine, organs), stay
+        ),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": follow_up_section(state, render, (equipment, routine), stay),
     }

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.clinical.results import is_minor, is_vital_sign
 from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.transplant import unmeasured_grafts
 from pipeline.evidence.mapped import is_lasting_measure
 from pipeline.evidence.model import (
     EncounterAttributes,
@@ -18,6 +19,7 @@ from pipeline.evidence.model import (
     Fact,
     ImagingAttributes,
     LabResultAttributes,
+    ProcedureAttributes,
     attributes_as,
     aware,
 )
@@ -30,7 +32,10 @@ from pipeline.summarizing.sections.common import (
     by_time,
     cited_sentence,
     effective,
+    procedures_by_stay,
+    significant_procedures,
 )
+from pipeline.summarizing.sections.history import implied_treatments
 
 
 def _worst(results: Sequence[LabResultAttributes]) -> str | None:
@@ -193,19 +198,54 @@ def _sorted_tests(
     return abnormal, normal, unranged
 
 
-def results_section(
-    state: EvidenceState, render: Any, ranges: CodeTable, stay: Fact | None
+def _graft_function(
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay: Fact | None
 ) -> list[Sentence]:
-    """Abnormal results first (critical, then high or low), each marked, with its trend over the
-    episode and against the latest value before admission, then those out of range in the days
-    before admission that the stay never measured; the normal ones in one line, without
-    screening scores and indices (``minor_results``); vital signs at admission and at discharge
-    (or the latest, dated, when none was taken in the stay's last day)."""
+    """A transplant of the stay (recorded, or with none what the record implies) whose graft no
+    result of the stay measured: said first, since a kidney recipient's Key results without a
+    creatinine read as a graft known to work. ``tables``: routine procedures, transplant
+    organs."""
+    routine, organs = tables
+    done = [
+        (attributes_as(f, ProcedureAttributes).name, f)
+        for f in procedures_by_stay(state, routine)[1][1]
+    ]
+    if not significant_procedures(state, routine):
+        done += [(what, f) for what, _, f in implied_treatments(state, stay)]
+    results = [attributes_as(f, LabResultAttributes) for f in state.facts["lab_result"]]
+    none = not [r for r in results if not r.baseline and not is_vital_sign(r)]
+    # Whether a missing result was not done or not kept: a record whose laboratory results
+    # begin after discharge cannot tell.
+    encounter = state.stay()
+    ended = encounter.end if encounter is not None else None
+    begins = state.record_begins.get("lab_result")
+    later = begins is not None and ended is not None and aware(begins) > aware(ended)
+    return [
+        cited_sentence("results", render.graft_not_measured(term, measure, none, later), [fact.id])
+        for term, measure, fact in unmeasured_grafts(state, done, organs)
+    ]
+
+
+def results_section(
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable, CodeTable],
+    stay: Fact | None,
+) -> list[Sentence]:
+    """A transplanted graft the stay never measured first; abnormal results (critical, then
+    high or low), each marked, with its trend over the episode and against the latest value
+    before admission, then those out of range in the days before admission that the stay never
+    measured; the normal ones in one line, without screening scores and indices
+    (``minor_results``); vital signs at admission and at discharge (or the latest, dated, when
+    none was taken in the stay's last day). ``tables``: reference ranges, routine procedures,
+    transplant organs."""
+    ranges, routine, organs = tables
     minor = ranges.extra.get("minor_results", {})
     by_test, baselines, vitals = _grouped(state)
     flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
     abnormal, normal, unranged = _sorted_tests(by_test, baselines, flagged, minor, render)
-    sentences = [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
+    sentences = _graft_function(state, render, (routine, organs), stay)
+    sentences += [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     sentences += _before_admission(baselines, set(by_test), render)
     if normal:
         names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
