@@ -66,11 +66,12 @@ def _dated(fact: Fact) -> str:
 
 
 def unmeasured_grafts(
-    state: EvidenceState, transplants: Iterable[tuple[str, Fact]], organs: CodeTable
-) -> list[tuple[str, str, Fact]]:
-    """Each transplant of the stay (its term and its fact) whose graft no result of the stay
-    measures, though a result would (``graft_function``: a kidney's creatinine or eGFR, KDIGO
-    2009 13.1.1 daily until discharge): the term, what would measure it, and the fact. A kidney
+    state: EvidenceState, transplants: Iterable[tuple[str, list[str]]], organs: CodeTable
+) -> list[tuple[str, str, list[str]]]:
+    """Each treatment of the stay (its term and the facts that record it) that transplanted a
+    graft no result of the stay measures, though a result would (``graft_function``: a kidney's
+    creatinine or eGFR, KDIGO 2009 13.1.1 daily until discharge): the term, what would measure
+    it, and the facts. A kidney
     recipient's draft with no kidney function read as one whose graft was known to work."""
     measures: dict[str, dict[str, Any]] = organs.extra.get("graft_function", {})
     measured = {
@@ -80,9 +81,9 @@ def unmeasured_grafts(
         and not result.baseline
     }
     unmeasured = []
-    for term, fact in transplants:
+    for term, fact_ids in transplants:
         for organ in organs_named([term], organs):
             graft = measures.get(organ)
             if graft is not None and not measured & set(graft["codes"]):
-                unmeasured.append((term, str(graft["measure"]), fact))
+                unmeasured.append((term, str(graft["measure"]), fact_ids))
     return unmeasured

@@ -18,7 +18,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     FactCategory,
-    aware,
 )
 from pipeline.evidence.summary import (
     NOT_DOCUMENTED,
@@ -30,7 +29,7 @@ from pipeline.evidence.summary import (
 )
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.focus import TokenSalience
-from pipeline.summarizing.sections.common import cited_sentence, listed
+from pipeline.summarizing.sections.common import cited_sentence, listed, record_begins_after_stay
 from pipeline.summarizing.sections.course import (
     condition_at_discharge_section,
     hospital_course_section,
@@ -74,11 +73,8 @@ def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
         # The record holds social history, none of it bearing on discharge: "Not documented"
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
-    stay = state.stay()
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
-    begins = state.record_begins.get(kind)
-    ended = (stay.end or stay.start) if stay is not None else None
-    if begins is None or ended is None or aware(begins) <= aware(ended):
+    if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED
     return str(render.record_starts_later(what))
 

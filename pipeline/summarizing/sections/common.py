@@ -246,6 +246,16 @@ def procedures_by_stay(
     return (earlier_stay_of(state), earlier), (None, own)
 
 
+def record_begins_after_stay(state: EvidenceState, category: str) -> bool:
+    """Whether the available record's earliest fact of ``category`` (``record_begins``) is dated
+    after the stay: then an absence in the stay says nothing of what was done, only of what the
+    record kept."""
+    stay = state.stay()
+    begins = state.record_begins.get(category)
+    ended = (stay.end or stay.start) if stay is not None else None
+    return begins is not None and ended is not None and aware(begins) > aware(ended)
+
+
 def listed(state: EvidenceState, *listings: str) -> list[Fact]:
     """Diagnosis facts of these listings (pipeline.clinical.diagnoses), in the order given, then by
     onset: never alphabetical."""

@@ -1,6 +1,6 @@
 """Follow-up: the care plans, appointments and orders for after discharge, the home medical
 equipment, the notes' words on follow-up, and, where all of it began before the stay, that
-nothing new is documented; after an operation with no review arranged, a flagged line."""
+nothing new is documented; after an operation with no review arranged, a line that says so."""
 
 from __future__ import annotations
 
@@ -9,15 +9,8 @@ from typing import Any
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import CarePlanAttributes, EvidenceState, Fact
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import (
-    cited_sentence,
-    each_procedure_once,
-    home_equipment,
-    is_index_procedure,
-    procedures_by_stay,
-    significant_procedures,
-)
-from pipeline.summarizing.sections.history import implied_treatments
+from pipeline.summarizing.sections.common import cited_sentence, home_equipment
+from pipeline.summarizing.sections.history import operations_of_stay
 
 # What arranges a review after discharge; a care plan's instructions (rest, wound care) do not.
 _ARRANGED = frozenset({"appointment", "service_request"})
@@ -67,14 +60,7 @@ def _post_operative_review(
     )
     if arranged or state.facts["follow_up"]:
         return []
-    recorded = [
-        f for f in procedures_by_stay(state, routine)[1][1] if is_index_procedure(f, routine)
-    ]
-    operations = [
-        (p.first.name, p.first.performed_start, p.fact_ids) for p in each_procedure_once(recorded)
-    ]
-    if not significant_procedures(state, routine):
-        operations += [(what, onset, [f.id]) for what, onset, f in implied_treatments(state, stay)]
+    operations = operations_of_stay(state, routine, stay)
     if not operations:
         return []
     text = render.no_post_operative_review([(name, when) for name, when, _ in operations])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pipeline.clinical.diagnoses import STATUS_TERM, history_topic, topic_stems
+from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EncounterAttributes,
@@ -17,7 +18,13 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import SentenceFlag
-from pipeline.summarizing.sections.common import listed
+from pipeline.summarizing.sections.common import (
+    each_procedure_once,
+    is_index_procedure,
+    listed,
+    procedures_by_stay,
+    significant_procedures,
+)
 from pipeline.text.rendering import plain_term
 
 
@@ -111,3 +118,23 @@ def implied_treatments(
             what = STATUS_TERM.sub("", plain_term(diagnosis.display)).strip()
             found.append((what, diagnosis.onset, f))
     return found
+
+
+def operations_of_stay(
+    state: EvidenceState, routine: CodeTable, stay_fact: Fact | None
+) -> list[tuple[str, datetime | None, list[str]]]:
+    """This stay's operations and interventions (its index procedures, each once: the name,
+    the first day, the facts) or, where the episode records no significant procedure, the
+    treatments the record implies (``implied_treatments``): what a post-operative review and a
+    graft's function are asked after."""
+    recorded = [
+        f for f in procedures_by_stay(state, routine)[1][1] if is_index_procedure(f, routine)
+    ]
+    operations = [
+        (p.first.name, p.first.performed_start, p.fact_ids) for p in each_procedure_once(recorded)
+    ]
+    if not significant_procedures(state, routine):
+        operations += [
+            (what, onset, [f.id]) for what, onset, f in implied_treatments(state, stay_fact)
+        ]
+    return operations

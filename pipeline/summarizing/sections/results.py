@@ -19,7 +19,6 @@ from pipeline.evidence.model import (
     Fact,
     ImagingAttributes,
     LabResultAttributes,
-    ProcedureAttributes,
     attributes_as,
     aware,
 )
@@ -32,10 +31,9 @@ from pipeline.summarizing.sections.common import (
     by_time,
     cited_sentence,
     effective,
-    procedures_by_stay,
-    significant_procedures,
+    record_begins_after_stay,
 )
-from pipeline.summarizing.sections.history import implied_treatments
+from pipeline.summarizing.sections.history import operations_of_stay
 
 
 def _worst(results: Sequence[LabResultAttributes]) -> str | None:
@@ -199,30 +197,25 @@ def _sorted_tests(
 
 
 def _graft_function(
-    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay: Fact | None
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable],
+    stay: Fact | None,
+    any_result: bool,
 ) -> list[Sentence]:
-    """A transplant of the stay (recorded, or with none what the record implies) whose graft no
-    result of the stay measured: said first, since a kidney recipient's Key results without a
-    creatinine read as a graft known to work. ``tables``: routine procedures, transplant
-    organs."""
+    """A transplant of the stay (``operations_of_stay``) whose graft no result of the stay
+    measured: said first, since a kidney recipient's Key results without a creatinine read as a
+    graft known to work; with no laboratory result in the stay at all (``any_result``), whether
+    the record kept any before discharge, since a record whose results begin later cannot tell
+    a test not done from one not kept. ``tables``: routine procedures, transplant organs."""
     routine, organs = tables
-    done = [
-        (attributes_as(f, ProcedureAttributes).name, f)
-        for f in procedures_by_stay(state, routine)[1][1]
-    ]
-    if not significant_procedures(state, routine):
-        done += [(what, f) for what, _, f in implied_treatments(state, stay)]
-    results = [attributes_as(f, LabResultAttributes) for f in state.facts["lab_result"]]
-    none = not [r for r in results if not r.baseline and not is_vital_sign(r)]
-    # Whether a missing result was not done or not kept: a record whose laboratory results
-    # begin after discharge cannot tell.
-    encounter = state.stay()
-    ended = encounter.end if encounter is not None else None
-    begins = state.record_begins.get("lab_result")
-    later = begins is not None and ended is not None and aware(begins) > aware(ended)
+    done = [(name, fact_ids) for name, _, fact_ids in operations_of_stay(state, routine, stay)]
+    later = record_begins_after_stay(state, "lab_result")
     return [
-        cited_sentence("results", render.graft_not_measured(term, measure, none, later), [fact.id])
-        for term, measure, fact in unmeasured_grafts(state, done, organs)
+        cited_sentence(
+            "results", render.graft_not_measured(term, measure, not any_result, later), fact_ids
+        )
+        for term, measure, fact_ids in unmeasured_grafts(state, done, organs)
     ]
 
 
@@ -244,7 +237,7 @@ def results_section(
     by_test, baselines, vitals = _grouped(state)
     flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
     abnormal, normal, unranged = _sorted_tests(by_test, baselines, flagged, minor, render)
-    sentences = _graft_function(state, render, (routine, organs), stay)
+    sentences = _graft_function(state, render, (routine, organs), stay, bool(by_test))
     sentences += [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     sentences += _before_admission(baselines, set(by_test), render)
     if normal:
