@@ -38,6 +38,9 @@ from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
 
 HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
+# SNOMED CT's past-history situations, the obstetric ones too ("Past pregnancy history of
+# miscarriage (situation)"): a past event, not a problem under care.
+PAST_HISTORY = re.compile(r"^(?:history of|h/o|past (?:\w+ )?history of)\b", re.IGNORECASE)
 # A status or administrative term says where the patient stands or what was arranged, not what
 # is wrong: "History of X", "Awaiting X", "Status post X", "X requested", a transfer or an
 # admission. It is never the principal diagnosis on its own (the summary then names the clinical

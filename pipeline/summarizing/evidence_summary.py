@@ -110,7 +110,9 @@ def summarize_evidence(
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
-        "active_problems": active_problems_section(state, render),
+        "active_problems": active_problems_section(
+            state, render, table("chronic_conditions", settings)
+        ),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
         "hospital_course": structured_course_section(state, render, (routine, equipment), stay)
         + hospital_course_section(state, salience, ratio, render),

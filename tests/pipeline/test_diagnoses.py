@@ -85,17 +85,54 @@ def test_social_findings_are_social_history_not_diagnoses() -> None:
     assert drafted["social_history"] == ["Housing unsatisfactory (recorded 2024-03-01)."]
 
 
-def test_a_social_finding_says_when_it_was_recorded() -> None:
+def test_a_social_finding_says_when_it_was_recorded_and_one_older_than_a_year_is_left_out() -> None:
     """A coded social finding stays active until someone records a change, which a record may
-    never do: "Housing unsatisfactory" of 2006 says nothing certain of the housing the patient
-    goes home to in 2024. Each finding says when it was recorded, for the discharge planner to
-    ask again."""
+    never do: "Housing unsatisfactory" of 2006 says nothing of the housing the patient goes home
+    to in 2024, and the AHC social-needs tool is repeated yearly. A finding of the year before
+    admission says when it was recorded; an older one is left out, and so is the whole line
+    when none is current."""
     old = {"encounter_id": None, "onset": "2006-06-29T10:00:00Z"}
+    lately = {"encounter_id": None, "onset": "2023-04-02T10:00:00Z"}  # admission 2024-03-01
     housing = fx.condition("housing", "Housing unsatisfactory (finding)", code="105531004", **old)
-    isolated = fx.condition("alone", "Social isolation (finding)", code="422650009", **old)
+    isolated = fx.condition("alone", "Social isolation (finding)", code="422650009", **lately)
     drafted = sections(evidence_from_fhir(record(housing, isolated), settings=PipelineSettings()))
-    assert drafted["social_history"] == [
-        "Housing unsatisfactory (recorded 2006-06-29); Social isolation (recorded 2006-06-29)."
+    assert drafted["social_history"] == ["Social isolation (recorded 2023-04-02)."]
+    drafted = sections(evidence_from_fhir(record(housing), settings=PipelineSettings()))
+    assert not any("Housing" in line for line in drafted["social_history"])
+
+
+def test_older_entries_of_the_problem_list_share_one_line_and_chronic_conditions_keep_theirs() -> (
+    None
+):
+    """Eighteen problems a line each hid the few that shape the plan. An active problem recorded
+    more than a year before admission that is none of the CMS Chronic Conditions Warehouse's
+    conditions (a chronic sinusitis of 1961, impacted molars of 1990) shares one dated line; a
+    chronic condition of any age (hypertension of 2010, anaemia) and a problem of the last year
+    keep their own; an obstetric past history goes to the past-history line."""
+    more = {"encounter_id": None}
+    drafted = sections(
+        evidence_from_fhir(
+            record(
+                fx.condition("sinus", "Chronic sinusitis (disorder)", onset="1961-12-01", **more),
+                fx.condition("molars", "Impacted molars (disorder)", onset="1990-09-08", **more),
+                fx.condition("gout", "Gout (disorder)", onset="2023-07-29", **more),
+                fx.condition(
+                    "miscarriage",
+                    "Past pregnancy history of miscarriage (situation)",
+                    onset="1974-10-14",
+                    **more,
+                ),
+            ),
+            settings=PipelineSettings(),
+        )
+    )
+    assert drafted["active_problems"] == [
+        "Active at discharge: Essential hypertension, since 2010-05-01.",
+        "Active at discharge: Anemia, since 2020-01-01.",
+        "Active at discharge: Gout, since 2023-07-29.",
+        "Also on the problem list (older entries): Chronic sinusitis (since 1961-12-01); Impacted "
+        "molars (since 1990-09-08).",
+        "Past history: miscarriage (recorded 1974-10-14).",
     ]
 
 

@@ -4,9 +4,10 @@ diagnoses are ``pipeline.summarizing.sections.diagnoses``)."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
-from pipeline.clinical.diagnoses import HISTORY_OF
+from pipeline.clinical.diagnoses import PAST_HISTORY
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -15,6 +16,7 @@ from pipeline.evidence.model import (
     Fact,
     NarrativeAttributes,
     attributes_as,
+    aware,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import cited_sentence, listed
@@ -95,13 +97,17 @@ def _complaint_line(
     return [sentences[0].model_copy(update={"flags": [flag]})]
 
 
-def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]:
+def active_problems_section(
+    state: EvidenceState, render: Any, chronic: CodeTable
+) -> list[Sentence]:
     """The problem list at discharge. A problem that is the stay's own coded reason and was
     resolved in it ("Sterilization requested", resolved the day of the ligation) is the
     diagnoses' line: under this heading it would read as still active. A "History of X" (SNOMED
-    CT's past-history situations: "History of appendectomy") records a past event, not a
-    problem under care: all of them share one past-history line at the end, where a physician
-    keeps the surgical history, instead of a line each among the active problems."""
+    CT's past-history situations: "History of appendectomy", "Past pregnancy history of
+    miscarriage") records a past event, not a problem under care: all of them share one
+    past-history line at the end, where a physician keeps the surgical history, instead of a
+    line each among the active problems. An older entry that is none of the ``chronic``
+    conditions (:func:`_older_entry`) shares one line, named and dated, before it."""
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
     reasons = {plain_term(reason).lower() for reason in coded}
@@ -114,14 +120,22 @@ def active_problems_section(state: EvidenceState, render: Any) -> list[Sentence]
         )
     ]
     past = [f for f in problems if _past_event(attributes_as(f, DiagnosisAttributes))]
+    older = [
+        f
+        for f in problems
+        if f not in past and _older_entry(attributes_as(f, DiagnosisAttributes), stay, chronic)
+    ]
     sentences = [
         cited_sentence("active_problems", render.problem(f.attributes), [f.id])
         for f in problems
-        if f not in past
+        if f not in past and f not in older
     ]
+    if older:
+        text = render.older_problems([f.attributes for f in older])
+        sentences.append(cited_sentence("active_problems", text, [f.id for f in older]))
     if past:
         events = [
-            (HISTORY_OF.sub("", plain_term(f.attributes.display)).strip(), f.attributes.onset)
+            (PAST_HISTORY.sub("", plain_term(f.attributes.display)).strip(), f.attributes.onset)
             for f in past
             if isinstance(f.attributes, DiagnosisAttributes)
         ]
@@ -134,9 +148,29 @@ def _past_event(diagnosis: DiagnosisAttributes) -> bool:
     """A "History of X" not written as this episode's "Status post X", and not resolved (a
     resolved one keeps its own line, which says when)."""
     return (
-        bool(HISTORY_OF.match(plain_term(diagnosis.display)))
+        bool(PAST_HISTORY.match(plain_term(diagnosis.display)))
         and not diagnosis.status_post
         and not diagnosis.abatement
+    )
+
+
+def _older_entry(
+    problem: DiagnosisAttributes, stay: EncounterAttributes | None, chronic: CodeTable
+) -> bool:
+    """Whether an active problem is an older entry: recorded before the table's
+    ``recent_within_days`` ahead of the admission and none of the chronic conditions that shape
+    care after discharge (the CMS Chronic Conditions Warehouse's). A chronic sinusitis coded at
+    a childhood visit in 1942 and impacted molars of 1990, each on a line of its own beside a
+    heart attack, read to readers as noise that hid the problems that matter. A resolved
+    problem, one this episode made "Status post", or one with no date keeps its own line."""
+    if problem.abatement or problem.status_post or problem.onset is None:
+        return False
+    if stay is None or stay.start is None:
+        return False
+    recent = timedelta(days=int(chronic.extra["recent_within_days"]))
+    code = problem.code.code if problem.code else None
+    return aware(problem.onset) < aware(stay.start) - recent and not chronic.matches(
+        code, problem.display
     )
 
 
@@ -145,9 +179,10 @@ def social_history_section(
 ) -> list[Sentence]:
     """One short line of the coded social findings that bear on discharge planning (the table's
     ``at_discharge_keywords``: housing, transport, safety, isolation…; never education or a
-    criminal record); then what the notes' Social History says of substance use, quoted, each
-    statement once (templated notes repeat it): "Dependent drug abuse" is coded, "a documented
-    history of opioid addiction" is what decides naloxone and the pain plan. A statement about
+    criminal record) and are current (:func:`_screened_lately`); then what the notes' Social
+    History says of substance use, quoted, each statement once (templated notes repeat it):
+    "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what decides
+    naloxone and the pain plan. A statement about
     an age the patient has not reached ("quit smoking at age 16" at 15) is the template's, not
     the patient's: left out."""
     relevant = social_table.extra["at_discharge_keywords"]
@@ -155,6 +190,7 @@ def social_history_section(
         f
         for f in listed(state, "social")
         if any(word in attributes_as(f, DiagnosisAttributes).display.lower() for word in relevant)
+        and _screened_lately(attributes_as(f, DiagnosisAttributes), state, social_table)
     ]
     aged = state.patient_age()
     age = aged[1] if aged else None
@@ -175,3 +211,16 @@ def social_history_section(
         cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
     ]
     return sentences
+
+
+def _screened_lately(finding: DiagnosisAttributes, state: EvidenceState, table: CodeTable) -> bool:
+    """Whether the finding was recorded within the table's ``current_within_days`` before the
+    admission (the yearly rescreening of the AHC social-needs tool). A coded social need stays
+    "active" until someone records a change, which a record may never do; readers deleted
+    "Housing unsatisfactory (recorded 2006-06-29)" from a 2024 discharge as noise. A finding
+    with no date, or a record with no admission date, cannot be judged stale: it is kept."""
+    stay = state.stay()
+    if finding.onset is None or stay is None or stay.start is None:
+        return True
+    window = timedelta(days=int(table.extra["current_within_days"]))
+    return aware(finding.onset) >= aware(stay.start) - window
