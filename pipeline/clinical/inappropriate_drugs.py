@@ -1,8 +1,9 @@
 """Drugs to avoid for this patient, from the shipped ``inappropriate_drugs`` table (AGS Beers
 Criteria 2023): by age, a drug whose harm in older adults outweighs its use (meperidine, a
 benzodiazepine, a first-generation antihistamine at 75), and by disease, an NSAID with heart
-failure. One Needs review line each, naming the drugs and the harm; never a decision: Beers
-lists drugs to question, and a physician may have reasons the record does not hold."""
+failure or coronary heart disease. One Needs review line each, naming the drugs and the harm;
+never a decision: Beers lists drugs to question, and a physician may have reasons the record
+does not hold."""
 
 from __future__ import annotations
 
@@ -42,26 +43,38 @@ def avoid_in_older_adults(
     return [risk_flag("beers", reason, [patient, *(f for _, held in found for f in held)])]
 
 
-def nsaid_in_heart_failure(
+def nsaid_with_disease(
     state: EvidenceState, drugs: Sequence[Fact], table: CodeTable
 ) -> list[ReviewFlag]:
-    """Beers Table 3: an NSAID retains fluid and worsens heart failure."""
+    """An NSAID with a disease it harms (the table's ``nsaid_with_disease``): heart failure
+    (Beers Table 3: fluid retention), coronary heart disease (reinfarction and death: the STEMI
+    guideline's class III). A naproxen order beside a heart attack had only the bleeding line,
+    which asks to protect the stomach; the harm to the heart was said nowhere. One line for all
+    the diseases found, each named by one diagnosis that shows it (the stay's own first)."""
     nsaids = having(drugs, table.extra["nsaid"])
-    failing = [
-        f
-        for f in state.facts["diagnosis"]
-        if not attributes_as(f, DiagnosisAttributes).abatement
-        and names_it(attributes_as(f, DiagnosisAttributes).display, table.extra["heart_failure"])
-    ]
-    if not (nsaids and failing):
+    if not nsaids:
         return []
-    named = "; ".join(dict.fromkeys(attributes_as(f, DiagnosisAttributes).display for f in failing))
-    reason = (
-        f"An NSAID with heart failure ({named}): {drug_names(nsaids)}: NSAIDs retain fluid and "
-        "worsen heart failure (AGS Beers Criteria; ACC/AHA/HFSA heart failure guideline): "
-        "confirm it is needed"
+    found: list[tuple[str, str, list[Fact]]] = []
+    for disease, rule in table.extra["nsaid_with_disease"].items():
+        showing = [
+            f
+            for f in state.facts["diagnosis"]
+            if not attributes_as(f, DiagnosisAttributes).abatement
+            and names_it(attributes_as(f, DiagnosisAttributes).display, rule)
+        ]
+        showing.sort(key=lambda f: attributes_as(f, DiagnosisAttributes).listing != "principal")
+        if showing:
+            found.append((disease, rule["harm"], showing))
+    if not found:
+        return []
+    diseases = " and ".join(
+        f"{disease} ({attributes_as(showing[0], DiagnosisAttributes).display})"
+        for disease, _, showing in found
     )
-    return [risk_flag("nsaid-heart-failure", reason, [*nsaids, *failing])]
+    harms = "; ".join(harm for _, harm, _ in found)
+    reason = f"An NSAID with {diseases}: {drug_names(nsaids)}: {harms}: confirm it is needed"
+    key = "nsaid-" + "-and-".join(disease.replace(" ", "-") for disease, _, _ in found)
+    return [risk_flag(key, reason, [*nsaids, *(f for *_, showing in found for f in showing)])]
 
 
 def inappropriate_drug_flags(
@@ -69,5 +82,5 @@ def inappropriate_drug_flags(
 ) -> list[ReviewFlag]:
     return [
         *avoid_in_older_adults(state, drugs, table),
-        *nsaid_in_heart_failure(state, drugs, table),
+        *nsaid_with_disease(state, drugs, table),
     ]

@@ -1,5 +1,6 @@
-"""Drugs to avoid for this patient (AGS Beers Criteria): by age, and an NSAID with heart failure;
-each a Needs review line that names the drugs and the harm, and that the checker supports."""
+"""Drugs to avoid for this patient (AGS Beers Criteria): by age, and an NSAID with heart failure
+or coronary heart disease; each a Needs review line that names the drugs and the harm, and that
+the checker supports."""
 
 from __future__ import annotations
 
@@ -67,3 +68,32 @@ def test_an_nsaid_with_heart_failure_is_flagged_and_the_line_is_supported() -> N
     assert line.verdict == "supported", line.review_reasons()
     history = fx.condition("h", "History of heart failure", encounter_id=None)
     assert risks(drafted(history, naproxen, birth="1980-01-01")) == []
+
+
+def test_an_nsaid_with_coronary_heart_disease_says_the_harm_to_the_heart() -> None:
+    """Naproxen beside a heart attack: NSAIDs raise the risk of reinfarction and death (the
+    STEMI guideline stops them, class III), which the bleeding line does not say. A history of
+    infarction is coronary disease still; a patient only "at risk of" it is not. With heart
+    failure as well, one line says both harms. The line is supported: it names no year the
+    record does not hold."""
+    infarct = fx.condition("mi", "History of myocardial infarction (situation)", encounter_id=None)
+    ibuprofen = going_home("i", "Ibuprofen 400 MG Oral Tablet")
+    assert risks(drafted(infarct, ibuprofen, birth="1980-01-01")) == [
+        "An NSAID with coronary heart disease (History of myocardial infarction (situation)): "
+        "Ibuprofen 400 MG Oral Tablet: NSAIDs raise the risk of reinfarction and death in "
+        "coronary heart disease (ACCF/AHA STEMI guideline: class III, harm; AHA statement on "
+        "NSAIDs): confirm it is needed"
+    ]
+    at_risk = fx.condition("r", "At risk of coronary heart disease", encounter_id=None)
+    assert risks(drafted(at_risk, ibuprofen, birth="1980-01-01")) == []
+    failing = fx.condition("hf", "Chronic congestive heart failure (disorder)", encounter_id=None)
+    state = drafted(infarct, ibuprofen, birth="1980-01-01")
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("needs_review").sentences if "NSAID" in s.text]
+    assert line.verdict == "supported", line.review_reasons()
+    (both,) = risks(drafted(failing, infarct, ibuprofen, birth="1980-01-01"))
+    assert both.startswith(
+        "An NSAID with heart failure (Chronic congestive heart failure (disorder)) and coronary "
+        "heart disease (History of myocardial infarction (situation)): Ibuprofen 400 MG Oral "
+        "Tablet: NSAIDs retain fluid and worsen heart failure"
+    )
