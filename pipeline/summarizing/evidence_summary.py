@@ -124,7 +124,9 @@ def summarize_evidence(
             state, render, (table("reference_ranges", settings), routine, organs), stay
         ),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
-        "follow_up": follow_up_section(state, render, (equipment, routine), stay),
+        "follow_up": follow_up_section(
+            state, render, (equipment, routine, table("condition_follow_up", settings)), stay
+        ),
     }
     # Each empty section's reason, read once: for the Needs review line and for the section.
     empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}

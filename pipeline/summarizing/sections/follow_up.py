@@ -1,15 +1,23 @@
 """Follow-up: the care plans, appointments and orders for after discharge, the home medical
 equipment, the notes' words on follow-up, and, where all of it began before the stay, that
-nothing new is documented; after an operation with no review arranged, a line that says so."""
+nothing new is documented; after an operation, or a condition whose guideline asks for a review,
+with no review arranged, a line that says so."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.risk_flags import names_it
 from pipeline.clinical.tables import CodeTable
-from pipeline.evidence.model import CarePlanAttributes, EvidenceState, Fact
+from pipeline.evidence.model import (
+    CarePlanAttributes,
+    DiagnosisAttributes,
+    EvidenceState,
+    Fact,
+    attributes_as,
+)
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import cited_sentence, home_equipment
+from pipeline.summarizing.sections.common import cited_sentence, home_equipment, listed
 from pipeline.summarizing.sections.history import operations_of_stay
 
 # What arranges a review after discharge; a care plan's instructions (rest, wound care) do not.
@@ -17,14 +25,17 @@ _ARRANGED = frozenset({"appointment", "service_request"})
 
 
 def follow_up_section(
-    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable], stay: Fact | None
+    state: EvidenceState,
+    render: Any,
+    tables: tuple[CodeTable, CodeTable, CodeTable],
+    stay: Fact | None,
 ) -> list[Sentence]:
     """Each plan once, then the notes' follow-up lines quoted. A section that holds only plans
     begun before the stay reads as the plan for after it; a readmission's draft offered a care
     plan of the year before as its follow-up. So when nothing is dated from the stay on and no
     note speaks of follow-up, the section says so, citing the plans it read. ``tables``: the
-    home equipment and the routine procedures."""
-    equipment, routine = tables
+    home equipment, the routine procedures and the follow-up each condition asks for."""
+    equipment, routine, reviews = tables
     plans = state.facts["care_plan"]
     sentences = [cited_sentence("follow_up", render.care_plan(f.attributes), [f.id]) for f in plans]
     sentences += [
@@ -37,10 +48,21 @@ def follow_up_section(
     if plans and ongoing_only and not state.facts["follow_up"]:
         text = render.no_new_follow_up()
         sentences.append(cited_sentence("follow_up", text, [f.id for f in plans]))
+    if _review_arranged(state):
+        return sentences + _equipment_line(state, render, equipment)
     return (
         sentences
         + _post_operative_review(state, render, routine, stay)
+        + _condition_reviews(state, render, reviews)
         + _equipment_line(state, render, equipment)
+    )
+
+
+def _review_arranged(state: EvidenceState) -> bool:
+    """An appointment or referral on record, or a note's word on follow-up."""
+    return bool(state.facts["follow_up"]) or any(
+        isinstance(f.attributes, CarePlanAttributes) and f.attributes.kind in _ARRANGED
+        for f in state.facts["care_plan"]
     )
 
 
@@ -54,18 +76,43 @@ def _post_operative_review(
     Readers had to add it to every surgical draft; the record cannot say it, so the line says
     it is missing and what to arrange. Like every "Not documented", it is no flag: the signer
     adds the review, and a flag would only ask to acknowledge the line."""
-    arranged = any(
-        isinstance(f.attributes, CarePlanAttributes) and f.attributes.kind in _ARRANGED
-        for f in state.facts["care_plan"]
-    )
-    if arranged or state.facts["follow_up"]:
-        return []
     operations = operations_of_stay(state, routine, stay)
     if not operations:
         return []
     text = render.no_post_operative_review([(name, when) for name, when, _ in operations])
     cited = [fact_id for *_, fact_ids in operations for fact_id in fact_ids]
     return [cited_sentence("follow_up", text, cited)]
+
+
+def _condition_reviews(state: EvidenceState, render: Any, reviews: CodeTable) -> list[Sentence]:
+    """A diagnosis of this stay (its principal, or one made in the episode) whose guideline asks
+    the discharge to arrange a review (the ``condition_follow_up`` table: a cardiology review
+    and cardiac rehabilitation after an infarction, a review within seven days after heart
+    failure, continuing treatment after withdrawal management), with none arranged: one line
+    each, naming the first diagnosis that shows it and what to arrange. Readers added these by
+    hand to every infarction, heart failure and detoxification draft; like the post-operative
+    line, it states a missing element and is no flag. Where the table says a care plan is the
+    answer (addiction counselling the patient returns to), a plan for the condition is."""
+    diagnoses = listed(state, "principal", "specified", "episode")
+    sentences = []
+    for rule in reviews.extra["conditions"].values():
+        showing = [
+            f for f in diagnoses if names_it(attributes_as(f, DiagnosisAttributes).display, rule)
+        ]
+        if showing and not (rule.get("answered_by_plan") and _planned_for(state, rule)):
+            named = attributes_as(showing[0], DiagnosisAttributes).display
+            text = render.no_condition_review(named, rule["review"])
+            sentences.append(cited_sentence("follow_up", text, [showing[0].id]))
+    return sentences
+
+
+def _planned_for(state: EvidenceState, rule: dict[str, Any]) -> bool:
+    """Whether a care plan of the record addresses the condition the rule names."""
+    return any(
+        names_it(problem, rule)
+        for f in state.facts["care_plan"]
+        for problem in attributes_as(f, CarePlanAttributes).addresses
+    )
 
 
 def _equipment_line(state: EvidenceState, render: Any, equipment: CodeTable) -> list[Sentence]:
