@@ -88,11 +88,7 @@ def observation_facts(
 ) -> list[Fact]:
     """One fact per value of an Observation (its components included)."""
     observation = item.model
-    effective = as_datetime(
-        observation.effectiveDateTime
-        or (observation.effectivePeriod.start if observation.effectivePeriod else None)
-        or observation.issued
-    )
+    effective = observation_effective(observation)
     interpretation = next(
         (text for text in map(concept_text, observation.interpretation or []) if text), None
     )

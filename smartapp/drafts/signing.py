@@ -37,6 +37,9 @@ from smartapp.ehr.fhir_client import FhirClient, FhirError
 from smartapp.ehr.writeback import remote_status
 
 SIGNED_HEADING = "Discharge summary, signed by {signer} on {date}"
+# A claim ends the same way whether it is released or made final: who claimed the draft, when,
+# and from which session, all cleared together.
+_CLAIM_ENDED: dict[str, None] = {"signing_by": None, "signing_at": None, "signing_session": None}
 
 
 async def _release(database: Database, draft_id: str, practitioner: str, why: str) -> None:
@@ -47,9 +50,7 @@ async def _release(database: Database, draft_id: str, practitioner: str, why: st
             .where(DraftRow.id == draft_id, DraftRow.status == DraftStatus.SIGNING)
             .values(
                 status=moved(DRAFT_MOVES, DraftStatus.SIGNING, DraftStatus.PRELIMINARY),
-                signing_by=None,
-                signing_at=None,
-                signing_session=None,
+                **_CLAIM_ENDED,
             )
         )
         session.add(
@@ -118,9 +119,7 @@ async def _finish_signature(
             signed_by=signed.signed_by,
             signed_by_name=signed.signed_by_name,
             signed_at=signed.signed_at,
-            signing_by=None,
-            signing_at=None,
-            signing_session=None,
+            **_CLAIM_ENDED,
         )
 
 
