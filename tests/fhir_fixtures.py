@@ -314,3 +314,18 @@ def care_plan(
     if activity:
         resource["activity"] = [{"detail": {"status": activity_status, "code": {"text": activity}}}]
     return resource | fields
+
+
+def appointment(
+    appointment_id: str, description: str, start: str = "2024-03-19T09:00:00+00:00", **fields: Any
+) -> dict[str, Any]:
+    """A booked appointment of the patient's after discharge; ``fields`` its other elements."""
+    resource: dict[str, Any] = {
+        "resourceType": "Appointment",
+        "id": appointment_id,
+        "status": "booked",
+        "description": description,
+        "start": start,
+        "participant": [{"actor": {"reference": f"Patient/{PATIENT_ID}"}, "status": "accepted"}],
+    }
+    return resource | fields

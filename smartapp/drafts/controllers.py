@@ -159,7 +159,6 @@ class DraftController(Controller):
         pages: Pages,
         visible: SeenDraft,
         request: Request[Any, Any, Any],
-        draft_id: FromPath[str],
     ) -> Response[Any]:
         """Draft again: a new version of the stay's draft from the record as it is now, which
         replaces this one (here and in the EHR's copy) once it is ready. Never after a

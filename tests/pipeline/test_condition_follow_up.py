@@ -51,14 +51,7 @@ def test_heart_failure_asks_for_a_review_within_seven_days_and_addiction_for_tre
 
 
 def test_a_booked_appointment_or_a_referral_answers_it() -> None:
-    clinic = {
-        "resourceType": "Appointment",
-        "id": "clinic",
-        "status": "booked",
-        "description": "Cardiology clinic",
-        "start": "2024-03-19T09:00:00+00:00",
-        "participant": [{"actor": {"reference": f"Patient/{fx.PATIENT_ID}"}, "status": "accepted"}],
-    }
+    clinic = fx.appointment("clinic", "Cardiology clinic")
     texts = follow_up(NSTEMI, clinic)
     assert CARDIAC_REVIEW not in texts
     assert any("Cardiology clinic" in text for text in texts)

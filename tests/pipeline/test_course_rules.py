@@ -232,15 +232,7 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
         period={"start": "2024-03-05T10:00:00+00:00"},
     )
     old_plan = plan | {"id": "old", "encounter": None, "period": {"start": "2019-01-01"}}
-    appointment = {
-        "resourceType": "Appointment",
-        "id": "visit",
-        "status": "booked",
-        "description": "Cardiology clinic",
-        "start": "2024-03-19T09:00:00+00:00",
-        "end": "2024-03-19T09:30:00+00:00",
-        "participant": [{"actor": {"reference": f"Patient/{fx.PATIENT_ID}"}, "status": "accepted"}],
-    }
+    appointment = fx.appointment("visit", "Cardiology clinic", end="2024-03-19T09:30:00+00:00")
     vaccine = {
         "resourceType": "Immunization",
         "id": "flu",

@@ -36,14 +36,7 @@ def test_an_operation_with_no_review_arranged_says_so_in_follow_up() -> None:
 
 
 def test_a_booked_appointment_after_discharge_answers_it() -> None:
-    clinic = {
-        "resourceType": "Appointment",
-        "id": "clinic",
-        "status": "booked",
-        "description": "Surgical clinic",
-        "start": "2024-03-19T09:00:00+00:00",
-        "participant": [{"actor": {"reference": f"Patient/{fx.PATIENT_ID}"}, "status": "accepted"}],
-    }
+    clinic = fx.appointment("clinic", "Surgical clinic")
     texts = [line.text for line in follow_up(APPENDECTOMY, clinic)]
     assert NO_REVIEW not in texts
     assert any("Surgical clinic" in text for text in texts)
