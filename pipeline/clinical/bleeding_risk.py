@@ -20,12 +20,11 @@ from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
 from pipeline.clinical.risk_flags import (
     drug_names,
     having,
-    names_it,
     risk_flag,
     stay_results,
     words,
 )
-from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EvidenceState,

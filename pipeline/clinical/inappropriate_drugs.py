@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.clinical.risk_flags import drug_names, having, names_it, risk_flag
-from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     DiagnosisAttributes,
     EvidenceState,

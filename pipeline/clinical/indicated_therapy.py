@@ -31,8 +31,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.clinical.risk_flags import drug_names, having, names_it, risk_flag
-from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     DeviceAttributes,
     DiagnosisAttributes,

@@ -1,12 +1,11 @@
 """What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
-whether a clinical term names a table rule's subject, the stay's results under some codes, and
-the Needs review flag one rule raises over its facts."""
+the stay's results under some codes, and the Needs review flag one rule raises over its facts
+(whether a clinical term names a table rule's subject is the tables' ``names_it``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from pipeline.evidence.model import (
     EvidenceState,
@@ -17,7 +16,6 @@ from pipeline.evidence.model import (
     ReviewFlag,
     attributes_as,
 )
-from pipeline.text.rendering import plain_term
 
 RAISED_BY = "medication_safety"
 CODE: FlagCode = "regimen_risk"
@@ -26,15 +24,6 @@ CODE: FlagCode = "regimen_risk"
 def words(text: str) -> set[str]:
     """The lower-case words of a drug's name or a clinical term."""
     return set(re.findall(r"[a-z]+", text.lower()))
-
-
-def names_it(term: str, rule: Mapping[str, Any]) -> bool:
-    """Whether a clinical term names what a table's rule is about: one of its ``keywords``,
-    and none of its ``except_keywords`` ("History of", "Awaiting")."""
-    text = plain_term(term).lower()
-    if any(word in text for word in rule.get("except_keywords", [])):
-        return False
-    return any(keyword in text for keyword in rule["keywords"])
 
 
 def having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:

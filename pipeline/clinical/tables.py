@@ -9,6 +9,7 @@ cover). A deployment replaces a table by putting a file of the same name in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.settings import PipelineSettings
+from pipeline.text.rendering import plain_term
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,15 @@ class CodeTable:
         if any(word in text for word in self.extra.get("except_keywords", [])):
             return False
         return any(keyword in text for keyword in self.keywords)
+
+
+def names_it(term: str, rule: Mapping[str, Any]) -> bool:
+    """Whether a clinical term names what a table's rule is about: one of its ``keywords``,
+    and none of its ``except_keywords`` ("History of", "Awaiting")."""
+    text = plain_term(term).lower()
+    if any(word in text for word in rule.get("except_keywords", [])):
+        return False
+    return any(keyword in text for keyword in rule["keywords"])
 
 
 @cache

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.clinical.risk_flags import names_it
-from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     CarePlanAttributes,
     DiagnosisAttributes,
