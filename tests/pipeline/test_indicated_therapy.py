@@ -43,6 +43,28 @@ def test_a_transplant_recipient_going_home_without_immunosuppression_is_flagged(
     assert risks(treated) == []
 
 
+def test_an_active_epilepsy_on_the_problem_list_with_no_antiseizure_drug_is_flagged() -> None:
+    """Epilepsy coded decades ago and still active is an epilepsy until resolved (ILAE 2014):
+    with no antiseizure drug going home, the draft asks, as it does for a transplant with no
+    immunosuppressant. A drug of the group answers it; a history of seizures, a febrile seizure
+    or a resolved epilepsy asks nothing."""
+    old = {"encounter_id": None, "onset": "1986-05-20T10:00:00+00:00"}
+    epilepsy = fx.condition("e", "Epilepsy (disorder)", **old)
+    flagged = risks(state_of(epilepsy, going_home("a", "amlodipine 5 MG Oral Tablet")))
+    assert flagged == [
+        "No antiseizure drug at discharge after a diagnosis of epilepsy (Epilepsy): confirm it "
+        "was considered, or why it is not given"
+    ]
+    treated = state_of(epilepsy, going_home("l", "levetiracetam 500 MG Oral Tablet"))
+    assert risks(treated) == []
+    history = fx.condition("h", "History of seizure (situation)", **old)
+    febrile = fx.condition("f", "Febrile seizure (finding)", **old)
+    resolved = fx.condition(
+        "r", "Epilepsy (disorder)", clinical="resolved", abatement="1999-01-01", **old
+    )
+    assert risks(state_of(history, febrile, resolved)) == []
+
+
 def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> None:
     """The list is what is copied: the missing immunosuppressant is said there too, after the
     drugs going home, not only in Needs review; a list that has one says nothing."""
