@@ -91,11 +91,15 @@ def expected_therapy(
 ) -> list[ReviewFlag]:
     """A group with no member going home is missing; a group whose only members are orders to
     confirm (last written long before the stay) is asked about too: the expected drug must be
-    confirmed, not left to "whether still taken"."""
+    confirmed, not left to "whether still taken". A rule with ``only_with`` holds only beside
+    one of those conditions on the problem list, which its line then names too."""
     to_confirm = set(state.medications.unconfirmed())
     flags = []
     for name, rule in therapy.extra["expected"].items():
         indications = _indication(state, rule)
+        if indications and "only_with" in rule:
+            alongside = [(f, t) for f, t in _terms(state, True) if names_it(t, rule["only_with"])]
+            indications = indications + alongside if alongside else []
         if not indications:
             continue
         named = _named(indications)

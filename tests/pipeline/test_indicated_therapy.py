@@ -65,6 +65,34 @@ def test_an_active_epilepsy_on_the_problem_list_with_no_antiseizure_drug_is_flag
     assert risks(state_of(history, febrile, resolved)) == []
 
 
+def test_an_ace_inhibitor_or_arb_is_expected_after_an_infarction_with_hypertension_only() -> None:
+    """An ACE inhibitor, or an ARB, is started after an acute coronary syndrome in a patient with
+    hypertension, diabetes, heart failure or kidney disease (NSTE-ACS and STEMI guidelines,
+    class I): with none going home the line names both conditions; an ARB answers it; without
+    such a condition on the list nothing is asked."""
+    infarct = fx.condition("mi", "Acute non-ST segment elevation myocardial infarction (disorder)")
+    pressure = fx.condition("htn", "Essential hypertension (disorder)", encounter_id=None)
+    secondary = [
+        going_home("a", "aspirin 81 MG Oral Tablet"),
+        going_home("s", "atorvastatin 80 MG Oral Tablet"),
+        going_home("b", "metoprolol succinate 50 MG Extended Release Oral Tablet"),
+        going_home("n", "Nitroglycerin 0.4 MG Sublingual Tablet"),
+    ]
+
+    def renin_angiotensin(*resources: dict[str, Any]) -> list[str]:
+        return [reason for reason in risks(state_of(*resources)) if "ARB" in reason]
+
+    assert renin_angiotensin(infarct, pressure, *secondary) == [
+        "No ACE inhibitor or ARB at discharge after an acute coronary syndrome with "
+        "hypertension, diabetes, heart failure or kidney disease (Acute non-ST segment elevation "
+        "myocardial infarction; Essential hypertension): confirm it was considered, or why it is "
+        "not given"
+    ]
+    valsartan = going_home("v", "valsartan 80 MG Oral Tablet")
+    assert renin_angiotensin(infarct, pressure, *secondary, valsartan) == []
+    assert renin_angiotensin(infarct, *secondary) == []
+
+
 def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> None:
     """The list is what is copied: the missing immunosuppressant is said there too, after the
     drugs going home, not only in Needs review; a list that has one says nothing."""
