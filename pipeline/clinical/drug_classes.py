@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from pipeline.clinical.abrupt_stop import abrupt_stop_flags
 from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
 from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags
@@ -223,6 +224,8 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
     opioid_flags, computed = opioid_dose_flags(state, discharge, table("opioid_mme", settings))
     flags += opioid_flags
+    at_home = [f for f in discharge if f.id in held]
+    flags += abrupt_stop_flags(at_home, table("abrupt_stop", settings))
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
