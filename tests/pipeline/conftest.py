@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pipeline.evidence.model import EvidenceState
-from pipeline.evidence.summary import Summary
+from pipeline.evidence.summary import Sentence, Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -44,3 +44,11 @@ def default_draft(path: Path) -> tuple[EvidenceState, Summary]:
     settings: what each test run over every Synthea stay checks."""
     state = evidence_from_fhir(json.loads(path.read_bytes()), settings=PipelineSettings())
     return state, summarize_evidence(state, settings=PipelineSettings())
+
+
+def needs_review_line(state: EvidenceState, saying: str) -> Sentence:
+    """The one Needs review line of ``state``'s draft that says ``saying`` (drafted without
+    FOCUS's model): what a rule's test checks the checker's verdict on."""
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("needs_review").sentences if saying in s.text]
+    return line

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
-from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.pipeline.conftest import needs_review_line
 
 FULL: dict[str, object] = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
 
@@ -38,8 +38,7 @@ def test_home_opioids_and_a_beta_blocker_with_no_discharge_order_are_named_with_
         "opioid: withdrawal and uncontrolled pain); metoprolol tartrate 25 MG Oral Tablet (a "
         "beta blocker: rebound angina and infarction): continue each, or plan how it stops"
     ]
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    (line,) = [s for s in summary.section("needs_review").sentences if "abruptly" in s.text]
+    line = needs_review_line(state, "abruptly")
     assert line.verdict == "supported", line.review_reasons()
 
 

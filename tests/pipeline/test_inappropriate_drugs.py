@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
-from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.pipeline.conftest import needs_review_line
 from tests.pipeline.test_regimen_risks import going_home, risks
 
 
@@ -63,8 +63,7 @@ def test_an_nsaid_with_heart_failure_is_flagged_and_the_line_is_supported() -> N
         "sodium 220 MG Oral Tablet: NSAIDs retain fluid and worsen heart failure (AGS Beers "
         "Criteria; ACC/AHA/HFSA heart failure guideline): confirm it is needed"
     ]
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    (line,) = [s for s in summary.section("needs_review").sentences if "NSAID" in s.text]
+    line = needs_review_line(state, "NSAID")
     assert line.verdict == "supported", line.review_reasons()
     history = fx.condition("h", "History of heart failure", encounter_id=None)
     assert risks(drafted(history, naproxen, birth="1980-01-01")) == []
@@ -88,8 +87,7 @@ def test_an_nsaid_with_coronary_heart_disease_says_the_harm_to_the_heart() -> No
     assert risks(drafted(at_risk, ibuprofen, birth="1980-01-01")) == []
     failing = fx.condition("hf", "Chronic congestive heart failure (disorder)", encounter_id=None)
     state = drafted(infarct, ibuprofen, birth="1980-01-01")
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    (line,) = [s for s in summary.section("needs_review").sentences if "NSAID" in s.text]
+    line = needs_review_line(state, "NSAID")
     assert line.verdict == "supported", line.review_reasons()
     (both,) = risks(drafted(failing, infarct, ibuprofen, birth="1980-01-01"))
     assert both.startswith(

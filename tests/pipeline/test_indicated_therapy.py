@@ -32,31 +32,37 @@ def risks(state: EvidenceState) -> list[str]:
     return [flag.reason for flag in state.flags_for_review if flag.code in RISKS]
 
 
-def test_a_transplant_recipient_going_home_without_immunosuppression_is_flagged() -> None:
-    recipient = fx.condition("t", "History of renal transplant (situation)")
-    flagged = risks(state_of(recipient, going_home("a", "amlodipine 5 MG Oral Tablet")))
-    assert flagged == [
-        "No immunosuppressant at discharge after solid-organ transplant (History of renal "
-        "transplant): confirm it was considered, or why it is not given"
-    ]
-    treated = state_of(recipient, going_home("k", "tacrolimus 1 MG Oral Capsule"))
-    assert risks(treated) == []
+@pytest.mark.parametrize(
+    ("condition", "flag", "treating"),
+    [
+        (
+            fx.condition("t", "History of renal transplant (situation)"),
+            "No immunosuppressant at discharge after solid-organ transplant (History of renal "
+            "transplant): confirm it was considered, or why it is not given",
+            "tacrolimus 1 MG Oral Capsule",
+        ),
+        (
+            # Coded decades ago and still active: an epilepsy until resolved (ILAE 2014).
+            fx.condition("e", "Epilepsy (disorder)", encounter_id=None, onset="1986-05-20"),
+            "No antiseizure drug at discharge after a diagnosis of epilepsy (Epilepsy): confirm it "
+            "was considered, or why it is not given",
+            "levetiracetam 500 MG Oral Tablet",
+        ),
+    ],
+    ids=["transplant", "epilepsy"],
+)
+def test_a_lifelong_condition_going_home_without_its_maintenance_drug_is_flagged(
+    condition: dict[str, Any], flag: str, treating: str
+) -> None:
+    """A transplant recipient with no immunosuppressant, an active epilepsy with no antiseizure
+    drug: the draft asks; a drug of the group answers it."""
+    flagged = risks(state_of(condition, going_home("a", "amlodipine 5 MG Oral Tablet")))
+    assert flagged == [flag]
+    assert risks(state_of(condition, going_home("k", treating))) == []
 
 
-def test_an_active_epilepsy_on_the_problem_list_with_no_antiseizure_drug_is_flagged() -> None:
-    """Epilepsy coded decades ago and still active is an epilepsy until resolved (ILAE 2014):
-    with no antiseizure drug going home, the draft asks, as it does for a transplant with no
-    immunosuppressant. A drug of the group answers it; a history of seizures, a febrile seizure
-    or a resolved epilepsy asks nothing."""
+def test_a_history_of_seizure_a_febrile_seizure_or_a_resolved_epilepsy_asks_nothing() -> None:
     old = {"encounter_id": None, "onset": "1986-05-20T10:00:00+00:00"}
-    epilepsy = fx.condition("e", "Epilepsy (disorder)", **old)
-    flagged = risks(state_of(epilepsy, going_home("a", "amlodipine 5 MG Oral Tablet")))
-    assert flagged == [
-        "No antiseizure drug at discharge after a diagnosis of epilepsy (Epilepsy): confirm it "
-        "was considered, or why it is not given"
-    ]
-    treated = state_of(epilepsy, going_home("l", "levetiracetam 500 MG Oral Tablet"))
-    assert risks(treated) == []
     history = fx.condition("h", "History of seizure (situation)", **old)
     febrile = fx.condition("f", "Febrile seizure (finding)", **old)
     resolved = fx.condition(

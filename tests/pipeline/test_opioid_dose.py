@@ -14,6 +14,7 @@ from pipeline.evidence.model import EvidenceState
 from pipeline.settings import PipelineSettings
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.pipeline.conftest import needs_review_line
 
 OPIOID_LINE = "the day's dose from which the CDC opioid guideline offers an overdose rescue drug"
 
@@ -75,15 +76,13 @@ def test_the_total_is_a_computed_fact_the_line_cites_and_the_checker_verifies() 
     finds every number of the line in what it cites: the line passes unflagged, and a line
     saying another total would not."""
     from pipeline.checking.checker import check_summary_sentences
-    from pipeline.summarizing.evidence_summary import summarize_evidence
 
     oxycodone = going_home("oxy", "oxycodone hydrochloride 10 MG Oral Tablet", per_day=4)
     state = evidence_from_fhir(fx.stay(oxycodone), settings=PipelineSettings())
     (total,) = state.facts["computed"]
     assert (total.attributes.name, str(total.attributes.value)) == ("opioid dose a day", "60")
     assert [ref.resource for ref in total.sources] == ["MedicationRequest/oxy"]
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    (line,) = [s for s in summary.section("needs_review").sentences if OPIOID_LINE in s.text]
+    line = needs_review_line(state, OPIOID_LINE)
     assert total.id in line.citations
     assert line.verdict == "supported"
     wrong = line.model_copy(update={"text": line.text.replace("about 60", "about 90")})
