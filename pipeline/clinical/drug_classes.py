@@ -15,7 +15,7 @@ from collections import defaultdict
 from pipeline.clinical.abrupt_stop import abrupt_stop_flags
 from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
 from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
-from pipeline.clinical.indicated_therapy import indicated_therapy_flags
+from pipeline.clinical.indicated_therapy import indicated_therapy_flags, stopped_on_purpose
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.opioid_dose import opioid_dose_flags
@@ -214,7 +214,8 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
         state, discharge, risks, table("bleeding_risk", settings)
     )
     # Indicated therapy reads the notes' home lists itself.
-    flags += indicated_therapy_flags(state, ordered, table("indicated_therapy", settings))
+    therapy = table("indicated_therapy", settings)
+    flags += indicated_therapy_flags(state, ordered, therapy)
     # A drug a note of the stay prescribes, given in the stay and not yet ordered, may go home.
     prescribed = {i for c in state.medications.changes for i in c.stay_orders}
     maybe_home = [
@@ -224,7 +225,8 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += inappropriate_drug_flags(state, maybe_home, table("inappropriate_drugs", settings))
     opioid_flags, computed = opioid_dose_flags(state, discharge, table("opioid_mme", settings))
     flags += opioid_flags
-    at_home = [f for f in discharge if f.id in held]
+    on_purpose = stopped_on_purpose(state, therapy)
+    at_home = [f for f in discharge if f.id in held and f.id not in on_purpose]
     flags += abrupt_stop_flags(at_home, table("abrupt_stop", settings))
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)

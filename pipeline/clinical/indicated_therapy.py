@@ -135,6 +135,20 @@ def _held_at_home(state: EvidenceState, drugs: Sequence[str]) -> list[tuple[Fact
     return found
 
 
+def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
+    """The home drugs held or stopped that an admission rules out (an opioid after withdrawal
+    management): their stop is the plan, which :func:`avoided_therapy` asks about, never a
+    withdrawal to prevent (a reader read "continue each, or plan how it stops" of tramadol
+    after a detoxification as advice to continue it)."""
+    return {
+        fact.id
+        for rule in therapy.extra["avoid"].values()
+        if _indication(state, rule)
+        for drugs in rule["groups"].values()
+        for fact, _ in _held_at_home(state, drugs)
+    }
+
+
 def avoided_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:

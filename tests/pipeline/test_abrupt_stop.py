@@ -49,3 +49,24 @@ def test_a_drug_ordered_at_discharge_or_one_that_is_safe_to_stop_asks_nothing() 
         fx.medication_statement("cal", "calcium carbonate 500 MG Oral Tablet"),
     )
     assert abrupt(ordered) == []
+
+
+def test_an_opioid_after_an_admission_for_drug_abuse_is_no_withdrawal_to_prevent() -> None:
+    """After withdrawal management the opioid's stop is the plan: the substance-use line asks
+    about it, and "continue each, or plan how it stops" would read as advice to continue it. A
+    beta blocker at home is asked about all the same."""
+    abuse = fx.condition("sud", "Dependent drug abuse (disorder)")
+    state = drafted(
+        abuse,
+        fx.medication_statement("tram", "tramadol hydrochloride 50 MG Oral Tablet"),
+        fx.medication_statement("meto", "metoprolol tartrate 25 MG Oral Tablet"),
+    )
+    assert abrupt(state) == [
+        "Home drugs that harm when stopped abruptly, with no discharge order: metoprolol "
+        "tartrate 25 MG Oral Tablet (a beta blocker: rebound angina and infarction): continue "
+        "each, or plan how it stops"
+    ]
+    assert any(
+        f.reason.startswith("tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?)")
+        for f in state.flags_for_review
+    )
