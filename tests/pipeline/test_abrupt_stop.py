@@ -61,11 +61,8 @@ def test_an_opioid_after_an_admission_for_drug_abuse_is_no_withdrawal_to_prevent
         fx.medication_statement("tram", "tramadol hydrochloride 50 MG Oral Tablet"),
         fx.medication_statement("meto", "metoprolol tartrate 25 MG Oral Tablet"),
     )
-    assert abrupt(state) == [
-        "Home drugs that harm when stopped abruptly, with no discharge order: metoprolol "
-        "tartrate 25 MG Oral Tablet (a beta blocker: rebound angina and infarction): continue "
-        "each, or plan how it stops"
-    ]
+    (line,) = abrupt(state)
+    assert "metoprolol tartrate" in line and "tramadol" not in line
     assert any(
         f.reason.startswith("tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?)")
         for f in state.flags_for_review
