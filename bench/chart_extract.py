@@ -96,10 +96,17 @@ def _line(resource: dict[str, Any], medications: dict[str, str]) -> str:
             str((place.get("location") or {}).get("display") or "")
             for place in resource.get("location", [])
         )
+        # Who was responsible: readers could not check the draft's attending against a chart
+        # that left the encounter's participants out.
+        people = ", ".join(
+            str((person.get("individual") or {}).get("display") or "")
+            for person in resource.get("participant", [])
+        )
         return (
             f"{head}: class {klass}; {types}; reason: {reasons or 'none'}"
             + (f"; discharge disposition: {disposition}" if disposition else "")
             + (f"; location: {places}" if places.strip(", ") else "")
+            + (f"; participants: {people}" if people.strip(", ") else "")
         )
     if kind == "Device":
         return f"{head}: {_text(resource.get('type'))}"
