@@ -50,7 +50,9 @@ def nsaid_with_disease(
     (Beers Table 3: fluid retention), coronary heart disease (reinfarction and death: the STEMI
     guideline's class III). A naproxen order beside a heart attack had only the bleeding line,
     which asks to protect the stomach; the harm to the heart was said nowhere. One line for all
-    the diseases found, each named by one diagnosis that shows it (the stay's own first)."""
+    the diseases found, each named by one diagnosis that shows it (the stay's own first). Both
+    guidelines say to withdraw it, so the list proposes its stop, for the physician to confirm
+    (the ``stop_proposed`` flag: a reader read "confirm it is needed" as leaving it going home)."""
     nsaids = having(drugs, table.extra["nsaid"])
     if not nsaids:
         return []
@@ -72,9 +74,13 @@ def nsaid_with_disease(
         for disease, _, showing in found
     )
     harms = "; ".join(harm for _, harm, _ in found)
-    reason = f"An NSAID with {diseases}: {drug_names(nsaids)}: {harms}: confirm it is needed"
+    reason = (
+        f"An NSAID with {diseases}: {drug_names(nsaids)}: {harms}: proposed stop, unless it is "
+        "needed"
+    )
     key = "nsaid-" + "-and-".join(disease.replace(" ", "-") for disease, _, _ in found)
-    return [risk_flag(key, reason, [*nsaids, *(f for *_, showing in found for f in showing)])]
+    cited = [*nsaids, *(f for *_, showing in found for f in showing)]
+    return [risk_flag(key, reason, cited, "stop_proposed")]
 
 
 def inappropriate_drug_flags(

@@ -152,6 +152,9 @@ def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
 def avoided_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
+    """A drug an admission rules out (an opioid after one for substance use), going home or at
+    home: its stop is proposed, for the physician to confirm, with the indication, the supply
+    and an overdose plan to settle if it is needed after all."""
     flags = []
     for name, rule in therapy.extra["avoid"].items():
         indications = _indication(state, rule)
@@ -169,12 +172,15 @@ def avoided_therapy(
         if not (given or held):
             continue
         drugs = "; ".join(filter(None, [drug_names(given), "; ".join(text for _, text in held)]))
+        groups = " or ".join(rule["groups"])
+        article = "An" if groups[:1] in "aeiou" else "A"
         reason = (
-            f"{drugs} going home after an admission for {name} ({_named(indications)}): confirm "
-            "the indication, the supply and an overdose plan"
+            f"{article} {groups} after an admission for {name} ({_named(indications)}): {drugs}: "
+            "proposed stop, unless it is needed: confirm the indication, the supply and an "
+            "overdose plan"
         )
         cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
-        flags.append(risk_flag(f"avoid-{name}", reason, cited))
+        flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))
     return flags
 
 

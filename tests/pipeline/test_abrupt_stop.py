@@ -64,6 +64,6 @@ def test_an_opioid_after_an_admission_for_drug_abuse_is_no_withdrawal_to_prevent
     (line,) = abrupt(state)
     assert "metoprolol tartrate" in line and "tramadol" not in line
     assert any(
-        f.reason.startswith("tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?)")
+        f.code == "stop_proposed" and "tramadol hydrochloride 50 MG Oral Tablet" in f.reason
         for f in state.flags_for_review
     )

@@ -61,7 +61,7 @@ def test_an_nsaid_with_heart_failure_is_flagged_and_the_line_is_supported() -> N
     assert risks(state) == [
         "An NSAID with heart failure (Chronic congestive heart failure (disorder)): Naproxen "
         "sodium 220 MG Oral Tablet: NSAIDs retain fluid and worsen heart failure (AGS Beers "
-        "Criteria; ACC/AHA/HFSA heart failure guideline): confirm it is needed"
+        "Criteria; ACC/AHA/HFSA heart failure guideline): proposed stop, unless it is needed"
     ]
     line = needs_review_line(state, "NSAID")
     assert line.verdict == "supported", line.review_reasons()
@@ -81,7 +81,7 @@ def test_an_nsaid_with_coronary_heart_disease_says_the_harm_to_the_heart() -> No
         "An NSAID with coronary heart disease (History of myocardial infarction (situation)): "
         "Ibuprofen 400 MG Oral Tablet: NSAIDs raise the risk of reinfarction and death in "
         "coronary heart disease (ACCF/AHA STEMI guideline: class III, harm; AHA statement on "
-        "NSAIDs): confirm it is needed"
+        "NSAIDs): proposed stop, unless it is needed"
     ]
     at_risk = fx.condition("r", "At risk of coronary heart disease", encounter_id=None)
     assert risks(drafted(at_risk, ibuprofen, birth="1980-01-01")) == []

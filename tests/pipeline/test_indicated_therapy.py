@@ -25,7 +25,7 @@ def state_of(*resources: dict[str, Any], born: str = "1950-06-15") -> EvidenceSt
     return evidence_from_fhir(record, settings=PipelineSettings())
 
 
-RISKS = frozenset({"regimen_risk", "expected_drug_missing"})
+RISKS = frozenset({"regimen_risk", "expected_drug_missing", "stop_proposed"})
 
 
 def risks(state: EvidenceState) -> list[str]:
@@ -160,8 +160,9 @@ def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
             "Dependent drug abuse (disorder)",
             "substance use",
             "tramadol hydrochloride 50 MG Oral Tablet",
-            "tramadol hydrochloride 50 MG Oral Tablet going home after an admission for substance "
-            "use (Dependent drug abuse): confirm the indication, the supply and an overdose plan",
+            "An opioid or benzodiazepine after an admission for substance use (Dependent drug "
+            "abuse): tramadol hydrochloride 50 MG Oral Tablet: proposed stop, unless it is needed: "
+            "confirm the indication, the supply and an overdose plan",
             "buprenorphine 2 MG Sublingual Tablet",
             id="opioids after a substance use admission are flagged but treatment is not",
         ),
@@ -204,9 +205,9 @@ def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagge
     home = fx.medication_statement("s", "tramadol hydrochloride 50 MG Oral Tablet")
     flagged = [r for r in risks(state_of(reason, home)) if "substance use" in r]
     assert flagged == [
-        "tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?) going home after an "
-        "admission for substance use (Dependent drug abuse): confirm the indication, the supply "
-        "and an overdose plan"
+        "An opioid or benzodiazepine after an admission for substance use (Dependent drug abuse): "
+        "tramadol hydrochloride 50 MG Oral Tablet (at home, held or stopped?): proposed stop, "
+        "unless it is needed: confirm the indication, the supply and an overdose plan"
     ]
 
 

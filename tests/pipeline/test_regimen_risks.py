@@ -18,7 +18,11 @@ def going_home(request_id: str, name: str, **kwargs: object) -> dict:
 
 
 def risks(state: EvidenceState) -> list[str]:
-    return [flag.reason for flag in state.flags_for_review if flag.code == "regimen_risk"]
+    return [
+        flag.reason
+        for flag in state.flags_for_review
+        if flag.code in ("regimen_risk", "stop_proposed")
+    ]
 
 
 def stay_evidence(*resources: dict) -> EvidenceState:

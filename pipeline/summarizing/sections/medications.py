@@ -23,6 +23,7 @@ from pipeline.summarizing.sections.common import (
     split_at,
 )
 from pipeline.summarizing.sections.given import given_lines
+from pipeline.summarizing.sections.proposed_stops import proposed_stop_lines, proposed_stops
 
 # A doubt about one drug (a heart drug ordered "as needed", a drug past its age limit) is shown on
 # that drug's line as well as in Needs review (where the checker reads its words): a list line
@@ -94,9 +95,17 @@ _LISTED_KINDS = frozenset(
 
 
 def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
-    """One line per drug going home (continued, changed, new, stopped), then what the record
-    calls for that none of them is, then the lines that list drugs to decide about, then what
-    was given in the stay."""
+    """One line per drug going home (continued, changed, new, stopped), the orders and drugs
+    proposed stopped, then what the record calls for that none of them is, then the lines that
+    list drugs to decide about, then what was given in the stay."""
+    proposals = proposed_stops(state)
+    if proposals:
+        # The drugs proposed stopped are said there alone, never on a list line as well.
+        proposed = [id(change) for change, *_ in proposals]
+        kept = [c for c in state.medications.changes if id(c) not in proposed]
+        state = state.model_copy(
+            update={"medications": state.medications.model_copy(update={"changes": kept})}
+        )
     replaced = superseded(state)
     going = [
         _change_line(state, render, change)
@@ -104,6 +113,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
         if change.kind not in _LISTED_KINDS
     ]
     going += _superseded_lines(state, render, replaced)
+    going += proposed_stop_lines(state, render, proposals)
     others = _listed_lines(state, render, replaced) + given_lines(state, render)
     missing = _expected_missing(state, render)
     if not (going or others):

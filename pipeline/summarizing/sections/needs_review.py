@@ -28,6 +28,7 @@ SEVERITY = (
     "acute_kidney_injury",
     "conflict",
     "therapeutic_duplication",
+    "stop_proposed",
     "regimen_risk",
     "expected_drug_missing",
     "schedule_in_doubt",
