@@ -44,6 +44,7 @@ CRITICAL_FLAGS = frozenset(
         "acute_kidney_injury",
         "medication_discrepancy",
         "therapeutic_duplication",
+        "stop_proposed",
         "wrong_patient_document",
         "note_instruction",
     }
