@@ -30,7 +30,11 @@ _WHERE = {
     "not_on_home_list": "ordered before this stay, left out of its home list",
     "held_or_stopped": "at home, with no discharge order",
     "prescribed_not_ordered": "prescribed in a note, with no order",
+    "unconfirmed": "last ordered",
 }
+# A proposal: the change it stops, why (the flag's headline), and the other facts the flag cites
+# (the diagnoses that call for the stop).
+Proposal = tuple[MedicationChange, str, list[str]]
 
 
 def _ids(change: MedicationChange) -> set[str]:
@@ -45,7 +49,7 @@ def _named_by(change: MedicationChange, flag: ReviewFlag) -> bool:
     )
 
 
-def proposed_stops(state: EvidenceState) -> list[tuple[MedicationChange, str, list[str]]]:
+def proposed_stops(state: EvidenceState) -> list[Proposal]:
     """Each change a ``stop_proposed`` flag names, with the flag's headline (its first clause)
     and the other facts it cites (the diagnoses that call for the stop)."""
     found = []
@@ -56,14 +60,12 @@ def proposed_stops(state: EvidenceState) -> list[tuple[MedicationChange, str, li
         drugs = {i for c in named for i in _ids(c)}
         others = [i for i in flag.fact_ids if i not in drugs]
         headline = flag.reason.split(": ", 1)[0]
-        found += [
-            (c, headline, others) for c in named if c.kind in _WHERE or c.kind == "unconfirmed"
-        ]
+        found += [(c, headline, others) for c in named if c.kind in _WHERE]
     return list({id(c): (c, why, others) for c, why, others in found}.values())
 
 
 def proposed_stop_lines(
-    state: EvidenceState, render: Any, proposals: list[tuple[MedicationChange, str, list[str]]]
+    state: EvidenceState, render: Any, proposals: list[Proposal]
 ) -> list[Sentence]:
     """One line per proposal: the drug, where the reconciliation had it, and why it stops."""
     lines = []
@@ -73,8 +75,7 @@ def proposed_stop_lines(
             order = attributes_as(state.fact(change.admission), MedicationAttributes)
             ordered_on = order.authored_on
         headline = why[:1].lower() + why[1:]
-        where = _WHERE.get(change.kind, "last ordered")
-        text = render.proposed_stop(change.name, where, headline, ordered_on)
+        text = render.proposed_stop(change.name, _WHERE[change.kind], headline, ordered_on)
         line = cited_sentence("medications", text, [*sorted(_ids(change)), *others])
         # The line says why; its flag asks for the decision the signature needs.
         flag = SentenceFlag(code=STOP_PROPOSED, reason="stop it, or say why it is needed")
