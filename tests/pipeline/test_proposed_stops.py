@@ -64,6 +64,11 @@ def test_an_opioid_at_home_after_an_admission_for_drug_abuse_is_proposed_stopped
         "(Dependent drug abuse)."
     )
     assert not any("held or stopped" in text for text in texts)
+    # Needs review does not ask again whether it is held or stopped: the list proposes its stop.
+    state = evidence_from_fhir(fx.stay(abuse, home), settings=PipelineSettings())
+    review = summarize_evidence(state, settings=PipelineSettings()).section("needs_review")
+    assert not any(s.text.startswith("Home medications with no") for s in review.sentences)
+    assert any(s.text.startswith("An opioid or benzodiazepine") for s in review.sentences)
 
 
 def test_without_the_disease_an_nsaid_is_listed_as_before() -> None:

@@ -16,6 +16,7 @@ from pipeline.evidence.summary import (
     SentenceFlag,
 )
 from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.proposed_stops import proposed_stops
 
 # Needs review, most dangerous first: a document about another patient, allergy conflicts,
 # therapeutic duplication, medication
@@ -68,7 +69,10 @@ def needs_review_section(
     sentences = []
     known = {fact.id for fact in state.all_facts()}
     incomplete: list[ReviewFlag] = []
+    settled = _all_held_proposed_stopped(state)
     for flag in state.flags_for_review:
+        if flag.code == "home_medication_not_ordered" and settled:
+            continue
         if flag.code == "incomplete_medication":
             incomplete.append(flag)
             continue
@@ -92,3 +96,12 @@ def needs_review_section(
         titles = [SECTION_SPECS[key].title for key in undocumented]
         sentences.append(cited_sentence("needs_review", render.not_documented(titles), [stay_fact]))
     return sentences
+
+
+def _all_held_proposed_stopped(state: EvidenceState) -> bool:
+    """Whether every home drug with no discharge order has its stop proposed: "confirm whether
+    each is held or stopped" beside a list that proposes each one's stop asks the question
+    twice."""
+    proposed = {id(change) for change, *_ in proposed_stops(state)}
+    held = [c for c in state.medications.changes if c.kind == "held_or_stopped"]
+    return bool(held) and all(id(c) in proposed for c in held)
