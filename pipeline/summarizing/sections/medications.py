@@ -101,7 +101,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     proposals = proposed_stops(state)
     if proposals:
         # The drugs proposed stopped are said there alone, never on a list line as well.
-        proposed = [id(change) for change, *_ in proposals]
+        proposed = {id(change) for change, *_ in proposals}
         kept = [c for c in state.medications.changes if id(c) not in proposed]
         state = state.model_copy(
             update={"medications": state.medications.model_copy(update={"changes": kept})}

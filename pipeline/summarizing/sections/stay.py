@@ -4,7 +4,7 @@ diagnoses are ``pipeline.summarizing.sections.diagnoses``)."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.clinical.diagnoses import PAST_HISTORY
@@ -163,15 +163,20 @@ def _older_entry(
     a childhood visit in 1942 and impacted molars of 1990, each on a line of its own beside a
     heart attack, read to readers as noise that hid the problems that matter. A resolved
     problem, one this episode made "Status post", or one with no date keeps its own line."""
-    if problem.abatement or problem.status_post or problem.onset is None:
+    if problem.abatement or problem.status_post:
         return False
-    if stay is None or stay.start is None:
-        return False
-    recent = timedelta(days=int(chronic.extra["recent_within_days"]))
     code = problem.code.code if problem.code else None
-    return aware(problem.onset) < aware(stay.start) - recent and not chronic.matches(
-        code, problem.display
-    )
+    return _recorded_before(
+        problem.onset, stay, chronic.extra["recent_within_days"]
+    ) and not chronic.matches(code, problem.display)
+
+
+def _recorded_before(onset: datetime | None, stay: EncounterAttributes | None, days: int) -> bool:
+    """Whether a finding was recorded more than ``days`` before the admission; one with no
+    date, or a stay with none, cannot be said to be (the line that shows it is kept)."""
+    if onset is None or stay is None or stay.start is None:
+        return False
+    return aware(onset) < aware(stay.start) - timedelta(days=int(days))
 
 
 def social_history_section(
@@ -179,18 +184,24 @@ def social_history_section(
 ) -> list[Sentence]:
     """One short line of the coded social findings that bear on discharge planning (the table's
     ``at_discharge_keywords``: housing, transport, safety, isolation…; never education or a
-    criminal record) and are current (:func:`_screened_lately`); then what the notes' Social
-    History says of substance use, quoted, each statement once (templated notes repeat it):
-    "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what decides
-    naloxone and the pain plan. A statement about
-    an age the patient has not reached ("quit smoking at age 16" at 15) is the template's, not
-    the patient's: left out."""
+    criminal record) and are current: recorded within the table's ``current_within_days``
+    before admission (the AHC social-needs tool is repeated yearly; readers deleted "Housing
+    unsatisfactory (recorded 2006-06-29)" from a 2024 discharge as noise). Then what the notes'
+    Social History says of substance use, quoted, each statement once (templated notes repeat
+    it): "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what
+    decides naloxone and the pain plan. A statement about an age the patient has not reached
+    ("quit smoking at age 16" at 15) is the template's, not the patient's: left out."""
     relevant = social_table.extra["at_discharge_keywords"]
+    stay = state.stay()
     facts = [
         f
         for f in listed(state, "social")
         if any(word in attributes_as(f, DiagnosisAttributes).display.lower() for word in relevant)
-        and _screened_lately(attributes_as(f, DiagnosisAttributes), state, social_table)
+        and not _recorded_before(
+            attributes_as(f, DiagnosisAttributes).onset,
+            stay,
+            social_table.extra["current_within_days"],
+        )
     ]
     aged = state.patient_age()
     age = aged[1] if aged else None
@@ -211,16 +222,3 @@ def social_history_section(
         cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
     ]
     return sentences
-
-
-def _screened_lately(finding: DiagnosisAttributes, state: EvidenceState, table: CodeTable) -> bool:
-    """Whether the finding was recorded within the table's ``current_within_days`` before the
-    admission (the yearly rescreening of the AHC social-needs tool). A coded social need stays
-    "active" until someone records a change, which a record may never do; readers deleted
-    "Housing unsatisfactory (recorded 2006-06-29)" from a 2024 discharge as noise. A finding
-    with no date, or a record with no admission date, cannot be judged stale: it is kept."""
-    stay = state.stay()
-    if finding.onset is None or stay is None or stay.start is None:
-        return True
-    window = timedelta(days=int(table.extra["current_within_days"]))
-    return aware(finding.onset) >= aware(stay.start) - window
