@@ -15,6 +15,12 @@ RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 TWICE_DAILY: dict[str, Any] = {"dose": "1 tablet", "frequency": (2, 1, "d")}
 
 
+def _of_patient(resource_type: str, resource_id: str, **elements: Any) -> dict[str, Any]:
+    """A resource of the test patient's: its type, its id, its subject and ``elements``."""
+    subject = {"subject": {"reference": f"Patient/{PATIENT_ID}"}}
+    return {"resourceType": resource_type, "id": resource_id} | subject | elements
+
+
 def patient(patient_id: str = PATIENT_ID) -> dict[str, Any]:
     return {
         "resourceType": "Patient",
@@ -52,13 +58,9 @@ def medication_statement(
     taken_until: str | None = None,
 ) -> dict[str, Any]:
     """What the patient reports taking (not an order)."""
-    resource: dict[str, Any] = {
-        "resourceType": "MedicationStatement",
-        "id": statement_id,
-        "status": status,
-        "medicationCodeableConcept": {"text": name},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-    }
+    resource = _of_patient(
+        "MedicationStatement", statement_id, status=status, medicationCodeableConcept={"text": name}
+    )
     if asserted:
         resource["dateAsserted"] = asserted
     if taken_until:
@@ -146,15 +148,14 @@ def condition(
     onset: str = ADMIT,
     abatement: str | None = None,
 ) -> dict[str, Any]:
-    resource: dict[str, Any] = {
-        "resourceType": "Condition",
-        "id": condition_id,
-        "clinicalStatus": {"coding": [{"code": clinical}]},
-        "verificationStatus": {"coding": [{"code": verification}]},
-        "code": {"coding": [{"system": "http://snomed.info/sct", "code": code}], "text": display},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "onsetDateTime": onset,
-    }
+    resource = _of_patient(
+        "Condition",
+        condition_id,
+        clinicalStatus={"coding": [{"code": clinical}]},
+        verificationStatus={"coding": [{"code": verification}]},
+        code={"coding": [{"system": "http://snomed.info/sct", "code": code}], "text": display},
+        onsetDateTime=onset,
+    )
     if encounter_id:
         resource["encounter"] = {"reference": f"Encounter/{encounter_id}"}
     if abatement:
@@ -187,18 +188,17 @@ def observation(
     status: str = "final",
     category: str = "laboratory",
 ) -> dict[str, Any]:
-    return {
-        "resourceType": "Observation",
-        "id": observation_id,
-        "status": status,
-        "category": [{"coding": [{"code": category}]}],
-        "code": {"coding": [{"system": "http://loinc.org", "code": loinc}], "text": name},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{ENCOUNTER_ID}"},
-        "effectiveDateTime": when,
-        "valueQuantity": {"value": value, "unit": unit},
-        "referenceRange": [{"low": {"value": 70}, "high": {"value": 100}}],
-    }
+    return _of_patient(
+        "Observation",
+        observation_id,
+        status=status,
+        category=[{"coding": [{"code": category}]}],
+        code={"coding": [{"system": "http://loinc.org", "code": loinc}], "text": name},
+        encounter={"reference": f"Encounter/{ENCOUNTER_ID}"},
+        effectiveDateTime=when,
+        valueQuantity={"value": value, "unit": unit},
+        referenceRange=[{"low": {"value": 70}, "high": {"value": 100}}],
+    )
 
 
 def procedure(
@@ -210,16 +210,15 @@ def procedure(
 def diagnostic_report(
     report_id: str, status: str, results: list[str], name: str = "Basic metabolic panel"
 ) -> dict[str, Any]:
-    return {
-        "resourceType": "DiagnosticReport",
-        "id": report_id,
-        "status": status,
-        "code": {"text": name},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{ENCOUNTER_ID}"},
-        "effectiveDateTime": "2024-03-02T08:00:00+00:00",
-        "result": [{"reference": f"Observation/{result}"} for result in results],
-    }
+    return _of_patient(
+        "DiagnosticReport",
+        report_id,
+        status=status,
+        code={"text": name},
+        encounter={"reference": f"Encounter/{ENCOUNTER_ID}"},
+        effectiveDateTime="2024-03-02T08:00:00+00:00",
+        result=[{"reference": f"Observation/{result}"} for result in results],
+    )
 
 
 def attachment(text: str | bytes, content_type: str = "text/plain; charset=utf-8") -> dict:
@@ -233,24 +232,45 @@ def medication_administration(
     return _completed("MedicationAdministration", administration_id, name, encounter_id, when)
 
 
-# Where a completed event names what was done, its encounter and its time: its type's elements.
+def immunization(
+    immunization_id: str, vaccine: str, when: str, *, encounter_id: str = ENCOUNTER_ID
+) -> dict[str, Any]:
+    return _completed("Immunization", immunization_id, vaccine, encounter_id, when)
+
+
+def goal(goal_id: str, description: str, *, lifecycle: str = "active") -> dict[str, Any]:
+    """A goal of the patient's, as a care plan's ``goal`` refers to it."""
+    return _of_patient(
+        "Goal", goal_id, lifecycleStatus=lifecycle, description={"text": description}
+    )
+
+
+# Where a completed event names what was done, its patient, its encounter and its time: its
+# type's elements.
 _EVENT_ELEMENTS = {
-    "Procedure": ("code", "encounter", "performedDateTime"),
-    "MedicationAdministration": ("medicationCodeableConcept", "context", "effectiveDateTime"),
+    "Procedure": ("code", "subject", "encounter", "performedDateTime"),
+    "MedicationAdministration": (
+        "medicationCodeableConcept",
+        "subject",
+        "context",
+        "effectiveDateTime",
+    ),
+    "Immunization": ("vaccineCode", "patient", "encounter", "occurrenceDateTime"),
 }
 
 
 def _completed(
     resource_type: str, resource_id: str, name: str, encounter_id: str, when: str
 ) -> dict[str, Any]:
-    """A procedure done or a dose given: one shape, in the element names ``resource_type`` uses."""
-    concept, link, time = _EVENT_ELEMENTS[resource_type]
+    """A procedure done, a dose or a vaccine given: one shape, in the element names
+    ``resource_type`` uses."""
+    concept, patient_link, link, time = _EVENT_ELEMENTS[resource_type]
     return {
         "resourceType": resource_type,
         "id": resource_id,
         "status": "completed",
         concept: {"text": name},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
+        patient_link: {"reference": f"Patient/{PATIENT_ID}"},
         link: {"reference": f"Encounter/{encounter_id}"},
         time: when,
     }
@@ -259,16 +279,15 @@ def _completed(
 def document_reference(
     document_id: str, content: dict[str, Any], *, encounter_id: str = ENCOUNTER_ID
 ) -> dict[str, Any]:
-    return {
-        "resourceType": "DocumentReference",
-        "id": document_id,
-        "status": "current",
-        "type": {"text": "Discharge note"},
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-        "date": "2024-03-05T11:00:00+00:00",
-        "content": [{"attachment": content}],
-        "context": {"encounter": [{"reference": f"Encounter/{encounter_id}"}]},
-    }
+    return _of_patient(
+        "DocumentReference",
+        document_id,
+        status="current",
+        type={"text": "Discharge note"},
+        date="2024-03-05T11:00:00+00:00",
+        content=[{"attachment": content}],
+        context={"encounter": [{"reference": f"Encounter/{encounter_id}"}]},
+    )
 
 
 def bundle(*resources: dict[str, Any], kind: str = "collection") -> dict[str, Any]:
@@ -301,14 +320,9 @@ def care_plan(
 ) -> dict[str, Any]:
     """An active care plan of the patient's, titled by its category (made in ``encounter_id``),
     with one activity, ``activity``, where given; ``fields`` its other elements."""
-    resource: dict[str, Any] = {
-        "resourceType": "CarePlan",
-        "id": plan_id,
-        "status": "active",
-        "intent": "plan",
-        "category": [{"text": title}],
-        "subject": {"reference": f"Patient/{PATIENT_ID}"},
-    }
+    resource = _of_patient(
+        "CarePlan", plan_id, status="active", intent="plan", category=[{"text": title}]
+    )
     if encounter_id:
         resource["encounter"] = {"reference": f"Encounter/{encounter_id}"}
     if activity:

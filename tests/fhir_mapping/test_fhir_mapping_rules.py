@@ -180,14 +180,8 @@ def test_medications_outside_the_stay_are_excluded_with_a_reason(
 
 
 def test_dosage_is_read_from_dose_timing_and_route() -> None:
-    request = fx.medication_request(
-        "m",
-        "metoprolol 25 MG Oral Tablet",
-        code="866924",
-        dose="1 tablet",
-        frequency=(2, 1, "d"),
-        route="Oral",
-        encounter_id=fx.ENCOUNTER_ID,
+    request = fx.ordered_in_stay(
+        "m", "metoprolol 25 MG Oral Tablet", code="866924", route="Oral", **fx.TWICE_DAILY
     )
     attributes = medication_named(
         evidence_from_fhir(fx.stay(request), settings=PipelineSettings()),

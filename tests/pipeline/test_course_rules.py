@@ -233,15 +233,7 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
     )
     old_plan = plan | {"id": "old", "encounter": None, "period": {"start": "2019-01-01"}}
     appointment = fx.appointment("visit", "Cardiology clinic", end="2024-03-19T09:30:00+00:00")
-    vaccine = {
-        "resourceType": "Immunization",
-        "id": "flu",
-        "status": "completed",
-        "vaccineCode": {"text": "Influenza vaccine"},
-        "patient": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "occurrenceDateTime": "2024-03-03T10:00:00+00:00",
-    }
+    vaccine = fx.immunization("flu", "Influenza vaccine", "2024-03-03T10:00:00+00:00")
     heparin = fx.medication_administration(
         "heparin", "Heparin 5000 UNT Injection", "2024-03-02T08:00:00+00:00"
     )
@@ -383,13 +375,7 @@ def test_the_record_pull_and_the_scopes_ask_for_what_the_draft_reads() -> None:
 
 
 def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge() -> None:
-    goal = {
-        "resourceType": "Goal",
-        "id": "walk",
-        "lifecycleStatus": "active",
-        "description": {"text": "Walk 30 minutes a day"},
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-    }
+    goal = fx.goal("walk", "Walk 30 minutes a day")
     plan = fx.care_plan("plan", "Cardiac rehabilitation plan", goal=[{"reference": "Goal/walk"}])
     note = fx.document_reference(
         "summary",

@@ -19,7 +19,7 @@ from joserfc.jwk import KeySet
 from launch.sandbox.run import Sandbox
 from smartapp.access.oauth import ASSERTION_TYPE, client_assertion
 from smartapp.core.keys import signing_key
-from smartapp.core.registrations import ClientRegistration
+from smartapp.core.registrations import ClientRegistration, RefreshAccess
 from smartapp.core.settings import Settings
 from tests.conftest import ROOT
 from tests.smart_support import (
@@ -336,33 +336,44 @@ def test_the_app_serves_its_public_jwks(sandbox: Sandbox, tmp_path: Path) -> Non
         assert again == keys
 
 
-def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2() -> None:
+@pytest.mark.parametrize(
+    ("capabilities", "refresh", "ehr_launch", "wanted", "other_syntax"),
+    [
+        (
+            ["permission-v2"],
+            "auto",
+            True,
+            {"patient/Observation.rs", "patient/Composition.cu", "launch", "openid", "fhirUser",
+             "online_access"},
+            (".read", ".write"),
+        ),
+        (
+            [],
+            "offline_access",
+            False,
+            {"patient/Observation.read", "patient/Provenance.write", "launch/patient",
+             "offline_access"},
+            (".rs", ".cu"),
+        ),
+    ],
+)  # fmt: skip
+def test_scopes_use_v2_syntax_only_when_the_server_lists_permission_v2(
+    capabilities: list[str],
+    refresh: RefreshAccess,
+    ehr_launch: bool,
+    wanted: set[str],
+    other_syntax: tuple[str, ...],
+) -> None:
     from smartapp.access.discovery import SmartConfiguration
     from smartapp.access.oauth import requested_scopes
 
-    auto = ClientRegistration(issuer="https://ehr", client_id="app")
-    offline = auto.model_copy(update={"refresh": "offline_access"})
-    v2 = SmartConfiguration(
-        authorization_endpoint="a", token_endpoint="t", capabilities=["permission-v2"]
+    registration = ClientRegistration(issuer="https://ehr", client_id="app", refresh=refresh)
+    server = SmartConfiguration(
+        authorization_endpoint="a", token_endpoint="t", capabilities=capabilities
     )
-    v1 = SmartConfiguration(authorization_endpoint="a", token_endpoint="t", capabilities=[])
-    ehr = requested_scopes(v2, auto, ehr_launch=True).split()
-    assert {
-        "patient/Observation.rs",
-        "patient/Composition.cu",
-        "launch",
-        "openid",
-        "fhirUser",
-        "online_access",
-    } <= set(ehr)
-    standalone = requested_scopes(v1, offline, ehr_launch=False).split()
-    assert {
-        "patient/Observation.read",
-        "patient/Provenance.write",
-        "launch/patient",
-        "offline_access",
-    } <= set(standalone)
-    assert not any(scope.endswith((".rs", ".cu")) for scope in standalone)
+    scopes = requested_scopes(server, registration, ehr_launch=ehr_launch).split()
+    assert wanted <= set(scopes)
+    assert not any(scope.endswith(other_syntax) for scope in scopes)
 
 
 def test_an_expiring_token_is_refreshed_before_the_record_pull(
