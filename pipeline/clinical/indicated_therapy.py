@@ -9,7 +9,8 @@ line per finding, never a decision:
   going home (secondary prevention after myocardial infarction, PCI or CABG; an antithrombotic
   after a valve replacement; a vitamin K antagonist for a mechanical heart valve, read from the
   problem list and the patient's devices too; immunosuppression after a solid-organ
-  transplant).
+  transplant; medication for opioid use disorder after a drug use admission whose opioid only
+  the notes name: ``only_with``'s ``notes``).
 - **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
   out (an opioid or benzodiazepine after a substance-use admission). A home drug with no discharge
   order (held or stopped?) counts: the patient has it at home, so it may still be taken.
@@ -39,6 +40,7 @@ from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
     Fact,
+    NarrativeAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
@@ -48,6 +50,20 @@ from pipeline.text.rendering import plain_term
 # Where an indication may be read: what the stay was for and what was done in it (a rule whose
 # condition lasts for life, a transplant, reads the problem list too: ``problem_list``).
 _EPISODE_LISTINGS = frozenset({"principal", "episode"})
+
+
+def _note_terms(state: EvidenceState, companion: dict[str, Any]) -> list[tuple[Fact, str]]:
+    """The notes' statements of conditions and habits that name a ``companion`` keyword and none
+    of its ``notes`` words ("denies", "family history": a note's words are not a coded term),
+    each as the keyword it names ("opioid named in the notes"): the line names the finding,
+    not the sentence."""
+    found = []
+    for fact in [*state.facts["condition_statement"], *state.facts["social_statement"]]:
+        said = f" {attributes_as(fact, NarrativeAttributes).text.lower()} "
+        named = next((k for k in companion["keywords"] if k in said), None)
+        if named and not any(word in said for word in companion["notes"]):
+            found.append((fact, f"{named} named in the notes"))
+    return found
 
 
 def _terms(
@@ -86,6 +102,17 @@ def _named(indications: list[tuple[Fact, str]]) -> str:
     return "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
 
 
+def _alongside(
+    state: EvidenceState, indications: list[tuple[Fact, str]], companion: dict[str, Any]
+) -> list[tuple[Fact, str]]:
+    """The indications with the companion condition that a rule's ``only_with`` asks for, read
+    from the problem list (and the notes' statements, with ``notes``), or none without it."""
+    alongside = [(f, t) for f, t in _terms(state, True) if names_it(t, companion)]
+    if "notes" in companion:
+        alongside += _note_terms(state, companion)
+    return indications + alongside if alongside else []
+
+
 def expected_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
@@ -98,8 +125,7 @@ def expected_therapy(
     for name, rule in therapy.extra["expected"].items():
         indications = _indication(state, rule)
         if indications and "only_with" in rule:
-            alongside = [(f, t) for f, t in _terms(state, True) if names_it(t, rule["only_with"])]
-            indications = indications + alongside if alongside else []
+            indications = _alongside(state, indications, rule["only_with"])
         if not indications:
             continue
         named = _named(indications)

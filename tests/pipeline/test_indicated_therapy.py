@@ -282,3 +282,52 @@ def test_an_acute_infarction_with_no_record_of_its_treatment_asks_how_it_was_tre
     )
     old = fx.condition("old", "History of myocardial infarction (situation)")
     assert not [r for r in risks(state_of(old)) if "how it was treated" in r]
+
+
+def social_history(text: str) -> dict[str, Any]:
+    return fx.document_reference("n", fx.attachment(f"# Social History\n{text}\n"))
+
+
+@pytest.mark.parametrize(
+    ("social", "asked"),
+    [
+        ("Patient has a documented history of opioid addiction.", True),
+        ("Patient uses heroin daily.", True),
+        # A denial, or a relative's addiction, is not the patient's opioid use.
+        ("Patient denies opioid use.", False),
+        ("Patient's brother has a history of opioid addiction.", False),
+        ("Patient drinks alcohol daily.", False),
+    ],
+)
+def test_a_drug_use_admission_with_opioids_named_asks_for_opioid_use_disorder_medication(
+    social: str, asked: bool
+) -> None:
+    """ASAM 2020 and SAMHSA TIP 63: medication for opioid use disorder (buprenorphine, methadone
+    or naltrexone) is offered to every patient with the disorder; withdrawal management alone
+    is not treatment. Synthea's codes say only "Dependent drug abuse"; the notes name the
+    opioid, so the rule reads them beside the codes."""
+    reason = fx.condition("reason", "Dependent drug abuse (disorder)")
+    noted = state_of(reason, social_history(social))
+    untreated = [r for r in risks(noted) if "disorder medication" in r]
+    expected = (
+        "No opioid use disorder medication at discharge after an admission for opioid use "
+        "disorder (Dependent drug abuse; opioid named in the notes): confirm it was considered, "
+        "or why it is not given"
+    )
+    if "heroin" in social:
+        expected = expected.replace("opioid named", "heroin named")
+    assert untreated == ([expected] if asked else [])
+    treated = state_of(
+        reason,
+        social_history(social),
+        going_home("b", "buprenorphine 8 MG / naloxone 2 MG Sublingual Tablet"),
+    )
+    assert [r for r in risks(treated) if "disorder medication" in r] == []
+
+
+def test_opioids_named_in_the_notes_without_a_drug_use_admission_ask_nothing() -> None:
+    noted = state_of(
+        fx.condition("reason", "Acute bronchitis (disorder)"),
+        social_history("Patient has a documented history of opioid addiction."),
+    )
+    assert [r for r in risks(noted) if "disorder medication" in r] == []
