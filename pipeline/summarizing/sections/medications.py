@@ -122,18 +122,16 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
 
 
 def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
-    """The drugs the record calls for that no line carries (an immunosuppressant after a
-    transplant) are said in the list too, where it is copied from: a warning only in Needs review
-    left the list reading as complete. One line names them all, each by what is missing only:
-    why is Needs review's to say (readers called the list's copy of each reason a repeat)."""
-    flags = [f for f in state.flags_for_review if f.code == "expected_drug_missing"]
-    if not flags:
-        return []
-    # "No statin and no beta blocker at discharge after …": the groups alone.
-    headlines = [flag.reason.split(" at discharge", 1)[0] for flag in flags]
-    missing = [h.removeprefix("No ").replace(" and no ", " and ") for h in headlines]
-    cited = [fact_id for flag in flags for fact_id in flag.fact_ids]
-    return [cited_sentence("medications", render.expected_missing(missing), cited)]
+    """A drug the record calls for that no line carries (an immunosuppressant after a
+    transplant) is said in the list too, where it is copied from: a warning only in Needs review
+    left the list reading as complete."""
+    return [
+        cited_sentence(
+            "medications", render.expected_missing(flag.reason.split(": ", 1)[0]), flag.fact_ids
+        )
+        for flag in state.flags_for_review
+        if flag.code == "expected_drug_missing"
+    ]
 
 
 def _change_line(state: EvidenceState, render: Any, change: MedicationChange) -> Sentence:
