@@ -107,7 +107,7 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
     """ONE_FLAG's record also calls a 1997 infarction and a 1998 sepsis still active (two
     data-quality flags), leaves clopidogrel beside prasugrel and simvastatin beside rosuvastatin
     (two duplications), naproxen beside aspirin and prasugrel (an NSAID with antiplatelets, a
-    high bleeding risk), prasugrel with no PCI, its
+    high bleeding risk) and its osteoarthritis (a pain plan), prasugrel with no PCI, its
     notes list no medications beside home orders (a discrepancy), and
     its heart drugs are ordered "as needed" (a regimen risk); the stay is coded only as awaiting
     a kidney transplant (no principal diagnosis) and the recipient goes home with no

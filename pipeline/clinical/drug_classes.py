@@ -19,6 +19,7 @@ from pipeline.clinical.indicated_therapy import indicated_therapy_flags, stopped
 from pipeline.clinical.medications import ingredients
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.opioid_dose import opioid_dose_flags
+from pipeline.clinical.pain_plan import pain_plan_flags
 from pipeline.clinical.regimen_risks import regimen_risk_flags
 from pipeline.clinical.strengths import strength_discrepancy_flags
 from pipeline.clinical.tables import CodeTable, table
@@ -231,6 +232,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += discrepancy_flags(state)
     flags += strength_discrepancy_flags(state)
     flags += no_discharge_medication_flags(state)
+    flags += pain_plan_flags(state, flags, discharge, drug_table, table("pain_plan", settings))
     unsettled = unconfirmed | held
     flags = [_if_continued(flag, unsettled, discharge_ids) for flag in flags]
     # The rules' computed facts replace the last run's, as their flags do.
