@@ -424,9 +424,14 @@ def test_a_chief_complaint_in_the_words_of_the_last_note_before_the_stay_is_said
     note since 2010, beside a heart attack): a complaint in the same words as the patient's
     latest note before the episode (2023's, not 2020's) is said to be so, on a line apart from
     the stay's new one, never left out (a reader missed an admission's thirst and frequent
-    urination). A stay that codes no reason of its own and whose notes only repeat has that
-    carried line as all there is: flagged to confirm."""
-    repeated = "Chief complaint, the same as in the patient's last note before this stay: "
+    urination); the line names the stay's note as its source (three readers read "the same as
+    in the last note before this stay" as citing the older note). A stay that codes no reason of
+    its own and whose notes only repeat has that carried line as all there is: flagged to
+    confirm."""
+    repeated = (
+        "Chief complaint in this stay's note, in the same words as the patient's last note "
+        "before it: "
+    )
     infarction = "Acute myocardial infarction"
     assert _complaints(infarction, "- Blurred Vision\n- Chest pain") == (
         ["Chief complaint: Chest pain", f"{repeated}Blurred Vision"],
