@@ -114,6 +114,45 @@ def potassium_raising(
     return _review_drugs("potassium", "Potassium", reading, "above", "raise potassium", raising)
 
 
+# How the line says what this stay did to the drugs: started, changed, or both.
+_STARTED = {
+    frozenset({"new"}): "started",
+    frozenset({"changed"}): "changed",
+    frozenset({"new", "changed"}): "started or changed",
+}
+
+
+def potassium_monitoring(
+    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
+    """A drug that raises potassium started or changed in this stay, with no potassium or no
+    creatinine measured in the stay or the days before discharge the table allows: both are
+    checked within one to two weeks of the start (the guidelines the table names), and the
+    draft asks for it, as it asks for an INR with warfarin."""
+    changes = state.medications.changes
+    kinds = {c.discharge: c.kind for c in changes if c.kind in {"new", "changed"}}
+    drugs = having([f for f in going_home if f.id in kinds], risks.extra["potassium_raising"])
+    if not drugs:
+        return []
+    within = risks.extra["renal_check_within_days"]
+    renal = [*risks.extra["creatinine_codes"], *risks.extra["egfr_codes"]]
+    # Named as a clinician orders them ("potassium" alone reads as the drug to the checker).
+    measured = {
+        "renal function": _recent(state, renal, within)[1],
+        "electrolytes": _recent(state, risks.extra["potassium_codes"], within)[1],
+    }
+    missing = [name for name, latest in measured.items() if latest is None]
+    if not missing:
+        return []
+    reason = (
+        f"{drug_names(drugs)} {_STARTED[frozenset(kinds[f.id] for f in drugs)]} in this "
+        "stay, with no recent "
+        f"{' and no recent '.join(missing)} on record: check renal function and electrolytes "
+        "within one to two weeks of the start"
+    )
+    return [risk_flag("potassium-monitoring", reason, drugs)]
+
+
 def _recent(
     state: EvidenceState, codes: Sequence[str], within_days: int
 ) -> tuple[list[Fact], LabResultAttributes | None]:

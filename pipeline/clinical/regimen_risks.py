@@ -22,6 +22,7 @@ from datetime import timedelta
 from pipeline.clinical.lab_risks import (
     hypoglycaemia_risk,
     low_blood_pressure,
+    potassium_monitoring,
     potassium_raising,
     renal_dosing,
 )
@@ -215,6 +216,7 @@ def regimen_risk_flags(
         *falls_in_old_age(state, going_home, risks),
         *renal_dosing(state, going_home, risks),
         *potassium_raising(state, going_home, risks),
+        *potassium_monitoring(state, going_home, risks),
         *low_blood_pressure(state, going_home, risks),
         *hypoglycaemia_risk(state, going_home, risks),
         *opioid_with_benzodiazepine(going_home, risks),

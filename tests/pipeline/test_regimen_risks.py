@@ -17,6 +17,12 @@ def going_home(request_id: str, name: str, **kwargs: object) -> dict:
     return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **options)  # type: ignore[arg-type]
 
 
+def creatinine(when: str = "2024-03-04T08:00:00+00:00") -> dict:
+    """A creatinine in its range: the renal function a stay that starts a drug measures."""
+    range_ = {"referenceRange": [{"low": {"value": 0.6}, "high": {"value": 1.2}}]}
+    return fx.observation("cr", "Creatinine", 0.9, "mg/dL", loinc="2160-0", when=when) | range_
+
+
 def risks(state: EvidenceState) -> list[str]:
     return [
         flag.reason
@@ -108,7 +114,7 @@ def test_an_antithrombotic_after_a_fall_in_old_age_is_flagged_and_not_in_younger
 def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -> None:
     state = stay_evidence(
         going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
-        going_home("l", "lisinopril 10 MG Oral Tablet")
+        going_home("m", "metoprolol tartrate 25 MG Oral Tablet")
         | {
             "dosageInstruction": [
                 {
@@ -125,20 +131,20 @@ def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -
     ]
     (doubt,) = [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"]
     assert doubt == (
-        "lisinopril 10 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
-        "schedule: confirm the instruction"
+        "metoprolol tartrate 25 MG Oral Tablet at discharge as needed, though a heart drug is "
+        "taken on a schedule: confirm the instruction"
     )
 
 
 def test_a_heart_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() -> None:
     as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
     state = stay_evidence(
-        going_home("l", "lisinopril 10 MG Oral Tablet") | as_needed,
+        going_home("m", "metoprolol tartrate 25 MG Oral Tablet") | as_needed,
         going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet") | as_needed,
     )
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = {s.text.split(" (")[0]: s for s in summary.section("medications").sentences}
-    heart = lines["NEW: lisinopril 10 MG Oral Tablet"]
+    heart = lines["NEW: metoprolol tartrate 25 MG Oral Tablet"]
     assert 'schedule to confirm (ordered "as needed")' in heart.text
     assert "Take as needed" not in heart.text and "(as needed" not in heart.text
     assert [flag.code for flag in heart.flags] == ["schedule_in_doubt"]
@@ -237,6 +243,7 @@ def test_a_potassium_raising_drug_is_flagged_at_a_high_potassium_only() -> None:
                 "k1", "Potassium", potassium, "mmol/L", loinc="2823-3",
                 when="2024-03-04T08:00:00+00:00",
             ),
+            creatinine(),
         )  # fmt: skip
 
     assert risks_in(record(5.4)) == [
@@ -351,15 +358,21 @@ def test_a_potassium_of_the_week_before_a_stay_that_measured_none_is_the_current
             "encounter": {"reference": "Encounter/clinic"},
             "referenceRange": [],
         }
-        return fx.stay(going_home("l", "lisinopril 10 MG Oral Tablet"), before)
+        renal = creatinine(when) | {"encounter": {"reference": "Encounter/clinic"}}
+        return fx.stay(going_home("l", "lisinopril 10 MG Oral Tablet"), before, renal)
 
     week = evidence_from_fhir(record("2024-02-25T08:00:00+00:00"), settings=PipelineSettings())
     assert risks(week) == [
         "Potassium 5.4 mmol/L on 2024-02-25 is above the level at which drugs that raise "
         "potassium are reviewed: review lisinopril 10 MG Oral Tablet"
     ]
+    # A month before is no current value, nor a recent one for the drug started now.
     month = evidence_from_fhir(record("2024-01-25T08:00:00+00:00"), settings=PipelineSettings())
-    assert risks(month) == []
+    assert risks(month) == [
+        "lisinopril 10 MG Oral Tablet started in this stay, with no recent renal function and no "
+        "recent electrolytes on record: check renal function and electrolytes within one to two "
+        "weeks of the start"
+    ]
 
 
 def test_a_value_in_range_that_a_safety_rule_cites_is_never_listed_as_normal() -> None:
@@ -371,10 +384,35 @@ def test_a_value_in_range_that_a_safety_rule_cites_is_never_listed_as_normal() -
     sodium = fx.observation(
         "na", "Sodium", 140, "mmol/L", loinc="2951-2", when="2024-03-04T08:00:00+00:00"
     ) | {"referenceRange": [{"low": {"value": 135}, "high": {"value": 145}}]}
-    state = stay_evidence(going_home("l", "lisinopril 10 MG Oral Tablet"), potassium, sodium)
+    state = stay_evidence(
+        going_home("l", "lisinopril 10 MG Oral Tablet"), potassium, sodium, creatinine()
+    )
     assert len(risks(state)) == 1
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     lines = [s.text for s in summary.section("results").sentences]
     (normal,) = [line for line in lines if line.startswith("Other results within")]
     assert "Sodium" in normal and "Potassium" not in normal
     assert "Potassium: 5.1 mmol/L on 2024-03-04 (reference 3.5 to 5.1)." in lines
+
+
+def test_a_potassium_raising_drug_started_with_no_recent_renal_function_asks_for_a_check() -> None:
+    """ACC/AHA/HFSA 2022 and KDIGO 2021: renal function and potassium are checked within one to
+    two weeks of starting an ACE inhibitor, an ARB or a potassium-sparing diuretic. Started in
+    the stay with neither measured, the draft asks for both, as it asks for an INR with
+    warfarin; with one measured, it names the other; a drug continued from home asks nothing.
+    The line is supported by the checker."""
+    started = going_home("l", "lisinopril 10 MG Oral Tablet")
+    assert risks(stay_evidence(started)) == [
+        "lisinopril 10 MG Oral Tablet started in this stay, with no recent renal function and no "
+        "recent electrolytes on record: check renal function and electrolytes within one to two "
+        "weeks of the start"
+    ]
+    assert_supported_by_the_checker(("lisinopril 10 MG Oral Tablet started",), started)
+    potassium = fx.observation(
+        "k", "Potassium", 4.2, "mmol/L", loinc="2823-3", when="2024-03-04T08:00:00+00:00"
+    )
+    (one_missing,) = risks(stay_evidence(started, potassium))
+    assert "with no recent renal function on record" in one_missing
+    assert risks(stay_evidence(started, potassium, creatinine())) == []
+    home = fx.medication_statement("h", "lisinopril 10 MG Oral Tablet")
+    assert risks(stay_evidence(home, started)) == []
