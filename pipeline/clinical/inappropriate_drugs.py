@@ -8,8 +8,9 @@ does not hold."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.risk_flags import active_diagnoses, drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -58,12 +59,7 @@ def nsaid_with_disease(
         return []
     found: list[tuple[str, str, list[Fact]]] = []
     for disease, rule in table.extra["nsaid_with_disease"].items():
-        showing = [
-            f
-            for f in state.facts["diagnosis"]
-            if not attributes_as(f, DiagnosisAttributes).abatement
-            and names_it(attributes_as(f, DiagnosisAttributes).display, rule)
-        ]
+        showing = active_diagnoses(state, partial(names_it, rule=rule))
         showing.sort(key=lambda f: attributes_as(f, DiagnosisAttributes).listing != "principal")
         if showing:
             found.append((disease, rule["harm"], showing))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.risk_flags import active_diagnoses, drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -21,15 +21,6 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.text.rendering import plain_term
-
-
-def _pain_on_record(state: EvidenceState, pain: CodeTable) -> list[Fact]:
-    return [
-        f
-        for f in state.facts["diagnosis"]
-        if not attributes_as(f, DiagnosisAttributes).abatement
-        and pain.matches(None, attributes_as(f, DiagnosisAttributes).display)
-    ]
 
 
 def _proposed_stopped(flags: Sequence[ReviewFlag], drugs: Sequence[Fact]) -> list[Fact]:
@@ -57,8 +48,11 @@ def pain_plan_flags(
     classes = drug_table.extra["classes"]
     analgesics = [i for name in pain.extra["analgesic_classes"] for i in classes[name]]
     stopped = having(_proposed_stopped(flags, drugs), analgesics)
+    # By the fact, not its id: a note's home list is one id for all its drugs.
     remaining = having([f for f in drugs if f not in stopped], analgesics)
-    conditions = _pain_on_record(state, pain) if stopped and not remaining else []
+    if not stopped or remaining:
+        return []
+    conditions = active_diagnoses(state, lambda term: pain.matches(None, term))
     if not conditions:
         return []
     named = "; ".join(

@@ -1,13 +1,15 @@
 """What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
-the stay's results under some codes, and the Needs review flag one rule raises over its facts
-(whether a clinical term names a table rule's subject is the tables' ``names_it``)."""
+the diagnoses still active that a rule names, the stay's results under some codes, and the Needs
+review flag one rule raises over its facts (whether a clinical term names a table rule's subject
+is the tables' ``names_it``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pipeline.evidence.model import (
+    DiagnosisAttributes,
     EvidenceState,
     Fact,
     FlagCode,
@@ -35,6 +37,17 @@ def having(facts: Iterable[Fact], ingredients: Sequence[str]) -> list[Fact]:
 
 def drug_names(facts: Sequence[Fact]) -> str:
     return "; ".join(attributes_as(f, MedicationAttributes).name for f in facts)
+
+
+def active_diagnoses(state: EvidenceState, names: Callable[[str], bool]) -> list[Fact]:
+    """The diagnoses on record, not abated, whose term ``names`` accepts (a disease an NSAID
+    harms, a chronic pain condition)."""
+    return [
+        f
+        for f in state.facts["diagnosis"]
+        if not attributes_as(f, DiagnosisAttributes).abatement
+        and names(attributes_as(f, DiagnosisAttributes).display)
+    ]
 
 
 def risk_flag(key: str, reason: str, facts: Sequence[Fact], code: FlagCode = CODE) -> ReviewFlag:

@@ -289,18 +289,18 @@ def social_history(text: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("social", "asked"),
+    ("social", "named"),
     [
-        ("Patient has a documented history of opioid addiction.", True),
-        ("Patient uses heroin daily.", True),
+        ("Patient has a documented history of opioid addiction.", "opioid"),
+        ("Patient uses heroin daily.", "heroin"),
         # A denial, or a relative's addiction, is not the patient's opioid use.
-        ("Patient denies opioid use.", False),
-        ("Patient's brother has a history of opioid addiction.", False),
-        ("Patient drinks alcohol daily.", False),
+        ("Patient denies opioid use.", None),
+        ("Patient's brother has a history of opioid addiction.", None),
+        ("Patient drinks alcohol daily.", None),
     ],
 )
 def test_a_drug_use_admission_with_opioids_named_asks_for_opioid_use_disorder_medication(
-    social: str, asked: bool
+    social: str, named: str | None
 ) -> None:
     """ASAM 2020 and SAMHSA TIP 63: medication for opioid use disorder (buprenorphine, methadone
     or naltrexone) is offered to every patient with the disorder; withdrawal management alone
@@ -311,12 +311,10 @@ def test_a_drug_use_admission_with_opioids_named_asks_for_opioid_use_disorder_me
     untreated = [r for r in risks(noted) if "disorder medication" in r]
     expected = (
         "No opioid use disorder medication at discharge after an admission for opioid use "
-        "disorder (Dependent drug abuse; opioid named in the notes): confirm it was considered, "
+        f"disorder (Dependent drug abuse; {named} named in the notes): confirm it was considered, "
         "or why it is not given"
     )
-    if "heroin" in social:
-        expected = expected.replace("opioid named", "heroin named")
-    assert untreated == ([expected] if asked else [])
+    assert untreated == ([expected] if named else [])
     treated = state_of(
         reason,
         social_history(social),
