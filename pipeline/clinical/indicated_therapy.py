@@ -19,7 +19,8 @@ line per finding, never a decision:
 - **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute
   myocardial infarction: angiography, PCI, bypass or fibrinolysis) with none recorded: how it
   was treated is asked, since the drugs at discharge depend on it.
-- **Age limits**: a drug the table limits by age (prasugrel from 75 years).
+- **Age limits**: a drug the table limits by age (prasugrel from 75 years), in
+  :mod:`pipeline.clinical.age_limits`.
 
 Matching is by keyword in the clinical term, with the table's words that cancel a match
 ("History of", "Awaiting"), and by ingredient word in the drug's name, so every ingredient of a
@@ -32,6 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.clinical.age_limits import age_limits
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
@@ -207,22 +209,6 @@ def avoided_therapy(
         )
         cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
         flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))
-    return flags
-
-
-def age_limits(
-    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
-) -> list[ReviewFlag]:
-    aged = state.patient_age()
-    if aged is None:
-        return []
-    patient, age = aged
-    flags = []
-    for limit in therapy.extra["age_limits"]:
-        given = having(going_home, [limit["ingredient"]])
-        if given and age >= limit["age"]:
-            reason = f"{drug_names(given)} at discharge for a {age}-year-old: {limit['why']}"
-            flags.append(risk_flag(f"age-{limit['ingredient']}", reason, [patient, *given]))
     return flags
 
 
