@@ -52,6 +52,16 @@ STATUS_TERM = re.compile(
 # A request for care ("Sterilization requested") as a stay's reason: an elective admission, whose
 # reason is the care asked for rather than a disease.
 REQUEST_TERM = re.compile(r"\brequested\b", re.IGNORECASE)
+
+
+def elective_care(request: str) -> str:
+    """The care a request asks for, named as the elective admission it is ("Sterilization
+    requested": "Elective sterilization"): the clinical problem the issue's readers write in the
+    diagnosis, where the request itself reads as an administrative code."""
+    care = " ".join(REQUEST_TERM.sub("", plain_term(request)).split())
+    return f"Elective {care[:1].lower()}{care[1:]}" if care else plain_term(request)
+
+
 # Words too general to tie two clinical terms together.
 _GENERIC = frozenset(
     "acute chronic disorder finding situation procedure history of the and with without due "

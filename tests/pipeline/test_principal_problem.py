@@ -46,9 +46,11 @@ def test_a_request_for_care_that_was_given_is_an_elective_admission_not_a_gap() 
         reason="Sterilization requested (situation)",
     )
     (line,) = summary.section("diagnoses").sentences
+    # The clinical problem named, as a hospitalist writes it; the code the request came as,
+    # said once, in brackets.
     assert line.text == (
-        "Sterilization requested: an elective admission, the reason for the stay (no disease "
-        "coded); done: Ligation of bilateral fallopian tubes on 2024-03-01."
+        "Elective sterilization: Ligation of bilateral fallopian tubes on 2024-03-01 (the reason "
+        "for the stay, an elective admission coded as Sterilization requested)."
     )
     assert not line.flags and len(line.citations) == 3
     assert summary.section("active_problems").sentences == []
@@ -110,8 +112,9 @@ def test_a_request_for_care_the_record_implies_was_given_is_an_elective_admissio
     summary = summary_of(history_of("tubal ligation"), reason="Sterilization requested (situation)")
     (first,) = summary.section("diagnoses").sentences
     assert first.text == (
-        "Sterilization requested: an elective admission, the reason for the stay (no disease "
-        "coded); done: tubal ligation on 2024-03-01 (implied by the record: see Procedures)."
+        "Elective sterilization: tubal ligation on 2024-03-01 (the reason for the stay, an "
+        "elective admission coded as Sterilization requested; implied by the record: see "
+        "Procedures)."
     )
     assert [flag.code for flag in first.flags] == ["implied_treatment"]
 

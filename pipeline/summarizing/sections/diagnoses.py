@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, topic_stems
+from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, elective_care, topic_stems
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import transplant_indication
 from pipeline.evidence.model import (
@@ -225,7 +225,8 @@ def _elective_admission(
     if not all(REQUEST_TERM.search(plain_term(r)) for r in reasons):
         return []
     given = [(what, onset) for what, onset, _ in implied]
-    text = render.elective_admission(reasons, [f.attributes for f in done], given)
+    care = list(dict.fromkeys(elective_care(r) for r in reasons))
+    text = render.elective_admission(care, reasons, [f.attributes for f in done], given)
     cited = [stay_fact.id, *(f.id for f in done), *(f.id for *_, f in implied)]
     line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [IMPLIED_TREATMENT] if implied else []})]
