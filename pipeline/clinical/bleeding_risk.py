@@ -57,12 +57,17 @@ class _Criteria:
         return bool(self.major) or len(self.minor) >= 2
 
 
-def _antiplatelets(going_home: Sequence[Fact], risks: CodeTable) -> list[Fact]:
-    """The antiplatelets going home, when they hold two different ingredients."""
+_COUNTED = {2: "two", 3: "three", 4: "four"}
+
+
+def _antiplatelets(going_home: Sequence[Fact], risks: CodeTable) -> tuple[list[Fact], int]:
+    """The antiplatelets going home and how many different ingredients they hold, when two or
+    more (aspirin, clopidogrel and prasugrel are three: the line counts them, never "two")."""
     listed = risks.extra["antithrombotic"]["antiplatelet"]
     drugs = having(going_home, listed)
     ingredients = {w for f in drugs for w in words(attributes_as(f, MedicationAttributes).name)}
-    return drugs if len(ingredients & set(listed)) >= 2 else []
+    count = len(ingredients & set(listed))
+    return (drugs, count) if count >= 2 else ([], 0)
 
 
 def _diagnoses(state: EvidenceState) -> list[tuple[Fact, DiagnosisAttributes]]:
@@ -166,7 +171,7 @@ def _standing_in(
 def dual_antiplatelet_bleeding_risk(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable, hbr: CodeTable
 ) -> list[ReviewFlag]:
-    antiplatelets = _antiplatelets(going_home, risks)
+    antiplatelets, count = _antiplatelets(going_home, risks)
     if not antiplatelets:
         return []
     criteria = _Criteria()
@@ -187,7 +192,8 @@ def dual_antiplatelet_bleeding_risk(
         [*(f"major: {c}" for c in criteria.major), *(f"minor: {c}" for c in criteria.minor)]
     )
     reason = (
-        f"High bleeding risk (ARC-HBR) on two antiplatelets at discharge, "
+        f"High bleeding risk (ARC-HBR) on {_COUNTED.get(count, str(count))} antiplatelets "
+        f"at discharge, "
         f"{drug_names(antiplatelets)}: {said}: confirm the combination and set its duration"
     )
     return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]

@@ -1,5 +1,6 @@
-"""High bleeding risk on two antiplatelets, by the ARC-HBR criteria, on hand-built records: one
-major criterion or two minor ones make the line; one minor criterion alone does not."""
+"""High bleeding risk on two antiplatelets or more, by the ARC-HBR criteria, on hand-built
+records: one major criterion or two minor ones make the line; one minor criterion alone does
+not."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def test_an_active_cancer_is_a_major_criterion_and_makes_the_line_alone() -> Non
     ]
     # One antiplatelet alone is no dual therapy to shorten.
     assert high_bleeding_risk(cancer, DUAL[0]) == []
+
+
+def test_the_line_counts_the_antiplatelets_going_home() -> None:
+    """Aspirin, clopidogrel and prasugrel are three antiplatelets: a reader called "two" a
+    contradiction of the three drugs the line itself names."""
+    cancer = fx.condition(
+        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="2023-08-26"
+    )
+    (line,) = high_bleeding_risk(cancer, *DUAL, going_home("p", "prasugrel 10 MG Oral Tablet"))
+    assert line.startswith("High bleeding risk (ARC-HBR) on three antiplatelets at discharge, ")
 
 
 def test_a_cancer_coded_decades_ago_and_still_active_is_no_active_malignancy() -> None:
