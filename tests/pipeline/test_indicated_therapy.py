@@ -200,6 +200,20 @@ def test_prasugrel_past_the_labels_age_limit_is_flagged_with_the_patients_age() 
     assert [r for r in risks(state_of(prasugrel)) if "year-old" in r] == []
 
 
+def test_prasugrel_for_a_patient_who_reaches_the_age_limit_within_its_course_is_flagged() -> None:
+    """Discharged 2024-03-02 at 74, 75 on 2024-05-01: the twelve months of dual antiplatelet
+    therapy are mostly taken past the label's limit. A 75th birthday beyond the course (the
+    default patient's, 2025-06-15) asks nothing."""
+    prasugrel = going_home("p", "prasugrel 10 MG Oral Tablet")
+    (line,) = [r for r in risks(state_of(prasugrel, born="1949-05-01")) if "year-old" in r]
+    assert line.startswith(
+        "prasugrel 10 MG Oral Tablet at discharge for a 74-year-old (born 1949-05-01), whose year "
+        "of dual antiplatelet therapy after an acute coronary syndrome runs past the label's age "
+        "limit"
+    )
+    assert [r for r in risks(state_of(prasugrel, born="1950-06-15")) if "year-old" in r] == []
+
+
 def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagged() -> None:
     reason = fx.condition("d", "Dependent drug abuse (disorder)")
     home = fx.medication_statement("s", "tramadol hydrochloride 50 MG Oral Tablet")
