@@ -107,14 +107,14 @@ def test_a_status_recorded_during_the_stay_is_what_the_stay_did_said_first() -> 
 
 def test_a_request_for_care_the_record_implies_was_given_is_an_elective_admission_flagged() -> None:
     """ "Sterilization requested" and "History of tubal ligation" recorded that day, with no
-    procedure: the elective admission, the ligation as the record implies it, flagged to
-    confirm; never "Principal diagnosis not documented"."""
+    procedure: the elective admission led by the request the record documents (an inference
+    never leads the diagnosis), the ligation as the record implies it, flagged to confirm; never
+    "Principal diagnosis not documented"."""
     summary = summary_of(history_of("tubal ligation"), reason="Sterilization requested (situation)")
     (first,) = summary.section("diagnoses").sentences
     assert first.text == (
-        "Elective sterilization: tubal ligation on 2024-03-01 (the reason for the stay, an "
-        "elective admission coded as Sterilization requested; implied by the record: see "
-        "Procedures)."
+        "Sterilization requested: an elective admission, the reason for the stay (no disease "
+        "coded); done: tubal ligation on 2024-03-01 (implied by the record: see Procedures)."
     )
     assert [flag.code for flag in first.flags] == ["implied_treatment"]
 

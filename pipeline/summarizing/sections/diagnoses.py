@@ -216,8 +216,11 @@ def _elective_admission(
     implied: list[tuple[str, datetime | None, Fact]],
 ) -> list[Sentence]:
     """A stay coded only as a request for care the episode gave ("Sterilization requested", a
-    ligation done): an elective admission, its reason the request. Given as the record implies
-    it (its "History of" recorded that day, no procedure), the line says so and is flagged."""
+    ligation done): an elective admission, led by the care asked for as the clinical problem
+    ("Elective sterilization"). Given as the record implies it (its "History of" recorded that
+    day, no procedure), the line leads with the request the record documents, says the care is
+    implied, and is flagged: an inference never leads the diagnosis (a paired reader preferred
+    it so where the operation is not recorded)."""
     stay = attributes_as(stay_fact, EncounterAttributes)
     reasons = [*stay.reasons, *stay.arranged_reasons]
     if not (done or implied) or not reasons:
