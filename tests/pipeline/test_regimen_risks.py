@@ -162,6 +162,25 @@ def test_a_loop_diuretic_as_needed_is_a_heart_drug_whose_schedule_is_asked() -> 
     ]
 
 
+def test_heart_drugs_as_needed_are_one_line_in_needs_review_and_a_doubt_on_each_drug() -> None:
+    """One cause, one line: three drugs ordered "as needed" are one Needs review line naming
+    each, carrying each drug's flag, and supported by the checker; each drug's own line in the
+    list still says its doubt."""
+    as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
+    names = ["atenolol 25 MG Oral Tablet", "atorvastatin 40 MG Oral Tablet"]
+    state = stay_evidence(*(going_home(f"d{i}", name) | as_needed for i, name in enumerate(names)))
+    (line,) = [s for s in needs_review_sentences(state) if "as needed" in s.text]
+    assert line.text == (
+        "Heart drugs at discharge as needed, though a heart drug is taken on a schedule: "
+        "atenolol 25 MG Oral Tablet; atorvastatin 40 MG Oral Tablet: confirm each instruction."
+    )
+    assert [f.code for f in line.flags] == ["schedule_in_doubt"] * 2
+    assert line.verdict == "supported"
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    listed = [s for s in summary.section("medications").sentences if "as needed" in s.text]
+    assert len(listed) == 2 and all(s.flags for s in listed)
+
+
 def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
     def record(egfr: float) -> dict:
         return fx.stay(

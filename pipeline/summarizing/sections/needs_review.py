@@ -7,7 +7,9 @@ from typing import Any
 
 from pipeline.evidence.model import (
     EvidenceState,
+    MedicationAttributes,
     ReviewFlag,
+    attributes_as,
 )
 from pipeline.evidence.summary import (
     SECTION_SPECS,
@@ -61,7 +63,8 @@ def needs_review_section(
     stay_fact: str | None,
     undocumented: Sequence[SectionKey],
 ) -> list[Sentence]:
-    """One line per flag (incomplete medications grouped by what they lack), most severe first;
+    """One line per flag (incomplete medications grouped by what they lack, heart drugs ordered
+    "as needed" on one line), most severe first;
     at the end, one line naming the sections the record leaves empty (``undocumented``, read
     from the drafted sections themselves, so that the line never calls a section undocumented
     above its own lines: a kidney supplied in the stay, a care plan). The draft folds those
@@ -69,12 +72,13 @@ def needs_review_section(
     sentences = []
     known = {fact.id for fact in state.all_facts()}
     incomplete: list[ReviewFlag] = []
+    as_needed: list[ReviewFlag] = []
     settled = _all_held_proposed_stopped(state)
     for flag in state.flags_for_review:
         if flag.code == "home_medication_not_ordered" and settled:
             continue
-        if flag.code == "incomplete_medication":
-            incomplete.append(flag)
+        if flag.code in {"incomplete_medication", "schedule_in_doubt"}:
+            (incomplete if flag.code == "incomplete_medication" else as_needed).append(flag)
             continue
         # A rejected fact is not evidence: its flag cites the stay instead.
         citations = [f for f in flag.fact_ids if f in known] or ([stay_fact] if stay_fact else [])
@@ -91,11 +95,30 @@ def needs_review_section(
         sentence = cited_sentence("needs_review", text, citations)
         flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
+    if as_needed:
+        sentences.append(_as_needed_line(state, render, as_needed))
     sentences.sort(key=_severity)
     if undocumented and stay_fact:
         titles = [SECTION_SPECS[key].title for key in undocumented]
         sentences.append(cited_sentence("needs_review", render.not_documented(titles), [stay_fact]))
     return sentences
+
+
+def _as_needed_line(state: EvidenceState, render: Any, flags: list[ReviewFlag]) -> Sentence:
+    """The heart drugs ordered "as needed", one cause on one line (a reader counted three such
+    lines, each repeating the question, as one of the draft's noises); each drug's own line in
+    the list still carries its doubt. One drug alone keeps its own flag's words."""
+    citations = [fact_id for flag in flags for fact_id in flag.fact_ids]
+    if len(flags) == 1:
+        text = render.review(flags[0].reason + ".")
+    else:
+        names = {
+            f.id: attributes_as(f, MedicationAttributes).name for f in state.facts["medication"]
+        }
+        text = render.heart_drugs_as_needed([names[i] for i in citations if i in names])
+    sentence = cited_sentence("needs_review", text, citations)
+    flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
+    return sentence.model_copy(update={"flags": flag_list})
 
 
 def _all_held_proposed_stopped(state: EvidenceState) -> bool:
