@@ -59,7 +59,7 @@ def pain_plan_flags(
         dict.fromkeys(plain_term(attributes_as(f, DiagnosisAttributes).display) for f in conditions)
     )
     reason = (
-        f"Chronic pain on record ({named}) and its analgesics proposed stopped "
+        f"A chronic pain condition on record ({named}) and its analgesics proposed stopped "
         f"({drug_names(stopped)}): plan how the pain is treated without them"
     )
     return [risk_flag("pain-plan", reason, [*stopped, *conditions])]

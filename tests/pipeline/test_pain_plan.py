@@ -21,16 +21,18 @@ def drafted(*resources: dict) -> EvidenceState:
 
 
 def pain_plans(state: EvidenceState) -> list[str]:
-    return [reason for reason in risks(state) if reason.startswith("Chronic pain on record")]
+    return [
+        reason for reason in risks(state) if reason.startswith("A chronic pain condition on record")
+    ]
 
 
 def test_an_nsaid_proposed_stopped_with_chronic_pain_on_record_asks_for_a_pain_plan() -> None:
     state = drafted(HEART, KNEE, NAPROXEN)
     assert pain_plans(state) == [
-        "Chronic pain on record (Osteoarthritis of knee) and its analgesics proposed stopped "
-        "(Naproxen sodium 220 MG Oral Tablet): plan how the pain is treated without them"
+        "A chronic pain condition on record (Osteoarthritis of knee) and its analgesics proposed "
+        "stopped (Naproxen sodium 220 MG Oral Tablet): plan how the pain is treated without them"
     ]
-    line = needs_review_line(state, "Chronic pain on record")
+    line = needs_review_line(state, "A chronic pain condition on record")
     assert line.verdict == "supported", line.review_reasons()
 
 
@@ -56,8 +58,9 @@ def test_an_opioid_at_home_proposed_stopped_after_a_drug_use_admission_is_named(
     home = fx.medication_statement("s", "tramadol hydrochloride 50 MG Oral Tablet")
     statin = fx.medication_statement("t", "simvastatin 20 MG Oral Tablet")
     assert pain_plans(drafted(admission, pain, home, statin)) == [
-        "Chronic pain on record (Chronic low back pain) and its analgesics proposed stopped "
-        "(tramadol hydrochloride 50 MG Oral Tablet): plan how the pain is treated without them"
+        "A chronic pain condition on record (Chronic low back pain) and its analgesics proposed "
+        "stopped (tramadol hydrochloride 50 MG Oral Tablet): plan how the pain is treated without "
+        "them"
     ]
 
 
