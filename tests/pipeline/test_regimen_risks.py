@@ -172,9 +172,12 @@ def test_heart_drugs_as_needed_are_one_line_in_needs_review_and_a_doubt_on_each_
     (line,) = [s for s in needs_review_sentences(state) if "as needed" in s.text]
     assert line.text == (
         "Heart drugs at discharge as needed, though a heart drug is taken on a schedule: "
-        "atenolol 25 MG Oral Tablet; atorvastatin 40 MG Oral Tablet: confirm each instruction."
+        "atenolol 25 MG Oral Tablet; atorvastatin 40 MG Oral Tablet: confirm the instruction for "
+        "each."
     )
     assert [f.code for f in line.flags] == ["schedule_in_doubt"] * 2
+    # The line states each drug's flag, so the draft does not print them again beside it.
+    assert line.review_reasons() == ""
     assert line.verdict == "supported"
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     listed = [s for s in summary.section("medications").sentences if "as needed" in s.text]

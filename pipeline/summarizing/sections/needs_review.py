@@ -109,15 +109,21 @@ def _as_needed_line(state: EvidenceState, render: Any, flags: list[ReviewFlag]) 
     lines, each repeating the question, as one of the draft's noises); each drug's own line in
     the list still carries its doubt. One drug alone keeps its own flag's words."""
     citations = [fact_id for flag in flags for fact_id in flag.fact_ids]
+    flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
     if len(flags) == 1:
         text = render.review(flags[0].reason + ".")
     else:
         names = {
             f.id: attributes_as(f, MedicationAttributes).name for f in state.facts["medication"]
         }
-        text = render.heart_drugs_as_needed([names[i] for i in citations if i in names])
+        named = [(flag, names[i]) for flag in flags for i in flag.fact_ids if i in names]
+        text = render.heart_drugs_as_needed([name for _, name in named])
+        # Each drug's flag in words the line states, so the draft prints none of them again.
+        flag_list = [
+            SentenceFlag(code=flag.code, reason=render.heart_drug_as_needed(name))
+            for flag, name in named
+        ]
     sentence = cited_sentence("needs_review", text, citations)
-    flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
     return sentence.model_copy(update={"flags": flag_list})
 
 
