@@ -184,6 +184,28 @@ def test_heart_drugs_as_needed_are_one_line_in_needs_review_and_a_doubt_on_each_
     assert len(listed) == 2 and all(s.flags for s in listed)
 
 
+def test_old_orders_to_confirm_as_needed_share_a_line_that_says_if_continued() -> None:
+    """Orders last written years before the stay are to confirm, not discharge drugs: their
+    shared line says "if continued", as each of their flags does; the drug ordered in the stay
+    keeps its own "at discharge" line."""
+    as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
+    old = [
+        fx.medication_request(f"o{i}", name, authored="2001-01-31T10:00:00Z") | as_needed
+        for i, name in enumerate(
+            ["propranolol hydrochloride 40 MG Oral Tablet", "digoxin 0.125 MG Oral Tablet"]
+        )
+    ]
+    state = stay_evidence(*old, going_home("n", "atorvastatin 40 MG Oral Tablet") | as_needed)
+    lines = [s.text for s in needs_review_sentences(state) if " as needed" in s.text]
+    assert lines == [
+        "Heart drugs if continued as needed, though a heart drug is taken on a schedule: "
+        "propranolol hydrochloride 40 MG Oral Tablet; digoxin 0.125 MG Oral Tablet: confirm the "
+        "instruction for each.",
+        "atorvastatin 40 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
+        "schedule: confirm the instruction.",
+    ]
+
+
 def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
     def record(egfr: float) -> dict:
         return fx.stay(

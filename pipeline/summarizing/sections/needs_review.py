@@ -95,8 +95,7 @@ def needs_review_section(
         sentence = cited_sentence("needs_review", text, citations)
         flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in incomplete]
         sentences.append(sentence.model_copy(update={"flags": flag_list}))
-    if as_needed:
-        sentences.append(_as_needed_line(state, render, as_needed))
+    sentences += _as_needed_lines(state, render, as_needed)
     sentences.sort(key=_severity)
     if undocumented and stay_fact:
         titles = [SECTION_SPECS[key].title for key in undocumented]
@@ -104,10 +103,22 @@ def needs_review_section(
     return sentences
 
 
-def _as_needed_line(state: EvidenceState, render: Any, flags: list[ReviewFlag]) -> Sentence:
+def _as_needed_lines(state: EvidenceState, render: Any, flags: list[ReviewFlag]) -> list[Sentence]:
     """The heart drugs ordered "as needed", one cause on one line (a reader counted three such
     lines, each repeating the question, as one of the draft's noises); each drug's own line in
-    the list still carries its doubt. One drug alone keeps its own flag's words."""
+    the list still carries its doubt. Drugs at discharge and orders to confirm ("if continued",
+    as their flags say) get a line each: a reader caught "at discharge" said of the latter. One
+    drug alone keeps its own flag's words."""
+    by_when: dict[str, list[ReviewFlag]] = {}
+    for flag in flags:
+        when = "if continued" if " if continued as needed" in flag.reason else "at discharge"
+        by_when.setdefault(when, []).append(flag)
+    return [_as_needed_line(state, render, group, when) for when, group in by_when.items()]
+
+
+def _as_needed_line(
+    state: EvidenceState, render: Any, flags: list[ReviewFlag], when: str
+) -> Sentence:
     citations = [fact_id for flag in flags for fact_id in flag.fact_ids]
     flag_list = [SentenceFlag(code=flag.code, reason=flag.reason) for flag in flags]
     if len(flags) == 1:
@@ -117,10 +128,10 @@ def _as_needed_line(state: EvidenceState, render: Any, flags: list[ReviewFlag]) 
             f.id: attributes_as(f, MedicationAttributes).name for f in state.facts["medication"]
         }
         named = [(flag, names[i]) for flag in flags for i in flag.fact_ids if i in names]
-        text = render.heart_drugs_as_needed([name for _, name in named])
+        text = render.heart_drugs_as_needed(when, [name for _, name in named])
         # Each drug's flag in words the line states, so the draft prints none of them again.
         flag_list = [
-            SentenceFlag(code=flag.code, reason=render.heart_drug_as_needed(name))
+            SentenceFlag(code=flag.code, reason=render.heart_drug_as_needed(when, name))
             for flag, name in named
         ]
     sentence = cited_sentence("needs_review", text, citations)
