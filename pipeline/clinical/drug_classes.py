@@ -22,6 +22,7 @@ from pipeline.clinical.opioid_dose import opioid_dose_flags
 from pipeline.clinical.pain_plan import pain_plan_flags
 from pipeline.clinical.regimen_risks import regimen_risk_flags
 from pipeline.clinical.risk_flags import RAISED_BY
+from pipeline.clinical.statin_intensity import stronger_statin_kept
 from pipeline.clinical.strengths import strength_discrepancy_flags
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
@@ -134,7 +135,9 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     discharge = ordered + noted
     flags = [flag for flag in state.flags_for_review if flag.raised_by != RAISED_BY]
     flags += allergy_class_flags(state, discharge, drug_table)
-    flags += duplication_flags(discharge, drug_table, unconfirmed, held)
+    duplications = duplication_flags(discharge, drug_table, unconfirmed, held)
+    statins = table("statin_intensity", settings)
+    flags += stronger_statin_kept(state, duplications, discharge, unconfirmed | held, statins)
     risks = table("regimen_risks", settings)
     flags += regimen_risk_flags(state, discharge, risks)
     flags += dual_antiplatelet_bleeding_risk(

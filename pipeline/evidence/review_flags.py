@@ -40,6 +40,7 @@ FlagCode = Literal[
     "loop_budget_exhausted",
     "stale_condition",
     "therapeutic_duplication",
+    "choice_in_doubt",
     "stop_proposed",
     "allergy_conflict",
     "no_discharge_medications",

@@ -44,6 +44,7 @@ CRITICAL_FLAGS = frozenset(
         "acute_kidney_injury",
         "medication_discrepancy",
         "therapeutic_duplication",
+        "choice_in_doubt",
         "stop_proposed",
         "wrong_patient_document",
         "note_instruction",

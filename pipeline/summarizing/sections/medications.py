@@ -31,8 +31,9 @@ from pipeline.summarizing.sections.proposed_stops import proposed_stop_lines, pr
 LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt", "strength_discrepancy"})
 # A duplication names every drug it involves, and sits on each of their lines, whose status then
 # reads "TO CONFIRM": an ACE inhibitor CONTINUED beside an ARB must not read as settled where the
-# list is copied, since one of the two is likely to stop.
-SHARED_DOUBTS = frozenset({"therapeutic_duplication"})
+# list is copied, since one of the two is likely to stop. A choice in doubt (two statins, the
+# stronger one the order to confirm) is shared the same way, but proposes no stop.
+SHARED_DOUBTS = frozenset({"therapeutic_duplication", "choice_in_doubt"})
 
 
 def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
@@ -64,7 +65,7 @@ def superseded(state: EvidenceState) -> dict[str, list[str]]:
         newer = [
             fact_id
             for flag in state.flags_for_review
-            if flag.code in SHARED_DOUBTS and order in flag.fact_ids
+            if flag.code == "therapeutic_duplication" and order in flag.fact_ids
             for fact_id in flag.fact_ids
             if fact_id in going_home
         ]

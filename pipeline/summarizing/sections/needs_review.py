@@ -31,6 +31,7 @@ SEVERITY = (
     "acute_kidney_injury",
     "conflict",
     "therapeutic_duplication",
+    "choice_in_doubt",
     "stop_proposed",
     "regimen_risk",
     "expected_drug_missing",
