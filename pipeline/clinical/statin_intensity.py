@@ -62,7 +62,7 @@ def stronger_statin_kept(
         if flag.code != "therapeutic_duplication" or not _stops_the_stronger(ranked, unsettled):
             kept.append(flag)
             continue
-        kept.append(_which_statin(disease, ranked, unsettled))
+        kept.append(_which_statin(state, disease, ranked, unsettled, statins))
     return kept
 
 
@@ -91,8 +91,14 @@ def _stops_the_stronger(ranked: list[tuple[Fact, str]], unsettled: frozenset[str
 
 
 def _which_statin(
-    disease: list[Fact], ranked: list[tuple[Fact, str]], unsettled: frozenset[str]
+    state: EvidenceState,
+    disease: list[Fact],
+    ranked: list[tuple[Fact, str]],
+    unsettled: frozenset[str],
+    table: CodeTable,
 ) -> ReviewFlag:
+    """The line that asks which statin continues; past the age where the guideline finds a
+    moderate intensity reasonable too (its recommendation 4.1.3), it says so, with the age."""
     named = "; ".join(
         dict.fromkeys(plain_term(attributes_as(f, DiagnosisAttributes).display) for f in disease)
     )
@@ -102,10 +108,18 @@ def _which_statin(
         + ")"
         for fact, level in ranked
     )
-    reason = (
-        f"Statin choice at discharge (a high-intensity statin is indicated): {statins}: "
-        f"atherosclerotic cardiovascular disease on record ({named}): confirm which statin "
-        "continues, the stronger one unless there is a reason not to"
+    aged = state.patient_age()
+    indicated, ask = (
+        "a high-intensity statin is indicated",
+        "the stronger one unless there is a reason not to",
     )
     cited = [*disease, *(f for f, _ in ranked)]
+    if aged is not None and aged[1] > table.extra["moderate_reasonable_over"]:
+        indicated += f", a moderate-intensity one reasonable at {aged[1]}"
+        ask = "and at which intensity"
+        cited.append(aged[0])
+    reason = (
+        f"Statin choice at discharge ({indicated}): {statins}: atherosclerotic cardiovascular "
+        f"disease on record ({named}): confirm which statin continues, {ask}"
+    )
     return risk_flag("statin-intensity", reason, cited, "choice_in_doubt")

@@ -33,8 +33,9 @@ def ordered_in_stay(request_id: str, name: str) -> dict[str, Any]:
     return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **FULL)  # type: ignore[arg-type]
 
 
-def drafted(*resources: dict[str, Any]) -> Summary:
-    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
+def drafted(*resources: dict[str, Any], born: str = "1950-06-15") -> Summary:
+    record = fx.bundle(fx.patient() | {"birthDate": born}, fx.encounter(), *resources)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
     return summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
 
 
@@ -81,6 +82,24 @@ def test_after_an_infarction_the_stronger_statin_to_confirm_is_not_proposed_stop
     lines = medication_lines(summary)
     assert not any(text.startswith("PROPOSED STOP") for text in lines)
     assert any(text.startswith("NEW, TO CONFIRM: Simvastatin 20 MG") for text in lines)
+
+
+def test_past_75_the_line_says_a_moderate_intensity_is_reasonable_too() -> None:
+    """The guideline's recommendation 4.1.3: older than 75, moderate or high intensity is
+    reasonable; the line says so with the age and asks for the intensity, not the stronger."""
+    summary = drafted(
+        INFARCTION,
+        old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
+        ordered_in_stay("simva", "Simvastatin 20 MG Oral Tablet"),
+        born="1939-01-01",
+    )
+    (line,) = [s for s in summary.section("needs_review").sentences if "statin" in s.text]
+    assert line.text.startswith(
+        "Statin choice at discharge (a high-intensity statin is indicated, a moderate-intensity "
+        "one reasonable at 85): "
+    )
+    assert line.text.endswith("confirm which statin continues, and at which intensity.")
+    assert line.verdict == "supported"
 
 
 @pytest.mark.parametrize(
