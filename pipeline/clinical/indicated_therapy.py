@@ -150,16 +150,27 @@ def expected_therapy(
     return flags
 
 
-def _held_at_home(state: EvidenceState, drugs: Sequence[str]) -> list[tuple[Fact, str]]:
-    """Home drugs with no discharge order (held or stopped?) that hold one of ``drugs`` as a
-    word, each with the fact that names it (the statement or the note's line)."""
+# How a home drug with no discharge order is named on a rule's line, by where it stands.
+_AT_HOME = {
+    "held_or_stopped": "at home, held or stopped?",
+    "in_place": "in place from before the stay",
+}
+
+
+def _held_at_home(
+    state: EvidenceState, drugs: Sequence[str], in_place: bool = False
+) -> list[tuple[Fact, str]]:
+    """Home drugs with no discharge order (held or stopped?; with ``in_place``, a device's drug
+    in place too) that hold one of ``drugs`` as a word, each with the fact that names it (the
+    statement or the note's line)."""
     wanted = set(drugs)
+    kinds = set(_AT_HOME) if in_place else {"held_or_stopped"}
     found = []
     for change in state.medications.changes:
         cited = change.admission or change.noted
         words = set(re.findall(r"[a-z]+", change.name.lower()))
-        if change.kind == "held_or_stopped" and cited and words & wanted:
-            found.append((state.fact(cited), f"{change.name} (at home, held or stopped?)"))
+        if change.kind in kinds and cited and words & wanted:
+            found.append((state.fact(cited), f"{change.name} ({_AT_HOME[change.kind]})"))
     return found
 
 
@@ -180,9 +191,10 @@ def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
 def avoided_therapy(
     state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
 ) -> list[ReviewFlag]:
-    """A drug an admission rules out (an opioid after one for substance use), going home or at
-    home: its stop is proposed, for the physician to confirm, with the indication, the supply
-    and an overdose plan to settle if it is needed after all."""
+    """A drug an admission rules out (an opioid after one for substance use, a contraceptive
+    after a sterilization), going home or at home: its stop is proposed, for the physician to
+    confirm, with what the rule's ``ask`` says to settle if it is needed after all (the
+    indication, the supply and an overdose plan; the other reason a contraceptive is kept)."""
     flags = []
     for name, rule in therapy.extra["avoid"].items():
         indications = _indication(state, rule)
@@ -196,7 +208,12 @@ def avoided_therapy(
             for f in having(going_home, drugs)
             if f.id not in at_home
         ]
-        held = [found for drugs in rule["groups"].values() for found in _held_at_home(state, drugs)]
+        in_place = rule.get("in_place", False)
+        held = [
+            found
+            for drugs in rule["groups"].values()
+            for found in _held_at_home(state, drugs, in_place)
+        ]
         if not (given or held):
             continue
         drugs = "; ".join(filter(None, [drug_names(given), "; ".join(text for _, text in held)]))
@@ -204,8 +221,7 @@ def avoided_therapy(
         article = "An" if groups[:1] in "aeiou" else "A"
         reason = (
             f"{article} {groups} after an admission for {name} ({_named(indications)}): {drugs}: "
-            "proposed stop, unless it is needed: confirm the indication, the supply and an "
-            "overdose plan"
+            f"{rule['ask']}"
         )
         cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
         flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))

@@ -225,6 +225,41 @@ def test_a_home_opioid_held_or_stopped_after_a_substance_use_admission_is_flagge
     ]
 
 
+def home_list(*drugs: str) -> dict[str, Any]:
+    """The H&P of the stay, its medication list naming ``drugs``."""
+    return fx.document_reference("hp", fx.attachment("# Medications\n" + "; ".join(drugs) + "\n"))
+
+
+LIGATION = fx.procedure("p", "Ligation of bilateral fallopian tubes (procedure)")
+
+
+@pytest.mark.parametrize(
+    ("drug", "where"),
+    [
+        ("levora 0.15/30 28 day pack", "at home, held or stopped?"),
+        ("kyleena 19.5 mg intrauterine system", "in place from before the stay"),
+    ],
+)
+def test_a_hormonal_contraceptive_after_a_tubal_ligation_is_proposed_stopped(
+    drug: str, where: str
+) -> None:
+    """ACOG 2019: a tubal ligation is contraception; the pill, or the device in place, is kept
+    only for another reason, which the physician confirms."""
+    (line,) = [r for r in risks(state_of(LIGATION, home_list(drug))) if "contraceptive" in r]
+    assert line == (
+        "A hormonal contraceptive after an admission for sterilization (Ligation of bilateral "
+        f"fallopian tubes): {drug} ({where}): no longer needed for contraception once the tubes "
+        "are ligated: proposed stop (or removal), unless it is kept for another reason such as "
+        "heavy menstrual bleeding or cycle control: confirm"
+    )
+
+
+def test_a_sterilization_requested_and_not_done_asks_nothing_of_the_contraceptive() -> None:
+    requested = fx.condition("r", "Sterilization requested (situation)")
+    state = state_of(requested, home_list("levora 0.15/30 28 day pack"))
+    assert not any("contraceptive" in r for r in risks(state))
+
+
 def test_assessing_substance_use_is_not_an_admission_for_it() -> None:
     """A routine screening procedure names substance use without being the stay's problem."""
     assessed = fx.procedure("as", "Assessment of substance use (procedure)")
