@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from pipeline.clinical.discharge_instability import unstable_at_discharge
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
     EvidenceState,
@@ -246,7 +247,8 @@ def critical_flags(facts: Sequence[Fact]) -> list[ReviewFlag]:
 
 
 def interpret_results(state: EvidenceState, settings: PipelineSettings) -> EvidenceState:
-    """Every result interpreted; a critical value of the stay flagged for the physician."""
+    """Every result interpreted; a critical value of the stay, a kidney injury and vital signs
+    unstable at discharge flagged for the physician."""
     ranges = table("reference_ranges", settings).extra["ranges"]
     facts = [
         fact.model_copy(update={"attributes": interpret(fact.attributes, ranges)})
@@ -259,6 +261,7 @@ def interpret_results(state: EvidenceState, settings: PipelineSettings) -> Evide
     injury = kidney_injury(facts, table("acute_kidney_injury", settings))
     if injury is not None:
         flags.append(injury)
+    flags += unstable_at_discharge(state, facts, table("discharge_instability", settings))
     return state.model_copy(
         update={"facts": dict(state.facts) | {"lab_result": facts}, "flags_for_review": flags}
     )

@@ -48,6 +48,7 @@ FlagCode = Literal[
     "strength_discrepancy",
     "critical_result",
     "acute_kidney_injury",
+    "unstable_at_discharge",
     "medication_not_renewed",
     "regimen_risk",
     "expected_drug_missing",

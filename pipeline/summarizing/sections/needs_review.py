@@ -29,6 +29,7 @@ SEVERITY = (
     "allergy_conflict",
     "critical_result",
     "acute_kidney_injury",
+    "unstable_at_discharge",
     "conflict",
     "therapeutic_duplication",
     "choice_in_doubt",

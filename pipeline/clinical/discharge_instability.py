@@ -1,0 +1,91 @@
+"""Vital signs unstable at the last measurement before discharge, asked about once.
+
+A heart-failure readmission left with an oxygen saturation of 88 % as its last reading and
+nothing after it; the draft printed the value under Condition at discharge and flagged nothing,
+and two readers named it. Instability on discharge (a temperature, heart rate, respiratory
+rate, systolic pressure or oxygen saturation past the limits of the shipped
+``discharge_instability`` table, each at its last measurement) predicts death and readmission
+within 30 days (Nguyen et al. 2017, after Halm et al. 2002). One Needs review line names each
+such reading with its value and date and asks the physician to confirm the patient is stable to
+leave; never a decision, since the record may not hold the last set taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    LabResultAttributes,
+    ReviewFlag,
+    attributes_as,
+    aware,
+)
+
+
+def _unstable(value: Decimal, criterion: dict[str, Any]) -> bool:
+    if "above" in criterion:
+        return value > Decimal(str(criterion["above"]))
+    if "at_most" in criterion:
+        return value <= Decimal(str(criterion["at_most"]))
+    return value < Decimal(str(criterion["below"]))
+
+
+def _last_of_stay(
+    facts: Sequence[Fact], codes: Sequence[str], start: datetime, end: datetime
+) -> Fact | None:
+    """The latest result under ``codes`` taken in the stay, up to discharge."""
+    taken = [
+        (aware(result.effective), fact)
+        for fact in facts
+        if isinstance(result := fact.attributes, LabResultAttributes)
+        and result.code is not None
+        and result.code.code in codes
+        and result.effective is not None
+        and not result.baseline
+        and start <= aware(result.effective) <= end
+    ]
+    return max(taken, key=lambda pair: pair[0])[1] if taken else None
+
+
+def unstable_at_discharge(
+    state: EvidenceState, facts: Sequence[Fact], criteria: CodeTable
+) -> list[ReviewFlag]:
+    """One flag naming every vital sign whose last measurement of the stay meets its
+    instability criterion (``facts``: the interpreted results), or none."""
+    stay = state.stay()
+    if stay is None or stay.start is None or stay.end is None:
+        return []
+    start, end = aware(stay.start), aware(stay.end)
+    found = []
+    for criterion in criteria.extra["criteria"]:
+        last = _last_of_stay(facts, criterion["codes"], start, end)
+        if last is None:
+            continue
+        result = attributes_as(last, LabResultAttributes)
+        measured = result.value is not None and result.unit == criterion["unit"]
+        if measured and result.value is not None and _unstable(result.value, criterion):
+            found.append(last)
+    if not found:
+        return []
+    said = "; ".join(_reading(attributes_as(f, LabResultAttributes)) for f in found)
+    reason = (
+        f"Unstable at the last measurement before discharge: {said}: confirm the patient is "
+        "stable to leave, or what is done about it"
+    )
+    return [
+        ReviewFlag.on_facts(
+            ("unstable",), "unstable_at_discharge", reason, "results", [f.id for f in found]
+        )
+    ]
+
+
+def _reading(result: LabResultAttributes) -> str:
+    when = result.effective.date().isoformat() if result.effective else "date unknown"
+    unit = f" {result.unit}" if result.unit else ""
+    return f"{result.name} {result.shown_value or result.value}{unit} on {when}"
