@@ -68,8 +68,10 @@ def unstable_at_discharge(
         if last is None:
             continue
         result = attributes_as(last, LabResultAttributes)
-        measured = result.value is not None and result.unit == criterion["unit"]
-        if measured and result.value is not None and _unstable(result.value, criterion):
+        # A value in another unit (a temperature in °F) is not compared against the limit.
+        if result.value is None or result.unit != criterion["unit"]:
+            continue
+        if _unstable(result.value, criterion):
             found.append(last)
     if not found:
         return []

@@ -12,8 +12,10 @@ line per finding, never a decision:
   transplant; medication for opioid use disorder after a drug use admission whose opioid only
   the notes name: ``only_with``'s ``notes``).
 - **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
-  out (an opioid or benzodiazepine after a substance-use admission). A home drug with no discharge
-  order (held or stopped?) counts: the patient has it at home, so it may still be taken.
+  out (an opioid or benzodiazepine after a substance-use admission; a hormonal contraceptive
+  after a tubal ligation). A home drug with no discharge order (held or stopped?) counts: the
+  patient has it at home, so it may still be taken; so does a device's drug in place, where the
+  rule says ``in_place``.
 - **Required procedures**: a drug whose indication is a procedure (prasugrel: PCI) with no such
   procedure in the episode.
 - **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute

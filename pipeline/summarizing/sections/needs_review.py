@@ -79,8 +79,11 @@ def needs_review_section(
     for flag in state.flags_for_review:
         if flag.code == "home_medication_not_ordered" and settled:
             continue
-        if flag.code in {"incomplete_medication", "schedule_in_doubt"}:
-            (incomplete if flag.code == "incomplete_medication" else as_needed).append(flag)
+        if flag.code == "incomplete_medication":
+            incomplete.append(flag)
+            continue
+        if flag.code == "schedule_in_doubt":
+            as_needed.append(flag)
             continue
         # A rejected fact is not evidence: its flag cites the stay instead.
         citations = [f for f in flag.fact_ids if f in known] or ([stay_fact] if stay_fact else [])
