@@ -73,6 +73,10 @@ def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
         # The record holds social history, none of it bearing on discharge: "Not documented"
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
+    if key == "active_problems" and (listed(state, "principal") or listed(state, "episode")):
+        # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
+        # day): two readers read "Not documented: Active problems" as contradicting the chart.
+        return str(render.no_other_active_problem())
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED

@@ -491,6 +491,32 @@ def test_the_latest_note_before_the_episode_is_read_and_never_an_episodes_or_a_v
     )
 
 
+@pytest.mark.parametrize(
+    ("conditions", "said"),
+    [
+        ((fx.condition("a", "Acute appendicitis (disorder)"),), "None besides this stay's own"),
+        ((), None),
+    ],
+    ids=["only-the-stays-own", "none-at-all"],
+)
+def test_a_problem_list_with_only_the_stays_own_diagnoses_is_not_called_undocumented(
+    conditions: tuple[dict, ...], said: str | None
+) -> None:
+    """A list whose only active entries are this stay's diagnoses says so under its heading; two
+    readers read "Not documented: Active problems" beside such a chart as contradicting it. A
+    record with no diagnosis at all is still "Not documented", in Needs review's line."""
+    state = evidence_from_fhir(fx.stay(*conditions), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    problems = summary.section("active_problems")
+    assert problems.sentences == []
+    review = " ".join(s.text for s in summary.section("needs_review").sentences)
+    if said is None:
+        assert problems.named_in_needs_review and "Active problems" in review
+    else:
+        assert (problems.empty_reason or "").startswith(said)
+        assert not problems.named_in_needs_review and "Active problems" not in review
+
+
 def test_social_history_left_out_is_not_called_undocumented() -> None:
     """A note's Social History that the draft leaves out (an age the patient has not reached is
     the template's) is still documented: the section says none bears on discharge, and the Not
