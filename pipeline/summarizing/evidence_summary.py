@@ -65,7 +65,9 @@ _DATED_SECTIONS: dict[SectionKey, tuple[str, str]] = {
 }
 
 
-def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
+def _empty_reason(
+    key: SectionKey, state: EvidenceState, render: Any, social_shown: bool = False
+) -> str:
     """ "Not documented", or that the available record holds none before discharge. Its first
     one's date is never said: a discharge summary states nothing dated after discharge, and
     readers read that date as noise."""
@@ -75,12 +77,25 @@ def _empty_reason(key: SectionKey, state: EvidenceState, render: Any) -> str:
         return str(render.no_social_history_bearing())
     if key == "active_problems" and (listed(state, "principal") or listed(state, "episode")):
         # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
-        # day): two readers read "Not documented: Active problems" as contradicting the chart.
-        return str(render.no_other_active_problem())
+        # day): two readers read "Not documented: Active problems" as contradicting the chart,
+        # and one read "none besides" beside an active alcohol use as a contradiction too: the
+        # social findings Social history shows (``social_shown``) are pointed to.
+        return str(render.no_other_active_problem(social_shown))
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED
     return str(render.record_starts_later(what))
+
+
+def _empty_reasons(
+    built: dict[SectionKey, list[Sentence]], state: EvidenceState, render: Any
+) -> dict[SectionKey, str]:
+    """Each empty section's reason, read once: for the Needs review line and for the section."""
+    social = {f.id for f in listed(state, "social")}
+    shown = any(social & set(s.citations) for s in built["social_history"])
+    return {
+        key: _empty_reason(key, state, render, shown) for key, lines in built.items() if not lines
+    }
 
 
 def _stay_fact(state: EvidenceState) -> Fact | None:
@@ -132,8 +147,7 @@ def summarize_evidence(
             state, render, (equipment, routine, table("condition_follow_up", settings)), stay
         ),
     }
-    # Each empty section's reason, read once: for the Needs review line and for the section.
-    empty = {key: _empty_reason(key, state, render) for key, lines in built.items() if not lines}
+    empty = _empty_reasons(built, state, render)
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]
     built["needs_review"] = needs_review_section(state, render, stay_fact, undocumented)
     if not built["needs_review"]:
