@@ -75,12 +75,13 @@ def _empty_reason(
         # The record holds social history, none of it bearing on discharge: "Not documented"
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
-    if key == "active_problems" and (listed(state, "principal") or listed(state, "episode")):
+    own = listed(state, "principal") or listed(state, "episode")
+    if key == "active_problems" and own and not social_shown:
         # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
-        # day): two readers read "Not documented: Active problems" as contradicting the chart,
-        # and one read "none besides" beside an active alcohol use as a contradiction too: the
-        # social findings Social history shows (``social_shown``) are pointed to.
-        return str(render.no_other_active_problem(social_shown))
+        # day): two readers read "Not documented: Active problems" as contradicting the chart.
+        # Beside social findings that Social history shows (an alcohol use), "none besides"
+        # read to two paired readers as a list called complete that is not: not said there.
+        return str(render.no_other_active_problem())
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED
