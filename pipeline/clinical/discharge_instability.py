@@ -17,15 +17,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
 from pipeline.clinical.tables import CodeTable
-from pipeline.evidence.model import (
-    EvidenceState,
-    Fact,
-    LabResultAttributes,
-    ReviewFlag,
-    attributes_as,
-    aware,
-)
+from pipeline.evidence.model import EvidenceState, Fact, LabResultAttributes, ReviewFlag, aware
 
 
 def _unstable(value: Decimal, criterion: dict[str, Any]) -> bool:
@@ -36,12 +30,12 @@ def _unstable(value: Decimal, criterion: dict[str, Any]) -> bool:
     return value < Decimal(str(criterion["below"]))
 
 
-def _last_of_stay(
+def _of_stay(
     facts: Sequence[Fact], codes: Sequence[str], start: datetime, end: datetime
-) -> Fact | None:
-    """The latest result under ``codes`` taken in the stay, up to discharge."""
-    taken = [
-        (aware(result.effective), fact)
+) -> list[Fact]:
+    """The results under ``codes`` taken in the stay, up to discharge."""
+    return [
+        fact
         for fact in facts
         if isinstance(result := fact.attributes, LabResultAttributes)
         and result.code is not None
@@ -50,7 +44,6 @@ def _last_of_stay(
         and not result.baseline
         and start <= aware(result.effective) <= end
     ]
-    return max(taken, key=lambda pair: pair[0])[1] if taken else None
 
 
 def unstable_at_discharge(
@@ -64,18 +57,17 @@ def unstable_at_discharge(
     start, end = aware(stay.start), aware(stay.end)
     found = []
     for criterion in criteria.extra["criteria"]:
-        last = _last_of_stay(facts, criterion["codes"], start, end)
-        if last is None:
-            continue
-        result = attributes_as(last, LabResultAttributes)
+        taken = _of_stay(facts, criterion["codes"], start, end)
+        last = latest_of(taken)
         # A value in another unit (a temperature in °F) is not compared against the limit.
-        if result.value is None or result.unit != criterion["unit"]:
+        if last is None or last.value is None or last.unit != criterion["unit"]:
             continue
-        if _unstable(result.value, criterion):
-            found.append(last)
+        if _unstable(last.value, criterion):
+            found.append(fact_of(taken, last))
     if not found:
         return []
-    said = "; ".join(_reading(attributes_as(f, LabResultAttributes)) for f in found)
+    results = [f.attributes for f in found if isinstance(f.attributes, LabResultAttributes)]
+    said = "; ".join(said_value(result, result.name) for result in results)
     reason = (
         f"Unstable at the last measurement before discharge: {said}: confirm the patient is "
         "stable to leave, or what is done about it"
@@ -85,9 +77,3 @@ def unstable_at_discharge(
             ("unstable",), "unstable_at_discharge", reason, "results", [f.id for f in found]
         )
     ]
-
-
-def _reading(result: LabResultAttributes) -> str:
-    when = result.effective.date().isoformat() if result.effective else "date unknown"
-    unit = f" {result.unit}" if result.unit else ""
-    return f"{result.name} {result.shown_value or result.value}{unit} on {when}"

@@ -58,11 +58,11 @@ def stronger_statin_kept(
     facts = {f.id: f for f in discharge}
     kept = []
     for flag in flags:
-        ranked = _ranked_statins(flag, facts, statins)
-        if flag.code != "therapeutic_duplication" or not _stops_the_stronger(ranked, unsettled):
-            kept.append(flag)
-            continue
-        kept.append(_which_statin(state, disease, ranked, unsettled, statins))
+        if flag.code == "therapeutic_duplication":
+            ranked = _ranked_statins(flag, facts, statins)
+            if _stops_the_stronger(ranked, unsettled):
+                flag = _which_statin(state, disease, ranked, unsettled, statins)
+        kept.append(flag)
     return kept
 
 
