@@ -109,8 +109,8 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
     (two duplications), naproxen beside aspirin and prasugrel (an NSAID with antiplatelets, a
     high bleeding risk) and its osteoarthritis (a pain plan), prasugrel with no PCI, its
     notes list no medications beside home orders (a discrepancy), and
-    its heart drugs are ordered "as needed" (a regimen risk); the stay is coded only as awaiting
-    a kidney transplant (no principal diagnosis) and the recipient goes home with no
+    its cardiovascular drugs are ordered "as needed" (a regimen risk); the stay is coded only as
+    awaiting a kidney transplant (no principal diagnosis) and the recipient goes home with no
     immunosuppressant. Here the events resolved a year after onset, the older drugs were
     completed (prasugrel too), the others are taken on a schedule, the stay names its clinical
     reason, tacrolimus is ordered and the notes list the orders, so one flag remains: the orders

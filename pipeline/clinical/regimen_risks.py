@@ -6,7 +6,7 @@ guidelines): an anticoagulant with an antiplatelet or NSAID; an NSAID with an an
 gastric protection; warfarin with no recent INR (and
 what sets its goal, when the record names it); an antithrombotic for a patient of the table's
 age admitted after a fall; an opioid with a benzodiazepine; an opioid prescribed with no
-duration; a heart drug taken "as needed"; and
+duration; a cardiovascular drug taken "as needed"; and
 drugs a laboratory value decides (``lab_risks``: the dose at a low eGFR, potassium-raising drugs
 at a high potassium, drugs that lower blood pressure at a low systolic pressure, insulin or a
 secretagogue at a low HbA1c or glucose). Computed in code,
@@ -185,7 +185,9 @@ def opioid_with_benzodiazepine(going_home: Sequence[Fact], risks: CodeTable) -> 
     return [risk_flag("opioid-benzodiazepine", reason, both)]
 
 
-def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[ReviewFlag]:
+def cardiovascular_drugs_as_needed(
+    going_home: Sequence[Fact], risks: CodeTable
+) -> list[ReviewFlag]:
     """One flag per drug, so that each doubt can sit on that drug's own line, whose schedule then
     reads as a question, never as the instruction "as needed"."""
     as_needed = [
@@ -196,8 +198,8 @@ def heart_drugs_as_needed(going_home: Sequence[Fact], risks: CodeTable) -> list[
     return [
         risk_flag(
             "as-needed",
-            f"{drug_names([fact])} at discharge as needed, though a heart drug is taken on a "
-            "schedule: confirm the instruction",
+            f"{drug_names([fact])} at discharge as needed, though a cardiovascular drug is "
+            "taken on a schedule: confirm the instruction",
             [fact],
             code="schedule_in_doubt",
         )
@@ -221,5 +223,5 @@ def regimen_risk_flags(
         *hypoglycaemia_risk(state, going_home, risks),
         *opioid_with_benzodiazepine(going_home, risks),
         *opioid_duration(going_home, risks),
-        *heart_drugs_as_needed(going_home, risks),
+        *cardiovascular_drugs_as_needed(going_home, risks),
     ]

@@ -4,7 +4,7 @@ A stay coded only by a transplant status ("Awaiting transplantation of kidney", 
 renal transplant") names no disease. The organ is read from those terms, and the earlier
 record's encounter reasons and active care plans about that organ (``transplant_organs`` table:
 its words for the organ's disease and its replacement therapy) are the indication the physician
-names the principal diagnosis from: listed, never chosen. A graft that a laboratory result
+names the principal diagnosis from: cited, never chosen from. A graft that a laboratory result
 measures (a kidney's creatinine) and that the stay never measured is said to be so.
 """
 

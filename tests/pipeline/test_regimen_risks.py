@@ -111,7 +111,7 @@ def test_an_antithrombotic_after_a_fall_in_old_age_is_flagged_and_not_in_younger
     assert risks_in(record("1960-01-01")) == []
 
 
-def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -> None:
+def test_an_opioid_without_a_duration_and_a_cardiovascular_drug_as_needed_are_flagged() -> None:
     state = stay_evidence(
         going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
         going_home("m", "metoprolol tartrate 25 MG Oral Tablet")
@@ -131,12 +131,12 @@ def test_an_opioid_without_a_duration_and_a_heart_drug_as_needed_are_flagged() -
     ]
     (doubt,) = [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"]
     assert doubt == (
-        "metoprolol tartrate 25 MG Oral Tablet at discharge as needed, though a heart drug is "
-        "taken on a schedule: confirm the instruction"
+        "metoprolol tartrate 25 MG Oral Tablet at discharge as needed, though a cardiovascular "
+        "drug is taken on a schedule: confirm the instruction"
     )
 
 
-def test_a_heart_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() -> None:
+def test_a_cardiovascular_drugs_line_asks_for_its_schedule_and_never_reads_as_needed() -> None:
     as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
     state = stay_evidence(
         going_home("m", "metoprolol tartrate 25 MG Oral Tablet") | as_needed,
@@ -157,12 +157,12 @@ def test_a_loop_diuretic_as_needed_is_a_heart_drug_whose_schedule_is_asked() -> 
     as_needed = {"dosageInstruction": [{"asNeededBoolean": True, "text": "Take as needed."}]}
     state = stay_evidence(going_home("f", "Furosemide 40 MG Oral Tablet") | as_needed)
     assert [f.reason for f in state.flags_for_review if f.code == "schedule_in_doubt"] == [
-        "Furosemide 40 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
-        "schedule: confirm the instruction"
+        "Furosemide 40 MG Oral Tablet at discharge as needed, though a cardiovascular drug is "
+        "taken on a schedule: confirm the instruction"
     ]
 
 
-def test_heart_drugs_as_needed_are_one_line_in_needs_review_and_a_doubt_on_each_drug() -> None:
+def test_cardiovascular_drugs_as_needed_are_one_line_and_a_doubt_on_each_drug() -> None:
     """One cause, one line: three drugs ordered "as needed" are one Needs review line naming
     each, carrying each drug's flag, and supported by the checker; each drug's own line in the
     list still says its doubt."""
@@ -171,9 +171,9 @@ def test_heart_drugs_as_needed_are_one_line_in_needs_review_and_a_doubt_on_each_
     state = stay_evidence(*(going_home(f"d{i}", name) | as_needed for i, name in enumerate(names)))
     (line,) = [s for s in needs_review_sentences(state) if "as needed" in s.text]
     assert line.text == (
-        "Heart drugs at discharge as needed, though a heart drug is taken on a schedule: "
-        "atenolol 25 MG Oral Tablet; atorvastatin 40 MG Oral Tablet: confirm the instruction for "
-        "each."
+        "Cardiovascular drugs at discharge as needed, though a cardiovascular drug is taken on a "
+        "schedule: atenolol 25 MG Oral Tablet; atorvastatin 40 MG Oral Tablet: confirm the "
+        "instruction for each."
     )
     assert [f.code for f in line.flags] == ["schedule_in_doubt"] * 2
     # The line states each drug's flag, so the draft does not print them again beside it.
@@ -198,11 +198,11 @@ def test_old_orders_to_confirm_as_needed_share_a_line_that_says_if_continued() -
     state = stay_evidence(*old, going_home("n", "atorvastatin 40 MG Oral Tablet") | as_needed)
     lines = [s.text for s in needs_review_sentences(state) if " as needed" in s.text]
     assert lines == [
-        "Heart drugs if continued as needed, though a heart drug is taken on a schedule: "
-        "propranolol hydrochloride 40 MG Oral Tablet; digoxin 0.125 MG Oral Tablet: confirm the "
-        "instruction for each.",
-        "atorvastatin 40 MG Oral Tablet at discharge as needed, though a heart drug is taken on a "
-        "schedule: confirm the instruction.",
+        "Cardiovascular drugs if continued as needed, though a cardiovascular drug is taken on a "
+        "schedule: propranolol hydrochloride 40 MG Oral Tablet; digoxin 0.125 MG Oral Tablet: "
+        "confirm the instruction for each.",
+        "atorvastatin 40 MG Oral Tablet at discharge as needed, though a cardiovascular drug is "
+        "taken on a schedule: confirm the instruction.",
     ]
 
 

@@ -73,7 +73,8 @@ def test_a_problem_already_on_the_list_is_not_offered_twice() -> None:
     )
     _, line = first_diagnosis_line(KIDNEY_WAIT, ckd, *earlier_record())
     assert line.text.count("Chronic kidney disease stage 4") == 1
-    assert "on the problem list: Chronic kidney disease stage 4 (since 2015-01-01)" in line.text
+    assert line.text.startswith("Chronic kidney disease stage 4 (on the problem list since 2015")
+    assert "about the transplanted organ: Dialysis care plan (active since 2015-05-01)" in line.text
 
 
 def test_a_stay_not_coded_as_a_transplant_maps_no_earlier_record() -> None:

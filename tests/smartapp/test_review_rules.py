@@ -67,7 +67,7 @@ def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
     summary, state = drafted
     waiting = awaiting_review(summary)
     # Incomplete orders in one line; the H&P lists no medication; old orders to confirm; the
-    # heart drugs ordered "as needed" (three), on one Needs review line and each on its own
+    # cardiovascular drugs ordered "as needed" (three), on one Needs review line and each on its own
     # line in the list; the line of a drug in a duplication carries it too, and so does the old
     # clopidogrel order proposed stopped; prasugrel with no PCI, a nitroglycerin spray that is
     # only an old order to confirm, the infarction with no record of how it was treated, and

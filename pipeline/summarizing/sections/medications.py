@@ -25,9 +25,9 @@ from pipeline.summarizing.sections.common import (
 from pipeline.summarizing.sections.given import given_lines
 from pipeline.summarizing.sections.proposed_stops import proposed_stop_lines, proposed_stops
 
-# A doubt about one drug (a heart drug ordered "as needed", a drug past its age limit) is shown on
-# that drug's line as well as in Needs review (where the checker reads its words): a list line
-# that says "as needed" is read as an instruction by whoever copies it.
+# A doubt about one drug (a cardiovascular drug ordered "as needed", a drug past its age limit)
+# is shown on that drug's line as well as in Needs review (where the checker reads its words): a
+# list line that says "as needed" is read as an instruction by whoever copies it.
 LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt", "strength_discrepancy"})
 # A duplication names every drug it involves, and sits on each of their lines, whose status then
 # reads "TO CONFIRM": an ACE inhibitor CONTINUED beside an ARB must not read as settled where the

@@ -65,8 +65,8 @@ def needs_review_section(
     stay_fact: str | None,
     undocumented: Sequence[SectionKey],
 ) -> list[Sentence]:
-    """One line per flag (incomplete medications grouped by what they lack, heart drugs ordered
-    "as needed" on one line), most severe first;
+    """One line per flag (incomplete medications grouped by what they lack, cardiovascular
+    drugs ordered "as needed" on one line), most severe first;
     at the end, one line naming the sections the record leaves empty (``undocumented``, read
     from the drafted sections themselves, so that the line never calls a section undocumented
     above its own lines: a kidney supplied in the stay, a care plan). The draft folds those
@@ -109,11 +109,11 @@ def needs_review_section(
 
 
 def _as_needed_lines(state: EvidenceState, render: Any, flags: list[ReviewFlag]) -> list[Sentence]:
-    """The heart drugs ordered "as needed", one cause on one line (a reader counted three such
-    lines, each repeating the question, as one of the draft's noises); each drug's own line in
-    the list still carries its doubt. Drugs at discharge and orders to confirm ("if continued",
-    as their flags say) get a line each: a reader caught "at discharge" said of the latter. One
-    drug alone keeps its own flag's words."""
+    """The cardiovascular drugs ordered "as needed", one cause on one line (a reader counted
+    three such lines, each repeating the question, as one of the draft's noises); each drug's own
+    line in the list still carries its doubt. Drugs at discharge and orders to confirm ("if
+    continued", as their flags say) get a line each: a reader caught "at discharge" said of the
+    latter. One drug alone keeps its own flag's words."""
     by_when: dict[str, list[ReviewFlag]] = {}
     for flag in flags:
         when = "if continued" if " if continued as needed" in flag.reason else "at discharge"
@@ -133,10 +133,10 @@ def _as_needed_line(
             f.id: attributes_as(f, MedicationAttributes).name for f in state.facts["medication"]
         }
         named = [(flag, names[i]) for flag in flags for i in flag.fact_ids if i in names]
-        text = render.heart_drugs_as_needed(when, [name for _, name in named])
+        text = render.cardiovascular_drugs_as_needed(when, [name for _, name in named])
         # Each drug's flag in words the line states, so the draft prints none of them again.
         flag_list = [
-            SentenceFlag(code=flag.code, reason=render.heart_drug_as_needed(when, name))
+            SentenceFlag(code=flag.code, reason=render.cardiovascular_drug_as_needed(when, name))
             for flag, name in named
         ]
     sentence = cited_sentence("needs_review", text, citations)

@@ -74,9 +74,9 @@ def _principal_not_documented(
     """When the stay has no principal diagnosis and no clinical reason (only status or
     administrative terms: "Sterilization requested", "Awaiting transplantation of kidney"), one
     flagged line: what the stay was coded as, and what the episode's procedures say was done (or
-    that the record documents none), what was supplied in the stay (a kidney graft) and the
-    active problems the coded terms name and, for a transplant, what the earlier record says of
-    the organ (``pipeline.clinical.transplant``), for the physician to name the problem.
+    that the record documents none), what was supplied in the stay (a kidney graft), the active
+    problems the coded terms name (exactly one leads the line) and, for a transplant, what the
+    earlier record says of the organ (``pipeline.clinical.transplant``).
     ``tables``: the routine procedures, the implants and the transplanted organs."""
     routine, implant_table, organs = tables
     stay = attributes_as(stay_fact, EncounterAttributes)
@@ -108,7 +108,11 @@ def _principal_not_documented(
         if plain_term(attributes_as(f, OrganHistoryAttributes).text).lower() not in shown_already
     ]
     shown = {plain_term(attributes_as(f, DiagnosisAttributes).display).lower() for *_, f in implied}
-    text = render.principal_not_documented(
+    # The one problem the coded status names is the clinical problem the stay treated; with
+    # two or more the physician chooses.
+    from_problem = len(related) == 1
+    template = render.principal_from_problem if from_problem else render.principal_not_documented
+    text = template(
         [(term, onset) for key, (term, onset) in said.items() if key not in shown],
         [f.attributes for f in done],
         [f.attributes for f in supplied],
@@ -116,7 +120,7 @@ def _principal_not_documented(
         [(what, onset) for what, onset, _ in implied],
         [f.attributes for f in history],
     )
-    flag = _not_documented_flag(bool(done), bool(implied))
+    flag = (_from_problem_flag if from_problem else _not_documented_flag)(bool(done), bool(implied))
     cited = [stay_fact.id, *(f.id for f in coded + done + supplied + related + history)]
     line = cited_sentence("diagnoses", text, cited)
     return [line.model_copy(update={"flags": [flag]})]
@@ -159,6 +163,22 @@ def _not_documented_flag(done: bool, implied: bool) -> SentenceFlag:
     )
 
 
+def _from_problem_flag(done: bool, implied: bool) -> SentenceFlag:
+    """The flag on a line led by the one problem the coded status names: the principal
+    diagnosis is the problem list's, not coded for the stay, and what else to confirm."""
+    return SentenceFlag(
+        code="principal_from_problem_list",
+        reason="the principal diagnosis is taken from the problem list, the one problem that "
+        "the stay's coding names"
+        + ("" if done else "; no procedure of the episode is recorded")
+        + (
+            ": confirm the diagnosis, the treatment the record implies and its date"
+            if implied
+            else ": confirm the diagnosis"
+        ),
+    )
+
+
 def _elective_admission(
     render: Any,
     stay_fact: Fact,
@@ -188,7 +208,8 @@ def _elective_admission(
 def _problems_named(state: EvidenceState, coded: list[str]) -> list[Fact]:
     """The active problems a status term's subject names ("Awaiting transplantation of kidney":
     the kidney disease on the list; "History of aortic valve replacement": the aortic stenosis),
-    for the physician to choose from: listed, never chosen."""
+    for the physician to choose from; exactly one is the clinical problem the stay treated and
+    leads the line, flagged as taken from the problem list."""
     topics = {word for term in coded for word in topic_stems(STATUS_TERM.sub("", plain_term(term)))}
     return [
         f
