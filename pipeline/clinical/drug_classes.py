@@ -15,6 +15,7 @@ from collections import defaultdict
 from pipeline.clinical.abrupt_stop import abrupt_stop_flags
 from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
 from pipeline.clinical.duplications import classes_of, duplication_flags
+from pipeline.clinical.graft_drugs import kidney_graft_drugs
 from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags, stopped_on_purpose
 from pipeline.clinical.note_medications import noted_drugs
@@ -140,6 +141,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += stronger_statin_kept(state, duplications, discharge, unconfirmed | held, statins)
     risks = table("regimen_risks", settings)
     flags += regimen_risk_flags(state, discharge, risks)
+    flags += kidney_graft_drugs(state, discharge, risks, table("transplant_organs", settings))
     flags += dual_antiplatelet_bleeding_risk(
         state, discharge, risks, table("bleeding_risk", settings)
     )
