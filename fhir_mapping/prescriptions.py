@@ -6,16 +6,23 @@ prescribed them were completed months before the stay, so the medication mapping
 as historical, never current. The best possible medication history (WHO High 5s medication
 reconciliation; ISMP Canada) still reads them: each drug's latest ended prescription within
 ``PRESCRIPTION_HISTORY_DAYS`` before the episode, with its dosage, is a fact of its own kind,
-which only says how the drug was last prescribed.
+which only says how the drug was last prescribed. A prescription that a clinician gave at the
+visit that wrote it (a MedicationAdministration of the drug in the order's encounter: a dentist's
+fluoride gel, an injection in the office) is kept too, marked so, dosage or not: it is an office
+treatment, never a home drug, though later notes' lists carry its name.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from fhir.resources.R4B.codeableconcept import CodeableConcept
+from fhir.resources.R4B.medication import Medication
+from fhir.resources.R4B.medicationadministration import MedicationAdministration
 from fhir.resources.R4B.medicationrequest import MedicationRequest
+from fhir.resources.R4B.reference import Reference
 
-from fhir_mapping.codes import as_datetime, concept_text
+from fhir_mapping.codes import as_datetime, concept_text, reference_of
 from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.episode import encounter_period
 from fhir_mapping.mapped import Mapped
@@ -29,7 +36,7 @@ _ENDED = frozenset({"completed", "stopped"})
 
 def map_prescriptions(scope: Scope) -> Mapped:
     """Each drug's latest ended prescription, authored within the window before the episode,
-    that says how it was taken (a dose or a frequency)."""
+    that says how it was taken (a dose or a frequency) or that was given at its visit."""
     mapped = Mapped()
     admitted = encounter_period(scope.encounter)[0]
     if admitted is None:
@@ -37,10 +44,11 @@ def map_prescriptions(scope: Scope) -> Mapped:
     # Counted from the stay's own admission, as the pull's look-back is.
     since = admitted - timedelta(days=PRESCRIPTION_HISTORY_DAYS)
     latest: dict[str, tuple[ParsedResource[MedicationRequest], PrescriptionAttributes]] = {}
+    given = _given_at_visits(scope)
     for item in scope.index.of_type(MedicationRequest):
         request = item.model
         authored = as_datetime(request.authoredOn)
-        name = concept_text(request.medicationCodeableConcept)
+        name = _drug_name(scope, request.medicationCodeableConcept, request.medicationReference)
         if (
             name is None
             or request.status not in _ENDED
@@ -51,7 +59,8 @@ def map_prescriptions(scope: Scope) -> Mapped:
             continue
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None
         how = dosage_attributes(dosage, name)
-        if not (how["dose"] or how["frequency"]):
+        at_visit = (reference_of(request.encounter), name.lower()) in given
+        if not (how["dose"] or how["frequency"] or at_visit):
             continue
         attributes = PrescriptionAttributes(
             name=name,
@@ -62,6 +71,7 @@ def map_prescriptions(scope: Scope) -> Mapped:
             units_per_day=how["units_per_day"],
             authored_on=authored,
             status=request.status,
+            given_at_visit=at_visit,
         )
         seen = latest.get(name.lower())
         if seen is None or seen[1].authored_on < authored:
@@ -69,3 +79,26 @@ def map_prescriptions(scope: Scope) -> Mapped:
     for item, attributes in latest.values():
         mapped.add("prescription", item, attributes, "dosageInstruction")
     return mapped
+
+
+def _drug_name(
+    scope: Scope, concept: CodeableConcept | None, reference: Reference | None
+) -> str | None:
+    """The drug's name, from its code or the Medication it references."""
+    if concept is None and reference is not None:
+        medication = scope.index.resolve(reference.reference, Medication)
+        concept = medication.code if medication is not None else None
+    return concept_text(concept)
+
+
+def _given_at_visits(scope: Scope) -> set[tuple[str | None, str]]:
+    """The encounter and the drug (lower case) of each administration a clinician completed."""
+    given = set()
+    for item in scope.of_patient(MedicationAdministration):
+        administration = item.model
+        name = _drug_name(
+            scope, administration.medicationCodeableConcept, administration.medicationReference
+        )
+        if name and administration.status == "completed" and administration.context:
+            given.add((reference_of(administration.context), name.lower()))
+    return given

@@ -129,7 +129,9 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
         Search("DocumentReference", who | {"date": episode}),
         Search("DiagnosticReport", who | {"date": episode}),
         Search("Procedure", who | {"date": episode}),
-        Search("MedicationAdministration", who | {"effective-time": episode}),
+        # Doses of the look-back too: a drug a clinician gave at an earlier visit (a dentist's
+        # fluoride gel) is an office treatment, never a home drug (``prescriptions``).
+        Search("MedicationAdministration", who | {"effective-time": lookback}),
         Search("Immunization", who | {"date": episode}),
         Search("ImagingStudy", who | {"started": episode}),
         # Results: the stay's and, before it, baselines and social history.

@@ -98,3 +98,17 @@ def last_prescribed(state: EvidenceState, name: str) -> Fact | None:
     return max(
         same, key=lambda f: attributes_as(f, PrescriptionAttributes).authored_on, default=None
     )
+
+
+def office_treatment(facts: Iterable[Fact], drug: NotedDrug) -> bool:
+    """Whether the drug's latest ended prescription was given by a clinician at the visit that
+    wrote it (a dentist's fluoride gel): an office treatment that later notes' lists carry by
+    name, never a home drug to hold or stop."""
+    same = [
+        attributes_as(f, PrescriptionAttributes)
+        for f in facts
+        if f.category == "prescription"
+        and drug.matches(attributes_as(f, PrescriptionAttributes).name)
+    ]
+    last = max(same, key=lambda prescription: prescription.authored_on, default=None)
+    return last is not None and last.given_at_visit

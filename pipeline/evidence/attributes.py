@@ -203,6 +203,8 @@ class PrescriptionAttributes(StrictModel):
     units_per_day: float | None = None
     authored_on: datetime
     status: str
+    # Given by a clinician at the visit that wrote it: an office treatment, not a home drug.
+    given_at_visit: bool = False
 
 
 class OrganHistoryAttributes(StrictModel):

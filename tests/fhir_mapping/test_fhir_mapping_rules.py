@@ -556,3 +556,21 @@ def test_timings_read_as_a_clinician_writes_them() -> None:
     assert written(1, 1.0, "d") == "once daily"
     assert written(1, 6.0, "h") == "every 6 hours"
     assert written(1, 1.5, "d") == "every 1.5 days"
+
+
+def test_the_pull_asks_for_the_doses_of_the_look_back() -> None:
+    """A drug a clinician gave at a visit of the year before (a dentist's fluoride gel) is an
+    office treatment, not a home drug: the pull reads the look-back's administrations to know."""
+    from datetime import UTC, datetime, timedelta
+
+    from fhir_mapping.pull_plan import StayWindow, stay_searches
+
+    admitted = datetime(2024, 3, 1, tzinfo=UTC)
+    window = StayWindow(
+        admitted, admitted + timedelta(days=4), timedelta(hours=48), timedelta(days=365)
+    )
+    searched = {search.resource_type: search.params for search in stay_searches("p", window)}
+    assert searched["MedicationAdministration"]["effective-time"] == [
+        "ge2023-03-02",
+        "le2024-03-06",
+    ]

@@ -312,3 +312,47 @@ def test_a_home_drug_with_no_order_says_how_it_was_last_prescribed() -> None:
         "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
         "oral tablet; aspirin 81 mg oral tablet." in sections["medications"]
     )
+
+
+def test_a_drug_a_clinician_gave_at_an_earlier_visit_is_no_home_drug() -> None:
+    """A dentist's fluoride gel: ordered and given at the visit (its MedicationAdministration in
+    the order's encounter), the order completed, and carried by name in later notes' lists. It
+    is an office treatment, never a home drug to hold or stop. Ordered that day with no
+    administration, it stays a home drug to ask about: the record does not say it was given."""
+    gel = "sodium fluoride 0.0272 MG/MG Oral Gel"
+    hp = fx.document_reference(
+        "hp", fx.attachment(f"# Medications\n{gel.lower()}; lisinopril 10 mg oral tablet\n")
+    )
+    dental = fx.encounter(
+        "dental",
+        start="2023-08-07T11:00:00+00:00",
+        end="2023-08-07T12:00:00+00:00",
+        class_code="AMB",
+    )
+    medication = {"resourceType": "Medication", "id": "naf", "code": {"text": gel}}
+    ordered = fx.medication_request(
+        "naf-order", gel, status="completed", authored="2023-08-07T11:02:08+00:00"
+    )
+    ordered.pop("medicationCodeableConcept")
+    ordered |= {"medicationReference": {"reference": "Medication/naf"}}
+    ordered["encounter"] = {"reference": "Encounter/dental"}
+    given = {
+        "resourceType": "MedicationAdministration",
+        "id": "naf-given",
+        "status": "completed",
+        "medicationCodeableConcept": {"text": gel},
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "context": {"reference": "Encounter/dental"},
+        "effectiveDateTime": "2023-08-07T11:02:08+00:00",
+    }
+    state, sections = drafted(hp, dental, medication, ordered, given)
+    (prescription,) = state.facts["prescription"]
+    assert prescription.attributes.given_at_visit  # type: ignore[union-attr]
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
+        "oral tablet." in sections["medications"]
+    )
+    assert not any("fluoride" in line for lines in sections.values() for line in lines)
+    state, sections = drafted(hp, dental, medication, ordered)
+    assert state.facts["prescription"] == []
+    assert any("sodium fluoride" in line for line in sections["medications"])
