@@ -33,6 +33,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from bench.raw_record import orders, rxnorm
 from bench.synthea import SPLITS, bundles, read_bundle
 from fhir_mapping.demographics import NOT_A_REASON
 from pipeline.clinical.medications import main_ingredient
@@ -96,20 +97,6 @@ def _listed(state: EvidenceState, heading: re.Pattern[str]) -> list[str]:
     return found
 
 
-def _orders(data: dict[str, Any], patient: str) -> list[dict[str, Any]]:
-    return [
-        entry["resource"]
-        for entry in data.get("entry", [])
-        if entry["resource"].get("resourceType") == "MedicationRequest"
-        and entry["resource"].get("subject", {}).get("reference", "").endswith(patient)
-    ]
-
-
-def _rxnorm(order: dict[str, Any]) -> str | None:
-    codings = order.get("medicationCodeableConcept", {}).get("coding", [])
-    return codings[0].get("code") if codings else None
-
-
 def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -> dict[str, int]:
     stay = state.stay()
     admitted = aware(stay.start) if stay and stay.start else None
@@ -128,12 +115,12 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
                 counts["stale continued"] += 1
     earlier = [
         order
-        for order in _orders(data, state.patient.split("/")[-1])
+        for order in orders(data, state.patient.split("/")[-1])
         if admitted is not None
         and "authoredOn" in order
         and admitted - YEAR <= aware(datetime.fromisoformat(order["authoredOn"])) < admitted
     ]
-    recent_codes = {_rxnorm(order) for order in earlier} - {None}
+    recent_codes = {rxnorm(order) for order in earlier} - {None}
     for change in state.medications.changes:
         after = meds.get(change.discharge or "")
         if (
