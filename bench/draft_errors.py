@@ -9,7 +9,8 @@ not from the rule that is meant to prevent it, so a rule that regresses shows he
   admission;
 - dropped home drug: an order active at admission, written within the 12 months before it, a
   current MedicationStatement, or a drug a note's "Medications" list names, that no line of the
-  medication section names;
+  medication section names (not an office treatment: a drug a completed order gave at its own
+  encounter);
 - prescribed "not continued": a drug a note of the stay lists as prescribed that a "not
   continued at discharge" line names and no line going home (CONTINUED, NEW, CHANGED) does;
 - false absent: a flag calling a drug "absent from the orders" while an order of it exists;
@@ -33,7 +34,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from bench.raw_record import orders, rxnorm
+from bench.raw_record import office_treatments, orders, rxnorm
 from bench.synthea import SPLITS, bundles, read_bundle
 from fhir_mapping.demographics import NOT_A_REASON
 from pipeline.clinical.medications import main_ingredient
@@ -147,7 +148,8 @@ def count_errors(data: dict[str, Any], state: EvidenceState, summary: Summary) -
     ]
     home = [s.get("medicationCodeableConcept", {}).get("text") or "" for s in statements]
     home += _listed(state, HOME_LIST)
-    for name in filter(None, home):
+    office = office_treatments(data)
+    for name in [n for n in home if n and main_ingredient(n) not in office]:
         counts["dropped home drug"] += not any(
             main_ingredient(name) in line.lower() for line in medications
         )
