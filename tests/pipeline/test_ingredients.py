@@ -60,16 +60,41 @@ def test_the_same_drug_in_two_orders_is_flagged() -> None:
 
 
 def test_the_same_drug_twice_within_a_class_duplication_is_said_on_its_line() -> None:
-    """Two oxycodone products beside a fentanyl patch: one line for the opioids, naming the
-    oxycodone twice, never a second flag about the same list."""
+    """Two immediate-release oxycodone products beside a hydrocodone one: one line for the
+    opioids, naming the oxycodone (and the acetaminophen of two combinations) twice, never a
+    second flag about the same list."""
     assert _duplications(
-        "12 HR oxycodone hydrochloride 10 MG Extended Release Oral Tablet",
+        "oxycodone hydrochloride 5 MG Oral Tablet",
         "acetaminophen 325 MG / oxycodone hydrochloride 10 MG Oral Tablet",
-        "72 HR fentanyl 0.025 MG/HR Transdermal System",
+        "acetaminophen 325 MG / hydrocodone bitartrate 7.5 MG Oral Tablet",
     ) == [
-        "Therapeutic duplication at discharge (opioid; oxycodone twice): 12 HR oxycodone "
-        "hydrochloride 10 MG Extended Release Oral Tablet; acetaminophen 325 MG / oxycodone "
-        "hydrochloride 10 MG Oral Tablet; 72 HR fentanyl 0.025 MG/HR Transdermal System"
+        "Therapeutic duplication at discharge (opioid; three immediate-release; oxycodone "
+        "twice; acetaminophen twice): oxycodone hydrochloride 5 MG Oral Tablet; acetaminophen "
+        "325 MG / oxycodone hydrochloride 10 MG Oral Tablet; acetaminophen 325 MG / hydrocodone "
+        "bitartrate 7.5 MG Oral Tablet"
+    ]
+
+
+def test_a_long_acting_opioid_with_an_immediate_release_one_is_one_regimen() -> None:
+    """A scheduled long-acting opioid with an immediate-release one for breakthrough pain is
+    one regimen (WHO 2018, NCCN), of the same ingredient or not: no duplication. Two
+    long-acting ones (an extended-release tablet and a patch, or methadone) are, and the line
+    names only those two."""
+    extended = "12 HR oxycodone hydrochloride 10 MG Extended Release Oral Tablet"
+    rescue = "acetaminophen 325 MG / oxycodone hydrochloride 10 MG Oral Tablet"
+    assert _duplications(extended, rescue) == []
+    assert _duplications("methadone hydrochloride 10 MG Oral Tablet", rescue) == []
+    patch = "72 HR fentanyl 0.025 MG/HR Transdermal System"
+    assert _duplications(extended, rescue, patch) == [
+        f"Therapeutic duplication at discharge (opioid; two long-acting): {extended}; {patch}"
+    ]
+    assert _duplications("methadone hydrochloride 10 MG Oral Tablet", patch) == [
+        "Therapeutic duplication at discharge (opioid; two long-acting): methadone "
+        f"hydrochloride 10 MG Oral Tablet; {patch}"
+    ]
+    assert _duplications(extended, "24 HR oxycodone hydrochloride 20 MG Extended Release") == [
+        f"The same drug twice at discharge (oxycodone): {extended}; 24 HR oxycodone "
+        "hydrochloride 20 MG Extended Release"
     ]
 
 
