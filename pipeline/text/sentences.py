@@ -72,7 +72,8 @@ def _header_title(line: str) -> tuple[str, int] | None:
         return None
     match = _COLON_HEADER.match(line)
     if match:
-        return match.group("title"), 1
+        # "D1 :" is titled "D1": a span never ends in whitespace.
+        return match.group("title").rstrip(), 1
     match = _CAPS_HEADER.match(line)
     if match and sum(ch.isalpha() for ch in match.group("title")) >= 4:
         return match.group("title").strip(), 1

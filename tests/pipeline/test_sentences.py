@@ -89,3 +89,9 @@ def test_a_printed_pages_numbers_are_not_statements() -> None:
         "Continue Cipro for two more days.",
         "Take 2 tablets daily.",
     ]
+
+
+def test_a_colon_header_spaced_from_its_colon_is_titled_without_the_space() -> None:
+    """Found by the property above: "D1 :" is the header "D1", never "D1 "."""
+    (span,) = split_sentences("D1 :")
+    assert (span.text, span.kind, span.start, span.end) == ("D1", "header", 0, 2)
