@@ -197,14 +197,14 @@ def test_a_combination_on_the_home_list_is_its_own_drug_not_its_shared_ingredien
 
 
 def test_home_drugs_only_a_note_lists_are_seen_by_the_safety_rules() -> None:
-    """Ibuprofen and two opioids on the H&P's list, none ordered: at home, so they may still be
-    taken beside the clopidogrel going home. The rules cite the note's line; a home drug has no
-    prescription whose duration to ask for."""
+    """Ibuprofen and two long-acting opioids on the H&P's list, none ordered: at home, so they
+    may still be taken beside the clopidogrel going home. The rules cite the note's line; a home
+    drug has no prescription whose duration to ask for."""
     hp = fx.document_reference(
         "hp",
         fx.attachment(
-            "# Medications\nibuprofen 400 mg oral tablet; oxycodone hydrochloride 5 mg oral "
-            "tablet; 72 hr fentanyl 0.025 mg/hr transdermal system\n"
+            "# Medications\nibuprofen 400 mg oral tablet; 12 hr oxycodone hydrochloride 10 mg "
+            "extended release oral tablet; 72 hr fentanyl 0.025 mg/hr transdermal system\n"
         ),
     )
     clopidogrel = fx.medication_request(
@@ -217,7 +217,8 @@ def test_home_drugs_only_a_note_lists_are_seen_by_the_safety_rules() -> None:
     assert state.fact(bleeding[0].fact_ids[0]).category == "medication_list"
     # Both opioids are only at home (held or stopped?): the duplication is theirs if they
     # continue, never "at discharge"; the NSAID beside the clopidogrel going home is.
-    assert "Therapeutic duplication if continued (opioid)" in reasons["therapeutic_duplication"]
+    duplication = reasons["therapeutic_duplication"]
+    assert duplication.startswith("Therapeutic duplication if continued (opioid; two long-acting)")
     assert bleeding[0].reason.startswith("Bleeding risk at discharge")
     assert not any("no duration" in flag.reason for flag in state.flags_for_review)
 
@@ -317,8 +318,9 @@ def test_a_home_drug_with_no_order_says_how_it_was_last_prescribed() -> None:
 def test_a_drug_a_clinician_gave_at_an_earlier_visit_is_no_home_drug() -> None:
     """A dentist's fluoride gel: ordered and given at the visit (its MedicationAdministration in
     the order's encounter), the order completed, and carried by name in later notes' lists. It
-    is an office treatment, never a home drug to hold or stop. Ordered that day with no
-    administration, it stays a home drug to ask about: the record does not say it was given."""
+    is an office treatment, never a home drug to hold or stop, said once as such (a paired
+    reader read its absence as a home drug dropped). Ordered that day with no administration,
+    it stays a home drug to ask about: the record does not say it was given."""
     gel = "sodium fluoride 0.0272 MG/MG Oral Gel"
     hp = fx.document_reference(
         "hp", fx.attachment(f"# Medications\n{gel.lower()}; lisinopril 10 mg oral tablet\n")
@@ -352,7 +354,13 @@ def test_a_drug_a_clinician_gave_at_an_earlier_visit_is_no_home_drug() -> None:
         "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
         "oral tablet." in sections["medications"]
     )
-    assert not any("fluoride" in line for lines in sections.values() for line in lines)
+    assert [line for lines in sections.values() for line in lines if "fluoride" in line] == [
+        "On the notes' medication list, but given at a visit, not taken at home: sodium "
+        "fluoride 0.0272 mg/mg oral gel (ordered and given at the visit of 2023-08-07)."
+    ]
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    (line,) = [s for s in summary.section("medications").sentences if "fluoride" in s.text]
+    assert line.verdict == "supported" and len(line.citations) == 2
     state, sections = drafted(hp, dental, medication, ordered)
     assert state.facts["prescription"] == []
     assert any("sodium fluoride" in line for line in sections["medications"])

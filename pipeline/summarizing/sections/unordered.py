@@ -8,12 +8,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from pipeline.clinical.note_medications import last_prescribed, lists_none
+from pipeline.clinical.note_medications import last_prescribed, lists_none, noted_drugs
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationChange,
     NarrativeAttributes,
+    PrescriptionAttributes,
+    attributes_as,
 )
 from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import (
@@ -53,6 +55,7 @@ def listed_lines(
         sentences.append(cited_sentence("medications", text, cited))
     sentences += _prescribed_not_ordered(state, render)
     sentences += _held_or_stopped(state, render)
+    sentences += _office_treatments(state, render)
     in_place = [c for c in changes if c.kind == "in_place"]
     if in_place:
         sentences.append(cited_sentence("medications", render.in_place(in_place), _cited(in_place)))
@@ -70,6 +73,25 @@ def _held_or_stopped(state: EvidenceState, render: Any) -> list[Sentence]:
     pairs = [(c, f.attributes if f else None) for c, f in zip(listed, last, strict=True)]
     text = render.held_or_stopped(pairs)
     cited = _cited(listed) + [f.id for f in last if f is not None]
+    return [cited_sentence("medications", text, cited)]
+
+
+def _office_treatments(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The drugs of the notes' home lists that a clinician gave at a visit (a dentist's fluoride
+    gel), said once as such: never a home drug to hold or stop, but a paired reader read the
+    gel's absence from the list as a home drug silently dropped."""
+    changes = state.medications.changes
+    found = []
+    for drug in noted_drugs(state.facts["medication_list"], "home"):
+        last = last_prescribed(state, drug.text)
+        if last is None or any(drug.matches(c.name) for c in changes):
+            continue
+        if attributes_as(last, PrescriptionAttributes).given_at_visit:
+            found.append((drug, last))
+    if not found:
+        return []
+    text = render.office_treatments([(drug.text, last.attributes) for drug, last in found])
+    cited = [i for drug, last in found for i in (drug.line.id, last.id)]
     return [cited_sentence("medications", text, cited)]
 
 
