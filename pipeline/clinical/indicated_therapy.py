@@ -33,88 +33,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from pipeline.clinical.age_limits import age_limits
+from pipeline.clinical.indications import (
+    indication,
+    indication_terms,
+    named_terms,
+    with_companion,
+)
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
-    DeviceAttributes,
-    DiagnosisAttributes,
-    EncounterAttributes,
     EvidenceState,
     Fact,
-    NarrativeAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
 )
-from pipeline.text.rendering import plain_term
-
-# Where an indication may be read: what the stay was for and what was done in it (a rule whose
-# condition lasts for life, a transplant, reads the problem list too: ``problem_list``).
-_EPISODE_LISTINGS = frozenset({"principal", "episode"})
-
-
-def _note_terms(state: EvidenceState, companion: dict[str, Any]) -> list[tuple[Fact, str]]:
-    """The notes' statements of conditions and habits that name a ``companion`` keyword and none
-    of its ``notes`` words ("denies", "family history": a note's words are not a coded term),
-    each as the keyword it names ("opioid named in the notes"): the line names the finding,
-    not the sentence."""
-    found = []
-    for fact in [*state.facts["condition_statement"], *state.facts["social_statement"]]:
-        said = f" {attributes_as(fact, NarrativeAttributes).text.lower()} "
-        named = next((k for k in companion["keywords"] if k in said), None)
-        if named and not any(word in said for word in companion["notes"]):
-            found.append((fact, f"{named} named in the notes"))
-    return found
-
-
-def _terms(
-    state: EvidenceState, with_problem_list: bool, with_devices: bool = False
-) -> list[tuple[Fact, str]]:
-    """The clinical terms an indication may be read from, each with its fact (the patient's
-    devices too, for a rule about an implant that stays for life)."""
-    found: list[tuple[Fact, str]] = []
-    listings = _EPISODE_LISTINGS | ({"active"} if with_problem_list else set())
-    for fact in state.facts["diagnosis"]:
-        diagnosis = fact.attributes
-        if isinstance(diagnosis, DiagnosisAttributes) and (diagnosis.listing in listings):
-            found.append((fact, diagnosis.display))
-    found += [
-        (fact, attributes_as(fact, ProcedureAttributes).name) for fact in state.facts["procedure"]
-    ]
-    for fact in state.facts["encounter"]:
-        encounter = attributes_as(fact, EncounterAttributes)
-        if encounter.kind == "stay":
-            found += [(fact, reason) for reason in encounter.reasons]
-    if with_devices:
-        found += [
-            (fact, fact.attributes.name)
-            for fact in state.facts["device"]
-            if isinstance(fact.attributes, DeviceAttributes) and fact.attributes.kind == "device"
-        ]
-    return found
-
-
-def _indication(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
-    terms = _terms(state, rule.get("problem_list", False), rule.get("devices", False))
-    return [(f, term) for f, term in terms if names_it(term, rule)]
-
-
-def _named(indications: list[tuple[Fact, str]]) -> str:
-    return "; ".join(dict.fromkeys(plain_term(term) for _, term in indications))
-
-
-def _alongside(
-    state: EvidenceState, indications: list[tuple[Fact, str]], companion: dict[str, Any]
-) -> list[tuple[Fact, str]]:
-    """The indications with the companion condition that a rule's ``only_with`` asks for, read
-    from the problem list (and the notes' statements, with ``notes``), or none without it."""
-    alongside = [(f, t) for f, t in _terms(state, True) if names_it(t, companion)]
-    if "notes" in companion:
-        alongside += _note_terms(state, companion)
-    return indications + alongside if alongside else []
 
 
 def expected_therapy(
@@ -127,12 +62,12 @@ def expected_therapy(
     to_confirm = set(state.medications.unconfirmed())
     flags = []
     for name, rule in therapy.extra["expected"].items():
-        indications = _indication(state, rule)
+        indications = indication(state, rule)
         if indications and "only_with" in rule:
-            indications = _alongside(state, indications, rule["only_with"])
+            indications = with_companion(state, indications, rule["only_with"])
         if not indications:
             continue
-        named = _named(indications)
+        named = named_terms(indications)
         cited = [fact for fact, _ in indications]
         members = {group: having(going_home, drugs) for group, drugs in rule["groups"].items()}
         missing = [group for group, drugs in members.items() if not drugs]
@@ -184,7 +119,7 @@ def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
     return {
         fact.id
         for rule in therapy.extra["avoid"].values()
-        if _indication(state, rule)
+        if indication(state, rule)
         for drugs in rule["groups"].values()
         for fact, _ in _held_at_home(state, drugs)
     }
@@ -199,7 +134,7 @@ def avoided_therapy(
     indication, the supply and an overdose plan; the other reason a contraceptive is kept)."""
     flags = []
     for name, rule in therapy.extra["avoid"].items():
-        indications = _indication(state, rule)
+        indications = indication(state, rule)
         if not indications:
             continue
         # A home drug held or stopped is named as such below, never as going home too.
@@ -222,8 +157,8 @@ def avoided_therapy(
         groups = " or ".join(rule["groups"])
         article = "An" if groups[:1] in "aeiou" else "A"
         reason = (
-            f"{article} {groups} after an admission for {name} ({_named(indications)}): {drugs}: "
-            f"{rule['ask']}"
+            f"{article} {groups} after an admission for {name} ({named_terms(indications)}): "
+            f"{drugs}: {rule['ask']}"
         )
         cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
         flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))
@@ -242,7 +177,7 @@ def required_procedures(
     flags = []
     for rule in therapy.extra.get("requires_procedure", []):
         given = having(started, [rule["ingredient"]])
-        if given and not _indication(state, rule):
+        if given and not indication(state, rule):
             reason = (
                 f"{drug_names(given)} at discharge with no {rule['procedure']} recorded in this "
                 f"episode: {rule['why']}"
@@ -260,13 +195,13 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
     for rule in therapy.extra.get("expected_procedures", []):
         indications = [
             (f, term)
-            for f, term in _terms(state, with_problem_list=False)
+            for f, term in indication_terms(state, with_problem_list=False)
             if f.category != "procedure" and names_it(term, rule)
         ]
         treated = {"keywords": rule["treatment_keywords"]}
         if indications and not any(names_it(name, treated) for name in procedures):
             reason = (
-                f"{rule['condition']} ({_named(indications)}) with no {rule['treatment']} "
+                f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
                 f"recorded in this episode: {rule['why']}"
             )
             cited = [fact for fact, _ in indications]
