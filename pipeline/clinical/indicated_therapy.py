@@ -77,14 +77,34 @@ def expected_therapy(
                 "was considered, or why it is not given"
             )
             flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
-        for group, drugs in members.items():
-            if drugs and all(f.id in to_confirm for f in drugs):
-                reason = (
-                    f"The only {group} after {name} ({named}) is an old order to confirm: "
-                    f"{drug_names(drugs)}: confirm that it continues, or why not"
-                )
-                flags.append(risk_flag(f"confirm-{name}-{group}", reason, [*cited, *drugs]))
+        confirm = {
+            group: drugs
+            for group, drugs in members.items()
+            if drugs and {f.id for f in drugs} <= to_confirm
+        }
+        if confirm:
+            flags.append(_only_to_confirm(state, (name, named), confirm, cited))
     return flags
+
+
+def _only_to_confirm(
+    state: EvidenceState, rule: tuple[str, str], groups: dict[str, list[Fact]], cited: list[Fact]
+) -> ReviewFlag:
+    """One line for the expected groups of one indication whose only members going home are
+    orders to confirm (one cause, one line): "old" where each was last written long before the
+    stay, not of an order that the stay's home list leaves out (written weeks before)."""
+    name, named = rule
+    drugs = [f for members in groups.values() for f in members]
+    old = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
+    orders = "old order" if {f.id for f in drugs} <= old else "order"
+    *first, last = groups
+    what = f"{', '.join(first)} and {last}" if first else last
+    said = f"are {orders}s" if first else f"is an {orders}"
+    reason = (
+        f"The only {what} after {name} ({named}) {said} to confirm: {drug_names(drugs)}: "
+        f"confirm that {'each' if first else 'it'} continues, or why not"
+    )
+    return risk_flag(f"confirm-{name}-{'-'.join(groups)}", reason, [*cited, *drugs])
 
 
 # How a home drug with no discharge order is named on a rule's line, by where it stands.

@@ -149,7 +149,14 @@ def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> 
 
 
 def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
-    old = fx.condition("old", "History of myocardial infarction (situation)", encounter_id=None)
+    """Coded years before the stay: a past event. (Coded during the stay, a "History of" is
+    what the stay did as the record implies it: see the bypass below.)"""
+    old = fx.condition(
+        "old",
+        "History of myocardial infarction (situation)",
+        encounter_id=None,
+        onset="2015-04-02T09:00:00+00:00",
+    )
     assert risks(state_of(old, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
 
 
@@ -378,3 +385,55 @@ def test_opioids_named_in_the_notes_without_a_drug_use_admission_ask_nothing() -
         social_history("Patient has a documented history of opioid addiction."),
     )
     assert [r for r in risks(noted) if "disorder medication" in r] == []
+
+
+def bypass_history(onset: str) -> dict[str, Any]:
+    return fx.condition("h", "History of coronary artery bypass grafting (situation)", onset=onset)
+
+
+def test_a_bypass_the_record_implies_calls_for_secondary_prevention_as_a_recorded_one() -> None:
+    """ "History of coronary artery bypass grafting" recorded on the day of admission, with no
+    procedure: the draft says the stay did the bypass as the record implies it, so the
+    antiplatelet, statin and beta blocker after a bypass are asked about as after a recorded
+    one. A history coded years before the stay is a past event, and asks nothing."""
+    home = going_home("a", "aspirin 81 MG Oral Tablet")
+    during = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), home))
+    assert during == [
+        "No statin and no beta blocker at discharge after myocardial infarction or coronary "
+        "revascularization (coronary artery bypass grafting): confirm it was considered, or why "
+        "it is not given"
+    ]
+    assert risks(state_of(bypass_history("2012-05-01T12:00:00+00:00"), home)) == []
+
+
+def test_the_history_of_the_stays_own_infarction_adds_no_second_indication() -> None:
+    """ "History of myocardial infarction" coded the day of the infarction is its aftermath: the
+    lines name the infarction once."""
+    infarction = fx.condition("mi", "Acute non-ST segment elevation myocardial infarction")
+    aftermath = fx.condition(
+        "h", "History of myocardial infarction (situation)", onset="2024-03-01T12:00:00+00:00"
+    )
+    for line in risks(state_of(infarction, aftermath)):
+        assert "(Acute non-ST segment elevation myocardial infarction)" in line, line
+
+
+def test_expected_groups_that_are_only_orders_to_confirm_share_one_line() -> None:
+    """After the bypass, an antiplatelet and a statin ordered three weeks before admission that
+    the H&P's list (none) leaves out: one line asks about both, and calls them orders, not old
+    ones; the beta blocker that none of them is, is its own question."""
+    hp = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
+    weeks_before = [
+        fx.medication_request(i, name, authored="2024-02-09", **FULL)  # type: ignore[arg-type]
+        for i, name in (
+            ("c", "Clopidogrel 75 MG Oral Tablet"),
+            ("s", "Simvastatin 20 MG Oral Tablet"),
+        )
+    ]
+    flagged = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), hp, *weeks_before))
+    assert [r for r in flagged if "orders to confirm" in r] == [
+        "The only antiplatelet and statin after myocardial infarction or coronary "
+        "revascularization (coronary artery bypass grafting) are orders to confirm: Clopidogrel "
+        "75 MG Oral Tablet; Simvastatin 20 MG Oral Tablet: confirm that each continues, or why "
+        "not"
+    ]
+    assert any(r.startswith("No beta blocker at discharge") for r in flagged)
