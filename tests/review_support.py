@@ -179,8 +179,9 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
 
 def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> None:
     """The stay names end-stage renal disease as its reason, records the transplant itself (its
-    "History of renal transplant" would otherwise be a treatment the record only implies), and
-    tacrolimus goes home."""
+    "History of renal transplant" would otherwise be a treatment the record only implies),
+    measures the graft's function (a creatinine and a potassium before discharge, without which
+    the lisinopril going home is asked about), and tacrolimus goes home."""
     with httpx.Client() as browser:
         stay_id = inpatient_encounter(browser, box, patient)
     stay = httpx.get(f"{box.fhir_base}/Encounter/{stay_id}", headers=admin).json()
@@ -217,6 +218,20 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     httpx.put(
         f"{box.fhir_base}/Procedure/one-flag-transplant", json=transplant, headers=admin
     ).raise_for_status()
+    for loinc, name, value, unit, normal in (
+        ("2160-0", "Creatinine", 1.1, "mg/dL", (0.6, 1.3)),
+        ("2823-3", "Potassium", 4.2, "mmol/L", (3.5, 5.1)),
+    ):
+        measured = fx.observation(
+            f"one-flag-{loinc}", name, value, unit, loinc=loinc, when=stay["period"]["end"]
+        ) | {
+            "subject": {"reference": f"Patient/{patient}"},
+            "encounter": {"reference": f"Encounter/{stay_id}"},
+            "referenceRange": [{"low": {"value": normal[0]}, "high": {"value": normal[1]}}],
+        }
+        httpx.put(
+            f"{box.fhir_base}/Observation/one-flag-{loinc}", json=measured, headers=admin
+        ).raise_for_status()
 
 
 def form_values(page: str) -> dict[str, str]:
