@@ -13,9 +13,14 @@ decided: the flag names the drugs and what the stay did not measure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.risk_flags import (
+    drug_names,
+    during_stay,
+    having,
+    risk_flag,
+    stay_results,
+)
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import organs_named
 from pipeline.evidence.model import (
@@ -25,7 +30,6 @@ from pipeline.evidence.model import (
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
-    aware,
 )
 from pipeline.text.rendering import plain_term
 
@@ -65,20 +69,14 @@ def kidney_graft_drugs(
 def _kidney_grafts(state: EvidenceState, organs: CodeTable) -> list[tuple[Fact, str]]:
     """The procedures of the stay, and the diagnoses recorded during it, that name a kidney
     transplant, each with its term."""
-    stay = state.stay()
-    if stay is None or stay.start is None:
-        return []
-    start, end = aware(stay.start), aware(stay.end or datetime.max)
     found = []
     for f in state.facts["procedure"]:
         procedure = attributes_as(f, ProcedureAttributes)
-        when = procedure.performed_start
-        if when and start <= aware(when) <= end and _names_kidney(procedure.name, organs):
+        if during_stay(state, procedure.performed_start) and _names_kidney(procedure.name, organs):
             found.append((f, procedure.name))
     for f in state.facts["diagnosis"]:
         diagnosis = attributes_as(f, DiagnosisAttributes)
-        when = diagnosis.onset
-        if when and start <= aware(when) <= end and _names_kidney(diagnosis.display, organs):
+        if during_stay(state, diagnosis.onset) and _names_kidney(diagnosis.display, organs):
             found.append((f, diagnosis.display))
     return found
 

@@ -5,10 +5,10 @@ companion condition, each term with the fact that records it."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.diagnoses import HISTORY_OF, history_topic, topic_stems
+from pipeline.clinical.risk_flags import during_stay
 from pipeline.clinical.tables import names_it
 from pipeline.evidence.model import (
     DeviceAttributes,
@@ -19,7 +19,6 @@ from pipeline.evidence.model import (
     NarrativeAttributes,
     ProcedureAttributes,
     attributes_as,
-    aware,
 )
 from pipeline.text.rendering import plain_term
 
@@ -75,10 +74,6 @@ def _implied_treatments(state: EvidenceState) -> list[tuple[Fact, str]]:
     of the infarction), is X done in the stay as the record implies it (the draft says so, and
     flags it): an indication as a recorded procedure is (secondary prevention after a bypass the
     record shows only this way), where the "History of" term is cancelled as a past event's."""
-    stay = state.stay()
-    if stay is None or stay.start is None:
-        return []
-    start, end = aware(stay.start), aware(stay.end or datetime.max)
     done = {
         stem
         for f in state.facts["procedure"]
@@ -98,10 +93,10 @@ def _implied_treatments(state: EvidenceState) -> list[tuple[Fact, str]]:
     found = []
     for fact in episode:
         diagnosis = attributes_as(fact, DiagnosisAttributes)
-        topic, onset = history_topic(diagnosis.display), diagnosis.onset
+        topic = history_topic(diagnosis.display)
         if not topic or diagnosis.status_post or topic & done or topic <= events:
             continue
-        if onset and start <= aware(onset) <= end:
+        if during_stay(state, diagnosis.onset):
             found.append((fact, HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()))
     return found
 

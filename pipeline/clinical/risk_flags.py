@@ -1,5 +1,6 @@
 """What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
-the diagnoses still active that a rule names, the stay's results under some codes, and the Needs
+the diagnoses still active that a rule names, the stay's results under some codes, whether a
+moment falls in the stay, and the Needs
 review flag one rule raises over its facts (whether a clinical term names a table rule's subject
 is the tables' ``names_it``)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -17,10 +19,19 @@ from pipeline.evidence.model import (
     MedicationAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
 )
 
 RAISED_BY = "medication_safety"
 CODE: FlagCode = "regimen_risk"
+
+
+def during_stay(state: EvidenceState, moment: datetime | None) -> bool:
+    """Whether ``moment`` falls within the stay (a stay still open runs to now)."""
+    stay = state.stay()
+    if stay is None or stay.start is None or moment is None:
+        return False
+    return aware(stay.start) <= aware(moment) <= aware(stay.end or datetime.max)
 
 
 def words(text: str) -> set[str]:
