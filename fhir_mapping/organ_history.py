@@ -1,20 +1,23 @@
-"""The earlier record of a stay coded as a transplant ("Awaiting transplantation of kidney"):
-the reasons of the patient's earlier encounters and the care plans still active, each once.
+"""The earlier record of a stay coded as a transplant ("Awaiting transplantation of kidney") or
+a sterilization ("Sterilization requested"): the reasons of the patient's earlier encounters and
+the care plans still active, each once.
 
 A transplant stay's own codes name a status, not the disease the graft treats. The indication
 (chronic kidney disease stage 4, a dialysis care plan) is often only on an earlier visit's
-reason or an old plan, never a Condition, so the problem list cannot show it. Mapped only for a
-stay coded as a transplant, as candidates: which of them are about the organ is the pipeline's
-``transplant_organs`` table's to say, never the mapping's.
+reason or an old plan, never a Condition, so the problem list cannot show it. A sterilization
+ends the contraception care that earlier visits gave (quarterly injections with no drug order).
+Mapped only for such a stay, as candidates: which of them are about the organ, or are the care
+the stay ends, is the pipeline's tables' to say, never the mapping's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from fhir.resources.R4B.careplan import CarePlan
+from fhir.resources.R4B.codeableconcept import CodeableConcept
 from fhir.resources.R4B.encounter import Encounter
 
 from fhir_mapping.care_plans import ACTIVE_PLAN, plan_title
@@ -27,28 +30,38 @@ from fhir_mapping.scope import Scope
 from pipeline.evidence.model import OrganHistoryAttributes
 
 _TRANSPLANT = re.compile(r"\btransplant", re.IGNORECASE)
+_STERILIZATION = re.compile(r"\bsteriliz", re.IGNORECASE)
 
 
-def names_transplant(reasons: Iterable[str]) -> bool:
-    """Whether a stay's reason texts name a transplant (awaited or done): the one test for the
-    mapping and for the pull, which then reads every encounter of the patient."""
-    return any(_TRANSPLANT.search(text) for text in reasons)
+def reads_earlier_record(reasons: Iterable[str]) -> bool:
+    """Whether a stay's reason texts name a transplant (awaited or done) or a sterilization:
+    the one test for the mapping and for the pull, which then reads every encounter of the
+    patient."""
+    return any(_TRANSPLANT.search(text) or _STERILIZATION.search(text) for text in reasons)
 
 
-def coded_as_transplant(scope: Scope) -> bool:
-    """Whether the stay's own reason codes name a transplant."""
-    reasons = scope.encounter.model.reasonCode or []
-    return names_transplant(concept_text(reason) or "" for reason in reasons)
+def _own_reasons(scope: Scope) -> list[str]:
+    return [concept_text(reason) or "" for reason in scope.encounter.model.reasonCode or []]
 
 
-def _earlier_reasons(scope: Scope, mapped: Mapped) -> None:
-    """Each reason of an encounter before the episode, once, at its latest visit."""
+def _every_reason(model: Encounter) -> list[CodeableConcept]:
+    """An encounter's reason codes, care given among them ("Contraception care")."""
+    return list(model.reasonCode or [])
+
+
+def _earlier_reasons(
+    scope: Scope,
+    mapped: Mapped,
+    reasons: Callable[[Encounter], list[CodeableConcept]],
+) -> None:
+    """Each reason of an encounter before the episode (as ``reasons`` reads them), once, at its
+    latest visit."""
     latest: dict[str, tuple[datetime, str, ParsedResource[Encounter]]] = {}
     for item in scope.index.of_type(Encounter):
         start = encounter_period(item)[0]
         if not scope.is_patient(item.model.subject) or not scope.before_episode(start):
             continue
-        for reason in clinical_reasons(item.model):
+        for reason in reasons(item.model):
             text = concept_text(reason) or ""
             if text.lower() not in latest or latest[text.lower()][0] < start:
                 latest[text.lower()] = (start, text, item)
@@ -72,7 +85,11 @@ def _active_plans(scope: Scope, mapped: Mapped) -> None:
 
 def map_organ_history(scope: Scope) -> Mapped:
     mapped = Mapped()
-    if coded_as_transplant(scope):
-        _earlier_reasons(scope, mapped)
-        _active_plans(scope, mapped)
+    own = _own_reasons(scope)
+    if not reads_earlier_record(own):
+        return mapped
+    # A transplant's indication is a clinical reason; the care a sterilization ends is not one.
+    sterilization = any(_STERILIZATION.search(text) for text in own)
+    _earlier_reasons(scope, mapped, _every_reason if sterilization else clinical_reasons)
+    _active_plans(scope, mapped)
     return mapped

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from fhir_mapping.json_values import JsonObject, string_at, strings_at
-from fhir_mapping.organ_history import names_transplant
+from fhir_mapping.organ_history import reads_earlier_record
 from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS, RECENT_ACUTE_CARE_DAYS
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
@@ -163,13 +163,15 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
 
 
 def earlier_record_searches(patient: str, stay: JsonObject) -> list[Search]:
-    """For a stay coded as a transplant, every encounter of the patient: its indication is often
-    only an earlier visit's reason, decades back (``fhir_mapping.organ_history``)."""
+    """For a stay coded as a transplant or a sterilization, every encounter of the patient: a
+    transplant's indication is often only an earlier visit's reason, decades back, and the
+    contraception care a sterilization ends only earlier visits'
+    (``fhir_mapping.organ_history``)."""
     reasons = [
         *strings_at(stay, "reasonCode", "text"),
         *strings_at(stay, "reasonCode", "coding", "display"),
     ]
-    if not names_transplant(reasons):
+    if not reads_earlier_record(reasons):
         return []
     return [Search("Encounter", {"patient": f"Patient/{patient}"})]
 

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
 from pipeline.clinical.age_limits import age_limits
 from pipeline.clinical.indications import (
@@ -46,10 +48,13 @@ from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
+    OrganHistoryAttributes,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
 )
+from pipeline.text.rendering import plain_term
 
 
 def expected_therapy(
@@ -131,6 +136,27 @@ def _held_at_home(
     return found
 
 
+def _care_visits(state: EvidenceState, visits: dict[str, Any] | None) -> list[tuple[Fact, str]]:
+    """The earlier visits whose reason names the care an admission ends (contraception care
+    before a sterilization: a quarterly injection that no drug order records), the latest within
+    the rule's days before the stay, each said with that visit's date."""
+    stay = state.stay()
+    if visits is None or stay is None or stay.start is None:
+        return []
+    since = aware(stay.start) - timedelta(days=visits["within_days"])
+    found = []
+    for fact in state.facts["organ_history"]:
+        visit = attributes_as(fact, OrganHistoryAttributes)
+        if visit.kind != "encounter_reason" or visit.when is None or aware(visit.when) < since:
+            continue
+        if names_it(visit.text, visits):
+            said = (
+                f"{plain_term(visit.text)} visits before the stay (the last on {visit.when.date()})"
+            )
+            found.append((fact, said))
+    return found
+
+
 def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
     """The home drugs held or stopped that an admission rules out (an opioid after withdrawal
     management): their stop is the plan, which :func:`avoided_therapy` asks about, never a
@@ -171,6 +197,7 @@ def avoided_therapy(
             for drugs in rule["groups"].values()
             for found in _held_at_home(state, drugs, in_place)
         ]
+        held += _care_visits(state, rule.get("visits"))
         if not (given or held):
             continue
         drugs = "; ".join(filter(None, [drug_names(given), "; ".join(text for _, text in held)]))

@@ -209,9 +209,10 @@ class PrescriptionAttributes(StrictModel):
 
 class OrganHistoryAttributes(StrictModel):
     """What the earlier record says of an organ the stay transplants or awaits a graft for (the
-    transplant's indication): an earlier encounter's reason ("Chronic kidney disease stage 4",
-    the visit's date) or an active care plan ("Dialysis care plan", its start). Which of them
-    are about the organ is the pipeline's ``transplant_organs`` table's to say."""
+    transplant's indication), or of the care a sterilization ends: an earlier encounter's reason
+    ("Chronic kidney disease stage 4", "Contraception care", the latest visit's date) or an
+    active care plan ("Dialysis care plan", its start). Which of them matter is the pipeline's
+    tables' to say (``transplant_organs``; ``indicated_therapy``'s ``visits``)."""
 
     category: Literal["organ_history"] = "organ_history"
     kind: Literal["encounter_reason", "care_plan"]

@@ -437,3 +437,40 @@ def test_expected_groups_that_are_only_orders_to_confirm_share_one_line() -> Non
         "not"
     ]
     assert any(r.startswith("No beta blocker at discharge") for r in flagged)
+
+
+def contraception_visit(visit_id: str, when: str) -> dict[str, Any]:
+    """An office visit for contraception care (a quarterly injection, with no drug order)."""
+    return fx.encounter(visit_id, start=when, end=when, class_code="AMB") | {
+        "reasonCode": [{"text": "Contraception care (regime/therapy)"}]
+    }
+
+
+def test_contraception_care_visits_of_the_year_before_a_sterilization_are_asked_about() -> None:
+    """A stay coded as a sterilization ends the contraception care of earlier visits too (ACOG
+    2019): the line names the visits with the last one's date, beside any contraceptive drug.
+    A visit more than a year before the stay is not care still given."""
+    stay = fx.encounter() | {"reasonCode": [{"text": "Sterilization requested (situation)"}]}
+    recent = contraception_visit("v2", "2024-01-15T09:00:00+00:00")
+    older = contraception_visit("v1", "2022-01-10T09:00:00+00:00")
+    record = fx.bundle(fx.patient(), stay, LIGATION, recent, older)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    (line,) = [r for r in risks(state) if "contracept" in r]
+    assert line.startswith(
+        "A hormonal contraceptive after an admission for sterilization (Ligation of bilateral "
+        "fallopian tubes): Contraception care visits before the stay (the last on 2024-01-15): "
+        "no longer needed for contraception once the tubes are ligated"
+    )
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (review,) = [s for s in summary.section("needs_review").sentences if "Contraception" in s.text]
+    assert review.verdict == "supported"
+    record = fx.bundle(fx.patient(), stay, LIGATION, older)
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    assert not any("contracept" in r for r in risks(state))
+
+
+def test_the_pull_reads_the_earlier_visits_of_a_sterilization_stay() -> None:
+    from fhir_mapping.pull_plan import Search, earlier_record_searches
+
+    stay = {"reasonCode": [{"text": "Sterilization requested (situation)"}]}
+    assert earlier_record_searches("p", stay) == [Search("Encounter", {"patient": "Patient/p"})]

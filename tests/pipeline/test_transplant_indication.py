@@ -77,9 +77,13 @@ def test_a_problem_already_on_the_list_is_not_offered_twice() -> None:
     assert "about the transplanted organ: Dialysis care plan (active since 2015-05-01)" in line.text
 
 
-def test_a_stay_not_coded_as_a_transplant_maps_no_earlier_record() -> None:
-    state, _ = first_diagnosis_line("Sterilization requested (situation)", *earlier_record())
+def test_a_stay_coded_neither_as_a_transplant_nor_a_sterilization_maps_no_earlier_record() -> None:
+    """(A sterilization reads the earlier visits for the contraception care it ends:
+    test_indicated_therapy; the kidney's record never reaches its line.)"""
+    state, _ = first_diagnosis_line("Acute bronchitis (disorder)", *earlier_record())
     assert state.facts["organ_history"] == []
+    state, line = first_diagnosis_line("Sterilization requested (situation)", *earlier_record())
+    assert state.facts["organ_history"] and "earlier record" not in line.text
 
 
 def test_another_organs_transplant_offers_nothing_about_the_kidney() -> None:
@@ -89,10 +93,11 @@ def test_another_organs_transplant_offers_nothing_about_the_kidney() -> None:
     assert "earlier record" not in line.text
 
 
-def test_the_pull_reads_every_encounter_for_a_transplant_stay_only() -> None:
+def test_the_pull_reads_every_encounter_for_a_transplant_stay() -> None:
     """The bounded pull reads the episode's encounters; a stay coded as a transplant needs the
-    earlier visits too, whatever their age (the stay-bounded pull of a sandbox transplant stay
-    yields the whole record's evidence: tests/smartapp/test_fhir_client.py)."""
+    earlier visits too (as a sterilization does: test_indicated_therapy), whatever their age
+    (the stay-bounded pull of a sandbox transplant stay yields the whole record's evidence:
+    tests/smartapp/test_fhir_client.py)."""
     from fhir_mapping.pull_plan import Search, earlier_record_searches
 
     transplant = {"reasonCode": [{"coding": [{"display": "Awaiting transplantation of kidney"}]}]}
