@@ -1,5 +1,5 @@
 """Drugs whose safety a new kidney graft's function decides, going home from the stay that
-transplanted it with no renal function and no electrolytes measured since.
+transplanted it with no renal function or no electrolytes measured in it.
 
 A kidney transplanted in this stay changes the renal function every dose was set for: KDIGO's
 transplant guideline measures creatinine daily until discharge (recommendation 13.1.1), and the

@@ -8,14 +8,17 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from pipeline.clinical.note_medications import last_prescribed, lists_none, noted_drugs
+from pipeline.clinical.note_medications import (
+    last_prescribed,
+    lists_none,
+    noted_drugs,
+    office_treatment,
+)
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationChange,
     NarrativeAttributes,
-    PrescriptionAttributes,
-    attributes_as,
 )
 from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import (
@@ -83,10 +86,11 @@ def _office_treatments(state: EvidenceState, render: Any) -> list[Sentence]:
     changes = state.medications.changes
     found = []
     for drug in noted_drugs(state.facts["medication_list"], "home"):
-        last = last_prescribed(state, drug.text)
-        if last is None or any(drug.matches(c.name) for c in changes):
+        # The reconciliation's own test: a drug it left off the home list for this reason.
+        if any(drug.matches(c.name) for c in changes):
             continue
-        if attributes_as(last, PrescriptionAttributes).given_at_visit:
+        last = last_prescribed(state, drug.text)
+        if last is not None and office_treatment(state.facts["prescription"], drug):
             found.append((drug, last))
     if not found:
         return []
