@@ -90,25 +90,21 @@ def noted_drugs(facts: Iterable[Fact], kind: Literal["home", "prescribed"]) -> l
 def last_prescribed(state: EvidenceState, name: str) -> Fact | None:
     """The latest ended prescription of the same drug (every ingredient the same): how a home
     drug with no order was last taken (``fhir_mapping.prescriptions``)."""
-    same = [
-        f
-        for f in state.facts["prescription"]
-        if same_drug(attributes_as(f, PrescriptionAttributes).name, name)
-    ]
-    return max(
-        same, key=lambda f: attributes_as(f, PrescriptionAttributes).authored_on, default=None
-    )
+    return _latest_prescription(state.facts["prescription"], name)
 
 
 def office_treatment(facts: Iterable[Fact], drug: NotedDrug) -> bool:
     """Whether the drug's latest ended prescription was given by a clinician at the visit that
     wrote it (a dentist's fluoride gel): an office treatment that later notes' lists carry by
     name, never a home drug to hold or stop."""
+    last = _latest_prescription((f for f in facts if f.category == "prescription"), drug.text)
+    return last is not None and attributes_as(last, PrescriptionAttributes).given_at_visit
+
+
+def _latest_prescription(prescriptions: Iterable[Fact], name: str) -> Fact | None:
     same = [
-        attributes_as(f, PrescriptionAttributes)
-        for f in facts
-        if f.category == "prescription"
-        and drug.matches(attributes_as(f, PrescriptionAttributes).name)
+        f for f in prescriptions if same_drug(attributes_as(f, PrescriptionAttributes).name, name)
     ]
-    last = max(same, key=lambda prescription: prescription.authored_on, default=None)
-    return last is not None and last.given_at_visit
+    return max(
+        same, key=lambda f: attributes_as(f, PrescriptionAttributes).authored_on, default=None
+    )
