@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.clinical.diagnoses import HISTORY_OF, history_topic, topic_stems
-from pipeline.clinical.risk_flags import during_stay
+from pipeline.clinical.episode_diagnoses import implied_treatments
 from pipeline.clinical.tables import names_it
 from pipeline.evidence.model import (
     DeviceAttributes,
@@ -68,46 +67,13 @@ def indication_terms(
     return found
 
 
-def _implied_treatments(state: EvidenceState) -> list[tuple[Fact, str]]:
-    """A "History of X" recorded during the stay, with no procedure of the episode that may be
-    X and not the aftermath of the stay's own event ("History of myocardial infarction" the day
-    of the infarction), is X done in the stay as the record implies it (the draft says so, and
-    flags it): an indication as a recorded procedure is (secondary prevention after a bypass the
-    record shows only this way), where the "History of" term is cancelled as a past event's."""
-    done = {
-        stem
-        for f in state.facts["procedure"]
-        for stem in topic_stems(attributes_as(f, ProcedureAttributes).name)
-    }
-    episode = [
-        f
-        for f in state.facts["diagnosis"]
-        if attributes_as(f, DiagnosisAttributes).listing in _EPISODE_LISTINGS
-    ]
-    events = {
-        stem
-        for f in episode
-        if not history_topic(display := attributes_as(f, DiagnosisAttributes).display)
-        for stem in topic_stems(display)
-    }
-    found = []
-    for fact in episode:
-        diagnosis = attributes_as(fact, DiagnosisAttributes)
-        topic = history_topic(diagnosis.display)
-        if not topic or diagnosis.status_post or topic & done or topic <= events:
-            continue
-        if during_stay(state, diagnosis.onset):
-            found.append((fact, HISTORY_OF.sub("", plain_term(diagnosis.display)).strip()))
-    return found
-
-
 def indication(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
     """The terms that name the rule's indication; a treatment the record implies only where its
     "History of" term does not name it already."""
     terms = indication_terms(state, rule.get("problem_list", False), rule.get("devices", False))
     found = [(f, term) for f, term in terms if names_it(term, rule)]
     named = {f.id for f, _ in found}
-    implied = _implied_treatments(state)
+    implied = [(t.fact, t.name) for t in implied_treatments(state)]
     return found + [(f, t) for f, t in implied if f.id not in named and names_it(t, rule)]
 
 

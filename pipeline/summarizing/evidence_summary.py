@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.checking.checker import check_summary_sentences
+from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.tables import table
 from pipeline.evidence.model import (
     EncounterAttributes,
@@ -29,7 +30,7 @@ from pipeline.evidence.summary import (
 )
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.focus import TokenSalience
-from pipeline.summarizing.sections.common import cited_sentence, listed, record_begins_after_stay
+from pipeline.summarizing.sections.common import cited_sentence, record_begins_after_stay
 from pipeline.summarizing.sections.course import (
     condition_at_discharge_section,
     hospital_course_section,

@@ -11,7 +11,6 @@ from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES, RECENT_ACUTE_CARE_DAYS
 from pipeline.evidence.model import (
     DeviceAttributes,
-    DiagnosisAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -254,22 +253,3 @@ def record_begins_after_stay(state: EvidenceState, category: str) -> bool:
     begins = state.record_begins.get(category)
     ended = (stay.end or stay.start) if stay is not None else None
     return begins is not None and ended is not None and aware(begins) > aware(ended)
-
-
-def listed(state: EvidenceState, *listings: str) -> list[Fact]:
-    """Diagnosis facts of these listings (pipeline.clinical.diagnoses), in the order given, then by
-    onset: never alphabetical."""
-    facts = [
-        f
-        for f in state.facts["diagnosis"]
-        if isinstance(f.attributes, DiagnosisAttributes)
-        and (f.attributes.listing or "episode") in listings
-    ]
-    return sorted(
-        facts,
-        key=lambda f: (
-            listings.index(attributes_as(f, DiagnosisAttributes).listing or "episode"),
-            attributes_as(f, DiagnosisAttributes).onset is None,
-            attributes_as(f, DiagnosisAttributes).onset,
-        ),
-    )

@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from pipeline.clinical.diagnoses import STATUS_TERM
+from pipeline.clinical.episode_diagnoses import implied_treatments
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
@@ -43,7 +44,6 @@ from pipeline.summarizing.sections.common import (
     significant_procedures,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
-from pipeline.summarizing.sections.history import implied_treatments
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
 from pipeline.text.rendering import plain_term
 
@@ -124,7 +124,7 @@ def _admitted(state: EvidenceState, render: Any, routine: CodeTable, stay: Fact)
     coded = [*encounter.reasons, *encounter.arranged_reasons]
     status_only = all(STATUS_TERM.search(plain_term(reason)) for reason in coded)
     done = significant_procedures(state, routine)
-    implied = [] if done else implied_treatments(state, stay)
+    implied = [] if done else implied_treatments(state)
     if not implied:
         therapies = [t for t in encounter.types if THERAPY_TYPE.search(t)]
         text = render.admitted(encounter, therapies, status_only)

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.episode_diagnoses import (
+    aftermath,
+    coded_after_done,
+    is_implied_treatment,
+    listed,
+    procedure_stems,
+)
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -15,14 +22,8 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import cited_sentence, listed
-from pipeline.summarizing.sections.history import (
-    IMPLIED_TREATMENT,
-    aftermath,
-    coded_after_done,
-    implied_treatment,
-    procedure_stems,
-)
+from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.operations import IMPLIED_TREATMENT
 from pipeline.summarizing.sections.unnamed_principal import in_place_of_principal
 
 
@@ -41,7 +42,7 @@ def diagnoses_section(
     principal = listed(state, "principal")
     done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
-    after_done = coded_after_done(listed(state, "episode"), stay, done)
+    after_done = coded_after_done(state, listed(state, "episode"), done)
     in_place = [] if principal else in_place_of_principal(state, render, tables, stay)
     lines = []
     for f in listed(state, "principal", "episode"):
@@ -51,7 +52,7 @@ def diagnoses_section(
         # A principal diagnosis made in the stay cites the coded reason it specifies.
         specified = [s.id for s in listed(state, "specified")] if f in principal else []
         cited = [f.id, *_status_post_of(state, f), *folded, *specified]
-        if not implied_treatment(attributes_as(f, DiagnosisAttributes), stay, done):
+        if not is_implied_treatment(state, attributes_as(f, DiagnosisAttributes), done):
             lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
             continue
         # Where the flagged principal-diagnosis line says it already, it is cited there, once.

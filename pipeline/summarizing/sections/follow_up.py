@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     CarePlanAttributes,
@@ -16,8 +17,8 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import cited_sentence, home_equipment, listed
-from pipeline.summarizing.sections.history import operations_of_stay
+from pipeline.summarizing.sections.common import cited_sentence, home_equipment
+from pipeline.summarizing.sections.operations import operations_of_stay
 
 # What arranges a review after discharge; a care plan's instructions (rest, wound care) do not.
 _ARRANGED = frozenset({"appointment", "service_request"})
@@ -75,7 +76,7 @@ def _post_operative_review(
     Readers had to add it to every surgical draft; the record cannot say it, so the line says
     it is missing and what to arrange. Like every "Not documented", it is no flag: the signer
     adds the review, and a flag would only ask to acknowledge the line."""
-    operations = operations_of_stay(state, routine, stay)
+    operations = operations_of_stay(state, routine)
     if not operations:
         return []
     text = render.no_post_operative_review([(name, when) for name, when, _ in operations])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.episode_diagnoses import implied_treatments
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import EvidenceState, Fact
 from pipeline.evidence.summary import Sentence
@@ -16,14 +17,13 @@ from pipeline.summarizing.sections.common import (
     procedures_by_stay,
     supplied_in_stay,
 )
-from pipeline.summarizing.sections.history import implied_treatments
 
 
 def _implied_line(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
     """What the stay did as the record implies it ("renal transplant", its "History of" recorded
     that day), for an episode with no significant procedure: a Procedures section that read "None
     recorded" beside a diagnosis line saying a transplant was done contradicted itself."""
-    implied = implied_treatments(state, stay)
+    implied = implied_treatments(state)
     if not implied:
         return []
     text = render.implied_procedures([(what, onset) for what, onset, _ in implied])

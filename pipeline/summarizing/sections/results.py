@@ -33,7 +33,7 @@ from pipeline.summarizing.sections.common import (
     effective,
     record_begins_after_stay,
 )
-from pipeline.summarizing.sections.history import operations_of_stay
+from pipeline.summarizing.sections.operations import operations_of_stay
 
 
 def _worst(results: Sequence[LabResultAttributes]) -> str | None:
@@ -209,7 +209,7 @@ def _graft_function(
     the record kept any before discharge, since a record whose results begin later cannot tell
     a test not done from one not kept. ``tables``: routine procedures, transplant organs."""
     routine, organs = tables
-    done = [(name, fact_ids) for name, _, fact_ids in operations_of_stay(state, routine, stay)]
+    done = [(name, fact_ids) for name, _, fact_ids in operations_of_stay(state, routine)]
     later = record_begins_after_stay(state, "lab_result")
     return [
         cited_sentence(

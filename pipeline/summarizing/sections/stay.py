@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.clinical.diagnoses import PAST_HISTORY
+from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -19,7 +20,7 @@ from pipeline.evidence.model import (
     aware,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
-from pipeline.summarizing.sections.common import cited_sentence, listed
+from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.text.rendering import plain_term
 
 # A note's line that only restates who the patient is ("Ana is a 65 year-old hispanic female.")

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, elective_care, topic_stems
+from pipeline.clinical.episode_diagnoses import ImpliedTreatment, implied_treatments, listed
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import transplant_indication
 from pipeline.evidence.model import (
@@ -22,11 +23,10 @@ from pipeline.evidence.model import (
 from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import (
     cited_sentence,
-    listed,
     significant_procedures,
     supplied_in_stay,
 )
-from pipeline.summarizing.sections.history import IMPLIED_TREATMENT, implied_treatments
+from pipeline.summarizing.sections.operations import IMPLIED_TREATMENT
 from pipeline.text.rendering import plain_term
 
 
@@ -93,7 +93,7 @@ def _principal_not_documented(
     done = significant_procedures(state, routine)
     # A status recorded during the stay with no procedure for it is what the stay did, as the
     # record implies it: said first, before what the stay was coded as.
-    implied = [] if done else implied_treatments(state, stay_fact)
+    implied = [] if done else implied_treatments(state)
     elective = _elective_admission(render, stay_fact, done, implied)
     if elective:
         return elective
@@ -183,7 +183,7 @@ def _elective_admission(
     render: Any,
     stay_fact: Fact,
     done: list[Fact],
-    implied: list[tuple[str, datetime | None, Fact]],
+    implied: list[ImpliedTreatment],
 ) -> list[Sentence]:
     """A stay coded only as a request for care the episode gave ("Sterilization requested", a
     ligation done): an elective admission, led by the care asked for as the clinical problem
