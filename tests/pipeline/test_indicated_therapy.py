@@ -307,6 +307,20 @@ def test_prasugrel_without_a_pci_in_the_episode_asks_for_the_procedure() -> None
     assert [r for r in risks(state_of(prasugrel, stented)) if "PCI" in r] == []
 
 
+def test_a_doubt_on_a_drugs_own_line_is_its_headline_without_the_drugs_name() -> None:
+    """On prasugrel's line the flag says what is in doubt, not "prasugrel 10 MG Oral Tablet"
+    again (a flag's reason never repeats its sentence); Needs review keeps the whole question,
+    with the drug it names."""
+    prasugrel = going_home("p", "prasugrel 10 MG Oral Tablet")
+    summary = summarize_evidence(
+        state_of(prasugrel), salience=lambda text: ([], []), settings=PipelineSettings()
+    )
+    (line,) = [s for s in summary.section("medications").sentences if "prasugrel" in s.text]
+    assert line.review_reasons() == "at discharge with no PCI recorded in this episode"
+    (review,) = [s for s in summary.section("needs_review").sentences if "PCI" in s.text]
+    assert review.text.startswith("prasugrel 10 MG Oral Tablet at discharge with no PCI recorded")
+
+
 @pytest.mark.parametrize(
     ("procedure", "asked"),
     [

@@ -7,6 +7,7 @@ from typing import Any
 from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
+    MedicationAttributes,
     MedicationChange,
     NarrativeAttributes,
     attributes_as,
@@ -30,19 +31,30 @@ SHARED_DOUBTS = frozenset({"therapeutic_duplication", "choice_in_doubt"})
 
 def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
     """Each doubt about one drug alone (a flag citing no other medication), and each
-    duplication the drug is part of, by its headline: the whole question is Needs review's, said
-    once there (every line repeating it word for word was a third of a draft's noise)."""
+    duplication the drug is part of, by its headline without the drug's own name: the whole
+    question is Needs review's, said once there (every line repeating it word for word was a
+    third of a draft's noise)."""
     if fact_id is None:
         return []
     medications = {f.id for f in state.facts["medication"]}
+    name = attributes_as(state.fact(fact_id), MedicationAttributes).name
     return [
-        SentenceFlag(code=flag.code, reason=flag.reason.split(": ", 1)[0])
+        SentenceFlag(code=flag.code, reason=_unnamed(flag.reason.split(": ", 1)[0], name))
         for flag in state.flags_for_review
         if (
             flag.code in LINE_DOUBTS and [i for i in flag.fact_ids if i in medications] == [fact_id]
         )
         or (flag.code in SHARED_DOUBTS and fact_id in flag.fact_ids)
     ]
+
+
+def _unnamed(headline: str, name: str) -> str:
+    """The headline without the drug's name it opens with: on the drug's own line the name is
+    the line's first words, and a flag's reason never repeats its sentence ("prasugrel 10 MG
+    Oral Tablet at discharge with no PCI recorded" on prasugrel's line)."""
+    if headline.lower().startswith(name.lower() + " "):
+        return headline[len(name) :].strip()
+    return headline
 
 
 def superseded(state: EvidenceState) -> dict[str, list[str]]:

@@ -66,28 +66,20 @@ def stay_section(state: EvidenceState, render: Any) -> list[Sentence]:
 def _complaint_line(
     state: EvidenceState, render: Any, complaints: dict[str, Fact]
 ) -> list[Sentence]:
-    """The chief complaints of the stay's notes: those new to this stay on one line, and those in
-    the same words as the patient's latest note before the episode on another, said to be so.
-    Templated notes carry a complaint forward from visit to visit ("Blurred vision" in every
-    note since 2010, beside a heart attack), and readers read it as what brought the patient in;
-    left out, a reader found the admission note's complaints of thirst and frequent urination
-    missing. When the stay codes no reason of its own, the carried complaint is all there is:
-    flagged to confirm."""
+    """The chief complaints of the stay's notes that are new to this stay, on one line. A
+    complaint in the same words as the patient's latest note before the episode is template
+    text carried from visit to visit ("Blurred vision" in every note since 2010, beside a heart
+    attack): readers read it as what brought the patient in, and called it misleading beside the
+    stay's coded reason, so it is left out where the stay codes a reason or a principal
+    diagnosis. When the stay codes neither, the carried complaint is all there is: said, in
+    words that say where it comes from, and flagged to confirm."""
     before = {said.lower().rstrip(".") for said in state.complaints_before}
-    carried = {key: f for key, f in complaints.items() if key.rstrip(".") in before}
-    own = {key: f for key, f in complaints.items() if key not in carried}
-    sentences = []
-    for group, repeated in ((own, False), (carried, True)):
-        if group:
-            said = [
-                (attributes_as(f, EncounterAttributes).text or "").strip() for f in group.values()
-            ]
-            text = render.chief_complaints(said, repeated)
-            sentences.append(cited_sentence("stay", text, [f.id for f in group.values()]))
+    carried = [f for key, f in complaints.items() if key.rstrip(".") in before]
+    own = [f for f in complaints.values() if f not in carried]
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay is not None else []
     if own or not carried or coded or listed(state, "principal"):
-        return sentences
+        return [_complaints(render, own, repeated=False)] if own else []
     noted = state.complaints_noted_on
     reason = (
         "the same words as the patient's note of "
@@ -95,7 +87,12 @@ def _complaint_line(
         "stay, and the stay codes no reason of its own: confirm what brought the patient in"
     )
     flag = SentenceFlag(code="carried_forward", reason=reason)
-    return [sentences[0].model_copy(update={"flags": [flag]})]
+    return [_complaints(render, carried, repeated=True).model_copy(update={"flags": [flag]})]
+
+
+def _complaints(render: Any, facts: list[Fact], repeated: bool) -> Sentence:
+    said = [(attributes_as(f, EncounterAttributes).text or "").strip() for f in facts]
+    return cited_sentence("stay", render.chief_complaints(said, repeated), [f.id for f in facts])
 
 
 def active_problems_section(
