@@ -113,7 +113,7 @@ def check_cited_sentence(
     checks = [
         check_numbers(text, cited),
         check_dates(text, cited),
-        check_drugs(text, index.whole),
+        check_drugs(text, index.whole, absence_said=rendered),
         check_negation(text, cited),
         *([] if rendered else [check_denials(text, cited)]),
         check_demographics(text, index.whole),

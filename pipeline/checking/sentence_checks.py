@@ -88,9 +88,19 @@ def drug_mentions(text: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def check_drugs(text: str, evidence: Evidence) -> CheckResult:
+def check_drugs(text: str, evidence: Evidence, absence_said: bool = False) -> CheckResult:
+    """Drugs the sentence names that the evidence never does. With ``absence_said`` (a sentence
+    a rule wrote from the record, which says "No aspirin at discharge" after looking for it), a
+    drug named only as absent is no claim that it was given, and passes; a model's "no aspirin"
+    is a claim the citations cannot show, and is checked as any other mention."""
     known = {word.lower() for word in WORD.findall(evidence.joined)}
-    failing = [word for word in drug_mentions(text) if word.lower() not in known]
+    denied = (
+        {word.lower() for _, negated, word in polarities(text) if negated}
+        - {word.lower() for _, negated, word in polarities(text) if not negated}
+        if absence_said
+        else set()
+    )
+    failing = [word for word in drug_mentions(text) if word.lower() not in known | denied]
     return check_result("drugs", failing, "drugs or allergens not in the evidence")
 
 

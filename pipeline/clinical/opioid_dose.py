@@ -95,14 +95,15 @@ def opioid_dose_flags(
     inputs = list({f.id: f for _, facts in counted for f in facts}.values())
     value = Decimal(round(total))
     computed = _day_total(value, inputs)
-    # Worded with no drug, year or number the cited facts do not hold: the checker reads every
-    # line against them.
+    # Worded with no drug, year or number the cited facts do not hold (the checker reads every
+    # line against them), but for the rescue drug said to be absent, which it lets pass.
     reason = (
         f"Opioids going home or at home: about {value} morphine milligram "
         "equivalents a day, counted from their orders or last prescriptions, at or above the "
         "day's dose from which the CDC opioid guideline offers an overdose rescue drug: "
         f"{'; '.join(attributes_as(f, MedicationAttributes).name for f in opioids)}"
-        "; none going home: confirm the doses and the rescue drug, or say why not"
+        "; no naloxone or other rescue drug going home: confirm the doses and the rescue drug, "
+        "or say why not"
     )
     return [risk_flag("opioid-mme", reason, [computed, *inputs])], [computed]
 

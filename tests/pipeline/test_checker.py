@@ -102,6 +102,27 @@ def test_drugs_and_allergens_must_exist_in_the_evidence(sentence: str, spans: li
 
 
 @pytest.mark.parametrize(
+    ("sentence", "by_a_rule", "spans"),
+    [
+        ("No aspirin at discharge after the bypass: confirm why.", True, []),
+        ("No aspirin at discharge after the bypass: confirm why.", False, ["aspirin"]),
+        ("No statin at discharge; continue warfarin.", True, ["warfarin"]),
+        ("Aspirin was not given, but aspirin is continued.", True, ["Aspirin", "aspirin"]),
+    ],
+    ids=["a rule's absence", "a model's absence", "absent, then asserted", "denied and asserted"],
+)
+def test_a_drug_a_rule_says_is_absent_is_no_claim_that_it_was_given(
+    sentence: str, by_a_rule: bool, spans: list[str]
+) -> None:
+    """A sentence a rule wrote from the record ("No aspirin at discharge") names a drug it
+    looked for and did not find; a model's sentence saying the same is a claim its citations
+    cannot show, and any drug the sentence asserts is checked as ever."""
+    evidence = Evidence.of_text("Coronary artery bypass grafting. Started lisinopril 10 mg.")
+    checked = sentence_checks.check_drugs(sentence, evidence, absence_said=by_a_rule)
+    assert failing(checked) == spans
+
+
+@pytest.mark.parametrize(
     ("sentence", "spans"),
     [
         ("The patient denies fever.", []),

@@ -179,8 +179,8 @@ def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
             "Overdose (disorder)",
             "overdose",
             "amlodipine 5 MG Oral Tablet",
-            "No opioid overdose rescue drug at discharge after an overdose or a drug use disorder "
-            "(Overdose): confirm it was considered, or why it is not given",
+            "No naloxone or other opioid overdose rescue drug at discharge after an overdose or a "
+            "drug use disorder (Overdose): confirm it was considered, or why it is not given",
             "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray",
             id="naloxone is asked for after an overdose and its order answers it",
         ),
@@ -432,25 +432,46 @@ def test_the_history_of_the_stays_own_infarction_adds_no_second_indication() -> 
 
 
 def test_expected_groups_that_are_only_orders_to_confirm_share_one_line() -> None:
-    """After the bypass, an antiplatelet and a statin ordered three weeks before admission that
-    the H&P's list (none) leaves out: one line asks about both, and calls them orders, not old
+    """After the bypass, aspirin and a statin ordered three weeks before admission that the
+    H&P's list (none) leaves out: one line asks about both, and calls them orders, not old
     ones; the beta blocker that none of them is, is its own question."""
     hp = fx.document_reference("hp", fx.attachment("# Medications\nNo Active Medications.\n"))
     weeks_before = [
         fx.medication_request(i, name, authored="2024-02-09", **FULL)  # type: ignore[arg-type]
         for i, name in (
-            ("c", "Clopidogrel 75 MG Oral Tablet"),
+            ("a", "aspirin 81 MG Oral Tablet"),
             ("s", "Simvastatin 20 MG Oral Tablet"),
         )
     ]
     flagged = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), hp, *weeks_before))
     assert [r for r in flagged if "orders to confirm" in r] == [
-        "The only antiplatelet and statin after myocardial infarction or coronary "
-        "revascularization (coronary artery bypass grafting) are orders to confirm: Clopidogrel "
-        "75 MG Oral Tablet; Simvastatin 20 MG Oral Tablet: confirm that each continues, or why "
-        "not"
+        "The only aspirin and statin after myocardial infarction or coronary revascularization "
+        "(coronary artery bypass grafting) are orders to confirm: aspirin 81 MG Oral Tablet; "
+        "Simvastatin 20 MG Oral Tablet: confirm that each continues, or why not"
     ]
     assert any(r.startswith("No beta blocker at discharge") for r in flagged)
+
+
+def test_a_p2y12_inhibitor_alone_after_a_bypass_asks_for_aspirin_by_name() -> None:
+    """Aspirin is the antiplatelet after coronary revascularization or an infarction (ACC/AHA
+    2011 CABG, 2021 revascularization and 2025 ACS guidelines); clopidogrel alone is the
+    alternative for a patient who cannot take it, which the physician says. A reader found a
+    draft that never said aspirin was missing. The line names the drug it finds absent, which
+    the checker lets pass in a sentence a rule wrote."""
+    clopidogrel = going_home("c", "Clopidogrel 75 MG Oral Tablet")
+    statin = going_home("s", "atorvastatin 80 MG Oral Tablet")
+    beta = going_home("b", "metoprolol succinate 50 MG Extended Release Oral Tablet")
+    state = state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, statin, beta)
+    assert [r for r in risks(state) if r.startswith("No ")] == [
+        "No aspirin at discharge after myocardial infarction or coronary revascularization "
+        "(coronary artery bypass grafting): confirm it was considered, or why it is not given"
+    ]
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    (line,) = [s for s in summary.section("needs_review").sentences if "No aspirin" in s.text]
+    assert line.verdict == "supported"
+    aspirin = going_home("a", "aspirin 81 MG Oral Tablet")
+    answered = state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, aspirin)
+    assert not any("aspirin" in r for r in risks(answered))
 
 
 def contraception_visit(visit_id: str, when: str) -> dict[str, Any]:

@@ -50,7 +50,8 @@ def test_oxycodone_four_times_a_day_reaches_the_line_and_asks_for_the_rescue_dru
         "Opioids going home or at home: about 60 morphine milligram equivalents a day, counted "
         "from their orders or last prescriptions, at or above the day's dose from which the CDC "
         "opioid guideline offers an overdose rescue drug: oxycodone hydrochloride 10 MG Oral "
-        "Tablet; none going home: confirm the doses and the rescue drug, or say why not"
+        "Tablet; no naloxone or other rescue drug going home: confirm the doses and the rescue "
+        "drug, or say why not"
     )
     assert asked(going_home("low", "oxycodone hydrochloride 5 MG Oral Tablet")) == []
     naloxone = going_home("nlx", "naloxone hydrochloride 4 MG/ACTUAT Nasal Spray")
