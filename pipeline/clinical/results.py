@@ -22,6 +22,7 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     LabResultAttributes,
+    PatientInfoAttributes,
     ResultFlag,
     ReviewFlag,
     attributes_as,
@@ -103,10 +104,13 @@ def _in_units(default: dict[str, Any], unit: str | None) -> bool:
 
 
 def interpret(
-    result: LabResultAttributes, ranges: dict[str, dict[str, Any]]
+    result: LabResultAttributes, ranges: dict[str, dict[str, Any]], gender: str | None = None
 ) -> LabResultAttributes:
-    """The result with its shown value, range (own, else the adult default) and flag."""
+    """The result with its shown value, range (own, else the adult default, the patient's sex's
+    where the table gives one: a haemoglobin of 16.1 g/dL is high in a woman, and read as
+    normal against a range for both sexes) and flag."""
     default = ranges.get(result.code.code if result.code and result.code.code else "", {})
+    default = default | default.get(gender or "", {})
     if default and not _in_units(default, result.unit):
         default = {}  # another unit: the default's numbers do not apply
     update: dict[str, Any] = {}
@@ -250,8 +254,10 @@ def interpret_results(state: EvidenceState, settings: PipelineSettings) -> Evide
     """Every result interpreted; a critical value of the stay, a kidney injury and vital signs
     unstable at discharge flagged for the physician."""
     ranges = table("reference_ranges", settings).extra["ranges"]
+    patient = next(iter(state.facts.get("patient_info", [])), None)
+    gender = attributes_as(patient, PatientInfoAttributes).gender if patient else None
     facts = [
-        fact.model_copy(update={"attributes": interpret(fact.attributes, ranges)})
+        fact.model_copy(update={"attributes": interpret(fact.attributes, ranges, gender)})
         if isinstance(fact.attributes, LabResultAttributes)
         else fact
         for fact in state.facts.get("lab_result", [])

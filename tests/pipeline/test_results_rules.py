@@ -51,7 +51,7 @@ def test_abnormal_results_come_first_marked_with_their_trend_and_baseline() -> N
         lab("cr2", "Creatinine", 4.6483, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
     )
     assert lines == [
-        "Creatinine (H): 2.63 → 4.65 mg/dL (2024-03-02 to 2024-03-04); reference 0.6 to 1.3; "
+        "Creatinine (H): 2.63 → 4.65 mg/dL (2024-03-02 to 2024-03-04); reference 0.6 to 1.1; "
         "before admission 1.10 mg/dL on 2023-11-01.",
         "Other results within their reference ranges: Sodium.",
     ]
@@ -81,6 +81,34 @@ def test_the_observations_own_range_wins_and_another_unit_gets_no_default() -> N
     by_name = {f.attributes.name: f.attributes for f in state.facts["lab_result"]}
     assert (by_name["Sodium"].flag, by_name["Sodium"].range_source) == ("normal", "observation")
     assert by_name["Creatinine"].flag is None and by_name["Creatinine"].range_source is None
+
+
+HEMOGLOBIN = "718-7"
+
+
+@pytest.mark.parametrize(
+    ("gender", "line"),
+    [
+        ("female", "Hemoglobin (H): 16.1 g/dL on 2024-03-02; reference 12.1 to 15.1."),
+        ("male", "Other results within their reference ranges: Hemoglobin."),
+        (None, "Other results within their reference ranges: Hemoglobin."),
+    ],
+)
+def test_a_default_range_is_the_patients_sexs_where_adult_ranges_differ(
+    gender: str | None, line: str
+) -> None:
+    """A haemoglobin of 16.1 g/dL is high in a woman (MedlinePlus: 12.1 to 15.1 g/dL) and
+    normal in a man (13.8 to 17.2); a reader found it among a woman's normal results. A record
+    that gives no sex gets the range for both."""
+    patient = fx.patient() | {"gender": gender}
+    record = fx.bundle(
+        patient if gender else {k: v for k, v in patient.items() if k != "gender"},
+        fx.encounter(),
+        lab("hb", "Hemoglobin", 16.1, "g/dL", HEMOGLOBIN, "2024-03-02T08:00:00+00:00"),
+    )
+    state = evidence_from_fhir(record, settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    assert [s.text for s in summary.section("results").sentences] == [line]
 
 
 def test_an_abnormal_value_is_never_rounded_back_into_its_range() -> None:
@@ -469,7 +497,7 @@ def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_
     lines = results_of(high, normal)
     assert [line for line in lines if "before admission" in line] == [
         "Out of range in the days before admission, not measured in this stay: Creatinine 2.06 "
-        "mg/dL (high) on 2024-02-27, reference 0.6 to 1.3."
+        "mg/dL (high) on 2024-02-27, reference 0.6 to 1.1."
     ]
 
 
