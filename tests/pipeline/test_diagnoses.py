@@ -130,8 +130,8 @@ def test_older_entries_of_the_problem_list_share_one_line_and_chronic_conditions
         "Active at discharge: Essential hypertension, since 2010-05-01.",
         "Active at discharge: Anemia, since 2020-01-01.",
         "Active at discharge: Gout, since 2023-07-29.",
-        "Also active on the problem list, recorded more than a year before this stay: Chronic sinusitis (since 1961-12-01); Impacted "
-        "molars (since 1990-09-08).",
+        "Also active on the problem list, recorded more than a year before this stay: Chronic "
+        "sinusitis (since 1961-12-01); Impacted molars (since 1990-09-08).",
         "Past history: miscarriage (recorded 1974-10-14).",
     ]
 
