@@ -153,6 +153,8 @@ def test_trends_are_computed_in_code() -> None:
 
 
 def test_medication_changes_are_labelled_and_empty_sections_say_not_documented() -> None:
+    """Each change by its kind; a line with a doubt on it (lisinopril raised with no renal
+    function on record) never reads as settled: its status asks for the confirmation."""
     state = evidence_from_fhir(
         fx.stay(
             fx.medication_request("a", "lisinopril 10 MG", authored="2023-01-01T00:00:00+00:00"),
@@ -166,7 +168,14 @@ def test_medication_changes_are_labelled_and_empty_sections_say_not_documented()
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     texts = [s.text for s in summary.section("medications").sentences]
     assert texts[0] == (
-        "CHANGED: lisinopril 20 MG (strength: 10 MG → 20 MG). Documented reason: BP above target."
+        "CHANGED, TO CONFIRM: lisinopril 20 MG (strength: 10 MG → 20 MG). Documented reason: BP "
+        "above target."
+    )
+    assert (
+        summary.section("medications")
+        .sentences[0]
+        .review_reasons()
+        .startswith("changed in this stay, with no recent renal function")
     )
     assert texts[1].startswith("NEW: atorvastatin 40 MG (")
     assert summary.section("procedures").empty_reason == "Not documented"

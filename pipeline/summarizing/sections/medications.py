@@ -145,7 +145,9 @@ def _change_line(state: EvidenceState, render: Any, change: MedicationChange) ->
     citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
     doubts = doubts_about(state, change.discharge)
     in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
-    to_confirm = any(doubt.code in SHARED_DOUBTS for doubt in doubts)
+    # A line with a doubt never reads as settled: readers read "CONTINUED: Furosemide … (schedule
+    # to confirm)" and "NEW: valsartan …" beside their flags as instructions already decided.
+    to_confirm = bool(doubts)
     text = render.medication_change(change, before, after, in_doubt, to_confirm)
     line = cited_sentence("medications", text, citations)
     return line.model_copy(update={"flags": [*line.flags, *doubts]})
