@@ -94,14 +94,17 @@ def check_drugs(text: str, evidence: Evidence, absence_said: bool = False) -> Ch
     drug named only as absent is no claim that it was given, and passes; a model's "no aspirin"
     is a claim the citations cannot show, and is checked as any other mention."""
     known = {word.lower() for word in WORD.findall(evidence.joined)}
-    denied = (
-        {word.lower() for _, negated, word in polarities(text) if negated}
-        - {word.lower() for _, negated, word in polarities(text) if not negated}
-        if absence_said
-        else set()
-    )
-    failing = [word for word in drug_mentions(text) if word.lower() not in known | denied]
+    if absence_said:
+        known |= _only_denied(text)
+    failing = [word for word in drug_mentions(text) if word.lower() not in known]
     return check_result("drugs", failing, "drugs or allergens not in the evidence")
+
+
+def _only_denied(text: str) -> set[str]:
+    """The words a text only ever denies ("No aspirin at discharge"), never asserts."""
+    said = polarities(text)
+    denied = {word.lower() for _, negated, word in said if negated}
+    return denied - {word.lower() for _, negated, word in said if not negated}
 
 
 def check_demographics(text: str, evidence: Evidence) -> CheckResult:
