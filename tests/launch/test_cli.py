@@ -104,7 +104,9 @@ def test_summarize_markdown_shows_citations_and_flags() -> None:
     result = runner.invoke(app, ["summarize", "--format", "markdown"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# Discharge summary: AI DRAFT, needs physician review")
-    assert "- CHANGED: simvastatin 40 MG Oral Tablet (strength: 20 MG → 40 MG). [" in result.stdout
+    assert "- CHANGED, TO CONFIRM: simvastatin 40 MG Oral Tablet (strength: 20 MG → 40 MG). [" in (
+        result.stdout
+    )
     assert "**⚠" in result.stdout
     assert "## Sources" in result.stdout
     needs_review = result.stdout.split("## Needs review", 1)[1].split("\n## ", 1)[0]
