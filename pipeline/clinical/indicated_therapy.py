@@ -48,6 +48,7 @@ from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
+    LabResultAttributes,
     OrganHistoryAttributes,
     ProcedureAttributes,
     ReviewFlag,
@@ -236,8 +237,15 @@ def required_procedures(
 def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[ReviewFlag]:
     """A condition of the episode treated by a procedure, with no such procedure recorded in the
     episode: the record lacks the treatment, or the treatment was medical; the physician says
-    which (a STEMI discharged on prasugrel with nothing of its reperfusion on record)."""
+    which (a STEMI discharged on prasugrel with nothing of its reperfusion on record). A rule's
+    ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin)."""
     procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
+    measured = {
+        result.code.code
+        for f in state.facts["lab_result"]
+        if (result := attributes_as(f, LabResultAttributes)).code is not None
+        and not result.baseline
+    }
     flags = []
     for rule in therapy.extra.get("expected_procedures", []):
         indications = [
@@ -246,7 +254,8 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
             if f.category != "procedure" and names_it(term, rule)
         ]
         treated = {"keywords": rule["treatment_keywords"]}
-        if indications and not any(names_it(name, treated) for name in procedures):
+        done = any(names_it(name, treated) for name in procedures)
+        if indications and not done and not measured & set(rule.get("treatment_codes", [])):
             reason = (
                 f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
                 f"recorded in this episode: {rule['why']}"
