@@ -70,9 +70,10 @@ def test_flags_wait_until_accepted_edited_clean_or_deleted(drafted) -> None:
     # cardiovascular drugs ordered "as needed" (three), on one Needs review line and each on its own
     # line in the list; the line of a drug in a duplication carries it too, and so does the old
     # clopidogrel order proposed stopped; prasugrel with no PCI, a nitroglycerin spray that is
-    # only an old order to confirm, the infarction with no record of how it was treated, and
-    # lisinopril started with no recent renal function or electrolytes on record.
-    assert len(waiting) == 18
+    # only an old order to confirm, the infarction with no record of how it was treated nor of
+    # its troponin, ECG or ejection fraction, and lisinopril started with no recent renal
+    # function or electrolytes on record.
+    assert len(waiting) == 19
     kinds = {item.kind for sentence in waiting for item in review_items(sentence)}
     assert {"Conflict", "Unexplained medication change", "Therapeutic duplication"} <= kinds
     third, second, first = (s.id for s in waiting[:3])  # most severe first: conflicts
