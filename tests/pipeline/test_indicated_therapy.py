@@ -388,16 +388,15 @@ def test_an_acute_infarction_with_no_troponin_ecg_or_ejection_fraction_asks_for_
     first. A result of the episode answers the rule as a procedure does."""
     infarction = fx.condition("mi", "Acute ST segment elevation myocardial infarction (disorder)")
     found = [r for r in risks(state_of(infarction, *recorded)) if "troponin" in r]
-    assert found == (
-        [
-            "An acute myocardial infarction (Acute ST segment elevation myocardial infarction) "
-            "with no troponin, ECG or ejection fraction recorded in this episode: how the "
-            "infarction was diagnosed and the heart's function at discharge are not documented: "
-            "add them, or say where they are"
-        ]
-        if asked
-        else []
-    )
+    assert found == [MARKERS_ASKED] * asked
+
+
+MARKERS_ASKED = (
+    "An acute myocardial infarction (Acute ST segment elevation myocardial infarction) with no "
+    "troponin, ECG or ejection fraction recorded in this episode: how the infarction was "
+    "diagnosed and the heart's function at discharge are not documented: add them, or say "
+    "where they are"
+)
 
 
 def social_history(text: str) -> dict[str, Any]:
