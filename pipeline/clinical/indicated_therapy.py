@@ -43,12 +43,11 @@ from pipeline.clinical.indications import (
     named_terms,
     with_companion,
 )
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
-    LabResultAttributes,
     OrganHistoryAttributes,
     ProcedureAttributes,
     ReviewFlag,
@@ -240,12 +239,6 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
     which (a STEMI discharged on prasugrel with nothing of its reperfusion on record). A rule's
     ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin)."""
     procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
-    measured = {
-        result.code.code
-        for f in state.facts["lab_result"]
-        if (result := attributes_as(f, LabResultAttributes)).code is not None
-        and not result.baseline
-    }
     flags = []
     for rule in therapy.extra.get("expected_procedures", []):
         indications = [
@@ -255,7 +248,7 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
         ]
         treated = {"keywords": rule["treatment_keywords"]}
         done = any(names_it(name, treated) for name in procedures)
-        if indications and not done and not measured & set(rule.get("treatment_codes", [])):
+        if indications and not done and not stay_results(state, rule.get("treatment_codes", [])):
             reason = (
                 f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
                 f"recorded in this episode: {rule['why']}"

@@ -13,7 +13,6 @@ from pipeline.evidence.model import (
     CarePlanAttributes,
     DiagnosisAttributes,
     EvidenceState,
-    Fact,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence
@@ -28,7 +27,6 @@ def follow_up_section(
     state: EvidenceState,
     render: Any,
     tables: tuple[CodeTable, CodeTable, CodeTable],
-    stay: Fact | None,
 ) -> list[Sentence]:
     """Each plan once, then the notes' follow-up lines quoted. A section that holds only plans
     begun before the stay reads as the plan for after it; a readmission's draft offered a care
@@ -52,7 +50,7 @@ def follow_up_section(
         return sentences + _equipment_line(state, render, equipment)
     return (
         sentences
-        + _post_operative_review(state, render, routine, stay)
+        + _post_operative_review(state, render, routine)
         + _condition_reviews(state, render, reviews)
         + _equipment_line(state, render, equipment)
     )
@@ -66,9 +64,7 @@ def _review_arranged(state: EvidenceState) -> bool:
     )
 
 
-def _post_operative_review(
-    state: EvidenceState, render: Any, routine: CodeTable, stay: Fact | None
-) -> list[Sentence]:
+def _post_operative_review(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
     """An operation in this stay (recorded, or implied by a "History of" coded in it) and no
     review arranged: no appointment or referral on record and no note's word on follow-up.
     Discharge after surgery says who reviews the patient, and when (42 CFR 482.43(c), the

@@ -200,7 +200,6 @@ def _graft_function(
     state: EvidenceState,
     render: Any,
     tables: tuple[CodeTable, CodeTable],
-    stay: Fact | None,
     any_result: bool,
 ) -> list[Sentence]:
     """A transplant of the stay (``operations_of_stay``) whose graft no result of the stay
@@ -237,7 +236,7 @@ def results_section(
     by_test, baselines, vitals = _grouped(state)
     flagged = {fact_id for flag in state.flags_for_review for fact_id in flag.fact_ids}
     abnormal, normal, unranged = _sorted_tests(by_test, baselines, flagged, minor, render)
-    sentences = _graft_function(state, render, (routine, organs), stay, bool(by_test))
+    sentences = _graft_function(state, render, (routine, organs), bool(by_test))
     sentences += [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     sentences += _before_admission(baselines, set(by_test), render)
     if normal:
