@@ -79,7 +79,7 @@ def test_a_problem_already_on_the_list_is_not_offered_twice() -> None:
 
 def test_a_stay_coded_neither_as_a_transplant_nor_a_sterilization_maps_no_earlier_record() -> None:
     """(A sterilization reads the earlier visits for the contraception care it ends:
-    test_indicated_therapy; the kidney's record never reaches its line.)"""
+    test_therapy_after_drug_use_or_sterilization; the kidney's record never reaches its line.)"""
     state, _ = first_diagnosis_line("Acute bronchitis (disorder)", *earlier_record())
     assert state.facts["organ_history"] == []
     state, line = first_diagnosis_line("Sterilization requested (situation)", *earlier_record())
@@ -95,8 +95,9 @@ def test_another_organs_transplant_offers_nothing_about_the_kidney() -> None:
 
 def test_the_pull_reads_every_encounter_for_a_transplant_stay() -> None:
     """The bounded pull reads the episode's encounters; a stay coded as a transplant needs the
-    earlier visits too (as a sterilization does: test_indicated_therapy), whatever their age
-    (the stay-bounded pull of a sandbox transplant stay yields the whole record's evidence:
+    earlier visits too (as a sterilization does:
+    test_therapy_after_drug_use_or_sterilization), whatever their age (the stay-bounded pull of
+    a sandbox transplant stay yields the whole record's evidence:
     tests/smartapp/test_fhir_client.py)."""
     from fhir_mapping.pull_plan import Search, earlier_record_searches
 
