@@ -1,10 +1,12 @@
-"""Clinical rules computed in code: medications and their reconciliation, results, diagnoses
-and what the episode's diagnoses say the stay did, conflicts between sources, a transplant's
-indication, the shipped clinical tables, and the agent that runs the rules in order.
+"""Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
+what a clinical term says of itself and what the episode's diagnoses say the stay did,
+conflicts between sources, a transplant's indication, the shipped clinical tables, and the
+agent that runs the rules in order.
 """
 
 __all__ = [
     "agent",
+    "clinical_terms",
     "diagnoses",
     "drug_classes",
     "episode_diagnoses",

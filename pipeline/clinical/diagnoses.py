@@ -19,10 +19,14 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from pipeline.clinical.clinical_terms import (
+    STATUS_TERM,
+    history_topic,
+    topic_stems,
+)
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -37,50 +41,7 @@ from pipeline.evidence.model import (
 from pipeline.settings import PipelineSettings
 from pipeline.text.rendering import plain_term
 
-HISTORY_OF = re.compile(r"^(?:history of|h/o)\b", re.IGNORECASE)
-# SNOMED CT's past-history situations, the obstetric ones too ("Past pregnancy history of
-# miscarriage (situation)"): a past event, not a problem under care.
-PAST_HISTORY = re.compile(r"^(?:history of|h/o|past (?:\w+ )?history of)\b", re.IGNORECASE)
-# A status or administrative term says where the patient stands or what was arranged, not what
-# is wrong: "History of X", "Awaiting X", "Status post X", "X requested", a transfer or an
-# admission. It is never the principal diagnosis on its own (the summary then names the clinical
-# problem when the record has one, or says that it is not documented, and flags it).
-STATUS_TERM = re.compile(
-    r"^(?:history of|h/o|awaiting|status post|s/p)\b|\brequested\b|\btransfer\b|\badmission\b",
-    re.IGNORECASE,
-)
-# A request for care ("Sterilization requested") as a stay's reason: an elective admission, whose
-# reason is the care asked for rather than a disease.
-REQUEST_TERM = re.compile(r"\brequested\b", re.IGNORECASE)
-
-
-def elective_care(request: str) -> str:
-    """The care a request asks for, named as the elective admission it is ("Sterilization
-    requested": "Elective sterilization"): the clinical problem the issue's readers write in the
-    diagnosis, where the request itself reads as an administrative code."""
-    care = " ".join(REQUEST_TERM.sub("", plain_term(request)).split())
-    return f"Elective {care[:1].lower()}{care[1:]}" if care else plain_term(request)
-
-
-# Words too general to tie two clinical terms together.
-_GENERIC = frozenset(
-    "acute chronic disorder finding situation procedure history of the and with without due "
-    "primary secondary unspecified left right".split()
-)
 RESOLVED_STATUSES = frozenset({"resolved", "inactive", "remission"})
-
-
-def topic_stems(term: str) -> set[str]:
-    """The words of a clinical term that say what it is about, cut to a stem of six letters
-    ("appendectomy" and "appendicitis" stay apart; "grafting" and "graft" meet)."""
-    words = re.findall(r"[a-z]+", plain_term(term).lower())
-    return {word[:6] for word in words if len(word) > 3 and word not in _GENERIC}
-
-
-def history_topic(display: str) -> set[str]:
-    """What a "History of X" is about (the topic stems of X); empty for any other term."""
-    said = plain_term(display)
-    return topic_stems(HISTORY_OF.sub("", said)) if HISTORY_OF.match(said) else set()
 
 
 def _status_post(diagnosis: DiagnosisAttributes, procedures: list[Fact]) -> Fact | None:

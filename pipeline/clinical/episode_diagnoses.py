@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from pipeline.clinical.diagnoses import STATUS_TERM, history_topic, topic_stems
+from pipeline.clinical.clinical_terms import STATUS_TERM, history_topic, topic_stems
 from pipeline.clinical.risk_flags import during_stay
 from pipeline.evidence.model import (
     DiagnosisAttributes,

@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from pipeline.clinical.diagnoses import STATUS_TERM
+from pipeline.clinical.clinical_terms import STATUS_TERM
 from pipeline.clinical.episode_diagnoses import implied_treatments
 from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable

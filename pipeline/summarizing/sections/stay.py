@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from pipeline.clinical.diagnoses import PAST_HISTORY
+from pipeline.clinical.clinical_terms import PAST_HISTORY
 from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.diagnoses import REQUEST_TERM, STATUS_TERM, elective_care, topic_stems
+from pipeline.clinical.clinical_terms import REQUEST_TERM, STATUS_TERM, elective_care, topic_stems
 from pipeline.clinical.episode_diagnoses import ImpliedTreatment, implied_treatments, listed
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import transplant_indication
