@@ -201,7 +201,7 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
     bypass in the record: the bypass is implied, said so and flagged; a history coded before the
     stay is a plain diagnosis, and one whose procedure is recorded is "Status post"."""
     during = history_of("coronary artery bypass grafting")
-    summary = summary_of(during, reason="Abnormal findings diagnostic imaging heart")
+    summary = summary_of(during, reason="Coronary arteriosclerosis (disorder)")
     (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
     assert line.text == (
         "History of coronary artery bypass grafting: recorded 2024-03-01, during this stay: a "
@@ -209,7 +209,7 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
     )
     assert [flag.code for flag in line.flags] == ["implied_treatment"]
     done = fx.procedure("cabg", "Coronary artery bypass grafting (procedure)")
-    summary = summary_of(during, done, reason="Abnormal findings diagnostic imaging heart")
+    summary = summary_of(during, done, reason="Coronary arteriosclerosis (disorder)")
     (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
     assert line.text.startswith("Status post Coronary artery bypass grafting") and not line.flags
 

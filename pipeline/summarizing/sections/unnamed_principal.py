@@ -8,7 +8,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pipeline.clinical.clinical_terms import REQUEST_TERM, STATUS_TERM, elective_care, topic_stems
+from pipeline.clinical.clinical_terms import (
+    REQUEST_TERM,
+    STATUS_TERM,
+    elective_care,
+    status_subject,
+    topic_stems,
+)
 from pipeline.clinical.episode_diagnoses import ImpliedTreatment, implied_treatments, listed
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import transplant_indication
@@ -210,9 +216,12 @@ def _problems_named(state: EvidenceState, coded: list[str]) -> list[Fact]:
     the kidney disease on the list; "History of aortic valve replacement": the aortic stenosis),
     for the physician to choose from; exactly one is the clinical problem the stay treated and
     leads the line, flagged as taken from the problem list."""
-    topics = {word for term in coded for word in topic_stems(STATUS_TERM.sub("", plain_term(term)))}
-    return [
-        f
+    topics = {word for term in coded for word in status_subject(term)}
+    problems = [
+        (f, plain_term(attributes_as(f, DiagnosisAttributes).display))
         for f in listed(state, "active")
-        if topics & topic_stems(attributes_as(f, DiagnosisAttributes).display)
+    ]
+    # A status or finding on the list is about the same words, never the problem it names.
+    return [
+        f for f, term in problems if not STATUS_TERM.search(term) and topics & topic_stems(term)
     ]
