@@ -74,12 +74,15 @@ def expected_therapy(
             continue
         named = named_terms(indications)
         cited = [fact for fact, _ in indications]
-        members = {group: having(going_home, drugs) for group, drugs in rule["groups"].items()}
+        groups = rule["groups"] | _in_stay_groups(state, rule)
+        members = {group: having(going_home, drugs) for group, drugs in groups.items()}
         missing = [group for group, drugs in members.items() if not drugs]
         if missing:
+            *first, last = [f"no {group}" for group in missing]
+            absent = f"{', '.join(first)} and {last}" if first else last
             reason = (
-                f"No {' and no '.join(missing)} at discharge after {name} ({named}): confirm it "
-                "was considered, or why it is not given"
+                f"{absent[:1].upper()}{absent[1:]} at discharge after {name} ({named}): confirm "
+                f"{'each' if first else 'it'} was considered, or why it is not given"
             )
             flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
         confirm = {
@@ -90,6 +93,16 @@ def expected_therapy(
         if confirm:
             flags.append(_only_to_confirm(state, (name, named), confirm, cited))
     return flags
+
+
+def _in_stay_groups(state: EvidenceState, rule: dict[str, Any]) -> dict[str, list[str]]:
+    """The groups a rule expects only when its indication is of this episode, not only on the
+    problem list or a device: the months after a transplant call for infection prophylaxis
+    that a recipient of twenty years no longer takes."""
+    in_stay: dict[str, list[str]] = rule.get("in_stay_groups", {})
+    if in_stay and indication(state, rule | {"problem_list": False, "devices": False}):
+        return in_stay
+    return {}
 
 
 def _only_to_confirm(

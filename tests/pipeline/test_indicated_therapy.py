@@ -25,6 +25,8 @@ def state_of(*resources: dict[str, Any], born: str = "1950-06-15") -> EvidenceSt
     return evidence_from_fhir(record, settings=PipelineSettings())
 
 
+# A "History of renal transplant" recorded years before the stay, at no encounter of it.
+RECIPIENT_SINCE: dict[str, Any] = {"encounter_id": None, "onset": "2010-05-01T10:00:00+00:00"}
 RISKS = frozenset({"regimen_risk", "expected_drug_missing", "stop_proposed"})
 
 
@@ -36,7 +38,8 @@ def risks(state: EvidenceState) -> list[str]:
     ("condition", "flag", "treating"),
     [
         (
-            fx.condition("t", "History of renal transplant (situation)"),
+            # A recipient of years ago: maintenance immunosuppression, for life.
+            fx.condition("t", "History of renal transplant (situation)", **RECIPIENT_SINCE),
             "No immunosuppressant at discharge after solid-organ transplant (History of renal "
             "transplant): confirm it was considered, or why it is not given",
             "tacrolimus 1 MG Oral Capsule",
@@ -102,7 +105,7 @@ def test_an_ace_inhibitor_or_arb_is_expected_after_an_infarction_with_hypertensi
 def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> None:
     """The list is what is copied: the missing immunosuppressant is said there too, after the
     drugs going home, not only in Needs review; a list that has one says nothing."""
-    recipient = fx.condition("t", "History of renal transplant (situation)")
+    recipient = fx.condition("t", "History of renal transplant (situation)", **RECIPIENT_SINCE)
 
     def medications(*resources: dict[str, Any]) -> list[str]:
         state = state_of(recipient, *resources)
@@ -121,6 +124,33 @@ def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> Non
     )
 
 
+def test_a_transplant_in_this_stay_asks_for_infection_prophylaxis_beside_immunosuppression() -> (
+    None
+):
+    """KDIGO 2009 (13.3.1, 13.2.1): after a kidney transplant, Pneumocystis prophylaxis for three
+    to six months and cytomegalovirus prophylaxis unless donor and recipient are seronegative.
+    A transplant recorded in the stay asks for both on the immunosuppressant's line; the three
+    drugs answer it; a recipient of years ago is asked for immunosuppression only."""
+    in_stay = fx.condition("t", "History of renal transplant (situation)")
+    assert risks(state_of(in_stay, going_home("a", "amlodipine 5 MG Oral Tablet"))) == [
+        "No immunosuppressant, no Pneumocystis prophylaxis and no cytomegalovirus prophylaxis at "
+        "discharge after solid-organ transplant (History of renal transplant): confirm each was "
+        "considered, or why it is not given"
+    ]
+    treated = [
+        going_home("k", "tacrolimus 1 MG Oral Capsule"),
+        going_home("s", "sulfamethoxazole 400 MG / trimethoprim 80 MG Oral Tablet"),
+        going_home("v", "valganciclovir 450 MG Oral Tablet"),
+    ]
+    assert risks(state_of(in_stay, *treated)) == []
+    assert risks(state_of(in_stay, *treated[:2])) == [
+        "No cytomegalovirus prophylaxis at discharge after solid-organ transplant (History of "
+        "renal transplant): confirm it was considered, or why it is not given"
+    ]
+    years_ago = fx.condition("t", "History of renal transplant (situation)", **RECIPIENT_SINCE)
+    assert risks(state_of(years_ago, treated[0])) == []
+
+
 def test_awaiting_a_transplant_is_not_having_one() -> None:
     waiting = fx.condition("w", "Awaiting transplantation of kidney (situation)")
     assert risks(state_of(waiting, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
@@ -135,7 +165,7 @@ def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> 
     )
     assert risks(only_aspirin) == [
         "No statin and no beta blocker at discharge after myocardial infarction or coronary "
-        "revascularization (Acute ST segment elevation myocardial infarction): confirm it was "
+        "revascularization (Acute ST segment elevation myocardial infarction): confirm each was "
         "considered, or why it is not given",
         "No short-acting nitrate at discharge after an acute coronary syndrome (Acute ST segment "
         "elevation myocardial infarction): confirm it was considered, or why it is not given",

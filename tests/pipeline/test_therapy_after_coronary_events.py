@@ -139,8 +139,8 @@ def test_a_bypass_the_record_implies_calls_for_secondary_prevention_as_a_recorde
     during = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), home))
     assert during == [
         "No statin and no beta blocker at discharge after myocardial infarction or coronary "
-        "revascularization (coronary artery bypass grafting): confirm it was considered, or why "
-        "it is not given"
+        "revascularization (coronary artery bypass grafting): confirm each was considered, or "
+        "why it is not given"
     ]
     assert risks(state_of(bypass_history("2012-05-01T12:00:00+00:00"), home)) == []
 
