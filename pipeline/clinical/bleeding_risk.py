@@ -6,7 +6,9 @@ sets; in a patient at high bleeding risk that time is shortened or the combinati
 patient at high bleeding risk with one major or two minor criteria. Each criterion is read from
 the record: the problem list and the episode's diagnoses, the stay's latest haemoglobin,
 platelets and eGFR, the patient's age, and long-term NSAIDs or steroids going home. One Needs
-review line names the criteria met, with their values and dates; never a decision.
+review line names the criteria met, with their values and dates, and a proton pump inhibitor
+when none goes home (the same guideline: recommended with dual antiplatelet therapy at high
+risk of gastrointestinal bleeding); never a decision.
 """
 
 from __future__ import annotations
@@ -196,4 +198,9 @@ def dual_antiplatelet_bleeding_risk(
         f"at discharge, "
         f"{drug_names(antiplatelets)}: {said}: confirm the combination and set its duration"
     )
+    if not having(going_home, risks.extra["gastroprotection"]):
+        reason += (
+            "; no proton pump inhibitor going home, which protects the stomach on dual "
+            "antiplatelet therapy at high bleeding risk: add one, or say why not"
+        )
     return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]

@@ -42,10 +42,24 @@ def test_an_active_cancer_is_a_major_criterion_and_makes_the_line_alone() -> Non
     assert high_bleeding_risk(cancer, *DUAL) == [
         "High bleeding risk (ARC-HBR) on two antiplatelets at discharge, aspirin 81 MG Oral "
         "Tablet; clopidogrel 75 MG Oral Tablet: major: active malignancy: Malignant neoplasm of "
-        "breast (since 2023-08-26): confirm the combination and set its duration"
+        "breast (since 2023-08-26): confirm the combination and set its duration; no proton "
+        "pump inhibitor going home, which protects the stomach on dual antiplatelet therapy at "
+        "high bleeding risk: add one, or say why not"
     ]
     # One antiplatelet alone is no dual therapy to shorten.
     assert high_bleeding_risk(cancer, DUAL[0]) == []
+
+
+def test_a_proton_pump_inhibitor_going_home_answers_the_lines_gastric_protection() -> None:
+    """2023 ESC ACS guideline: a PPI with dual antiplatelet therapy at high risk of
+    gastrointestinal bleeding (class I). With one going home, the line asks only for the
+    combination and its duration."""
+    cancer = fx.condition(
+        "ca", "Malignant neoplasm of breast (disorder)", encounter_id=None, onset="2023-08-26"
+    )
+    protected = going_home("pp", "omeprazole 20 MG Delayed Release Oral Capsule")
+    (line,) = high_bleeding_risk(cancer, *DUAL, protected)
+    assert line.endswith("confirm the combination and set its duration")
 
 
 def test_the_line_counts_the_antiplatelets_going_home() -> None:

@@ -126,14 +126,33 @@ def test_flagged_sentences_are_marked_in_the_narrative_and_the_extension() -> No
     review = next(s for s in composition["section"] if s["id"] == "section-needs-review")
     div = ET.fromstring(review["text"]["div"])
     flagged = [span for span in div.iter(f"{XHTML}span") if "flagged" in span.get("class", "")]
-    assert any("two active orders" in (span.text or "") for span in flagged)
+    assert any("The same drug twice" in (span.text or "") for span in flagged)
     codes = {
         part["valueCoding"]["code"]
         for extension in review["extension"]
         for part in extension["extension"]
         if part["url"] == "flag"
     }
-    assert {"conflict", "incomplete_medication"} <= codes
+    assert {"therapeutic_duplication", "incomplete_medication"} <= codes
+
+
+def test_two_orders_of_one_drug_are_one_doubt_on_one_line() -> None:
+    """Two active warfarin orders are a conflict of the record and a duplication at
+    discharge: Needs review says it once, on the duplication's line, which names both orders;
+    the conflict stays in the evidence for the review workspace."""
+    state = evidence_from_fhir(
+        fx.stay(
+            fx.medication_request("a", "warfarin 5 MG", encounter_id=fx.ENCOUNTER_ID),
+            fx.medication_request("b", "warfarin 2 MG", encounter_id=fx.ENCOUNTER_ID),
+        ),
+        settings=PipelineSettings(),
+    )
+    assert [c.kind for c in state.conflicts] == ["duplicate_active_medication"]
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    review = [s.text for s in summary.section("needs_review").sentences if "warfarin" in s.text]
+    assert [line for line in review if "two active orders" in line] == []
+    (twice,) = [line for line in review if "The same drug twice" in line]
+    assert "warfarin 5 MG" in twice and "warfarin 2 MG" in twice
 
 
 def test_trends_are_computed_in_code() -> None:

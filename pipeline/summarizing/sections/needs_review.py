@@ -79,6 +79,8 @@ def needs_review_section(
     for flag in state.flags_for_review:
         if flag.code == "home_medication_not_ordered" and settled:
             continue
+        if _said_by_duplication(state, flag):
+            continue
         if flag.code == "incomplete_medication":
             incomplete.append(flag)
             continue
@@ -141,6 +143,19 @@ def _as_needed_line(
         ]
     sentence = cited_sentence("needs_review", text, citations)
     return sentence.model_copy(update={"flags": flag_list})
+
+
+def _said_by_duplication(state: EvidenceState, flag: ReviewFlag) -> bool:
+    """Whether ``flag`` is a conflict of two orders of one drug that a duplication line names
+    already ("metoprolol succinate: two active orders" beside "The same drug twice if
+    continued (metoprolol)": one doubt, one line)."""
+    medications = {f.id for f in state.facts["medication"]}
+    if flag.code != "conflict" or not set(flag.fact_ids) <= medications:
+        return False
+    return any(
+        other.code == "therapeutic_duplication" and set(flag.fact_ids) <= set(other.fact_ids)
+        for other in state.flags_for_review
+    )
 
 
 def _all_held_proposed_stopped(state: EvidenceState) -> bool:
