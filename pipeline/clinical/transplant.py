@@ -5,7 +5,8 @@ renal transplant") names no disease. The organ is read from those terms, and the
 record's encounter reasons and active care plans about that organ (``transplant_organs`` table:
 its words for the organ's disease and its replacement therapy) are the indication the physician
 names the principal diagnosis from: cited, never chosen from. A graft that a laboratory result
-measures (a kidney's creatinine) and that the stay never measured is said to be so.
+measures (a kidney's creatinine) and that the stay never measured is said to be so, and how
+often the guideline measures it after discharge is named where no review is arranged.
 """
 
 from __future__ import annotations
@@ -87,3 +88,17 @@ def unmeasured_grafts(
             if graft is not None and not measured & set(graft["codes"]):
                 unmeasured.append((term, str(graft["measure"]), fact_ids))
     return unmeasured
+
+
+def graft_follow_up(terms: Iterable[str], organs: CodeTable) -> list[str]:
+    """For the grafts the transplant terms among ``terms`` name, how often the guideline
+    measures their function after discharge (``graft_function``'s ``after_discharge``: a
+    kidney's creatinine two to three times a week in weeks 2 to 4), each once: what the review
+    a transplant's discharge arranges is for."""
+    measures: dict[str, dict[str, Any]] = organs.extra.get("graft_function", {})
+    schedules = [
+        str(measures[organ]["after_discharge"])
+        for organ in organs_named(terms, organs)
+        if "after_discharge" in measures.get(organ, {})
+    ]
+    return list(dict.fromkeys(schedules))

@@ -146,7 +146,7 @@ def summarize_evidence(
         ),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": follow_up_section(
-            state, render, (equipment, routine, table("condition_follow_up", settings))
+            state, render, (equipment, routine, table("condition_follow_up", settings), organs)
         ),
     }
     empty = _empty_reasons(built, state, render)

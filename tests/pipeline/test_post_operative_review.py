@@ -65,3 +65,20 @@ def test_an_operation_the_record_only_implies_asks_for_its_review_too() -> None:
         "Post-operative review: no appointment or referral is documented after appendectomy on "
         "2024-03-01: arrange who reviews the patient, and when."
     ]
+
+
+def test_after_a_kidney_transplant_the_line_names_how_the_graft_is_monitored() -> None:
+    """KDIGO 2009 (13.1.1): serum creatinine two to three times a week to the end of the first
+    month, then weekly to the end of the third: what the review a transplant's discharge
+    arranges is for. In words, so that no digit of the line goes unchecked; another operation
+    names no graft."""
+    transplant = fx.procedure("tx", "Renal transplant", when="2024-03-01T12:00:00+00:00")
+    (line,) = [line for line in follow_up(transplant) if "Post-operative" in line.text]
+    assert line.text == (
+        "Post-operative review: no appointment or referral is documented after Renal transplant "
+        "on 2024-03-01: arrange who reviews the patient, and when, and the graft's monitoring: "
+        "serum creatinine two to three times a week until the end of the first month after the "
+        "transplant, then weekly to the end of the third (KDIGO kidney transplant guideline)."
+    )
+    assert line.verdict == "supported"
+    assert [line.text for line in follow_up(APPENDECTOMY)] == [NO_REVIEW]

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.tables import CodeTable, names_it
+from pipeline.clinical.transplant import graft_follow_up
 from pipeline.evidence.model import (
     CarePlanAttributes,
     DiagnosisAttributes,
@@ -26,14 +27,15 @@ _ARRANGED = frozenset({"appointment", "service_request"})
 def follow_up_section(
     state: EvidenceState,
     render: Any,
-    tables: tuple[CodeTable, CodeTable, CodeTable],
+    tables: tuple[CodeTable, CodeTable, CodeTable, CodeTable],
 ) -> list[Sentence]:
     """Each plan once, then the notes' follow-up lines quoted. A section that holds only plans
     begun before the stay reads as the plan for after it; a readmission's draft offered a care
     plan of the year before as its follow-up. So when nothing is dated from the stay on and no
     note speaks of follow-up, the section says so, citing the plans it read. ``tables``: the
-    home equipment, the routine procedures and the follow-up each condition asks for."""
-    equipment, routine, reviews = tables
+    home equipment, the routine procedures, the follow-up each condition asks for and the
+    transplanted organs."""
+    equipment, routine, reviews, organs = tables
     plans = state.facts["care_plan"]
     sentences = [cited_sentence("follow_up", render.care_plan(f.attributes), [f.id]) for f in plans]
     sentences += [
@@ -50,7 +52,7 @@ def follow_up_section(
         return sentences + _equipment_line(state, render, equipment)
     return (
         sentences
-        + _post_operative_review(state, render, routine)
+        + _post_operative_review(state, render, routine, organs)
         + _condition_reviews(state, render, reviews)
         + _equipment_line(state, render, equipment)
     )
@@ -64,18 +66,25 @@ def _review_arranged(state: EvidenceState) -> bool:
     )
 
 
-def _post_operative_review(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+def _post_operative_review(
+    state: EvidenceState, render: Any, routine: CodeTable, organs: CodeTable
+) -> list[Sentence]:
     """An operation in this stay (recorded, or implied by a "History of" coded in it) and no
     review arranged: no appointment or referral on record and no note's word on follow-up.
     Discharge after surgery says who reviews the patient, and when (42 CFR 482.43(c), the
     discharge plan's follow-up; Royal College of Surgeons, Good Surgical Practice 2014, 1.3).
     Readers had to add it to every surgical draft; the record cannot say it, so the line says
-    it is missing and what to arrange. Like every "Not documented", it is no flag: the signer
-    adds the review, and a flag would only ask to acknowledge the line."""
+    it is missing and what to arrange; after a transplant, with how often the guideline
+    measures the graft's function until then (a reader missed the transplant clinic's
+    creatinine schedule). Like every "Not documented", it is no flag: the signer adds the
+    review, and a flag would only ask to acknowledge the line."""
     operations = operations_of_stay(state, routine)
     if not operations:
         return []
-    text = render.no_post_operative_review([(name, when) for name, when, _ in operations])
+    schedules = graft_follow_up([name for name, *_ in operations], organs)
+    text = render.no_post_operative_review(
+        [(name, when) for name, when, _ in operations], schedules
+    )
     cited = [fact_id for *_, fact_ids in operations for fact_id in fact_ids]
     return [cited_sentence("follow_up", text, cited)]
 
