@@ -181,7 +181,8 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     """The stay names end-stage renal disease as its reason, records the transplant itself (its
     "History of renal transplant" would otherwise be a treatment the record only implies),
     measures the graft's function (a creatinine and a potassium before discharge, without which
-    the lisinopril going home is asked about), and tacrolimus goes home."""
+    the lisinopril going home is asked about), and tacrolimus goes home, with the Pneumocystis
+    and cytomegalovirus prophylaxis of the months after a transplant."""
     with httpx.Client() as browser:
         stay_id = inpatient_encounter(browser, box, patient)
     stay = httpx.get(f"{box.fhir_base}/Encounter/{stay_id}", headers=admin).json()
@@ -197,18 +198,23 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     }
     stay["reasonCode"] = [disease, *stay.get("reasonCode", [])]
     httpx.put(f"{box.fhir_base}/Encounter/{stay_id}", json=stay, headers=admin).raise_for_status()
-    order = fx.medication_request(
-        "one-flag-tacrolimus",
-        "tacrolimus 1 MG Oral Capsule",
-        encounter_id=stay_id,
-        authored=stay["period"]["start"],
-        dose="1 capsule",
-        frequency=(2, 1, "d"),
-        route="oral",
-    ) | {"subject": {"reference": f"Patient/{patient}"}}
-    httpx.put(
-        f"{box.fhir_base}/MedicationRequest/one-flag-tacrolimus", json=order, headers=admin
-    ).raise_for_status()
+    for key, name, unit, per_day in (
+        ("tacrolimus", "tacrolimus 1 MG Oral Capsule", "1 capsule", 2),
+        ("prophylaxis", "sulfamethoxazole 400 MG / trimethoprim 80 MG Oral Tablet", "1 tablet", 1),
+        ("valganciclovir", "valganciclovir 450 MG Oral Tablet", "1 tablet", 1),
+    ):
+        order = fx.medication_request(
+            f"one-flag-{key}",
+            name,
+            encounter_id=stay_id,
+            authored=stay["period"]["start"],
+            dose=unit,
+            frequency=(per_day, 1, "d"),
+            route="oral",
+        ) | {"subject": {"reference": f"Patient/{patient}"}}
+        httpx.put(
+            f"{box.fhir_base}/MedicationRequest/one-flag-{key}", json=order, headers=admin
+        ).raise_for_status()
     transplant = fx.procedure(
         "one-flag-transplant", "Transplantation of kidney (procedure)", encounter_id=stay_id
     ) | {
