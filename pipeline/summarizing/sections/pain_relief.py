@@ -1,0 +1,49 @@
+"""After an operation, the pain relief at home: a line in Discharge medications where nothing
+going home or at home relieves pain (APS/ASRA/ASA 2016 postoperative pain guideline: a
+documented pain management plan that carries on at home). Readers of four surgical drafts
+found no analgesic ordered after the operation and nothing saying so. Like every "Not
+documented", it states what is missing and is no flag."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.clinical.drug_classes import noted_at_home
+from pipeline.clinical.risk_flags import having
+from pipeline.clinical.tables import CodeTable
+from pipeline.evidence.model import EvidenceState, MedicationAttributes
+from pipeline.evidence.summary import Sentence
+from pipeline.summarizing.sections.common import cited_sentence
+from pipeline.summarizing.sections.operations import operations_of_stay
+
+
+def analgesics(drug_table: CodeTable, pain: CodeTable) -> list[str]:
+    """The ingredients that relieve pain at home after an operation: the pain table's analgesic
+    classes (opioids, NSAIDs) and its ``postoperative_analgesics`` (acetaminophen)."""
+    classes: dict[str, list[str]] = drug_table.extra["classes"]
+    named = [i for name in pain.extra["analgesic_classes"] for i in classes[name]]
+    return [*named, *pain.extra["postoperative_analgesics"]]
+
+
+def post_operative_pain_relief(
+    state: EvidenceState, render: Any, routine: CodeTable, relieving: list[str]
+) -> list[Sentence]:
+    """One line when the stay operated (recorded, or implied) and no drug going home, to
+    confirm, or at home with no discharge order (ordered, or on a note's home list) holds one of
+    ``relieving``."""
+    operations = operations_of_stay(state, routine)
+    if not operations:
+        return []
+    medications = state.medications
+    may_take = {*medications.discharge, *medications.unconfirmed(), *medications.held_at_home()}
+    drugs = [
+        f
+        for f in state.facts["medication"]
+        if f.id in may_take and isinstance(f.attributes, MedicationAttributes)
+    ]
+    if having([*drugs, *noted_at_home(state)], relieving):
+        return []
+    text = render.no_post_operative_analgesic([(name, when) for name, when, _ in operations])
+    cited = [fact_id for *_, fact_ids in operations for fact_id in fact_ids]
+    return [cited_sentence("medications", text, cited)]
+
