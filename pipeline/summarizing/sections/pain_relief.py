@@ -46,4 +46,3 @@ def post_operative_pain_relief(
     text = render.no_post_operative_analgesic([(name, when) for name, when, _ in operations])
     cited = [fact_id for *_, fact_ids in operations for fact_id in fact_ids]
     return [cited_sentence("medications", text, cited)]
-
