@@ -52,8 +52,8 @@ def test_the_kidneys_earlier_record_is_offered_each_reason_once_at_its_latest_vi
     assert line.text == (
         "Principal diagnosis not documented: the stay is coded only as Awaiting transplantation "
         "of kidney; procedures of the episode: not documented; on the earlier record, about the "
-        "transplanted organ: Dialysis care plan (active since 2015-05-01); Chronic kidney disease "
-        "stage 4 (reason for the visit of 2019-06-01)."
+        "organ before its transplant: Dialysis care plan (active since 2015-05-01); Chronic "
+        "kidney disease stage 4 (reason for the visit of 2019-06-01)."
     )
     assert [flag.code for flag in line.flags] == ["principal_not_documented"]
     cited = {f.id for f in state.facts["organ_history"] if f.id in line.citations}
@@ -74,7 +74,10 @@ def test_a_problem_already_on_the_list_is_not_offered_twice() -> None:
     _, line = first_diagnosis_line(KIDNEY_WAIT, ckd, *earlier_record())
     assert line.text.count("Chronic kidney disease stage 4") == 1
     assert line.text.startswith("Chronic kidney disease stage 4 (on the problem list since 2015")
-    assert "about the transplanted organ: Dialysis care plan (active since 2015-05-01)" in line.text
+    assert (
+        "about the organ before its transplant: Dialysis care plan (active since 2015-05-01)"
+        in (line.text)
+    )
 
 
 def test_a_stay_coded_neither_as_a_transplant_nor_a_sterilization_maps_no_earlier_record() -> None:
