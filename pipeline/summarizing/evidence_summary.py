@@ -40,7 +40,7 @@ from pipeline.summarizing.sections.diagnoses import diagnoses_section
 from pipeline.summarizing.sections.follow_up import follow_up_section
 from pipeline.summarizing.sections.medications import allergies_section, medications_section
 from pipeline.summarizing.sections.needs_review import needs_review_section
-from pipeline.summarizing.sections.pain_relief import analgesics, post_operative_pain_relief
+from pipeline.summarizing.sections.pain_relief import post_operative_pain_relief
 from pipeline.summarizing.sections.procedures import procedures_section
 from pipeline.summarizing.sections.results import results_section
 from pipeline.summarizing.sections.stay import (
@@ -129,7 +129,6 @@ def summarize_evidence(
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
     organs = table("transplant_organs", settings)
-    relieving = analgesics(table("drug_classes", settings), table("pain_plan", settings))
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
@@ -142,7 +141,9 @@ def summarize_evidence(
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),
         "medications": medications_section(state, render)
-        + post_operative_pain_relief(state, render, routine, relieving),
+        + post_operative_pain_relief(
+            state, render, (routine, table("drug_classes", settings), table("pain_plan", settings))
+        ),
         "allergies": allergies_section(state, render),
         "results": results_section(
             state, render, (table("reference_ranges", settings), routine, organs), stay

@@ -52,7 +52,12 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
         "(vaccine) on 2024-03-03."
     )
     assert given in drafted["medications"]
-    assert "Imaging: Chest X-ray (Digital Radiography) on 2024-03-01." in drafted["results"]
+    # No report of the study is in the record: the line says so, never a bare study that reads
+    # as if its result were normal or elsewhere.
+    assert (
+        "Imaging: Chest X-ray (Digital Radiography) on 2024-03-01: no report found in the record."
+        in drafted["results"]
+    )
     assert all(s.verdict == "supported" for s in summary.sentences())
 
 
@@ -179,3 +184,28 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
     ]
     assert drafted["condition_at_discharge"] == ["Stable and ambulating independently."]
     assert all(s.verdict == "supported" for s in summary.sentences())
+
+
+def test_an_imaging_study_with_its_days_report_says_the_report_not_its_absence() -> None:
+    """A radiology report of the study's day with a conclusion: the study is not "no report
+    found", and the report's conclusion is said."""
+    xray = {
+        "resourceType": "ImagingStudy",
+        "id": "xray",
+        "status": "available",
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "started": "2024-03-01T12:00:00+00:00",
+        "procedureCode": [{"text": "Chest X-ray"}],
+    }
+    report = fx.diagnostic_report("rad", "final", [], name="Chest X-ray report") | {
+        "category": [{"coding": [{"code": "RAD"}]}],
+        "effectiveDateTime": "2024-03-01T13:00:00+00:00",
+        "conclusion": "No acute cardiopulmonary process.",
+    }
+    state = evidence_from_fhir(fx.stay(xray, report), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    results = [s.text for s in summary.section("results").sentences]
+    assert "Imaging: Chest X-ray on 2024-03-01." in results
+    assert "Imaging: Chest X-ray report on 2024-03-01: No acute cardiopulmonary process." in results
+    assert not any("no report found" in line for line in results)

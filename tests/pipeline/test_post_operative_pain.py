@@ -53,3 +53,22 @@ def test_an_nsaid_on_the_notes_home_list_answers_it() -> None:
 def test_a_stay_without_an_operation_asks_nothing() -> None:
     x_ray = fx.procedure("cxr", "Plain chest X-ray")
     assert not [s for s in medications(x_ray) if s.text.startswith("No analgesic")]
+
+
+def test_beside_a_drug_use_disorder_the_line_asks_for_non_opioid_relief() -> None:
+    """CDC 2022 and ASAM 2020: pain in a patient with a substance use disorder is treated first
+    with non-opioid analgesics. The disorder on the problem list is named and cited; one in
+    remission, or a relative's, is not."""
+    disorder = fx.condition(
+        "sud", "Dependent drug abuse (disorder)", encounter_id=None, onset="2010-01-01"
+    )
+    (line,) = [s for s in medications(APPENDECTOMY, disorder) if s.text.startswith("No analgesic")]
+    assert line.text == NO_ANALGESIC.removesuffix(".") + (
+        "; a drug use disorder is on record (Dependent drug abuse): prefer non-opioid relief."
+    )
+    assert line.verdict == "supported" and len(line.citations) == 2
+    remission = fx.condition(
+        "sud", "Opioid dependence in remission (disorder)", encounter_id=None, onset="2010-01-01"
+    )
+    texts = [s.text for s in medications(APPENDECTOMY, remission)]
+    assert NO_ANALGESIC in texts

@@ -256,10 +256,21 @@ def results_section(
         for facts in unranged
     ]
     imaging = [
-        cited_sentence("results", render.imaging(f.attributes), [f.id])
-        for f in by_time(
-            state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started
-        )
+        cited_sentence("results", render.imaging(f.attributes, unreported), [f.id])
+        for f, unreported in _imaging_reported(state)
     ]
     admitted = attributes_as(stay, EncounterAttributes).start if stay is not None else None
     return sentences + imaging + _vital_signs(vitals, render, admitted)
+
+
+def _imaging_reported(state: EvidenceState) -> list[tuple[Fact, bool]]:
+    """The imaging of the stay in time order, each study with whether no report of its day
+    is in the record: a bare study line read as a normal or a missing result (a reader asked
+    for the echocardiogram's ejection fraction), so one with no report says so."""
+    imaging = by_time(state.facts["imaging"], lambda f: attributes_as(f, ImagingAttributes).started)
+    studies = [(f, attributes_as(f, ImagingAttributes)) for f in imaging]
+    reported = {i.started.date() for _, i in studies if i.conclusion and i.started}
+    return [
+        (f, not i.conclusion and not (i.started and i.started.date() in reported))
+        for f, i in studies
+    ]
