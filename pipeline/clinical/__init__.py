@@ -1,7 +1,7 @@
 """Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
 what a clinical term says of itself and what the episode's diagnoses say the stay did,
-conflicts between sources, a transplant's indication, the shipped clinical tables, and the
-agent that runs the rules in order.
+conflicts between sources, a transplant's indication, the shipped clinical tables, the
+helpers the rules share to read what goes home, and the agent that runs the rules in order.
 """
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "note_medications",
     "record_conflicts",
     "results",
+    "risk_flags",
     "tables",
     "transplant",
     "validate",
