@@ -191,17 +191,21 @@ def stay_reasons(scope: Scope) -> tuple[list[Any], list[ParsedResource[Encounter
 SKILLED_NURSING = re.compile(r"skilled nursing|nursing (?:home|facility)|\bsnf\b", re.IGNORECASE)
 
 
-def _facility(encounter: Encounter, types: list[str]) -> str:
+def _facility(encounter: Encounter, types: list[str]) -> tuple[str, str | None]:
     """The kind of place, from the class, the types, the locations' names and the stay's own
     reasons: a stay coded "Patient transfer to skilled nursing facility" is the nursing stay the
-    transfer began (an 18-day rehabilitation read as a hospital stay for a knee injury)."""
+    transfer began (an 18-day rehabilitation read as a hospital stay for a knee injury). With
+    it, the location's name when that alone says so ("… DP SNF", a skilled nursing unit of a
+    hospital): two readers read an inpatient stay called a nursing stay with nothing to show
+    why."""
     reasons = [concept_text(reason) or "" for reason in encounter.reasonCode or []]
-    said = [*types, *reasons, *(loc.location.display or "" for loc in encounter.location or [])]
+    places = [loc.location.display or "" for loc in encounter.location or []]
     if (encounter.class_fhir and encounter.class_fhir.code == "SNF") or any(
-        SKILLED_NURSING.search(text) for text in said
+        SKILLED_NURSING.search(text) for text in [*types, *reasons]
     ):
-        return "skilled nursing facility"
-    return "hospital"
+        return "skilled nursing facility", None
+    named = [place for place in places if SKILLED_NURSING.search(place)]
+    return ("skilled nursing facility", named[0]) if named else ("hospital", None)
 
 
 def _other_encounter(item: ParsedResource[Encounter], why: str | None) -> OtherEncounter:
@@ -251,6 +255,7 @@ def encounter_fact(scope: Scope) -> Fact:
     joined, recent, beside = _beside_the_stay(scope)
     said = [text for text in map(concept_text, encounter.reasonCode or []) if text]
     arranged = [text for text in said if NOT_A_REASON.search(text)]
+    facility, facility_location = _facility(encounter, types)
     attributes = EncounterAttributes(
         kind="stay",
         class_code=encounter.class_fhir.code if encounter.class_fhir else None,
@@ -260,7 +265,8 @@ def encounter_fact(scope: Scope) -> Fact:
         length_of_stay_days=(end.date() - start.date()).days if start and end else None,
         episode_start=episode_start,
         episode_days=(end.date() - episode_start.date()).days if episode_start and end else None,
-        facility=_facility(encounter, types),
+        facility=facility,
+        facility_location=facility_location,
         reasons=reasons,
         arranged_reasons=arranged,
         reasons_from=_other_encounter(read_from[0], None) if read_from and arranged else None,

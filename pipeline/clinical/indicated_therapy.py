@@ -80,8 +80,9 @@ def expected_therapy(
         if missing:
             *first, last = [f"no {group}" for group in missing]
             absent = f"{', '.join(first)} and {last}" if first else last
+            related = _related(name, rule)
             reason = (
-                f"{absent[:1].upper()}{absent[1:]} at discharge after {name} ({named}): confirm "
+                f"{absent[:1].upper()}{absent[1:]} at discharge {related} ({named}): confirm "
                 f"{'each' if first else 'it'} was considered, or why it is not given"
             )
             flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
@@ -91,8 +92,15 @@ def expected_therapy(
             if drugs and {f.id for f in drugs} <= to_confirm
         }
         if confirm:
-            flags.append(_only_to_confirm(state, (name, named), confirm, cited))
+            flags.append(_only_to_confirm(state, (_related(name, rule), named), confirm, cited))
     return flags
+
+
+def _related(name: str, rule: dict[str, Any]) -> str:
+    """The indication as its line names it: "after" an event of the stay, or the rule's own
+    relation ("with" a lifelong condition: a reader read "after a diagnosis of epilepsy" coded
+    in infancy as a new diagnosis)."""
+    return f"{rule.get('relation', 'after')} {name}"
 
 
 def _in_stay_groups(state: EvidenceState, rule: dict[str, Any]) -> dict[str, list[str]]:
@@ -119,7 +127,7 @@ def _only_to_confirm(
     what = f"{', '.join(first)} and {last}" if first else last
     said = f"are {orders}s" if first else f"is an {orders}"
     reason = (
-        f"The only {what} after {name} ({named}) {said} to confirm: {drug_names(drugs)}: "
+        f"The only {what} {name} ({named}) {said} to confirm: {drug_names(drugs)}: "
         f"confirm that {'each' if first else 'it'} continues, or why not"
     )
     return risk_flag(f"confirm-{name}-{'-'.join(groups)}", reason, [*cited, *drugs])

@@ -72,6 +72,8 @@ class EncounterAttributes(StrictModel):
     # What kind of place the stay was in: "hospital", or "skilled nursing facility" when its
     # class, type or location says so.
     facility: str = "hospital"
+    # The location's name, when only it says what kind of place the stay was in.
+    facility_location: str | None = None
     text: str | None = None
     # The other encounters of the episode (the emergency visit, the surgery, the stay just
     # before), and the emergency visits and stays of the weeks before it, not joined.

@@ -47,8 +47,9 @@ def risks(state: EvidenceState) -> list[str]:
         (
             # Coded decades ago and still active: an epilepsy until resolved (ILAE 2014).
             fx.condition("e", "Epilepsy (disorder)", encounter_id=None, onset="1986-05-20"),
-            "No antiseizure drug at discharge after a diagnosis of epilepsy (Epilepsy): confirm it "
-            "was considered, or why it is not given",
+            # "With": a lifelong condition's line never reads as a new diagnosis.
+            "No antiseizure drug at discharge with an active epilepsy on the problem list "
+            "(Epilepsy): confirm it was considered, or why it is not given",
             "levetiracetam 500 MG Oral Tablet",
         ),
     ],
