@@ -11,6 +11,8 @@ or a period that ran past it, whatever the status now.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from fhir.resources.R4B.careplan import CarePlan
 from fhir.resources.R4B.codeableconcept import CodeableConcept
 from fhir.resources.R4B.condition import Condition
@@ -35,7 +37,7 @@ def _in_effect_at_discharge(scope: Scope, plan: CarePlan) -> bool:
     """Read as of discharge: active, or a plan whose period ran past discharge whatever its
     status now (a physiotherapy plan "completed" two months after the nursing stay ended was in
     effect when the patient left)."""
-    end = as_datetime(plan.period.end) if plan.period else None
+    end = _end(plan)
     return plan.status in ACTIVE_PLAN or (end is not None and scope.after_discharge(end))
 
 
@@ -66,6 +68,10 @@ def _ongoing(scope: Scope, plan: CarePlan, reasons: set[str], recent: set[str]) 
         concept_keys(_code_of(scope.index.resolve(reference.reference, Condition))) & reasons
         for reference in plan.addresses or []
     )
+
+
+def _end(plan: CarePlan) -> datetime | None:
+    return as_datetime(plan.period.end) if plan.period else None
 
 
 def plan_title(plan: CarePlan) -> str:
@@ -112,8 +118,11 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
             CarePlanAttributes(
                 kind="care_plan",
                 title=plan_title(plan),
-                # Read as of discharge: a plan that ended after it was active then.
-                status=plan.status if plan.status in ACTIVE_PLAN else "active",
+                # Read as of discharge: a plan that ended after it was in effect then, and its
+                # end says why its status now differs (a reader read "active" beside a
+                # "completed" plan as a contradiction).
+                status=plan.status if plan.status in ACTIVE_PLAN else "in effect at discharge",
+                until=None if plan.status in ACTIVE_PLAN else _end(plan),
                 activities=activities,
                 addresses=addresses,
                 goals=goals,

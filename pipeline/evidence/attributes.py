@@ -151,6 +151,8 @@ class CarePlanAttributes(StrictModel):
     addresses: list[str] = Field(default_factory=list)
     goals: list[str] = Field(default_factory=list)
     when: datetime | None = None
+    # A plan in effect at discharge whose status is no longer active: when it ended.
+    until: datetime | None = None
     # A care plan for the stay's own reason that began before it: the ongoing plan the stay
     # returns to (addiction counselling after a detoxification), said with its start.
     before_stay: bool = False

@@ -133,8 +133,9 @@ def test_a_care_plan_made_at_the_recent_acute_visit_is_the_follow_up() -> None:
 def test_a_plan_for_the_episodes_reason_in_effect_at_discharge_is_the_follow_up() -> None:
     """A nursing stay coded only as a transfer, after the knee operation's stay: physiotherapy
     planned for the knee injury at the emergency visit a week before, its period running two
-    months past discharge, is the follow-up, active as of discharge even though the record now
-    calls it completed; one that ended before discharge is not."""
+    months past discharge, is the follow-up, in effect at discharge even though the record now
+    calls it completed, which its end explains (a reader read "active" beside the record's
+    "completed" as a contradiction); one that ended before discharge is not."""
     injury = fx.condition("acl", "Injury of anterior cruciate ligament", code="444470001")
     operation = fx.encounter(
         "ortho", "2024-02-25T10:00:00+00:00", "2024-03-01T10:00:00+00:00", "IMP"
@@ -154,8 +155,9 @@ def test_a_plan_for_the_episodes_reason_in_effect_at_discharge_is_the_follow_up(
 
     record = fx.bundle(fx.patient(), nursing, operation, injury, physio, ended)
     assert follow_up(drafted_from(record)) == [
-        "Care plan (active, since 2024-02-18, before this stay): Physiotherapy care plan, for "
-        "Injury of anterior cruciate ligament; activities: Stretching exercises.",
+        "Care plan (in effect at discharge, since 2024-02-18, before this stay, until "
+        "2024-05-01): Physiotherapy care plan, for Injury of anterior cruciate ligament; "
+        "activities: Stretching exercises.",
         NO_NEW_FOLLOW_UP,
     ]
 
