@@ -3,6 +3,8 @@ given, imaging, and what the record pull asks for to read them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
@@ -12,6 +14,19 @@ from tests.pipeline.test_course_rules import (
     NO_NEW_FOLLOW_UP,
     drafted_from,
 )
+
+
+def chest_x_ray(study_id: str) -> dict[str, Any]:
+    """A chest X-ray study of the stay's first day, with no report."""
+    return {
+        "resourceType": "ImagingStudy",
+        "id": study_id,
+        "status": "available",
+        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
+        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
+        "started": "2024-03-01T12:00:00+00:00",
+        "procedureCode": [{"text": "Chest X-ray"}],
+    }
 
 
 def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
@@ -28,16 +43,7 @@ def test_follow_up_vaccines_medications_given_and_imaging_are_read() -> None:
     heparin = fx.medication_administration(
         "heparin", "Heparin 5000 UNT Injection", "2024-03-02T08:00:00+00:00"
     )
-    xray = {
-        "resourceType": "ImagingStudy",
-        "id": "cxr",
-        "status": "available",
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "started": "2024-03-01T12:00:00+00:00",
-        "modality": [{"code": "DX", "display": "Digital Radiography"}],
-        "procedureCode": [{"text": "Chest X-ray"}],
-    }
+    xray = chest_x_ray("cxr") | {"modality": [{"code": "DX", "display": "Digital Radiography"}]}
     state = evidence_from_fhir(
         fx.stay(plan, old_plan, appointment, vaccine, heparin, xray), settings=PipelineSettings()
     )
@@ -191,15 +197,7 @@ def test_goals_of_a_care_plan_and_the_notes_word_on_the_condition_at_discharge()
 def test_an_imaging_study_with_its_days_report_says_the_report_not_its_absence() -> None:
     """A radiology report of the study's day with a conclusion: the study is not "no report
     found", and the report's conclusion is said."""
-    xray = {
-        "resourceType": "ImagingStudy",
-        "id": "xray",
-        "status": "available",
-        "subject": {"reference": f"Patient/{fx.PATIENT_ID}"},
-        "encounter": {"reference": f"Encounter/{fx.ENCOUNTER_ID}"},
-        "started": "2024-03-01T12:00:00+00:00",
-        "procedureCode": [{"text": "Chest X-ray"}],
-    }
+    xray = chest_x_ray("xray")
     report = fx.diagnostic_report("rad", "final", [], name="Chest X-ray report") | {
         "category": [{"coding": [{"code": "RAD"}]}],
         "effectiveDateTime": "2024-03-01T13:00:00+00:00",

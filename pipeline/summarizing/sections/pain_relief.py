@@ -24,7 +24,7 @@ from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.summarizing.sections.operations import operations_of_stay
 
 
-def analgesics(drug_table: CodeTable, pain: CodeTable) -> list[str]:
+def _analgesics(drug_table: CodeTable, pain: CodeTable) -> list[str]:
     """The ingredients that relieve pain at home after an operation: the pain table's analgesic
     classes (opioids, NSAIDs) and its ``postoperative_analgesics`` (acetaminophen)."""
     classes: dict[str, list[str]] = drug_table.extra["classes"]
@@ -39,7 +39,7 @@ def post_operative_pain_relief(
     confirm, or at home with no discharge order (ordered, or on a note's home list) relieves
     pain. ``tables``: the routine procedures, the drug classes and the pain plan's."""
     routine, drug_table, pain = tables
-    relieving = analgesics(drug_table, pain)
+    relieving = _analgesics(drug_table, pain)
     operations = operations_of_stay(state, routine)
     if not operations:
         return []
