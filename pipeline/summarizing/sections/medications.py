@@ -13,6 +13,7 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence, SentenceFlag
+from pipeline.summarizing.sections.choices import choice_groups, choice_line
 from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.summarizing.sections.given import given_lines
 from pipeline.summarizing.sections.proposed_stops import proposed_stop_lines, proposed_stops
@@ -112,11 +113,7 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
             update={"medications": state.medications.model_copy(update={"changes": kept})}
         )
     replaced = superseded(state)
-    going = [
-        _change_line(state, render, change)
-        for change in state.medications.changes
-        if change.kind not in _LISTED_KINDS
-    ]
+    going = _going_lines(state, render)
     going += _superseded_lines(state, render, replaced)
     going += proposed_stop_lines(state, render, proposals)
     others = listed_lines(state, render, replaced) + given_lines(state, render)
@@ -124,6 +121,22 @@ def medications_section(state: EvidenceState, render: Any) -> list[Sentence]:
     if not (going or others):
         return _none_listed(state, render) + missing
     return going + missing + others
+
+
+def _going_lines(state: EvidenceState, render: Any) -> list[Sentence]:
+    """A line per drug going home, but one line for the drugs a duplication makes a choice
+    between (``choices``), where the first of them stood."""
+    lines = {
+        id(change): _change_line(state, render, change)
+        for change in state.medications.changes
+        if change.kind not in _LISTED_KINDS
+    }
+    for headline, changes in choice_groups(state):
+        members = [lines.pop(id(c)) for c in changes if id(c) in lines]
+        if len(members) == len(changes):
+            lines[id(changes[0])] = choice_line(render, headline, members)
+    order = [id(c) for c in state.medications.changes]
+    return [lines[key] for key in order if key in lines]
 
 
 def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
