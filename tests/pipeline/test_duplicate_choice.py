@@ -46,3 +46,20 @@ def test_a_duplicate_of_an_older_order_keeps_its_proposed_stop() -> None:
     lines = medication_lines(old, going_home("a", "atenolol 25 MG Oral Tablet"))
     assert not any(line.startswith("ONE OF THESE") for line in lines)
     assert any("atenolol 25 MG Oral Tablet" in line for line in lines)
+
+
+def test_a_drug_in_two_duplications_makes_one_choice_and_keeps_every_other_line() -> None:
+    """Hydrocodone with ibuprofen duplicates oxycodone (opioid) and naproxen (NSAID): one choice
+    line for the first duplication, and naproxen keeps its own line with its doubt; no line is
+    lost or nested."""
+    lines = medication_lines(
+        going_home("c", "hydrocodone bitartrate 5 MG / ibuprofen 200 MG Oral Tablet"),
+        going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
+        going_home("n", "naproxen sodium 220 MG Oral Tablet"),
+    )
+    choices = [line for line in lines if line.startswith("ONE OF THESE")]
+    assert len(choices) == 1 and choices[0].count("ONE OF THESE") == 1
+    assert "hydrocodone" in choices[0] and "oxycodone" in choices[0]
+    assert "NEW, TO CONFIRM: naproxen sodium 220 MG Oral Tablet (1 tablet once daily, oral)." in (
+        lines
+    )

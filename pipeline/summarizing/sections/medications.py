@@ -131,10 +131,15 @@ def _going_lines(state: EvidenceState, render: Any) -> list[Sentence]:
         for change in state.medications.changes
         if change.kind not in _LISTED_KINDS
     }
+    merged: set[int] = set()
     for headline, changes in choice_groups(state):
-        members = [lines.pop(id(c)) for c in changes if id(c) in lines]
-        if len(members) == len(changes):
-            lines[id(changes[0])] = choice_line(render, headline, members)
+        # A drug in two duplications (an opioid-NSAID combination) makes one choice only.
+        keys = [id(c) for c in changes]
+        if merged & set(keys) or not all(key in lines for key in keys):
+            continue
+        members = [lines.pop(key) for key in keys]
+        lines[keys[0]] = choice_line(render, headline, members)
+        merged |= set(keys)
     order = [id(c) for c in state.medications.changes]
     return [lines[key] for key in order if key in lines]
 
