@@ -91,6 +91,7 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
         if not ours or not _in_effect_at_discharge(scope, plan) or scope.after_discharge(start):
             mapped.exclude(item, "out_of_scope", "not a care plan of this stay active at discharge")
             continue
+        active = plan.status in ACTIVE_PLAN
         activities = list(
             dict.fromkeys(
                 text
@@ -121,8 +122,8 @@ def _care_plans(scope: Scope, mapped: Mapped) -> None:
                 # Read as of discharge: a plan that ended after it was in effect then, and its
                 # end says why its status now differs (a reader read "active" beside a
                 # "completed" plan as a contradiction).
-                status=plan.status if plan.status in ACTIVE_PLAN else "in effect at discharge",
-                until=None if plan.status in ACTIVE_PLAN else _end(plan),
+                status=plan.status if active else "in effect at discharge",
+                until=None if active else _end(plan),
                 activities=activities,
                 addresses=addresses,
                 goals=goals,

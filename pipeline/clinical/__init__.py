@@ -12,6 +12,7 @@ __all__ = [
     "episode_diagnoses",
     "medications",
     "note_medications",
+    "pain_plan",
     "record_conflicts",
     "results",
     "risk_flags",

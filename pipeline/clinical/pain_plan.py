@@ -34,6 +34,17 @@ def _proposed_stopped(flags: Sequence[ReviewFlag], drugs: Sequence[Fact]) -> lis
     ]
 
 
+def analgesic_ingredients(
+    drug_table: CodeTable, pain: CodeTable, *, after_operation: bool = False
+) -> list[str]:
+    """The ingredients of the pain table's analgesic classes (opioids, NSAIDs), and, after an
+    operation, its ``postoperative_analgesics`` too (acetaminophen relieves the pain of a wound,
+    where a chronic pain condition's stop is about the classes alone)."""
+    classes: dict[str, list[str]] = drug_table.extra["classes"]
+    named = [i for name in pain.extra["analgesic_classes"] for i in classes[name]]
+    return [*named, *pain.extra["postoperative_analgesics"]] if after_operation else named
+
+
 def pain_plan_flags(
     state: EvidenceState,
     flags: Sequence[ReviewFlag],
@@ -45,8 +56,7 @@ def pain_plan_flags(
     propose to stop, when a chronic pain condition is on record and no other analgesic of
     ``drugs`` remains: an ibuprofen stopped beside the opioids that treat the pain leaves it
     treated (a reader called the line then a misattribution)."""
-    classes = drug_table.extra["classes"]
-    analgesics = [i for name in pain.extra["analgesic_classes"] for i in classes[name]]
+    analgesics = analgesic_ingredients(drug_table, pain)
     stopped = having(_proposed_stopped(flags, drugs), analgesics)
     # By the fact, not its id: a note's home list is one id for all its drugs.
     remaining = having([f for f in drugs if f not in stopped], analgesics)

@@ -34,11 +34,11 @@ def choice_groups(state: EvidenceState) -> list[tuple[str, list[MedicationChange
 
 
 def choice_line(render: Any, headline: str, lines: list[Sentence]) -> Sentence:
-    """One line for the drugs of a choice, each as its own line says it, the choice's "TO
-    CONFIRM" said once for all of them, with the class the duplication names ("ACE inhibitor
-    or ARB")."""
+    """One line for the drugs of a choice, each as its own line says it (rendered without its
+    "TO CONFIRM", which the choice says once for all of them), with the class the duplication
+    names ("ACE inhibitor or ARB")."""
     kind = headline.rsplit("(", 1)[-1].removesuffix(")") if "(" in headline else headline
-    said = [line.text.removesuffix(".").replace(", TO CONFIRM:", ":", 1) for line in lines]
+    said = [line.text.removesuffix(".") for line in lines]
     text = render.one_of(kind, said)
     flags: list[SentenceFlag] = []
     for line in lines:

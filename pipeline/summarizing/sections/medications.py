@@ -137,7 +137,9 @@ def _going_lines(state: EvidenceState, render: Any) -> list[Sentence]:
         keys = [id(c) for c in changes]
         if merged & set(keys) or not all(key in lines for key in keys):
             continue
-        members = [lines.pop(key) for key in keys]
+        for key in keys:
+            del lines[key]
+        members = [_change_line(state, render, c, in_choice=True) for c in changes]
         lines[keys[0]] = choice_line(render, headline, members)
         merged |= set(keys)
     order = [id(c) for c in state.medications.changes]
@@ -157,7 +159,11 @@ def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
     ]
 
 
-def _change_line(state: EvidenceState, render: Any, change: MedicationChange) -> Sentence:
+def _change_line(
+    state: EvidenceState, render: Any, change: MedicationChange, in_choice: bool = False
+) -> Sentence:
+    """A drug's line. ``in_choice``: a drug of a choice line, whose "TO CONFIRM" that line
+    says once for all its drugs."""
     before = state.fact(change.admission).attributes if change.admission else None
     after = state.fact(change.discharge).attributes if change.discharge else None
     citations = [fact_id for fact_id in (change.admission, change.discharge) if fact_id]
@@ -165,7 +171,7 @@ def _change_line(state: EvidenceState, render: Any, change: MedicationChange) ->
     in_doubt = any(doubt.code == "schedule_in_doubt" for doubt in doubts)
     # A line with a doubt never reads as settled: readers read "CONTINUED: Furosemide … (schedule
     # to confirm)" and "NEW: valsartan …" beside their flags as instructions already decided.
-    to_confirm = bool(doubts)
+    to_confirm = bool(doubts) and not in_choice
     text = render.medication_change(change, before, after, in_doubt, to_confirm)
     line = cited_sentence("medications", text, citations)
     return line.model_copy(update={"flags": [*line.flags, *doubts]})

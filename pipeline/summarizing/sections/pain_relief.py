@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.clinical.drug_classes import noted_at_home
+from pipeline.clinical.pain_plan import analgesic_ingredients
 from pipeline.clinical.risk_flags import active_diagnoses, having
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
@@ -24,14 +25,6 @@ from pipeline.summarizing.sections.common import cited_sentence
 from pipeline.summarizing.sections.operations import operations_of_stay
 
 
-def _analgesics(drug_table: CodeTable, pain: CodeTable) -> list[str]:
-    """The ingredients that relieve pain at home after an operation: the pain table's analgesic
-    classes (opioids, NSAIDs) and its ``postoperative_analgesics`` (acetaminophen)."""
-    classes: dict[str, list[str]] = drug_table.extra["classes"]
-    named = [i for name in pain.extra["analgesic_classes"] for i in classes[name]]
-    return [*named, *pain.extra["postoperative_analgesics"]]
-
-
 def post_operative_pain_relief(
     state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable, CodeTable]
 ) -> list[Sentence]:
@@ -39,7 +32,7 @@ def post_operative_pain_relief(
     confirm, or at home with no discharge order (ordered, or on a note's home list) relieves
     pain. ``tables``: the routine procedures, the drug classes and the pain plan's."""
     routine, drug_table, pain = tables
-    relieving = _analgesics(drug_table, pain)
+    relieving = analgesic_ingredients(drug_table, pain, after_operation=True)
     operations = operations_of_stay(state, routine)
     if not operations:
         return []
