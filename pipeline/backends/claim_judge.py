@@ -25,7 +25,9 @@ from pipeline.backends.loading import loaded_once
 from pipeline.backends.lora import add_adapters, merge_adapters
 
 LABELS = ("entailed", "neutral", "contradicted")
-BATCH = 32
+# Pairs of like length read together, a few at a time: on two cores a batch of 8 in order of
+# length judges in half the time of 32 in the order asked (bench.claim_verifier.speed).
+BATCH = 8
 
 
 class JudgeConfig(BaseModel):
@@ -130,15 +132,31 @@ class ClaimJudge:
 
     @torch.inference_mode()
     def judge(self, pairs: Sequence[tuple[str, str]]) -> list[Judgement]:
-        """P(entailed) and P(contradicted) for each (claim, evidence) pair, in batches."""
-        judgements: list[Judgement] = []
-        for start in range(0, len(pairs), BATCH):
-            batch = encode_pairs(
-                self.tokenizer, pairs[start : start + BATCH], self.config.max_length
+        """P(entailed) and P(contradicted) for each (claim, evidence) pair, in the order asked.
+
+        The pairs are read in order of their length, so that a batch pads to lengths alike: a
+        one-line window batched beside a whole dialogue would otherwise cost the dialogue's
+        length. The padding is masked, so the answers are those of each pair alone."""
+        if not pairs:
+            return []
+        encoded = self.tokenizer(
+            [claim for claim, _ in pairs],
+            [evidence for _, evidence in pairs],
+            truncation="only_second",
+            max_length=self.config.max_length,
+        )
+        order = sorted(range(len(pairs)), key=lambda index: len(encoded["input_ids"][index]))
+        answers: dict[int, Judgement] = {}
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            batch = self.tokenizer.pad(
+                {key: [values[index] for index in chosen] for key, values in encoded.items()},
+                return_tensors="pt",
             )
-            probabilities = torch.softmax(self.model(batch), dim=-1).tolist()
-            judgements += [Judgement(entailed=row[0], contradicted=row[2]) for row in probabilities]
-        return judgements
+            probabilities = torch.softmax(self.model(dict(batch)), dim=-1).tolist()
+            for index, row in zip(chosen, probabilities, strict=True):
+                answers[index] = Judgement(entailed=row[0], contradicted=row[2])
+        return [answers[index] for index in range(len(pairs))]
 
 
 def shipped_weights() -> Path:

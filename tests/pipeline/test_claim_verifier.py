@@ -121,6 +121,22 @@ def test_a_short_source_is_read_whole_and_a_long_one_through_the_nearest_in_orde
     assert evidence_window(huge, [1, 0, 2]) == "The claim itself, short."  # nothing cut
 
 
+def test_pairs_read_in_order_of_length_come_back_as_each_pair_alone_would() -> None:
+    """The verifier reads pairs of like length together, a few at a time; each answer, in the
+    order asked, is the one its pair gets alone (the padding of a batch changes nothing)."""
+    judge = default_judge()
+    first_turns = "\n".join(DIALOGUE.splitlines()[:2])
+    claims = SAID + NEVER_SAID
+    pairs = [(claim, DIALOGUE) for claim in claims] + [(claim, first_turns) for claim in claims]
+    together = judge.judge(pairs)
+    alone = [judge.judge([pair])[0] for pair in pairs]
+    assert len({round(judgement.entailed, 3) for judgement in alone}) > len(pairs) // 2
+    for batched, single in zip(together, alone, strict=True):
+        assert abs(batched.entailed - single.entailed) < 1e-4
+        assert abs(batched.contradicted - single.contradicted) < 1e-4
+    assert judge.judge([]) == []
+
+
 def meaning_check(claim: str) -> CheckResult:
     """The shipped verifier's check of ``claim`` against the dialogue, at its shipped cut-offs:
     what the draft's meaning check says of it."""
