@@ -3,7 +3,8 @@
 A final (or amended, corrected, appended) report gives one ``lab_result`` fact per Observation
 value, citing both the Observation element and the report's ``result[i]``. A registered, partial
 or preliminary report is a ``pending_result``. Observations of the stay outside any report are
-taken when their category is laboratory or vital-signs. A report that only presents a note is a
+taken when their category is laboratory or vital-signs, or when they are a questionnaire's
+score (a survey with a number: a PHQ-9, an AUDIT-C). A report that only presents a note is a
 document (``fhir_mapping.documents``), not a result.
 """
 
@@ -83,6 +84,11 @@ def observation_categories(observation: Observation) -> set[str]:
     }
 
 
+def is_score(observation: Observation) -> bool:
+    """A questionnaire's total score: a survey observation with a number (a PHQ-9 of 16)."""
+    return "survey" in observation_categories(observation) and observation.valueQuantity is not None
+
+
 def observation_facts(
     item: ParsedResource[Observation], report_source: SourceRef | None
 ) -> list[Fact]:
@@ -143,7 +149,8 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     measurements began (the patient's baseline: a readmission's earlier stay included); and
     for each test the stay never measured, its latest value of the ``RECENT_RESULTS_DAYS``
     before (still the current value: a potassium the week before a stay with no laboratory
-    work); and for a lasting measure (an ejection fraction), its latest value of any date.
+    work; a questionnaire's score the week before, a screen nothing acted on); and for a lasting
+    measure (an ejection fraction), its latest value of any date.
     Each a fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
@@ -151,6 +158,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         if isinstance(f.attributes, LabResultAttributes)
         and f.attributes.code
         and "vital-signs" not in (f.attributes.observation_category or "")
+        and "survey" not in (f.attributes.observation_category or "")
     }
     recent_from = (
         scope.measured_from - timedelta(days=RECENT_RESULTS_DAYS) if scope.measured_from else None
@@ -173,7 +181,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
             and not (
                 recent_from is not None
                 and when >= recent_from
-                and "laboratory" in observation_categories(observation)
+                and ("laboratory" in observation_categories(observation) or is_score(observation))
             )
         ):
             continue
@@ -239,7 +247,8 @@ def map_results(scope: Scope) -> Mapped:
 
 
 def _map_standalone_observations(scope: Scope, reported: set[str], mapped: Mapped) -> None:
-    """The stay's laboratory results and vital signs that no report carries."""
+    """The stay's laboratory results, vital signs and questionnaire scores that no report
+    carries."""
     for item in scope.index.of_type(Observation):
         observation = item.model
         if item.key in reported or not scope.is_encounter(observation.encounter):
@@ -250,7 +259,9 @@ def _map_standalone_observations(scope: Scope, reported: set[str], mapped: Mappe
             continue
         if observation.status in _VOID:
             mapped.exclude(item, "status", f"status is {observation.status}")
-        elif not observation_categories(observation) & _STANDALONE_CATEGORIES:
+        elif not observation_categories(observation) & _STANDALONE_CATEGORIES and not is_score(
+            observation
+        ):
             kinds = ", ".join(sorted(observation_categories(observation))) or "no category"
             mapped.exclude(item, "out_of_scope", f"observation category {kinds} not summarised")
         else:

@@ -16,6 +16,7 @@ __all__ = [
     "record_conflicts",
     "results",
     "risk_flags",
+    "screening",
     "tables",
     "transplant",
     "validate",

@@ -13,6 +13,7 @@ from typing import Any
 
 from pipeline.checking.checker import check_summary_sentences
 from pipeline.clinical.episode_diagnoses import listed
+from pipeline.clinical.screening import positive_screens
 from pipeline.clinical.tables import table
 from pipeline.evidence.model import (
     EncounterAttributes,
@@ -43,6 +44,7 @@ from pipeline.summarizing.sections.needs_review import needs_review_section
 from pipeline.summarizing.sections.pain_relief import post_operative_pain_relief
 from pipeline.summarizing.sections.procedures import procedures_section
 from pipeline.summarizing.sections.results import results_section
+from pipeline.summarizing.sections.screening import screening_hand_over, screening_results
 from pipeline.summarizing.sections.stay import (
     active_problems_section,
     social_history_section,
@@ -129,6 +131,7 @@ def summarize_evidence(
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
     organs = table("transplant_organs", settings)
+    screens = positive_screens(state, table("screening_scores", settings))
     built: dict[SectionKey, list[Sentence]] = {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
@@ -146,12 +149,17 @@ def summarize_evidence(
         ),
         "allergies": allergies_section(state, render),
         "results": results_section(
-            state, render, (table("reference_ranges", settings), routine, organs), stay
+            state,
+            render,
+            (table("reference_ranges", settings), routine, organs),
+            stay,
+            screening_results(screens, render),
         ),
         "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
         "follow_up": follow_up_section(
             state, render, (equipment, routine, table("condition_follow_up", settings), organs)
-        ),
+        )
+        + screening_hand_over(state, screens, render),
     }
     empty = _empty_reasons(built, state, render)
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]

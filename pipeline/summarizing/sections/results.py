@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from pipeline.clinical.results import is_minor, is_vital_sign
+from pipeline.clinical.screening import is_screening_score
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import unmeasured_grafts
 from pipeline.evidence.mapped import is_lasting_measure
@@ -110,7 +111,7 @@ def _worst_out_of_range(facts: Sequence[Fact]) -> list[Fact]:
 
 def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fact], list[Fact]]:
     """The stay's results by test (code, else name, and unit), the baseline before admission of
-    each test, and the vital signs."""
+    each test, and the vital signs; questionnaire scores are the screening lines'."""
     by_test: dict[str, list[Fact]] = defaultdict(list)
     baselines: dict[str, Fact] = {}
     vitals: list[Fact] = []
@@ -120,6 +121,8 @@ def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fac
         key = (
             f"{result.code.code if result.code and result.code.code else result.name}|{result.unit}"
         )
+        if is_screening_score(result):
+            continue
         if result.baseline:
             baselines[key] = fact
         elif is_vital_sign(result):
@@ -223,13 +226,15 @@ def results_section(
     render: Any,
     tables: tuple[CodeTable, CodeTable, CodeTable],
     stay: Fact | None,
+    screens: Sequence[Sentence] = (),
 ) -> list[Sentence]:
     """A transplanted graft the stay never measured first; abnormal results (critical, then
     high or low), each marked, with its trend over the episode and against the latest value
     before admission, then those out of range in the days before admission that the stay never
     measured; the normal ones in one line, without screening scores and indices
-    (``minor_results``); vital signs at admission and at discharge (or the latest, dated, when
-    none was taken in the stay's last day). ``tables``: reference ranges, routine procedures,
+    (``minor_results``); the imaging; the positive screens (``screens``); vital signs at
+    admission and at discharge (or the latest, dated, when none was taken in the stay's last
+    day). ``tables``: reference ranges, routine procedures,
     transplant organs."""
     ranges, routine, organs = tables
     minor = ranges.extra.get("minor_results", {})
@@ -260,7 +265,7 @@ def results_section(
         for f, unreported in _imaging_reported(state)
     ]
     admitted = attributes_as(stay, EncounterAttributes).start if stay is not None else None
-    return sentences + imaging + _vital_signs(vitals, render, admitted)
+    return sentences + imaging + list(screens) + _vital_signs(vitals, render, admitted)
 
 
 def _imaging_reported(state: EvidenceState) -> list[tuple[Fact, bool]]:
