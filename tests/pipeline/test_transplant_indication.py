@@ -74,9 +74,10 @@ def test_a_problem_already_on_the_list_is_not_offered_twice() -> None:
     _, line = first_diagnosis_line(KIDNEY_WAIT, ckd, *earlier_record())
     assert line.text.count("Chronic kidney disease stage 4") == 1
     assert line.text.startswith("Chronic kidney disease stage 4 (on the problem list since 2015")
-    assert (
-        "about the organ before its transplant: Dialysis care plan (active since 2015-05-01)"
-        in (line.text)
+    assert line.text == (
+        "Chronic kidney disease stage 4 (on the problem list since 2015-01-01): no procedure of "
+        "the episode documented. Before the transplant, on the earlier record: Dialysis care plan "
+        "(active since 2015-05-01). The stay is coded only as Awaiting transplantation of kidney."
     )
 
 
