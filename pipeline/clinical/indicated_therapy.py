@@ -16,11 +16,8 @@ line per finding, never a decision:
   after a tubal ligation). A home drug with no discharge order (held or stopped?) counts: the
   patient has it at home, so it may still be taken; so does a device's drug in place, where the
   rule says ``in_place``.
-- **Required procedures**: a drug whose indication is a procedure (prasugrel: PCI) with no such
-  procedure in the episode.
-- **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute
-  myocardial infarction: angiography, PCI, bypass or fibrinolysis) with none recorded: how it
-  was treated is asked, since the drugs at discharge depend on it.
+- **Required and expected procedures**: a drug whose indication is a procedure, and a condition
+  whose treatment is one, with none recorded (:mod:`pipeline.clinical.indicated_procedures`).
 - **Age limits**: a drug the table limits by age (prasugrel from 75 years), in
   :mod:`pipeline.clinical.age_limits`.
 
@@ -37,19 +34,18 @@ from datetime import timedelta
 from typing import Any
 
 from pipeline.clinical.age_limits import age_limits
+from pipeline.clinical.indicated_procedures import expected_procedures, required_procedures
 from pipeline.clinical.indications import (
     indication,
-    indication_terms,
     named_terms,
     with_companion,
 )
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     OrganHistoryAttributes,
-    ProcedureAttributes,
     ReviewFlag,
     attributes_as,
     aware,
@@ -230,52 +226,6 @@ def avoided_therapy(
         )
         cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
         flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))
-    return flags
-
-
-def required_procedures(
-    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
-) -> list[ReviewFlag]:
-    """A drug whose indication is a procedure (prasugrel: an acute coronary syndrome managed
-    with PCI) going home with no such procedure in the episode: the record may lack the
-    procedure, or the drug may be the wrong one; either way the physician says which. An old
-    order to confirm is left out: its procedure, if any, came long before this episode."""
-    to_confirm = set(state.medications.unconfirmed())
-    started = [f for f in going_home if f.id not in to_confirm]
-    flags = []
-    for rule in therapy.extra.get("requires_procedure", []):
-        given = having(started, [rule["ingredient"]])
-        if given and not indication(state, rule):
-            reason = (
-                f"{drug_names(given)} at discharge with no {rule['procedure']} recorded in this "
-                f"episode: {rule['why']}"
-            )
-            flags.append(risk_flag(f"procedure-{rule['ingredient']}", reason, given))
-    return flags
-
-
-def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[ReviewFlag]:
-    """A condition of the episode treated by a procedure, with no such procedure recorded in the
-    episode: the record lacks the treatment, or the treatment was medical; the physician says
-    which (a STEMI discharged on prasugrel with nothing of its reperfusion on record). A rule's
-    ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin)."""
-    procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
-    flags = []
-    for rule in therapy.extra.get("expected_procedures", []):
-        indications = [
-            (f, term)
-            for f, term in indication_terms(state, with_problem_list=False)
-            if f.category != "procedure" and names_it(term, rule)
-        ]
-        treated = {"keywords": rule["treatment_keywords"]}
-        done = any(names_it(name, treated) for name in procedures)
-        if indications and not done and not stay_results(state, rule.get("treatment_codes", [])):
-            reason = (
-                f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
-                f"recorded in this episode: {rule['why']}"
-            )
-            cited = [fact for fact, _ in indications]
-            flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
     return flags
 
 

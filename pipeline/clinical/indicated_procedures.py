@@ -1,0 +1,70 @@
+"""The procedures a stay's drugs and conditions call for, from the shipped ``indicated_therapy``
+table (its header names the guidelines); one Needs review line per finding, never a decision:
+
+- **Required procedures**: a drug whose indication is a procedure (prasugrel: PCI) with no such
+  procedure in the episode.
+- **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute
+  myocardial infarction: angiography, PCI, bypass or fibrinolysis) with none recorded: how it
+  was treated is asked, since the drugs at discharge depend on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.clinical.indications import indication, indication_terms, named_terms
+from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.tables import CodeTable, names_it
+from pipeline.evidence.model import (
+    EvidenceState,
+    Fact,
+    ProcedureAttributes,
+    ReviewFlag,
+    attributes_as,
+)
+
+
+def required_procedures(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
+    """A drug whose indication is a procedure (prasugrel: an acute coronary syndrome managed
+    with PCI) going home with no such procedure in the episode: the record may lack the
+    procedure, or the drug may be the wrong one; either way the physician says which. An old
+    order to confirm is left out: its procedure, if any, came long before this episode."""
+    to_confirm = set(state.medications.unconfirmed())
+    started = [f for f in going_home if f.id not in to_confirm]
+    flags = []
+    for rule in therapy.extra.get("requires_procedure", []):
+        given = having(started, [rule["ingredient"]])
+        if given and not indication(state, rule):
+            reason = (
+                f"{drug_names(given)} at discharge with no {rule['procedure']} recorded in this "
+                f"episode: {rule['why']}"
+            )
+            flags.append(risk_flag(f"procedure-{rule['ingredient']}", reason, given))
+    return flags
+
+
+def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[ReviewFlag]:
+    """A condition of the episode treated by a procedure, with no such procedure recorded in the
+    episode: the record lacks the treatment, or the treatment was medical; the physician says
+    which (a STEMI discharged on prasugrel with nothing of its reperfusion on record). A rule's
+    ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin)."""
+    procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
+    flags = []
+    for rule in therapy.extra.get("expected_procedures", []):
+        indications = [
+            (f, term)
+            for f, term in indication_terms(state, with_problem_list=False)
+            if f.category != "procedure" and names_it(term, rule)
+        ]
+        treated = {"keywords": rule["treatment_keywords"]}
+        done = any(names_it(name, treated) for name in procedures)
+        if indications and not done and not stay_results(state, rule.get("treatment_codes", [])):
+            reason = (
+                f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
+                f"recorded in this episode: {rule['why']}"
+            )
+            cited = [fact for fact, _ in indications]
+            flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
+    return flags
