@@ -59,10 +59,15 @@ def expected_therapy(
     """A group with no member going home is missing; a group whose only members are orders to
     confirm (last written long before the stay) is asked about too: the expected drug must be
     confirmed, not left to "whether still taken". A rule with ``only_with`` holds only beside
-    one of those conditions on the problem list, which its line then names too."""
+    one of those conditions on the problem list, which its line then names too; one with
+    ``unless`` stands aside where another rule's indication holds (an infarction of the stay
+    asks for the statin that chronic coronary disease on the list would)."""
     to_confirm = set(state.medications.unconfirmed())
+    expected: dict[str, Any] = therapy.extra["expected"]
     flags = []
-    for name, rule in therapy.extra["expected"].items():
+    for name, rule in expected.items():
+        if any(indication(state, expected[other]) for other in rule.get("unless", [])):
+            continue  # the acute event's rule asks for these drugs already
         indications = indication(state, rule)
         if indications and "only_with" in rule:
             indications = with_companion(state, indications, rule["only_with"])
@@ -120,11 +125,18 @@ def _only_to_confirm(
     old = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
     orders = "old order" if {f.id for f in drugs} <= old else "order"
     *first, last = groups
-    what = f"{', '.join(first)} and {last}" if first else last
-    said = f"are {orders}s" if first else f"is an {orders}"
+    several = len(drugs) > 1
+    what = f"{', '.join(first)} and {last}" if first else last + (" drugs" if several else "")
+    said = f"are {orders}s" if several else f"is an {orders}"
+    # Several drugs of one group (aspirin, prasugrel and clopidogrel) are alternatives, not
+    # each to continue: which one is the question.
+    ask = (
+        "which continues, or why none does"
+        if several and not first
+        else f"that {'each' if several else 'it'} continues, or why not"
+    )
     reason = (
-        f"The only {what} {name} ({named}) {said} to confirm: {drug_names(drugs)}: "
-        f"confirm that {'each' if first else 'it'} continues, or why not"
+        f"The only {what} {name} ({named}) {said} to confirm: {drug_names(drugs)}: confirm {ask}"
     )
     return risk_flag(f"confirm-{name}-{'-'.join(groups)}", reason, [*cited, *drugs])
 

@@ -183,16 +183,24 @@ def test_secondary_prevention_after_an_infarction_names_each_missing_class() -> 
     assert risks(complete) == []
 
 
-def test_an_old_infarction_on_the_problem_list_asks_for_nothing() -> None:
-    """Coded years before the stay: a past event. (Coded during the stay, a "History of" is
-    what the stay did as the record implies it: see the bypass below.)"""
+def test_an_old_infarction_on_the_problem_list_asks_only_what_coronary_disease_needs() -> None:
+    """Coded years before the stay: a past event, so nothing of the months after an infarction
+    (a beta blocker, a nitrate, aspirin by name); what chronic coronary disease needs for life,
+    a statin and an antithrombotic, is asked. (Coded during the stay, a "History of" is what the
+    stay did as the record implies it: see the bypass below.)"""
     old = fx.condition(
         "old",
         "History of myocardial infarction (situation)",
         encounter_id=None,
         onset="2015-04-02T09:00:00+00:00",
     )
-    assert risks(state_of(old, going_home("a", "amlodipine 5 MG Oral Tablet"))) == []
+    assert risks(state_of(old, going_home("a", "amlodipine 5 MG Oral Tablet"))) == [
+        "No statin at discharge with chronic coronary disease on the problem list (History of "
+        "myocardial infarction): confirm it was considered, or why it is not given",
+        "No antiplatelet at discharge with a myocardial infarction or a coronary "
+        "revascularization on the problem list (History of myocardial infarction): confirm it "
+        "was considered, or why it is not given",
+    ]
 
 
 def test_an_expected_drug_that_is_only_an_old_order_to_confirm_is_asked_about() -> None:
