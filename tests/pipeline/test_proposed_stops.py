@@ -24,13 +24,16 @@ def medications(*resources: dict) -> list[Sentence]:
 def test_a_home_nsaid_from_the_notes_list_is_proposed_stopped_and_the_rest_stay_asked() -> None:
     """Ibuprofen and lisinopril on the H&P's list, no discharge order for either, coronary
     disease on the problem list: ibuprofen's stop is proposed, flagged for the signature;
-    lisinopril, which the note's list names too, is still asked about as held or stopped."""
+    lisinopril, which the note's list names too, is still asked about as held or stopped (and
+    the statin the coronary disease calls for is said missing)."""
     listed = "# Medications\nibuprofen 400 mg oral tablet; lisinopril 10 mg oral tablet\n"
     hp = fx.document_reference("hp", fx.attachment(listed))
     lines = medications(CORONARY, hp)
     assert [line.text for line in lines] == [
         "PROPOSED STOP, TO CONFIRM: ibuprofen 400 mg oral tablet (at home, with no discharge "
         "order): an NSAID with coronary heart disease (Ischemic heart disease (disorder)).",
+        "For this list, from Needs review: no statin at discharge with chronic coronary disease "
+        "on the problem list (Ischemic heart disease); confirm before signing.",
         "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
         "oral tablet.",
     ]
@@ -46,7 +49,7 @@ def test_an_nsaid_ordered_in_the_stay_or_an_old_order_says_where_it_was() -> Non
         "NSAID with heart failure (Chronic congestive heart failure (disorder))."
     )
     old = fx.medication_request("n", "Naproxen sodium 220 MG Oral Tablet", authored="1988-04-08")
-    (line,) = medications(CORONARY, old)
+    line = medications(CORONARY, old)[0]
     assert line.text == (
         "PROPOSED STOP, TO CONFIRM: Naproxen sodium 220 MG Oral Tablet (last ordered 1988-04-08, "
         "before this stay): an NSAID with coronary heart disease (Ischemic heart disease "
