@@ -5,7 +5,7 @@ Computed in code, flagged, never decided; the flag states the value and its date
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Literal
 
 from pipeline.clinical.risk_flags import (
@@ -78,23 +78,63 @@ def said_value(result: LabResultAttributes, name: str) -> str:
     return f"{name} {value}{unit} on {result.effective.date().isoformat()}"
 
 
+def _recorded(result: LabResultAttributes) -> str:
+    """The value as the record holds it (5.05, not the 5.1 a key result shows): beside a
+    level the flag compares it with, the rounding would overstate it."""
+    assert result.value is not None
+    return format(result.value.normalize(), "f")
+
+
+def _also_beyond(
+    results: Sequence[Fact], latest: LabResultAttributes, level: float, side: str
+) -> list[tuple[Fact, LabResultAttributes]]:
+    """The other readings of the window beyond the same level, in time order: a pressure of 77
+    on three days is not one low reading. A reading taken when the latest was is the same
+    sample under another code (a potassium of serum and of blood), not another reading."""
+    beyond = []
+    for fact in results:
+        result = attributes_as(fact, LabResultAttributes)
+        if result.value is None or result.effective is None:
+            continue
+        if result.effective == latest.effective:
+            continue
+        if (result.value > level) if side == "above" else (result.value < level):
+            beyond.append((fact, result))
+    return sorted(beyond, key=lambda reading: aware(reading[1].effective or datetime.min))
+
+
+def _taken(result: LabResultAttributes, day: date) -> str:
+    """When a reading was taken, beside the latest one taken on ``day``."""
+    assert result.effective is not None
+    taken = result.effective.date()
+    return "earlier that day" if taken == day else f"on {taken.isoformat()}"
+
+
 def _review_drugs(
     key: str,
     measure: str,
-    reading: tuple[list[Fact], LabResultAttributes],
+    reading: tuple[list[Fact], LabResultAttributes, float],
     side: Literal["above", "below"],
     effect: str,
     drugs: list[Fact],
 ) -> list[ReviewFlag]:
-    """One flag over the drugs that act on a measure beyond the table's level for them. The
-    level is the table's, not the record's: the flag states only the record's numbers, and never
-    calls the value high or low (the laboratory's own range may still call it normal)."""
-    results, latest = reading
+    """One flag over the drugs that act on a measure beyond the table's level for them, with
+    the window's other readings beyond it. The level is the table's, not the record's: the flag
+    states only the record's numbers, and never calls the value high or low (the laboratory's
+    own range may still call it normal)."""
+    results, latest, level = reading
+    assert latest.effective is not None
+    day = latest.effective.date()
+    others = _also_beyond(results, latest, level, side)
+    also = "; ".join(f"{_recorded(r)} {_taken(r, day)}" for _, r in others)
+    unit = f" {latest.unit}" if latest.unit else ""
     reason = (
-        f"{said_value(latest, measure)} is {side} the level at which drugs that "
+        f"{measure} {_recorded(latest)}{unit} on {day.isoformat()}"
+        f"{f' (also {also})' if also else ''} is {side} the level at which drugs that "
         f"{effect} are reviewed: review {drug_names(drugs)}"
     )
-    return [risk_flag(key, reason, [fact_of(results, latest), *drugs])]
+    cited = [fact_of(results, latest), *(fact for fact, _ in others)]
+    return [risk_flag(key, reason, [*cited, *drugs])]
 
 
 def potassium_raising(
@@ -110,7 +150,7 @@ def potassium_raising(
     raising = having(going_home, risks.extra["potassium_raising"])
     if not raising:
         return []
-    reading = (results, latest)
+    reading = (results, latest, limit)
     return _review_drugs("potassium", "Potassium", reading, "above", "raise potassium", raising)
 
 
@@ -184,9 +224,10 @@ def low_blood_pressure(
     results, latest = _recent(
         state, risks.extra["systolic_codes"], risks.extra["systolic_within_days"]
     )
-    if latest is None or latest.value is None or latest.value >= risks.extra["systolic_floor"]:
+    floor = risks.extra["systolic_floor"]
+    if latest is None or latest.value is None or latest.value >= floor:
         return []
-    measure, reading = "Systolic blood pressure", (results, latest)
+    measure, reading = "Systolic blood pressure", (results, latest, floor)
     effect = "lower blood pressure"
     return _review_drugs("blood_pressure", measure, reading, "below", effect, lowering)
 

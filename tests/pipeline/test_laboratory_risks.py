@@ -130,6 +130,46 @@ def test_drugs_that_lower_blood_pressure_are_flagged_at_a_low_systolic_pressure(
     assert risks_in(long_ago) == []
 
 
+def test_the_flag_gives_the_recorded_value_and_the_windows_other_readings_beyond_the_level() -> (
+    None
+):
+    """5.05 mmol/L, not the 5.1 a key result shows at the analyte's precision (beside the 5.0
+    the flag compares it with, the rounding overstated it); a second reading beyond the level
+    that day, and a low pressure on three days, are said, each cited; the same sample under a
+    second code (a potassium of blood taken with the serum's) is no second reading."""
+
+    def potassium(result_id: str, value: float, when: str, loinc: str = "2823-3") -> dict:
+        return fx.observation(result_id, "Potassium", value, "mmol/L", loinc=loinc, when=when)
+
+    def systolic(result_id: str, value: float, when: str) -> dict:
+        return fx.observation(
+            result_id, "Systolic blood pressure", value, "mm[Hg]", loinc="8480-6", when=when,
+            category="vital-signs",
+        )  # fmt: skip
+
+    resources = (
+        going_home("l", "lisinopril 10 MG Oral Tablet"),
+        potassium("k1", 5.05, "2024-03-04T08:20:00+00:00"),
+        potassium("k2", 5.05, "2024-03-04T20:25:00+00:00"),
+        potassium("k2-blood", 5.05, "2024-03-04T20:25:00+00:00", loinc="6298-4"),
+        systolic("bp1", 77, "2024-03-02T10:00:00+00:00"),
+        systolic("bp2", 95, "2024-03-03T10:00:00+00:00"),
+        systolic("bp3", 78, "2024-03-04T10:00:00+00:00"),
+        creatinine(),
+    )
+    state = stay_evidence(*resources)
+    flags = {flag.reason.split(" ")[0]: flag for flag in state.flags_for_review}
+    assert flags["Potassium"].reason.startswith(
+        "Potassium 5.05 mmol/L on 2024-03-04 (also 5.05 earlier that day) is above the level"
+    )
+    assert flags["Systolic"].reason.startswith(
+        "Systolic blood pressure 78 mm[Hg] on 2024-03-04 (also 77 on 2024-03-02) is below the level"
+    )
+    cited = {ref.resource for i in flags["Systolic"].fact_ids for ref in state.fact(i).sources}
+    assert {"Observation/bp1", "Observation/bp3"} <= cited and "Observation/bp2" not in cited
+    assert_supported_by_the_checker(("Potassium", "Systolic"), *resources)
+
+
 def test_an_opioid_with_a_benzodiazepine_is_flagged() -> None:
     state = stay_evidence(
         going_home("o", "oxycodone hydrochloride 5 MG Oral Tablet"),
