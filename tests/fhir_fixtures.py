@@ -121,6 +121,14 @@ def medication_request(
     return resource
 
 
+def old_order(request_id: str, name: str, authored: str = "2003-07-19T10:00:00Z") -> dict[str, Any]:
+    """An order written years before the stay, still "active" and never renewed (one to
+    confirm), with a whole once-daily oral dosage."""
+    return medication_request(
+        request_id, name, authored=authored, dose="1 tablet", frequency=(1, 1, "d"), route="oral"
+    )
+
+
 def order_by_reference(request_id: str, medication: str, **fields: Any) -> dict[str, Any]:
     """A medication request that names its drug only by reference (``medication``, a
     Medication's URL): the reference is all a reader has to follow; ``fields`` as

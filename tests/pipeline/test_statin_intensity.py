@@ -24,11 +24,6 @@ INFARCTION = fx.condition(
 )
 
 
-def old_order(request_id: str, name: str) -> dict[str, Any]:
-    """An order written years before the stay and never renewed: one to confirm."""
-    return fx.medication_request(request_id, name, authored="2003-07-19T10:00:00Z", **FULL)  # type: ignore[arg-type]
-
-
 def ordered_in_stay(request_id: str, name: str) -> dict[str, Any]:
     return fx.medication_request(request_id, name, encounter_id=fx.ENCOUNTER_ID, **FULL)  # type: ignore[arg-type]
 
@@ -67,7 +62,7 @@ def test_after_an_infarction_the_stronger_statin_to_confirm_is_not_proposed_stop
     proposes no stop, and the statin going home reads TO CONFIRM."""
     summary = drafted(
         INFARCTION,
-        old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
+        fx.old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
         ordered_in_stay("simva", "Simvastatin 20 MG Oral Tablet"),
     )
     (line,) = [s for s in summary.section("needs_review").sentences if "statin" in s.text]
@@ -89,7 +84,7 @@ def test_past_75_the_line_says_a_moderate_intensity_is_reasonable_too() -> None:
     reasonable; the line says so with the age and asks for the intensity, not the stronger."""
     summary = drafted(
         INFARCTION,
-        old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
+        fx.old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
         ordered_in_stay("simva", "Simvastatin 20 MG Oral Tablet"),
         born="1939-01-01",
     )
@@ -108,7 +103,7 @@ def test_past_75_the_line_says_a_moderate_intensity_is_reasonable_too() -> None:
         # No atherosclerotic disease on record: the guideline's preference does not apply.
         (
             (
-                old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
+                fx.old_order("atorva", "atorvastatin 40 MG Oral Tablet"),
                 ordered_in_stay("simva", "Simvastatin 20 MG Oral Tablet"),
             ),
             "atorvastatin 40 MG",
@@ -117,7 +112,7 @@ def test_past_75_the_line_says_a_moderate_intensity_is_reasonable_too() -> None:
         (
             (
                 INFARCTION,
-                old_order("simva", "Simvastatin 20 MG Oral Tablet"),
+                fx.old_order("simva", "Simvastatin 20 MG Oral Tablet"),
                 ordered_in_stay("atorva", "atorvastatin 40 MG Oral Tablet"),
             ),
             "Simvastatin 20 MG",

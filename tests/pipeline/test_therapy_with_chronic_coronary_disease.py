@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests import fhir_fixtures as fx
-from tests.pipeline.test_indicated_therapy import FULL, going_home, risks, state_of
+from tests.pipeline.test_indicated_therapy import going_home, risks, state_of
 
 ISCHAEMIC = fx.condition(
     "ihd", "Ischemic heart disease (disorder)", encounter_id=None, onset="2007-11-10"
@@ -20,11 +20,6 @@ BYPASS_LONG_AGO = fx.condition(
     encounter_id=None,
     onset="2012-05-01T12:00:00+00:00",
 )
-
-
-def old_order(request_id: str, name: str) -> dict[str, Any]:
-    """An order written in 2007, still "active", not renewed since."""
-    return fx.medication_request(request_id, name, authored="2007-11-17", **FULL)  # type: ignore[arg-type]
 
 
 def coronary_lines(*resources: dict[str, Any]) -> list[str]:
@@ -56,9 +51,12 @@ def test_an_antithrombotic_is_asked_after_a_revascularization_and_an_anticoagula
 
 
 def test_old_orders_of_one_group_are_alternatives_to_choose_among() -> None:
-    """Aspirin and clopidogrel of 2007, neither renewed: which continues is the question, not
+    """Aspirin and clopidogrel of 2003, neither renewed: which continues is the question, not
     that each does (two antiplatelets for life is no secondary prevention)."""
-    orders = [old_order("a", "aspirin 81 MG Oral Tablet"), old_order("c", "Clopidogrel 75 MG")]
+    orders = [
+        fx.old_order("a", "aspirin 81 MG Oral Tablet"),
+        fx.old_order("c", "Clopidogrel 75 MG"),
+    ]
     statin = going_home("s", "atorvastatin 40 MG Oral Tablet")
     assert coronary_lines(BYPASS_LONG_AGO, statin, *orders) == [
         "The only antiplatelet drugs with a myocardial infarction or a coronary "
@@ -66,7 +64,7 @@ def test_old_orders_of_one_group_are_alternatives_to_choose_among() -> None:
         "old orders to confirm: aspirin 81 MG Oral Tablet; Clopidogrel 75 MG: confirm which "
         "continues, or why none does"
     ]
-    simvastatin = old_order("v", "Simvastatin 20 MG Oral Tablet")
+    simvastatin = fx.old_order("v", "Simvastatin 20 MG Oral Tablet")
     assert coronary_lines(ISCHAEMIC, simvastatin) == [
         "The only statin with chronic coronary disease on the problem list (Ischemic heart "
         "disease) is an old order to confirm: Simvastatin 20 MG Oral Tablet: confirm that it "
