@@ -77,7 +77,12 @@ def expected_therapy(
         cited = [fact for fact, _ in indications]
         groups = rule["groups"] | _in_stay_groups(state, rule)
         members = {group: having(going_home, drugs) for group, drugs in groups.items()}
-        missing = [group for group, drugs in members.items() if not drugs]
+        at_home = {
+            group: found
+            for group, drugs in members.items()
+            if not drugs and (found := _held_at_home(state, groups[group]))
+        }
+        missing = [group for group, drugs in members.items() if not drugs and group not in at_home]
         if missing:
             *first, last = [f"no {group}" for group in missing]
             absent = f"{', '.join(first)} and {last}" if first else last
@@ -87,6 +92,8 @@ def expected_therapy(
                 f"{'each' if first else 'it'} was considered, or why it is not given"
             )
             flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
+        if at_home:
+            flags.append(_only_at_home((_related(name, rule), named), at_home, cited))
         confirm = {
             group: drugs
             for group, drugs in members.items()
@@ -139,6 +146,25 @@ def _only_to_confirm(
         f"The only {what} {name} ({named}) {said} to confirm: {drug_names(drugs)}: confirm {ask}"
     )
     return risk_flag(f"confirm-{name}-{'-'.join(groups)}", reason, [*cited, *drugs])
+
+
+def _only_at_home(
+    rule: tuple[str, str], groups: dict[str, list[tuple[Fact, str]]], cited: list[Fact]
+) -> ReviewFlag:
+    """One line for the expected groups of one indication whose only members are home drugs
+    with no discharge order: "No statin at discharge" beside the admission note's simvastatin
+    read to a reader as contradicting the note; the drug is there, its continuation is not."""
+    name, named = rule
+    drugs = [found for members in groups.values() for found in members]
+    *first, last = groups
+    what = f"{', '.join(first)} and {last}" if first else last
+    several = len(drugs) > 1
+    reason = (
+        f"The only {what} {name} ({named}) {'are home drugs' if several else 'is a home drug'} "
+        f"with no discharge order: {'; '.join(said for _, said in drugs)}: confirm that "
+        f"{'each' if several else 'it'} continues, or why not"
+    )
+    return risk_flag(f"home-{name}-{'-'.join(groups)}", reason, [*cited, *(f for f, _ in drugs)])
 
 
 # How a home drug with no discharge order is named on a rule's line, by where it stands.

@@ -82,3 +82,16 @@ def test_an_infarction_or_a_valve_replacement_of_the_episode_asks_instead() -> N
     valve = fx.procedure("avr", "Replacement of aortic valve (procedure)")
     statin = going_home("s", "atorvastatin 40 MG Oral Tablet")
     assert coronary_lines(BYPASS_LONG_AGO, valve, statin) == []
+
+
+def test_a_statin_at_home_with_no_discharge_order_is_asked_to_continue_not_said_missing() -> None:
+    """The admission note lists simvastatin and nothing orders it for discharge: "No statin at
+    discharge" read as contradicting the note, so the line names the home drug and asks
+    whether it continues."""
+    listed = "# Medications\nsimvastatin 10 mg oral tablet\n"
+    hp = fx.document_reference("hp", fx.attachment(listed))
+    assert coronary_lines(ISCHAEMIC, hp) == [
+        "The only statin with chronic coronary disease on the problem list (Ischemic heart "
+        "disease) is a home drug with no discharge order: simvastatin 10 mg oral tablet (at "
+        "home, held or stopped?): confirm that it continues, or why not"
+    ]
