@@ -192,12 +192,12 @@ SKILLED_NURSING = re.compile(r"skilled nursing|nursing (?:home|facility)|\bsnf\b
 
 
 def _facility(encounter: Encounter, types: list[str]) -> tuple[str, str | None]:
-    """The kind of place, from the class, the types, the locations' names and the stay's own
-    reasons: a stay coded "Patient transfer to skilled nursing facility" is the nursing stay the
-    transfer began (an 18-day rehabilitation read as a hospital stay for a knee injury). With
-    it, the location's name when that alone says so ("… DP SNF", a skilled nursing unit of a
-    hospital): two readers read an inpatient stay called a nursing stay with nothing to show
-    why."""
+    """The kind of place, from the class, the types and the stay's own reasons: a stay coded
+    "Patient transfer to skilled nursing facility" is the nursing stay the transfer began (an
+    18-day rehabilitation read as a hospital stay for a knee injury). A location whose name
+    alone says so ("… DP SNF") is named, not read as the kind of stay: readers of three rounds
+    read an inpatient (IMP) stay for sleep apnoea called a nursing stay from its unit's name as
+    a wrong label, with the name shown or not."""
     reasons = [concept_text(reason) or "" for reason in encounter.reasonCode or []]
     places = [loc.location.display or "" for loc in encounter.location or []]
     if (encounter.class_fhir and encounter.class_fhir.code == "SNF") or any(
@@ -205,7 +205,7 @@ def _facility(encounter: Encounter, types: list[str]) -> tuple[str, str | None]:
     ):
         return "skilled nursing facility", None
     named = [place for place in places if SKILLED_NURSING.search(place)]
-    return ("skilled nursing facility", named[0]) if named else ("hospital", None)
+    return "hospital", named[0] if named else None
 
 
 def _other_encounter(item: ParsedResource[Encounter], why: str | None) -> OtherEncounter:

@@ -70,9 +70,10 @@ class EncounterAttributes(StrictModel):
     episode_start: datetime | None = None
     episode_days: int | None = None
     # What kind of place the stay was in: "hospital", or "skilled nursing facility" when its
-    # class, type or location says so.
+    # class, type or reason says so.
     facility: str = "hospital"
-    # The location's name, when only it says what kind of place the stay was in.
+    # A location whose name names a kind of place the codes do not ("… DP SNF"): shown, not
+    # read as the kind of stay.
     facility_location: str | None = None
     text: str | None = None
     # The other encounters of the episode (the emergency visit, the surgery, the stay just

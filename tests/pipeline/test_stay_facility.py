@@ -1,5 +1,6 @@
-"""What kind of place the stay was in, and what says so: a location's name that alone calls it
-a skilled nursing unit is named on the stay's line, so that the label can be checked."""
+"""What kind of place the stay was in, and what says so: the encounter's class, type or reason;
+a location's name that alone calls it a skilled nursing unit is named on the stay's line, never
+read as the kind of stay."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ def at(place: str) -> list[dict[str, Any]]:
     return [{"location": {"display": place}}]
 
 
-def test_a_skilled_nursing_unit_named_only_by_its_location_says_where() -> None:
-    """Two readers read an inpatient stay called a nursing stay with nothing to show why: the
-    unit's name is on the line."""
+def test_a_skilled_nursing_unit_named_only_by_its_location_is_named_not_read_as_the_stay() -> None:
+    """Readers of three rounds read an inpatient (IMP) stay called a nursing stay from its
+    unit's name as a wrong label, with the name shown or not: the codes say an inpatient stay,
+    and the line says so, with the unit's name."""
     line = stay_line(location=at("CALIF HOSP MED CTR L.A. DP SNF"))
     assert line.startswith(
-        "Skilled nursing stay (IMP; location: CALIF HOSP MED CTR L.A. DP SNF) from 2024-03-01"
+        "Inpatient stay (IMP; location: CALIF HOSP MED CTR L.A. DP SNF) from 2024-03-01"
     )
 
 
