@@ -115,32 +115,24 @@ def _stay_fact(state: EvidenceState) -> Fact | None:
     )
 
 
-def summarize_evidence(
-    state: EvidenceState,
-    *,
-    ratio: float = 0.5,
-    salience: TokenSalience | None = None,
-    settings: PipelineSettings,
-) -> Summary:
-    """The evidence-only discharge summary of a validated evidence state, checked, under the
-    deployment's settings (its clinical tables among them: never defaults in their place)."""
-    render = macros("summary/sentences.txt.j2")
-    stay = _stay_fact(state)
-    stay_fact = stay.id if stay is not None else None
+def _sections(
+    state: EvidenceState, render: Any, stay: Fact | None, settings: PipelineSettings
+) -> dict[SectionKey, list[Sentence]]:
+    """Every section but Needs review, each from its rules and the deployment's tables; of the
+    hospital course, its structured lines (FOCUS's selection from the notes follows them)."""
     routine = table("routine_procedures", settings)
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
     organs = table("transplant_organs", settings)
     screens = positive_screens(state, table("screening_scores", settings))
-    built: dict[SectionKey, list[Sentence]] = {
+    return {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
         "active_problems": active_problems_section(
             state, render, table("chronic_conditions", settings)
         ),
         "social_history": social_history_section(state, render, table("social_findings", settings)),
-        "hospital_course": structured_course_section(state, render, (routine, equipment), stay)
-        + hospital_course_section(state, salience, ratio, render),
+        "hospital_course": structured_course_section(state, render, (routine, equipment), stay),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),
         "medications": medications_section(state, render)
@@ -161,6 +153,22 @@ def summarize_evidence(
         )
         + screening_hand_over(state, screens, render),
     }
+
+
+def summarize_evidence(
+    state: EvidenceState,
+    *,
+    ratio: float = 0.5,
+    salience: TokenSalience | None = None,
+    settings: PipelineSettings,
+) -> Summary:
+    """The evidence-only discharge summary of a validated evidence state, checked, under the
+    deployment's settings (its clinical tables among them: never defaults in their place)."""
+    render = macros("summary/sentences.txt.j2")
+    stay = _stay_fact(state)
+    stay_fact = stay.id if stay is not None else None
+    built = _sections(state, render, stay, settings)
+    built["hospital_course"] += hospital_course_section(state, salience, ratio, render)
     empty = _empty_reasons(built, state, render)
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]
     built["needs_review"] = needs_review_section(state, render, stay_fact, undocumented)
