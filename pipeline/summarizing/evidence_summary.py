@@ -80,12 +80,13 @@ def _empty_reason(
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
     own = listed(state, "principal") or listed(state, "episode")
-    if key == "active_problems" and own and not social_shown:
+    if key == "active_problems" and own:
         # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
         # day): two readers read "Not documented: Active problems" as contradicting the chart.
-        # Beside social findings that Social history shows (an alcohol use), "none besides"
-        # read to two paired readers as a list called complete that is not: not said there.
-        return str(render.no_other_active_problem())
+        # Beside social findings that Social history shows (an alcohol use), a bare "none
+        # besides" read to two paired readers as a list called complete that is not, and "Not
+        # documented" to two later ones as wrong: the line names where those findings are.
+        return str(render.no_other_active_problem(social_shown))
     kind, what = _DATED_SECTIONS.get(key, ("", ""))
     if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED

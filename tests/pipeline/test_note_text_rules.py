@@ -128,7 +128,8 @@ def test_the_latest_note_before_the_episode_is_read_and_never_an_episodes_or_a_v
                     onset="2024-02-26T10:00:00+00:00",
                 ),
             ),
-            None,
+            "None besides this stay's own (see Discharge diagnoses) and the social findings "
+            "under Social history.",
         ),
         ((), None),
     ],
@@ -140,8 +141,9 @@ def test_a_problem_list_with_only_the_stays_own_diagnoses_is_not_called_undocume
     """A list whose only active entries are this stay's diagnoses says so under its heading; two
     readers read "Not documented: Active problems" beside such a chart as contradicting it.
     Beside social findings that Social history shows (an alcohol use), two paired readers read
-    "none besides" as a list called complete that is not, and preferred "Not documented"; so
-    does a record with no diagnosis at all, in Needs review's line."""
+    a bare "none besides" as a list called complete that is not, and two later ones "Not
+    documented" as wrong: the line names where the findings are. A record with no diagnosis at
+    all says "Not documented", in Needs review's line."""
     state = evidence_from_fhir(fx.stay(*conditions), settings=PipelineSettings())
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     problems = summary.section("active_problems")
