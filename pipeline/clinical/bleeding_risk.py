@@ -32,7 +32,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationAttributes,
-    PatientInfoAttributes,
     ReviewFlag,
     attributes_as,
 )
@@ -125,9 +124,7 @@ def _haemoglobin(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> N
             criteria.add(False, anaemia[1], [anaemia[0]])
         return
     fact, value, said = found
-    patient = next(iter(state.facts["patient_info"]), None)
-    gender = attributes_as(patient, PatientInfoAttributes).gender if patient else None
-    minor_below = hbr.extra["hemoglobin_minor_below"].get(gender or "", 13)
+    minor_below = hbr.extra["hemoglobin_minor_below"].get(state.patient_gender() or "", 13)
     if value < hbr.extra["hemoglobin_major_below"]:
         criteria.add(True, said, [fact])
     elif value < minor_below:

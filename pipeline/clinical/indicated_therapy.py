@@ -121,6 +121,18 @@ def _in_stay_groups(state: EvidenceState, rule: dict[str, Any]) -> dict[str, lis
     return {}
 
 
+def _only_members(groups: Sequence[str], several: bool) -> tuple[str, str]:
+    """What an "only …" line names (the groups, or "<group> drugs" for several of one) and what
+    it asks: several drugs of one group (aspirin, prasugrel and clopidogrel; two statins) are
+    alternatives, not each to continue, so which one continues is the question."""
+    *first, last = groups
+    if first:
+        return f"{', '.join(first)} and {last}", "that each continues, or why not"
+    if several:
+        return f"{last} drugs", "which continues, or why none does"
+    return last, "that it continues, or why not"
+
+
 def _only_to_confirm(
     state: EvidenceState, rule: tuple[str, str], groups: dict[str, list[Fact]], cited: list[Fact]
 ) -> ReviewFlag:
@@ -131,17 +143,8 @@ def _only_to_confirm(
     drugs = [f for members in groups.values() for f in members]
     old = {c.admission for c in state.medications.changes if c.kind == "unconfirmed"}
     orders = "old order" if {f.id for f in drugs} <= old else "order"
-    *first, last = groups
-    several = len(drugs) > 1
-    what = f"{', '.join(first)} and {last}" if first else last + (" drugs" if several else "")
-    said = f"are {orders}s" if several else f"is an {orders}"
-    # Several drugs of one group (aspirin, prasugrel and clopidogrel) are alternatives, not
-    # each to continue: which one is the question.
-    ask = (
-        "which continues, or why none does"
-        if several and not first
-        else f"that {'each' if several else 'it'} continues, or why not"
-    )
+    what, ask = _only_members(list(groups), len(drugs) > 1)
+    said = f"are {orders}s" if len(drugs) > 1 else f"is an {orders}"
     reason = (
         f"The only {what} {name} ({named}) {said} to confirm: {drug_names(drugs)}: confirm {ask}"
     )
@@ -156,13 +159,11 @@ def _only_at_home(
     read to a reader as contradicting the note; the drug is there, its continuation is not."""
     name, named = rule
     drugs = [found for members in groups.values() for found in members]
-    *first, last = groups
-    what = f"{', '.join(first)} and {last}" if first else last
-    several = len(drugs) > 1
+    what, ask = _only_members(list(groups), len(drugs) > 1)
+    said = "are home drugs" if len(drugs) > 1 else "is a home drug"
     reason = (
-        f"The only {what} {name} ({named}) {'are home drugs' if several else 'is a home drug'} "
-        f"with no discharge order: {'; '.join(said for _, said in drugs)}: confirm that "
-        f"{'each' if several else 'it'} continues, or why not"
+        f"The only {what} {name} ({named}) {said} with no discharge order: "
+        f"{'; '.join(drug for _, drug in drugs)}: confirm {ask}"
     )
     return risk_flag(f"home-{name}-{'-'.join(groups)}", reason, [*cited, *(f for f, _ in drugs)])
 

@@ -22,7 +22,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     LabResultAttributes,
-    PatientInfoAttributes,
     ResultFlag,
     ReviewFlag,
     attributes_as,
@@ -254,8 +253,7 @@ def interpret_results(state: EvidenceState, settings: PipelineSettings) -> Evide
     """Every result interpreted; a critical value of the stay, a kidney injury and vital signs
     unstable at discharge flagged for the physician."""
     ranges = table("reference_ranges", settings).extra["ranges"]
-    patient = next(iter(state.facts.get("patient_info", [])), None)
-    gender = attributes_as(patient, PatientInfoAttributes).gender if patient else None
+    gender = state.patient_gender()
     facts = [
         fact.model_copy(update={"attributes": interpret(fact.attributes, ranges, gender)})
         if isinstance(fact.attributes, LabResultAttributes)

@@ -25,7 +25,6 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     LabResultAttributes,
-    PatientInfoAttributes,
     attributes_as,
     aware,
 )
@@ -51,11 +50,6 @@ class PositiveScreen:
 def is_screening_score(result: LabResultAttributes) -> bool:
     """A questionnaire's total score (the FHIR observation category ``survey``)."""
     return "survey" in (result.observation_category or "")
-
-
-def _gender(state: EvidenceState) -> str | None:
-    patient = next(iter(state.facts.get("patient_info", [])), None)
-    return attributes_as(patient, PatientInfoAttributes).gender if patient else None
 
 
 def _latest_by_instrument(
@@ -102,7 +96,7 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
     """The latest score of each instrument of the ``screening_scores`` table, where positive,
     in the order the table lists the instruments."""
     instruments: dict[str, Any] = screening.extra["instruments"]
-    gender = _gender(state)
+    gender = state.patient_gender()
     latest = _latest_by_instrument(state, instruments)
     positive = []
     for code, rule in instruments.items():

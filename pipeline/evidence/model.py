@@ -214,6 +214,13 @@ class EvidenceState(StrictModel):
                 return (fact, age) if age is not None else None
         return None
 
+    def patient_gender(self) -> str | None:
+        """The patient's administrative gender, which sex-specific ranges and cut-offs read."""
+        for fact in self.facts.get("patient_info", []):
+            if isinstance(fact.attributes, PatientInfoAttributes):
+                return fact.attributes.gender
+        return None
+
     def stay(self) -> EncounterAttributes | None:
         """The stay being summarised (its dates, class, reasons), if the record has it."""
         for fact in self.facts.get("encounter", []):

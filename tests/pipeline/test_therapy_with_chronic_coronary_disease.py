@@ -95,3 +95,17 @@ def test_a_statin_at_home_with_no_discharge_order_is_asked_to_continue_not_said_
         "disease) is a home drug with no discharge order: simvastatin 10 mg oral tablet (at "
         "home, held or stopped?): confirm that it continues, or why not"
     ]
+
+
+def test_two_statins_at_home_are_alternatives_to_choose_between() -> None:
+    """Two statins on the note's home list, neither ordered for discharge: which one continues
+    is the question, as for old orders of one group, never that each does."""
+    listed = "# Medications\nsimvastatin 10 mg oral tablet; atorvastatin 40 mg oral tablet\n"
+    hp = fx.document_reference("hp", fx.attachment(listed))
+    (line,) = coronary_lines(ISCHAEMIC, hp)
+    assert line.startswith(
+        "The only statin drugs with chronic coronary disease on the problem list (Ischemic heart "
+        "disease) are home drugs with no discharge order: "
+    )
+    assert line.endswith(": confirm which continues, or why none does")
+    assert "simvastatin 10 mg" in line and "atorvastatin 40 mg" in line
