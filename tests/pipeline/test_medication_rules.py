@@ -7,25 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evidence.model import EvidenceState, MedicationAttributes
-from pipeline.settings import PipelineSettings
-from pipeline.summarizing.evidence_summary import summarize_evidence
-from smartapp.jobs.evidence import evidence_from_fhir
+from pipeline.evidence.model import MedicationAttributes
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 from tests.pipeline.conftest import default_draft
+from tests.pipeline.drafting_support import drafted
 
 # A complete dosage, so that only the rule under test speaks.
 FULL: dict[str, object] = {"dose": "1 tablet", "frequency": (1, 1, "d"), "route": "oral"}
 
 
 BEFORE = "2023-06-01"
-
-
-def drafted(*resources: dict) -> tuple[EvidenceState, dict[str, list[str]]]:
-    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
-    summary = summarize_evidence(state, settings=PipelineSettings())
-    return state, {section.key: [s.text for s in section.sentences] for section in summary.sections}
 
 
 def prn(resource: dict, text: str = "Take as needed.") -> dict:
