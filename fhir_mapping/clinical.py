@@ -61,7 +61,7 @@ def _principal(scope: Scope) -> tuple[set[str], set[str]]:
     return keys, codes
 
 
-def _onset_and_abatement(condition: Condition) -> tuple[datetime | None, datetime | None]:
+def onset_and_abatement(condition: Condition) -> tuple[datetime | None, datetime | None]:
     onset = as_datetime(
         condition.onsetDateTime
         or (condition.onsetPeriod.start if condition.onsetPeriod else None)
@@ -100,7 +100,7 @@ def map_conditions(scope: Scope) -> Mapped:
         if (statuses := _statuses_of_record(mapped, item)) is None:
             continue
         verification, clinical = statuses
-        onset, abatement = _onset_and_abatement(condition)
+        onset, abatement = onset_and_abatement(condition)
         if scope.after_discharge(onset):
             mapped.exclude(item, "out_of_scope", f"onset {onset.isoformat()}, after discharge")
             continue

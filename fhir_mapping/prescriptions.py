@@ -9,19 +9,24 @@ reconciliation; ISMP Canada) still reads them: each drug's latest ended prescrip
 which only says how the drug was last prescribed. A prescription that a clinician gave at the
 visit that wrote it (a MedicationAdministration of the drug in the order's encounter: a dentist's
 fluoride gel, an injection in the office) is kept too, marked so, dosage or not: it is an office
-treatment, never a home drug, though later notes' lists carry its name.
+treatment, never a home drug, though later notes' lists carry its name. So is a finished course:
+a prescription completed for an illness (its reasonReference) that resolved before the episode,
+such as a cough syrup for a bronchitis: later notes' lists carry its name too, but no one takes
+it at home.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from fhir.resources.R4B.codeableconcept import CodeableConcept
+from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationadministration import MedicationAdministration
 from fhir.resources.R4B.medicationrequest import MedicationRequest
 from fhir.resources.R4B.reference import Reference
 
+from fhir_mapping.clinical import onset_and_abatement
 from fhir_mapping.codes import as_datetime, concept_text, reference_of
 from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.episode import encounter_period
@@ -36,7 +41,8 @@ _ENDED = frozenset({"completed", "stopped"})
 
 def map_prescriptions(scope: Scope) -> Mapped:
     """Each drug's latest ended prescription, authored within the window before the episode,
-    that says how it was taken (a dose or a frequency) or that was given at its visit."""
+    that says how it was taken (a dose or a frequency), that was given at its visit, or whose
+    illness resolved before the episode (a finished course)."""
     mapped = Mapped()
     admitted = encounter_period(scope.encounter)[0]
     if admitted is None:
@@ -60,7 +66,8 @@ def map_prescriptions(scope: Scope) -> Mapped:
         dosage = request.dosageInstruction[0] if request.dosageInstruction else None
         how = dosage_attributes(dosage, name)
         at_visit = (reference_of(request.encounter), name.lower()) in given
-        if not (how["dose"] or how["frequency"] or at_visit):
+        course = _resolved_reason(scope, item) if request.status == "completed" else None
+        if not (how["dose"] or how["frequency"] or at_visit or course):
             continue
         attributes = PrescriptionAttributes(
             name=name,
@@ -72,6 +79,8 @@ def map_prescriptions(scope: Scope) -> Mapped:
             authored_on=authored,
             status=request.status,
             given_at_visit=at_visit,
+            course_for=course[0] if course else None,
+            course_ended=course[1] if course else None,
         )
         seen = latest.get(name.lower())
         if seen is None or seen[1].authored_on < authored:
@@ -89,6 +98,22 @@ def _drug_name(
         medication = scope.index.resolve(reference.reference, Medication)
         concept = medication.code if medication is not None else None
     return concept_text(concept)
+
+
+def _resolved_reason(
+    scope: Scope, item: ParsedResource[MedicationRequest]
+) -> tuple[str, datetime] | None:
+    """The illness a prescription was written for and when it resolved, where it resolved before
+    the episode began; None while it lasts (or the record gives no reason)."""
+    for reason in item.model.reasonReference or []:
+        condition = scope.index.resolve(reason.reference, Condition, item)
+        if condition is None:
+            continue
+        abatement = onset_and_abatement(condition)[1]
+        name = concept_text(condition.code)
+        if name and scope.before_episode(abatement):
+            return name, abatement
+    return None
 
 
 def _given_at_visits(scope: Scope) -> set[tuple[str | None, str]]:

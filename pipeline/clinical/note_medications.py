@@ -101,6 +101,20 @@ def office_treatment(facts: Iterable[Fact], drug: NotedDrug) -> bool:
     return last is not None and attributes_as(last, PrescriptionAttributes).given_at_visit
 
 
+def finished_course(facts: Iterable[Fact], drug: NotedDrug) -> bool:
+    """Whether the drug's latest ended prescription was a course completed for an illness that
+    resolved before the stay (a cough syrup for a bronchitis): later notes' lists carry its name,
+    but it is no home drug to hold or stop (the best possible medication history)."""
+    last = _latest_prescription((f for f in facts if f.category == "prescription"), drug.text)
+    return last is not None and attributes_as(last, PrescriptionAttributes).course_for is not None
+
+
+def taken_at_home(facts: Iterable[Fact], drug: NotedDrug) -> bool:
+    """A drug of a note's home list that is neither an office treatment nor a finished course."""
+    listed = list(facts)
+    return not (office_treatment(listed, drug) or finished_course(listed, drug))
+
+
 def _latest_prescription(prescriptions: Iterable[Fact], name: str) -> Fact | None:
     same = [
         f for f in prescriptions if same_drug(attributes_as(f, PrescriptionAttributes).name, name)

@@ -38,7 +38,7 @@ from pipeline.clinical.medications import (
     normalise_quantity,
     normalise_route,
 )
-from pipeline.clinical.note_medications import NotedDrug, noted_drugs, office_treatment
+from pipeline.clinical.note_medications import NotedDrug, noted_drugs, taken_at_home
 from pipeline.clinical.reconcile_flags import left_out_flags, not_renewed, unexplained
 from pipeline.clinical.stay_context import StayContext, stay_context
 from pipeline.evidence.model import (
@@ -171,7 +171,7 @@ def reconcile_medications(
         )
     # In the order they are listed: the admission list's drugs kept, then the new orders.
     discharge_ids = [change.discharge for change in changes if change.discharge is not None]
-    home = [d for d in noted_drugs(facts, "home") if not office_treatment(facts, d)]
+    home = [d for d in noted_drugs(facts, "home") if taken_at_home(facts, d)]
     changes = [_in_place(c) for c in _home_drugs_left_out(changes, home)]
     given = [fact for fact in medications if medication(fact).phase == "inpatient"]
     changes += _prescribed_not_ordered(changes, noted_drugs(facts, "prescribed"), given)

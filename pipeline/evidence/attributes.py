@@ -207,6 +207,10 @@ class PrescriptionAttributes(StrictModel):
     status: str
     # Given by a clinician at the visit that wrote it: an office treatment, not a home drug.
     given_at_visit: bool = False
+    # Completed for an illness that resolved before the episode (its name, when): a finished
+    # course, not a home drug.
+    course_for: str | None = None
+    course_ended: datetime | None = None
 
 
 class OrganHistoryAttributes(StrictModel):

@@ -94,3 +94,53 @@ def test_a_drug_a_clinician_gave_at_an_earlier_visit_is_no_home_drug() -> None:
     state, sections = drafted(hp, dental, medication, ordered)
     assert state.facts["prescription"] == []
     assert any("sodium fluoride" in line for line in sections["medications"])
+
+
+def test_a_course_finished_with_its_illness_is_no_home_drug() -> None:
+    """A cough syrup ordered for a bronchitis that resolved before the stay, the order completed
+    with no dose, and carried by name in the admission note's list: a finished course, said once
+    as such with its illness and when that resolved, never a home drug to hold or stop nor a drug
+    the age rules judge. While its illness lasts (no abatement, or one after admission) the
+    record does not say the course ended, and it stays a home drug to ask about."""
+    syrup = "Acetaminophen 21.7 MG/ML / Dextromethorphan Hydrobromide 1 MG/ML Oral Solution"
+    hp = fx.document_reference(
+        "hp", fx.attachment(f"# Medications\n{syrup.lower()}; lisinopril 10 mg oral tablet\n")
+    )
+
+    def course(abatement: str | None) -> tuple[dict, dict]:
+        illness = fx.condition(
+            "bronchitis",
+            "Acute bronchitis (disorder)",
+            clinical="resolved" if abatement else "active",
+            encounter_id=None,
+            onset="2023-11-02T09:00:00+00:00",
+            abatement=abatement,
+        )
+        ordered = fx.medication_request(
+            "syrup", syrup, status="completed", authored="2023-11-02T09:10:00+00:00"
+        )
+        ordered["reasonReference"] = [{"reference": "Condition/bronchitis"}]
+        return illness, ordered
+
+    state, sections = drafted(hp, *course("2023-11-16T09:00:00+00:00"))
+    (prescription,) = state.facts["prescription"]
+    assert prescription.attributes.course_for == "Acute bronchitis (disorder)"  # type: ignore[union-attr]
+    assert (
+        "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
+        "oral tablet." in sections["medications"]
+    )
+    said = [line for lines in sections.values() for line in lines if "dextromethorphan" in line]
+    assert said == [
+        "On the notes' medication list, but a finished course for an illness that has resolved: "
+        f"{syrup.lower()} (ordered 2023-11-02 for acute bronchitis, resolved 2023-11-16)."
+    ]
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    (line,) = [s for s in summary.section("medications").sentences if "finished" in s.text]
+    assert line.verdict == "supported" and len(line.citations) == 2
+    for abatement in (None, "2024-03-03T09:00:00+00:00"):
+        state, sections = drafted(hp, *course(abatement))
+        assert state.facts["prescription"] == []
+        assert any(
+            line.startswith("Home medications with no discharge order") and "acetaminophen" in line
+            for line in sections["medications"]
+        )

@@ -9,6 +9,8 @@ from functools import partial
 from typing import Any
 
 from pipeline.clinical.note_medications import (
+    NotedDrug,
+    finished_course,
     last_prescribed,
     lists_none,
     noted_drugs,
@@ -58,7 +60,7 @@ def listed_lines(
         sentences.append(cited_sentence("medications", text, cited))
     sentences += _prescribed_not_ordered(state, render)
     sentences += _held_or_stopped(state, render)
-    sentences += _office_treatments(state, render)
+    sentences += _not_taken_at_home(state, render)
     in_place = [c for c in changes if c.kind == "in_place"]
     if in_place:
         sentences.append(cited_sentence("medications", render.in_place(in_place), _cited(in_place)))
@@ -79,24 +81,34 @@ def _held_or_stopped(state: EvidenceState, render: Any) -> list[Sentence]:
     return [cited_sentence("medications", text, cited)]
 
 
-def _office_treatments(state: EvidenceState, render: Any) -> list[Sentence]:
-    """The drugs of the notes' home lists that a clinician gave at a visit (a dentist's fluoride
-    gel), said once as such: never a home drug to hold or stop, but a paired reader read the
-    gel's absence from the list as a home drug silently dropped."""
+def _not_taken_at_home(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The drugs of the notes' home lists that are no home drug, said once as what they are: a
+    clinician gave it at a visit (a dentist's fluoride gel), or it was a course finished with its
+    illness (a cough syrup for a bronchitis). A paired reader read the gel's absence from the
+    list as a home drug silently dropped; a whole-round reader read the syrup asked about as a
+    home drug as noise."""
     changes = state.medications.changes
-    found = []
+    prescriptions = state.facts["prescription"]
+    office: list[tuple[NotedDrug, Fact]] = []
+    finished: list[tuple[NotedDrug, Fact]] = []
     for drug in noted_drugs(state.facts["medication_list"], "home"):
         # The reconciliation's own test: a drug it left off the home list for this reason.
         if any(drug.matches(c.name) for c in changes):
             continue
         last = last_prescribed(state, drug.text)
-        if last is not None and office_treatment(state.facts["prescription"], drug):
-            found.append((drug, last))
-    if not found:
-        return []
-    text = render.office_treatments([(drug.text, last.attributes) for drug, last in found])
-    cited = [i for drug, last in found for i in (drug.line.id, last.id)]
-    return [cited_sentence("medications", text, cited)]
+        if last is not None and office_treatment(prescriptions, drug):
+            office.append((drug, last))
+        elif last is not None and finished_course(prescriptions, drug):
+            finished.append((drug, last))
+    return [
+        cited_sentence(
+            "medications",
+            line([(drug.text, last.attributes) for drug, last in found]),
+            [i for drug, last in found for i in (drug.line.id, last.id)],
+        )
+        for line, found in ((render.office_treatments, office), (render.finished_courses, finished))
+        if found
+    ]
 
 
 def _cited(changes: list[MedicationChange]) -> list[str]:
