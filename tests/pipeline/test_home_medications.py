@@ -270,3 +270,28 @@ def test_strengths_are_compared_in_canonical_units() -> None:
     )
     assert strength("72 HR fentanyl 0.025 MG/HR Transdermal System") == "0.025 mg/hr"
     assert strength("Aspirin Oral Tablet") is None
+
+
+def test_a_drug_the_plan_prescribes_is_no_word_that_an_old_order_is_still_taken() -> None:
+    """A 2003 metoprolol succinate order still "active", an H&P listing no medications, and a
+    plan prescribing metoprolol tartrate: the new prescription is the stay's own order, so the
+    old one is an order to confirm like any other unrenewed one, not a drug the notes mention
+    that the home list alone leaves out. A note naming the old drug itself still confirms it."""
+    plan = "## Plan\n\nThe patient was prescribed the following medications:\n"
+    listed = f"# Medications\nNo Active Medications.\n\n{plan}"
+    hp = fx.document_reference(
+        "hp", fx.attachment(f"{listed}- metoprolol tartrate 25 mg oral tablet\n")
+    )
+    old = fx.old_order("old", "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet")
+    new = fx.ordered_in_stay("new", "metoprolol tartrate 25 MG Oral Tablet")
+    state, _ = drafted(hp, old, new)
+    kinds = {c.name: c.kind for c in state.medications.changes}
+    assert kinds["24 HR metoprolol succinate 100 MG Extended Release Oral Tablet"] == "unconfirmed"
+    assert "medication_discrepancy" not in codes(state)
+    (stale,) = [f for f in state.flags_for_review if f.code == "medication_not_renewed"]
+    assert [state.fact(i).sources[0].resource for i in stale.fact_ids] == ["MedicationRequest/old"]
+    taking = fx.document_reference(
+        "hpi", fx.attachment("# History\nShe takes metoprolol succinate every morning.\n")
+    )
+    state, _ = drafted(hp, old, new, taking)
+    assert "medication_not_renewed" not in codes(state)
