@@ -18,6 +18,7 @@ from pipeline.clinical.duplications import classes_of, duplication_flags
 from pipeline.clinical.graft_drugs import kidney_graft_drugs
 from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
 from pipeline.clinical.indicated_therapy import indicated_therapy_flags, stopped_on_purpose
+from pipeline.clinical.kidney_function import kidney_function
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.opioid_dose import opioid_dose_flags
 from pipeline.clinical.pain_plan import pain_plan_flags
@@ -166,6 +167,10 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += pain_plan_flags(state, flags, discharge, drug_table, table("pain_plan", settings))
     unsettled = unconfirmed | held
     flags = [_if_continued(flag, unsettled, discharge_ids) for flag in flags]
+    kidneys = kidney_function(state, risks)
+    cited = {i for flag in flags for i in flag.fact_ids}
+    if kidneys is not None and kidneys.computed is not None and kidneys.computed.id in cited:
+        computed.append(kidneys.computed)
     # The rules' computed facts replace the last run's, as their flags do.
     facts = {**state.facts, "computed": computed}
     return state.model_copy(update={"flags_for_review": flags, "facts": facts})

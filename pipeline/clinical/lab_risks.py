@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Literal
 
+from pipeline.clinical.kidney_function import kidney_function
 from pipeline.clinical.risk_flags import (
     current_results,
     drug_names,
@@ -29,31 +30,16 @@ from pipeline.evidence.model import (
 def renal_dosing(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
-    egfr = [
-        f
-        for f in current_results(state, risks.extra["egfr_codes"])
-        if attributes_as(f, LabResultAttributes).value is not None
-    ]
-    if not egfr:
-        return []
-    latest = max(
-        egfr,
-        key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
-    )
-    result = attributes_as(latest, LabResultAttributes)
-    assert result.value is not None and result.effective is not None
-    if result.value >= risks.extra["renal_limit"]:
+    """Drugs to avoid or dose-adjust below the table's eGFR limit, against the recorded eGFR or
+    the one the latest creatinine gives, whichever is lower (``kidney_function``)."""
+    kidneys = kidney_function(state, risks)
+    if kidneys is None or kidneys.value >= risks.extra["renal_limit"]:
         return []
     to_review = having(going_home, risks.extra["renal_review"])
     if not to_review:
         return []
-    shown = result.shown_value or str(result.value)
-    unit = f" {result.unit}" if result.unit else ""
-    reason = (
-        f"eGFR {shown}{unit} on {result.effective.date().isoformat()}: review the dose of "
-        f"{drug_names(to_review)} for kidney function"
-    )
-    return [risk_flag("renal", reason, [latest, *to_review])]
+    reason = f"{kidneys.described}: review the dose of {drug_names(to_review)} for kidney function"
+    return [risk_flag("renal", reason, [*kidneys.facts, *to_review])]
 
 
 def latest_of(results: Sequence[Fact]) -> LabResultAttributes | None:
