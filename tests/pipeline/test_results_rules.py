@@ -10,27 +10,21 @@ import pytest
 
 from pipeline.clinical.results import shown
 from pipeline.evidence.model import LabResultAttributes
-from pipeline.evidence.summary import Sentence
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 from tests.pipeline.conftest import default_draft
-
-CREATININE, POTASSIUM, SODIUM, CO2 = "2160-0", "6298-4", "2951-2", "2028-9"
-
-
-def lab(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str, **extra) -> dict:
-    observation = fx.observation(obs_id, name, value, unit, loinc=loinc, when=when)
-    del observation["referenceRange"]  # the shipped adult default applies
-    return observation | extra
-
-
-def results_of(*resources: dict) -> list[str]:
-    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    return [sentence.text for sentence in summary.section("results").sentences]
+from tests.pipeline.results_support import (
+    CO2,
+    CREATININE,
+    POTASSIUM,
+    SODIUM,
+    lab,
+    results_of,
+    review_lines,
+)
 
 
 def test_values_are_shown_at_clinical_precision() -> None:
@@ -118,158 +112,6 @@ def test_an_abnormal_value_is_never_rounded_back_into_its_range() -> None:
     assert line.startswith("Carbon dioxide (L): 21.6 mmol/L")
 
 
-def test_vital_signs_at_admission_and_at_discharge() -> None:
-    def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
-        observation = lab(obs_id, name, value, unit, loinc, when)
-        observation["category"] = [{"coding": [{"code": "vital-signs"}]}]
-        return observation
-
-    state = evidence_from_fhir(
-        fx.stay(
-            vital("hr1", "Heart rate", 118, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
-            vital("t1", "Body temperature", 38.4, "Cel", "8310-5", "2024-03-01T10:30:00+00:00"),
-            vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-05T09:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
-    )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    assert [s.text for s in summary.section("results").sentences] == [
-        "Vital signs at admission (2024-03-01): Heart rate 118 /min (high); "
-        "Body temperature 38.4 Cel (high).",
-    ]
-    # The last set is the condition at discharge, said there only.
-    assert [s.text for s in summary.section("condition_at_discharge").sentences] == [
-        "Vital signs at discharge (2024-03-05): Heart rate 76 /min.",
-        "Not taken again after the admission's set: Body temperature.",
-    ]
-
-
-def test_a_stay_with_one_set_of_vital_signs_shows_it_once() -> None:
-    state = evidence_from_fhir(
-        fx.stay(vital("hr", "Heart rate", 80, "/min", "8867-4", "2024-03-05T09:00:00+00:00")),
-        settings=PipelineSettings(),
-    )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    cited = [c for s in summary.sentences() for c in s.citations if "vital" in s.text.lower()]
-    assert len(cited) == len(set(cited)) == 1
-
-
-def test_the_only_set_taken_at_admission_is_never_the_condition_at_discharge() -> None:
-    """A one-day stay whose only vital signs were taken on arrival: a pain score of 7 then is
-    not how the patient left; the same set taken near discharge is."""
-
-    def condition_at_discharge(taken: str) -> str:
-        record = fx.bundle(
-            fx.patient(),
-            fx.encounter(start="2024-03-04T13:00:00+00:00"),
-            vital("p", "Pain severity", 7, "{score}", "72514-3", taken),
-        )
-        summary = summarize_evidence(
-            evidence_from_fhir(record, settings=PipelineSettings()),
-            salience=lambda text: ([], []),
-            settings=PipelineSettings(),
-        )
-        (line,) = [s.text for s in summary.section("condition_at_discharge").sentences]
-        return line
-
-    assert condition_at_discharge("2024-03-04T13:10:00+00:00").startswith(
-        "No vital signs recorded after admission; at admission (2024-03-04): Pain severity 7"
-    )
-    assert condition_at_discharge("2024-03-05T10:00:00+00:00").startswith(
-        "Vital signs at discharge (2024-03-05): Pain severity 7"
-    )
-
-
-def vital(obs_id: str, name: str, value: float, unit: str, loinc: str, when: str) -> dict:
-    return lab(
-        obs_id, name, value, unit, loinc, when, category=[{"coding": [{"code": "vital-signs"}]}]
-    )
-
-
-def review_lines(*resources: dict) -> list[str]:
-    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    return [sentence.text for sentence in summary.section("needs_review").sentences]
-
-
-def test_vital_signs_older_than_the_stays_last_day_are_the_latest_not_at_discharge() -> None:
-    # The stay ends 2024-03-05 12:00; the last vital signs were taken four days before.
-    state = evidence_from_fhir(
-        fx.stay(
-            vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00"),
-            vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-01T18:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
-    )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    assert [s.text for s in summary.section("results").sentences] == [
-        "Vital signs at admission (2024-03-01): Heart rate 88 /min.",
-    ]
-    assert [s.text for s in summary.section("condition_at_discharge").sentences] == [
-        "Latest vital signs (2024-03-01, more than a day before discharge): Heart rate 76 /min."
-    ]
-
-
-def test_a_discharge_set_of_the_evening_before_says_it_was_the_day_before() -> None:
-    """The stay ends 2024-03-05 12:00; the last set, 2024-03-04 at 20:00, is within its last day
-    but dated the day before: "at discharge (2024-03-04)" beside a discharge on the 5th read as
-    a contradiction, so the line says it was the day before; a set of the 5th is plainly at
-    discharge."""
-
-    def condition(*resources: dict) -> list[str]:
-        state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
-        summary = summarize_evidence(
-            state, salience=lambda t: ([], []), settings=PipelineSettings()
-        )
-        return [s.text for s in summary.section("condition_at_discharge").sentences]
-
-    admission = vital("hr1", "Heart rate", 88, "/min", "8867-4", "2024-03-01T10:30:00+00:00")
-    evening = vital("hr2", "Heart rate", 76, "/min", "8867-4", "2024-03-04T20:00:00+00:00")
-    assert condition(admission, evening) == [
-        "Vital signs at discharge (the last set, taken the day before discharge, 2024-03-04): "
-        "Heart rate 76 /min."
-    ]
-    morning = vital("hr3", "Heart rate", 72, "/min", "8867-4", "2024-03-05T08:00:00+00:00")
-    assert condition(admission, evening, morning) == [
-        "Vital signs at discharge (2024-03-05): Heart rate 72 /min."
-    ]
-
-
-def test_vital_signs_out_of_range_between_admission_and_discharge_are_shown_at_their_worst() -> (
-    None
-):
-    """Neither the admission set nor the discharge set holds the stay's low saturation."""
-    saturation = ("Oxygen saturation in Arterial blood", "%", "2708-6")
-    state = evidence_from_fhir(
-        fx.stay(
-            vital("s1", *saturation[:1], 97, *saturation[1:], "2024-03-01T10:30:00+00:00"),
-            vital("s2", *saturation[:1], 88, *saturation[1:], "2024-03-02T08:00:00+00:00"),
-            vital("s3", *saturation[:1], 85, *saturation[1:], "2024-03-03T08:00:00+00:00"),
-            vital("h2", "Heart rate", 80, "/min", "8867-4", "2024-03-03T08:00:00+00:00"),
-            vital("s4", *saturation[:1], 95, *saturation[1:], "2024-03-05T09:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
-    )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    lines = summary.section("results").sentences
-    assert [s.text for s in lines][1:] == [
-        "Vital signs out of range during the stay (the most extreme of each): Oxygen saturation "
-        "in Arterial blood 85 % (critical low) on 2024-03-03."
-    ]
-    assert lines[1].verdict == "supported", lines[1].review_reasons()
-
-
-def test_a_laboratory_value_filed_as_a_vital_sign_is_a_result() -> None:
-    """Synthea files some NT-proBNP values under vital-signs: never "a vital sign at discharge"."""
-    lines = results_of(
-        vital("bnp", "NT-proBNP", 2400, "pg/mL", "33762-6", "2024-03-05T08:00:00+00:00"),
-    )
-    assert lines == ["NT-proBNP (H): 2400 pg/mL on 2024-03-05; reference up to 125."] or lines[
-        0
-    ].startswith("NT-proBNP (H): 2400 pg/mL on 2024-03-05")
-    assert not any(line.startswith("Vital signs") for line in lines)
-
-
 @pytest.mark.parametrize(
     ("name", "loinc", "value", "unit", "mark"),
     [
@@ -298,62 +140,6 @@ def test_the_shipped_ranges_mark_blood_gases_kidney_function_and_cardiac_markers
     assert bool(critical) == mark.startswith("critical")
 
 
-def kidney_lines(*resources: dict) -> list[Sentence]:
-    state = evidence_from_fhir(fx.stay(*resources), settings=PipelineSettings())
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    return [
-        s for s in summary.section("needs_review").sentences if s.text.startswith("Acute kidney")
-    ]
-
-
-def test_a_creatinine_rise_of_kdigo_size_is_flagged_as_acute_kidney_injury() -> None:
-    (line,) = kidney_lines(
-        lab("cr1", "Creatinine", 2.63, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
-        lab("cr2", "Creatinine", 4.65, "mg/dL", CREATININE, "2024-03-02T11:00:00+00:00"),
-    )
-    assert line.text == (
-        "Acute kidney injury by KDIGO creatinine criteria (absolute rise): creatinine 2.63 mg/dL "
-        "on 2024-03-02 → 4.65 mg/dL on 2024-03-02: confirm the diagnosis and plan follow-up of "
-        "renal function."
-    )
-    # A flag is a sentence of the draft: it states no number its evidence does not hold.
-    assert line.verdict == "supported", line.review_reasons()
-
-
-def test_a_rise_to_one_and_a_half_times_the_baseline_within_a_week_is_acute_kidney_injury() -> None:
-    baseline = lab("base", "Creatinine", 0.8, "mg/dL", CREATININE, "2024-02-27T08:00:00+00:00") | {
-        "encounter": {"reference": "Encounter/old"}
-    }
-    old = fx.encounter("old", "2024-02-27T07:00:00+00:00", "2024-02-27T09:00:00+00:00", "AMB")
-    (line,) = kidney_lines(
-        baseline,
-        old,
-        lab("cr", "Creatinine", 1.25, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
-    )
-    assert "(relative rise): creatinine 0.80 mg/dL on 2024-02-27 → 1.25 mg/dL on 2024-03-04" in (
-        line.text
-    )
-    assert line.verdict == "supported", line.review_reasons()
-
-
-@pytest.mark.parametrize(("measured", "flagged"), [("2024-01-05", True), ("2023-10-20", False)])
-def test_a_baseline_from_the_three_months_before_admission_counts(
-    measured: str, flagged: bool
-) -> None:
-    """KDIGO's presumed baseline: the latest value of the 90 days before, not only of the week."""
-    clinic = fx.encounter("old", f"{measured}T07:00:00+00:00", f"{measured}T09:00:00+00:00", "AMB")
-    baseline = lab("base", "Creatinine", 0.96, "mg/dL", CREATININE, f"{measured}T08:00:00+00:00")
-    lines = kidney_lines(
-        clinic,
-        baseline | {"encounter": {"reference": "Encounter/old"}},
-        lab("cr", "Creatinine", 2.7, "mg/dL", CREATININE, "2024-03-02T08:00:00+00:00"),
-    )
-    assert bool(lines) is flagged
-    if flagged:
-        assert f"creatinine 0.96 mg/dL on {measured} → 2.70 mg/dL on 2024-03-02" in lines[0].text
-        assert lines[0].verdict == "supported", lines[0].review_reasons()
-
-
 def test_a_critical_value_that_recurs_is_one_flag_with_its_first_and_last() -> None:
     days = ["2024-03-01T08:00:00+00:00", "2024-03-02T08:00:00+00:00", "2024-03-03T08:00:00+00:00"]
     state = evidence_from_fhir(
@@ -370,28 +156,6 @@ def test_a_critical_value_that_recurs_is_one_flag_with_its_first_and_last() -> N
         "Critical result: Potassium: first 6.9 mmol/L on 2024-03-01, last 7.1 mmol/L on 2024-03-03"
     )
     assert len(flag.fact_ids) == 3
-
-
-@pytest.mark.parametrize(
-    ("first", "second", "apart_hours"),
-    [
-        (1.0, 1.2, 24),  # +0.2 in a day: below both criteria
-        (1.0, 1.4, 72),  # +0.4, but over three days, and under 1.5 times
-        (1.0, 1.6, 24 * 8),  # 1.6 times, but eight days apart
-    ],
-)
-def test_a_creatinine_change_short_of_kdigo_is_not_flagged(
-    first: float, second: float, apart_hours: int
-) -> None:
-    from datetime import datetime, timedelta
-
-    start = datetime.fromisoformat("2024-03-01T11:00:00+00:00")
-    later = (start + timedelta(hours=apart_hours)).isoformat()
-    lines = review_lines(
-        lab("cr1", "Creatinine", first, "mg/dL", CREATININE, start.isoformat()),
-        lab("cr2", "Creatinine", second, "mg/dL", CREATININE, later),
-    )
-    assert not any(line.startswith("Acute kidney injury") for line in lines)
 
 
 def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
@@ -459,32 +223,6 @@ def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
     assert cited is not None  # one number for the three results
     assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
     assert "Observation [" not in markdown  # each result is in the panel's citation
-
-
-def test_vital_signs_taken_before_this_admission_are_never_called_the_admissions() -> None:
-    """A set two days before the stay (a joined episode's telemedicine call) is said to be from
-    before this admission; the admission's own set follows it, and a reading that line states
-    is not said again among those out of range."""
-    saturation = ("Oxygen saturation in Arterial blood", "%", "2708-6")
-    earlier = fx.encounter("vr", start="2024-02-28T09:00:00+00:00", end=None, class_code="VR")
-    state = evidence_from_fhir(
-        fx.stay(
-            earlier,
-            vital("b1", "Systolic blood pressure", 77, "mm[Hg]", "8480-6", "2024-02-28T09:10:00Z")
-            | {"encounter": {"reference": "Encounter/vr"}},
-            vital("s1", *saturation[:1], 88, *saturation[1:], "2024-03-01T10:30:00+00:00"),
-            vital("s2", *saturation[:1], 88, *saturation[1:], "2024-03-01T11:30:00+00:00"),
-            vital("s3", *saturation[:1], 95, *saturation[1:], "2024-03-05T09:00:00+00:00"),
-        ),
-        settings=PipelineSettings(),
-    )
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    lines = [s.text for s in summary.section("results").sentences]
-    assert lines[-2:] == [
-        "Vital signs before this admission, earlier in the episode (2024-02-28): Systolic blood "
-        "pressure 77 mm[Hg] (low).",
-        "Vital signs at admission (2024-03-01): Oxygen saturation in Arterial blood 88 % (low).",
-    ]
 
 
 def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_shown() -> None:
