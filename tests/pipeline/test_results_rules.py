@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -158,19 +157,6 @@ def test_a_critical_value_that_recurs_is_one_flag_with_its_first_and_last() -> N
     assert len(flag.fact_ids) == 3
 
 
-def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
-    lines = results_of(
-        lab("na", "Sodium", 140, "mmol/L", SODIUM, "2024-03-02T08:00:00+00:00"),
-        lab(
-            "pdw", "Platelet distribution width", 12.1, "fL", "32207-3", "2024-03-02T08:00:00+00:00"
-        ),
-        lab("mpv", "Platelet mean volume", 10.2, "fL", "32623-1", "2024-03-02T08:00:00+00:00"),
-        lab("audit", "AUDIT-C total score", 2, "{score}", "75626-2", "2024-03-02T08:00:00+00:00")
-        | {"category": [{"coding": [{"code": "laboratory"}, {"code": "survey"}]}]},
-    )
-    assert lines == ["Other results within their reference ranges: Sodium."]
-
-
 @pytest.mark.shared_data
 @pytest.mark.parametrize("path", synthea_bundles(), ids=lambda path: path.name[:8])
 def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
@@ -199,30 +185,6 @@ def test_every_out_of_range_synthea_result_is_marked(path: Path) -> None:
     assert all(s.verdict == "supported" for s in sentences), [
         (s.text, s.review_reasons()) for s in sentences if s.verdict != "supported"
     ]
-
-
-def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
-    from pipeline.summarizing.summary_text import render_markdown
-
-    when = "2024-03-02T08:00:00+00:00"
-    state = evidence_from_fhir(
-        fx.stay(
-            lab("na", "Sodium", 140, "mmol/L", "2951-2", when),
-            lab("k", "Potassium", 4.2, "mmol/L", "2823-3", when),
-            lab("cl", "Chloride", 102, "mmol/L", "2075-0", when),
-            fx.diagnostic_report("bmp", "final", ["na", "k", "cl"]),
-        ),
-        settings=PipelineSettings(),
-    )
-    markdown = render_markdown(
-        summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings()),
-        state,
-    )
-    (line,) = [ln for ln in markdown.splitlines() if "Other results within" in ln]
-    cited = re.search(r"\[(\d+)\]$", line)
-    assert cited is not None  # one number for the three results
-    assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
-    assert "Observation [" not in markdown  # each result is in the panel's citation
 
 
 def test_a_result_out_of_range_the_week_before_a_stay_that_never_measured_it_is_shown() -> None:

@@ -1,0 +1,49 @@
+"""The one line of results within their reference ranges: what it leaves out (screening scores
+and indices) and how it cites a panel."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.settings import PipelineSettings
+from pipeline.summarizing.evidence_summary import summarize_evidence
+from smartapp.jobs.evidence import evidence_from_fhir
+from tests import fhir_fixtures as fx
+from tests.pipeline.results_support import SODIUM, lab, results_of
+
+
+def test_screening_scores_and_indices_are_left_out_unless_abnormal() -> None:
+    lines = results_of(
+        lab("na", "Sodium", 140, "mmol/L", SODIUM, "2024-03-02T08:00:00+00:00"),
+        lab(
+            "pdw", "Platelet distribution width", 12.1, "fL", "32207-3", "2024-03-02T08:00:00+00:00"
+        ),
+        lab("mpv", "Platelet mean volume", 10.2, "fL", "32623-1", "2024-03-02T08:00:00+00:00"),
+        lab("audit", "AUDIT-C total score", 2, "{score}", "75626-2", "2024-03-02T08:00:00+00:00")
+        | {"category": [{"coding": [{"code": "laboratory"}, {"code": "survey"}]}]},
+    )
+    assert lines == ["Other results within their reference ranges: Sodium."]
+
+
+def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
+    from pipeline.summarizing.summary_text import render_markdown
+
+    when = "2024-03-02T08:00:00+00:00"
+    state = evidence_from_fhir(
+        fx.stay(
+            lab("na", "Sodium", 140, "mmol/L", "2951-2", when),
+            lab("k", "Potassium", 4.2, "mmol/L", "2823-3", when),
+            lab("cl", "Chloride", 102, "mmol/L", "2075-0", when),
+            fx.diagnostic_report("bmp", "final", ["na", "k", "cl"]),
+        ),
+        settings=PipelineSettings(),
+    )
+    markdown = render_markdown(
+        summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings()),
+        state,
+    )
+    (line,) = [ln for ln in markdown.splitlines() if "Other results within" in ln]
+    cited = re.search(r"\[(\d+)\]$", line)
+    assert cited is not None  # one number for the three results
+    assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
+    assert "Observation [" not in markdown  # each result is in the panel's citation
