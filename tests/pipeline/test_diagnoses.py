@@ -9,52 +9,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.clinical.tables import table
-from pipeline.evidence.model import DiagnosisAttributes, EvidenceState
+from pipeline.evidence.model import DiagnosisAttributes
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 from tests.conftest import synthea_bundles
 from tests.pipeline.conftest import default_draft
-
-
-def record(*more: dict) -> dict:
-    stay = fx.encounter() | {
-        "reasonReference": [{"reference": "Condition/valve"}],
-    }
-    return fx.bundle(
-        fx.patient(),
-        stay,
-        fx.condition(
-            "hypertension",
-            "Essential hypertension",
-            code="59621000",
-            encounter_id=None,
-            onset="2010-05-01",
-        ),
-        fx.condition(
-            "valve", "Aortic valve stenosis", code="60573004", encounter_id=None, onset="2023-01-10"
-        ),
-        fx.condition("pneumonia", "Aspiration pneumonia", code="422588002", onset="2024-03-03"),
-        fx.condition(
-            "education", "Received higher education (finding)", code="224299000", onset="2024-03-01"
-        ),
-        fx.condition(
-            "refugee", "Refugee (person)", code="446654005", encounter_id=None, onset="1990-01-01"
-        ),
-        fx.condition(
-            "sepsis", "Sepsis (disorder)", code="91302008", encounter_id=None, onset="1973-06-01"
-        ),
-        fx.condition(
-            "anemia", "Anemia (disorder)", code="271737000", encounter_id=None, onset="2020-01-01"
-        ),
-        *more,
-    )
-
-
-def sections(state: EvidenceState) -> dict[str, list[str]]:
-    summary = summarize_evidence(state, settings=PipelineSettings())
-    return {section.key: [s.text for s in section.sentences] for section in summary.sections}
+from tests.pipeline.diagnoses_support import record, sections
 
 
 def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> None:
@@ -68,37 +30,6 @@ def test_principal_first_then_the_episodes_own_then_active_problems_apart() -> N
         "Active at discharge: Essential hypertension, since 2010-05-01.",
         "Active at discharge: Anemia, since 2020-01-01.",  # SNOMED's semantic tag is not shown
     ]
-
-
-def test_social_findings_are_social_history_not_diagnoses() -> None:
-    """Social findings are never diagnoses; under Social history only those that bear on
-    discharge planning (the AHC health-related social needs: housing, transport, safety…) are
-    shown, never education or refugee status."""
-    drafted = sections(evidence_from_fhir(record(), settings=PipelineSettings()))
-    every_diagnosis = " ".join(drafted["diagnoses"] + drafted["active_problems"])
-    assert "education" not in every_diagnosis and "Refugee" not in every_diagnosis
-    assert drafted["social_history"] == []
-    housing = fx.condition(
-        "housing", "Housing unsatisfactory (finding)", code="105531004", encounter_id=None
-    )
-    drafted = sections(evidence_from_fhir(record(housing), settings=PipelineSettings()))
-    assert drafted["social_history"] == ["Housing unsatisfactory (recorded 2024-03-01)."]
-
-
-def test_a_social_finding_says_when_it_was_recorded_and_one_older_than_a_year_is_left_out() -> None:
-    """A coded social finding stays active until someone records a change, which a record may
-    never do: "Housing unsatisfactory" of 2006 says nothing of the housing the patient goes home
-    to in 2024, and the AHC social-needs tool is repeated yearly. A finding of the year before
-    admission says when it was recorded; an older one is left out, and so is the whole line
-    when none is current."""
-    old = {"encounter_id": None, "onset": "2006-06-29T10:00:00Z"}
-    lately = {"encounter_id": None, "onset": "2023-04-02T10:00:00Z"}  # admission 2024-03-01
-    housing = fx.condition("housing", "Housing unsatisfactory (finding)", code="105531004", **old)
-    isolated = fx.condition("alone", "Social isolation (finding)", code="422650009", **lately)
-    drafted = sections(evidence_from_fhir(record(housing, isolated), settings=PipelineSettings()))
-    assert drafted["social_history"] == ["Social isolation (recorded 2023-04-02)."]
-    drafted = sections(evidence_from_fhir(record(housing), settings=PipelineSettings()))
-    assert not any("Housing" in line for line in drafted["social_history"])
 
 
 def test_older_entries_of_the_problem_list_share_one_line_and_chronic_conditions_keep_theirs() -> (
