@@ -49,6 +49,13 @@ def plain_term(value: object) -> str:
     return SEMANTIC_TAG.sub("", str(value))
 
 
+def analyte_name(name: str) -> str:
+    """A LOINC long name cut to its component, the part before the bracketed property:
+    "Leukocytes [#/volume] in Blood by Automated count" → "Leukocytes". Where no value is
+    shown the property, system and method say nothing a reader needs."""
+    return name.split(" [", 1)[0].strip() or name
+
+
 def to_the_minute(value: object) -> str:
     """A moment as people read a signature's time: ``2026-12-02 14:05 UTC``."""
     if isinstance(value, datetime):

@@ -47,3 +47,20 @@ def test_normal_results_of_one_panel_on_one_line_cite_the_panel_once() -> None:
     assert cited is not None  # one number for the three results
     assert f"DiagnosticReport [{cited.group(1)}]: bmp" in markdown
     assert "Observation [" not in markdown  # each result is in the panel's citation
+
+
+def test_normal_results_are_named_by_their_analyte_once() -> None:
+    """The line shows no value, so a LOINC long name's property, system and method ("[#/volume]
+    in Blood by Automated count") say nothing there: each analyte is named by its component,
+    once, though two codes measured it."""
+    day = "2024-03-02T08:00:00+00:00"
+    wbc = "Leukocytes [#/volume] in Blood by Automated count"
+    lines = results_of(
+        lab("wbc", wbc, 7, "10*3/uL", "6690-2", day),
+        lab("na", "Sodium [Moles/volume] in Serum or Plasma", 140, "mmol/L", SODIUM, day),
+        lab("na2", "Sodium [Moles/volume] in Blood", 139, "mmol/L", "2947-0", day),
+        lab("tg", "Triglycerides", 120, "mg/dL", "2571-8", day),
+    )
+    assert lines == [
+        "Other results within their reference ranges: Leukocytes; Sodium; Triglycerides."
+    ]

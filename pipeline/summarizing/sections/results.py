@@ -35,6 +35,7 @@ from pipeline.summarizing.sections.common import (
     record_begins_after_stay,
 )
 from pipeline.summarizing.sections.operations import operations_of_stay
+from pipeline.text.rendering import analyte_name
 
 
 def _worst(results: Sequence[LabResultAttributes]) -> str | None:
@@ -245,7 +246,11 @@ def results_section(
     sentences += [sentence for _, _, sentence in sorted(abnormal, key=lambda item: item[:2])]
     sentences += _before_admission(baselines, set(by_test), render)
     if normal:
-        names = list(dict.fromkeys(attributes_as(f, LabResultAttributes).name for f in normal))
+        # Names only, no values: each analyte by its component, once (a reader counted the
+        # long names' "[Mass/volume] in Serum or Plasma" as 150 words of noise).
+        names = list(
+            dict.fromkeys(analyte_name(attributes_as(f, LabResultAttributes).name) for f in normal)
+        )
         sentences.append(
             cited_sentence("results", render.normal_results(names), [f.id for f in normal])
         )
