@@ -124,6 +124,39 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
     return positive
 
 
+@dataclass(frozen=True, slots=True)
+class NegativeScreen:
+    """The latest score of an instrument, below its cut-off: a finding it screens for, recorded
+    before it, was not found again when last asked about."""
+
+    fact: Fact
+    instrument: str
+    score: str
+    taken: datetime
+
+
+def latest_negative(
+    state: EvidenceState, screening: CodeTable, screens_for: str, after: datetime | None
+) -> NegativeScreen | None:
+    """The latest negative score, taken after ``after``, of an instrument that screens for
+    ``screens_for`` (HARK for intimate partner violence); None when the latest is positive."""
+    instruments: dict[str, Any] = screening.extra["instruments"]
+    gender = state.patient_gender()
+    latest = _latest_by_instrument(state, instruments)
+    found: list[NegativeScreen] = []
+    for code, (taken, fact) in latest.items():
+        rule = instruments[code]
+        result = attributes_as(fact, LabResultAttributes)
+        cut_off = int(rule.get(gender or "", rule["positive_at"]))
+        if rule["screens_for"] != screens_for or result.value is None or result.value >= cut_off:
+            continue
+        if after is not None and taken <= aware(after):
+            continue
+        score = result.shown_value or f"{result.value.normalize():f}"
+        found.append(NegativeScreen(fact, _named(rule["name"], result.name), score, taken))
+    return max(found, key=lambda screen: screen.taken, default=None)
+
+
 def unaddressed(state: EvidenceState, screens: Sequence[PositiveScreen]) -> list[PositiveScreen]:
     """The positive screens no care plan of the record addresses (a depression care plan
     answers a positive PHQ-9): the ones the discharge hands over."""

@@ -132,7 +132,9 @@ def _sections(
         "active_problems": active_problems_section(
             state, render, table("chronic_conditions", settings)
         ),
-        "social_history": social_history_section(state, render, table("social_findings", settings)),
+        "social_history": social_history_section(
+            state, render, (table("social_findings", settings), table("screening_scores", settings))
+        ),
         "hospital_course": structured_course_section(state, render, (routine, equipment), stay),
         "condition_at_discharge": condition_at_discharge_section(state, render, stay),
         "procedures": procedures_section(state, render, (routine, implant_table), stay),

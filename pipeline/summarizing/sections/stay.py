@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.clinical.clinical_terms import PAST_HISTORY
 from pipeline.clinical.episode_diagnoses import listed
+from pipeline.clinical.screening import NegativeScreen, latest_negative
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -178,35 +179,50 @@ def _recorded_before(onset: datetime | None, stay: EncounterAttributes | None, d
 
 
 def social_history_section(
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable]
+) -> list[Sentence]:
+    """One short line of the coded social findings that bear on discharge planning (the social
+    table's ``at_discharge_keywords``: housing, transport, safety, isolation…; never education
+    or a criminal record) and are current: recorded within the table's ``current_within_days``
+    before admission (the AHC social-needs tool is repeated yearly; readers deleted "Housing
+    unsatisfactory (recorded 2006-06-29)" from a 2024 discharge as noise), or, for a finding of
+    interpersonal safety (``current_while_active``), still active, with the latest negative
+    screen for it since where it is older (``tables``: social findings, screening scores). Then
+    what the notes' Social History says of substance use, quoted, each statement once."""
+    social_table, screening = tables
+    relevant = social_table.extra["at_discharge_keywords"]
+    window = social_table.extra["current_within_days"]
+    stay = state.stay()
+    shown: list[tuple[Fact, NegativeScreen | None]] = []
+    for fact in listed(state, "social"):
+        finding = attributes_as(fact, DiagnosisAttributes)
+        if not any(word in finding.display.lower() for word in relevant):
+            continue
+        stale = _recorded_before(finding.onset, stay, window)
+        screens_for = _safety_screened_for(finding, social_table)
+        if stale and screens_for is None:
+            continue
+        if stale and screens_for is not None:
+            shown.append((fact, latest_negative(state, screening, screens_for, finding.onset)))
+        else:
+            shown.append((fact, None))
+    sentences = []
+    if shown:
+        text = render.social([(f.attributes, later) for f, later in shown])
+        cited = [i for f, later in shown for i in (f.id, later.fact.id if later else None) if i]
+        sentences.append(cited_sentence("social_history", text, cited))
+    return sentences + _substance_use_quotes(state, render, social_table)
+
+
+def _substance_use_quotes(
     state: EvidenceState, render: Any, social_table: CodeTable
 ) -> list[Sentence]:
-    """One short line of the coded social findings that bear on discharge planning (the table's
-    ``at_discharge_keywords``: housing, transport, safety, isolation…; never education or a
-    criminal record) and are current: recorded within the table's ``current_within_days``
-    before admission (the AHC social-needs tool is repeated yearly; readers deleted "Housing
-    unsatisfactory (recorded 2006-06-29)" from a 2024 discharge as noise). Then what the notes'
-    Social History says of substance use, quoted, each statement once (templated notes repeat
-    it): "Dependent drug abuse" is coded, "a documented history of opioid addiction" is what
-    decides naloxone and the pain plan. A statement about an age the patient has not reached
-    ("quit smoking at age 16" at 15) is the template's, not the patient's: left out."""
-    relevant = social_table.extra["at_discharge_keywords"]
-    stay = state.stay()
-    facts = [
-        f
-        for f in listed(state, "social")
-        if any(word in attributes_as(f, DiagnosisAttributes).display.lower() for word in relevant)
-        and not _recorded_before(
-            attributes_as(f, DiagnosisAttributes).onset,
-            stay,
-            social_table.extra["current_within_days"],
-        )
-    ]
+    """What the notes' Social History says of substance use, quoted, each statement once
+    (templated notes repeat it): "Dependent drug abuse" is coded, "a documented history of
+    opioid addiction" is what decides naloxone and the pain plan. A statement about an age the
+    patient has not reached ("quit smoking at age 16" at 15) is the template's: left out."""
     aged = state.patient_age()
     age = aged[1] if aged else None
-    sentences = []
-    if facts:
-        text = render.social([f.attributes for f in facts])
-        sentences.append(cited_sentence("social_history", text, [f.id for f in facts]))
     words = social_table.extra["substance_use_words"]
     said: dict[str, Fact] = {}
     for fact in state.facts["social_statement"]:
@@ -216,7 +232,15 @@ def social_history_section(
             continue
         if any(word in quote.lower() for word in words):
             said.setdefault(quote.lower(), fact)
-    sentences += [
+    return [
         cited_sentence("social_history", render.quote(f.attributes), [f.id]) for f in said.values()
     ]
-    return sentences
+
+
+def _safety_screened_for(finding: DiagnosisAttributes, social_table: CodeTable) -> str | None:
+    """What a finding of interpersonal safety the record still holds active is screened as
+    (shown whatever its age); None for any other finding."""
+    kinds: dict[str, str] = social_table.extra["current_while_active"]
+    display = finding.display.lower()
+    active = finding.abatement is None and finding.clinical_status in (None, "active", "recurrence")
+    return next((kind for word, kind in kinds.items() if word in display), None) if active else None
