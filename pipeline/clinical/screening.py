@@ -45,6 +45,8 @@ class PositiveScreen:
     before_stay: bool
     # Words of a care plan that addresses what it screens for (a depression care plan).
     addressed_by: tuple[str, ...]
+    # What to ask before the patient leaves when it is handed over (thoughts of self-harm).
+    ask_before_discharge: str | None = None
 
 
 def is_screening_score(result: LabResultAttributes) -> bool:
@@ -119,6 +121,7 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
                 taken=taken,
                 before_stay=result.baseline,
                 addressed_by=tuple(rule["care_plan_keywords"]),
+                ask_before_discharge=rule.get("ask_before_discharge"),
             )
         )
     return positive

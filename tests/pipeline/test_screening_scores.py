@@ -23,7 +23,8 @@ NAMES = {
 WEEK_BEFORE = "2024-02-23T10:00:00+00:00"
 HAND_OVER = (
     "Positive screen for depression (PHQ-9): no assessment or plan is documented: hand it over "
-    "for assessment after discharge."
+    "for assessment after discharge; before discharge, ask about thoughts of self-harm, which "
+    "the depression questionnaire's total does not show."
 )
 
 
@@ -52,14 +53,17 @@ def texts(summary: Summary, section: str) -> list[str]:
 
 def test_a_positive_phq9_the_week_before_admission_is_said_and_handed_over() -> None:
     """Its severity band said (Kroenke 2001: 15 to 19, moderately severe), its cut-off not (a
-    number the record does not hold); the line is supported by the score it cites."""
+    number the record does not hold); the line is supported by the score it cites. Handed over,
+    it asks about thoughts of self-harm before discharge, which a total score does not show
+    (the PHQ-9's item 9 predicts suicide attempts: Simon et al. 2013)."""
     summary = summary_of(score("phq9", PHQ9, 16))
     (line,) = summary.section("results").sentences
     assert line.text == (
         "Positive screen: PHQ-9 16 on 2024-02-23, before admission (depression, moderately severe)."
     )
     assert line.verdict == "supported" and not line.flags
-    assert texts(summary, "follow_up") == [HAND_OVER]
+    (hand_over,) = summary.section("follow_up").sentences
+    assert hand_over.text == HAND_OVER and hand_over.verdict == "supported"
 
 
 def test_a_later_negative_score_of_the_same_questionnaire_clears_it() -> None:
@@ -111,8 +115,13 @@ def test_two_positive_screens_are_one_line_and_one_hand_over() -> None:
     ]
     assert texts(summary, "follow_up") == [
         "Positive screens for depression (PHQ-9) and unhealthy alcohol use (AUDIT-C): no "
-        "assessment or plan is documented: hand them over for assessment after discharge."
+        "assessment or plan is documented: hand them over for assessment after discharge; "
+        "before discharge, ask about thoughts of self-harm, which the depression questionnaire's "
+        "total does not show."
     ]
+    alcohol = summary_of(score("audit", AUDIT_C, 5))
+    (hand_over,) = alcohol.section("follow_up").sentences
+    assert "self-harm" not in hand_over.text  # asked after a depression screen only
 
 
 def test_a_care_plan_for_depression_answers_the_hand_over_not_the_result() -> None:
