@@ -15,7 +15,8 @@ from tests import fhir_fixtures as fx
 APPENDECTOMY = fx.procedure("op", "Excision of appendix", when="2024-03-01T12:00:00+00:00")
 NO_REVIEW = (
     "Post-operative review: no appointment or referral is documented after Excision of appendix "
-    "on 2024-03-01: arrange who reviews the patient, and when."
+    "on 2024-03-01: arrange who reviews the patient, and when; give the wound, activity and "
+    "return advice."
 )
 
 
@@ -27,8 +28,10 @@ def follow_up(*resources: dict[str, Any]) -> list[Sentence]:
 
 def test_an_operation_with_no_review_arranged_says_so_in_follow_up() -> None:
     """Discharge after surgery names the post-operative review (42 CFR 482.43(c)); where the
-    record arranges none, the line says so and what to arrange, citing the operation. Like every
-    "Not documented", it is no flag to acknowledge: the signer adds the review."""
+    record arranges none, the line says so and what to arrange, citing the operation, with the
+    wound, activity and return advice the discharge gives (readers wrote it by hand after every
+    operation). Like every "Not documented", it is no flag to acknowledge: the signer adds the
+    review."""
     lines = follow_up(APPENDECTOMY)
     assert [line.text for line in lines] == [NO_REVIEW]
     assert not lines[0].flags
@@ -63,7 +66,8 @@ def test_an_operation_the_record_only_implies_asks_for_its_review_too() -> None:
     texts = [line.text for line in follow_up(history)]
     assert texts == [
         "Post-operative review: no appointment or referral is documented after appendectomy on "
-        "2024-03-01: arrange who reviews the patient, and when."
+        "2024-03-01: arrange who reviews the patient, and when; give the wound, activity and "
+        "return advice."
     ]
 
 
@@ -78,7 +82,8 @@ def test_after_a_kidney_transplant_the_line_names_how_the_graft_is_monitored() -
         "Post-operative review: no appointment or referral is documented after Renal transplant "
         "on 2024-03-01: arrange who reviews the patient, and when, and the graft's monitoring: "
         "serum creatinine two to three times a week until the end of the first month after the "
-        "transplant, then weekly to the end of the third (KDIGO kidney transplant guideline)."
+        "transplant, then weekly to the end of the third (KDIGO kidney transplant guideline); "
+        "give the wound, activity and return advice."
     )
     assert line.verdict == "supported"
     assert [line.text for line in follow_up(APPENDECTOMY)] == [NO_REVIEW]
