@@ -1,6 +1,6 @@
 """Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
 what a clinical term says of itself and what the episode's diagnoses say the stay did,
-conflicts between sources, a transplant's indication, the shipped clinical tables, the
+kidney function for dosing, conflicts between sources, a transplant's indication, the shipped clinical tables, the
 helpers the rules share to read what goes home, and the agent that runs the rules in order.
 """
 
@@ -10,6 +10,7 @@ __all__ = [
     "diagnoses",
     "drug_classes",
     "episode_diagnoses",
+    "kidney_function",
     "medications",
     "note_medications",
     "pain_plan",

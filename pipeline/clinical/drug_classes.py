@@ -167,9 +167,10 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += pain_plan_flags(state, flags, discharge, drug_table, table("pain_plan", settings))
     unsettled = unconfirmed | held
     flags = [_if_continued(flag, unsettled, discharge_ids) for flag in flags]
+    # The eGFR computed from creatinine, where it is the one used: the renal line and the
+    # problem list's kidney stage cite it.
     kidneys = kidney_function(state, risks)
-    cited = {i for flag in flags for i in flag.fact_ids}
-    if kidneys is not None and kidneys.computed is not None and kidneys.computed.id in cited:
+    if kidneys is not None and kidneys.computed is not None:
         computed.append(kidneys.computed)
     # The rules' computed facts replace the last run's, as their flags do.
     facts = {**state.facts, "computed": computed}

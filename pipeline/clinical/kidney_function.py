@@ -11,6 +11,7 @@ is right.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -68,6 +69,29 @@ def kidney_function(state: EvidenceState, risks: CodeTable) -> KidneyFunction | 
         return KidneyFunction(reported, (recorded,), described)
     described = f"{computed.described}; the record's eGFR of {_day(value)} reads {shown}"
     return KidneyFunction(computed.value, (*computed.facts, recorded), described, computed.computed)
+
+
+# KDIGO 2012 GFR categories (mL/min/1.73 m²): the range of each stage a problem list names.
+_STAGE_RANGES = {
+    "1": (90.0, float("inf")),
+    "2": (60.0, 90.0),
+    "3": (30.0, 60.0),
+    "3a": (45.0, 60.0),
+    "3b": (30.0, 45.0),
+    "4": (15.0, 30.0),
+    "5": (0.0, 15.0),
+}
+_CKD_STAGE = re.compile(r"chronic kidney disease,? stage (\d[ab]?)\b", re.IGNORECASE)
+
+
+def outside_stage(problem: str, kidneys: KidneyFunction) -> bool:
+    """Whether a problem naming a stage of chronic kidney disease ("Chronic kidney disease
+    stage 2") has a current eGFR outside that stage's KDIGO range: the coded stage is old."""
+    found = _CKD_STAGE.search(problem)
+    if found is None or found.group(1).lower() not in _STAGE_RANGES:
+        return False
+    low, high = _STAGE_RANGES[found.group(1).lower()]
+    return not low <= kidneys.value < high
 
 
 def _computed(state: EvidenceState, creatinine: Fact) -> KidneyFunction | None:

@@ -130,7 +130,7 @@ def _sections(
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
         "active_problems": active_problems_section(
-            state, render, table("chronic_conditions", settings)
+            state, render, (table("chronic_conditions", settings), table("regimen_risks", settings))
         ),
         "social_history": social_history_section(
             state, render, (table("social_findings", settings), table("screening_scores", settings))

@@ -78,8 +78,8 @@ def test_the_recorded_egfr_decides_where_it_is_the_lower_or_there_is_no_creatini
         f"eGFR 13 mL/min on 2024-03-04: review the dose of {ALENDRONATE} for kidney function"
     ]
     assert renal_lines(drafted(egfr(13))) == renal_lines(drafted(creatinine(0.9), egfr(13)))
-    assert renal_lines(drafted(creatinine(0.9), egfr(70))) == []
-    assert drafted(creatinine(0.9), egfr(70)).facts["computed"] == []
+    assert renal_lines(drafted(creatinine(0.7), egfr(70))) == []
+    assert drafted(creatinine(0.7), egfr(70)).facts["computed"] == []
 
 
 def test_a_creatinine_alone_is_estimated_in_either_unit() -> None:
@@ -91,3 +91,26 @@ def test_a_creatinine_alone_is_estimated_in_either_unit() -> None:
     in_micromoles = renal_lines(drafted(creatinine(182, "µmol/L")))
     assert in_micromoles == [expected[0].replace("2.06 mg/dL", "182 µmol/L")]
     assert renal_lines(drafted(creatinine(0.9))) == []
+
+
+def test_a_kidney_stage_on_the_problem_list_that_the_current_egfr_contradicts_says_so() -> None:
+    """ "Chronic kidney disease stage 2" (KDIGO G2: 60 to 89) beside an eGFR of about 25 from
+    the latest creatinine: the problem's line gives the current kidney function, cited, and the
+    checker finds every number of it in its evidence. A stage the eGFR fits is said as before."""
+    ckd = fx.condition(
+        "ckd", "Chronic kidney disease stage 2 (disorder)", encounter_id=None, onset="2018-10-06"
+    )
+    state = drafted(ckd, creatinine(2.06), egfr(70))
+    summary = summarize_evidence(state, settings=PipelineSettings())
+    (line,) = [s for s in summary.section("active_problems").sentences if "kidney" in s.text]
+    assert line.text == (
+        "Active at discharge: Chronic kidney disease stage 2, since 2018-10-06; the current "
+        "kidney function is outside that stage's range: eGFR about 25 mL/min/1.73 m², computed "
+        "from creatinine 2.06 mg/dL on 2024-03-04 (CKD-EPI 2021); the record's eGFR of "
+        "2024-03-04 reads 70."
+    )
+    assert line.verdict == "supported" and len(line.citations) == 4
+    fitting = summarize_evidence(drafted(ckd, egfr(70)), settings=PipelineSettings())
+    assert [s.text for s in fitting.section("active_problems").sentences if "kidney" in s.text] == [
+        "Active at discharge: Chronic kidney disease stage 2, since 2018-10-06."
+    ]

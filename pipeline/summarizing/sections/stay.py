@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.clinical.clinical_terms import PAST_HISTORY
 from pipeline.clinical.episode_diagnoses import listed
+from pipeline.clinical.kidney_function import KidneyFunction, kidney_function, outside_stage
 from pipeline.clinical.screening import NegativeScreen, latest_negative
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
@@ -97,7 +98,7 @@ def _complaints(render: Any, facts: list[Fact], repeated: bool) -> Sentence:
 
 
 def active_problems_section(
-    state: EvidenceState, render: Any, chronic: CodeTable
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable]
 ) -> list[Sentence]:
     """The problem list at discharge. A problem that is the stay's own coded reason and was
     resolved in it ("Sterilization requested", resolved the day of the ligation) is the
@@ -106,7 +107,11 @@ def active_problems_section(
     miscarriage") records a past event, not a problem under care: all of them share one
     past-history line at the end, where a physician keeps the surgical history, instead of a
     line each among the active problems. An older entry that is none of the ``chronic``
-    conditions (:func:`_older_entry`) shares one line, named and dated, before it."""
+    conditions (:func:`_older_entry`) shares one line, named and dated, before it. A stage of
+    chronic kidney disease that the current eGFR (``regimen_risks``: recorded, or computed from
+    creatinine) puts outside its range says so, with that eGFR. ``tables``: chronic
+    conditions, regimen risks."""
+    chronic, risks = tables
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
     reasons = {plain_term(reason).lower() for reason in coded}
@@ -124,10 +129,9 @@ def active_problems_section(
         for f in problems
         if f not in past and _older_entry(attributes_as(f, DiagnosisAttributes), stay, chronic)
     ]
+    kidneys = kidney_function(state, risks)
     sentences = [
-        cited_sentence("active_problems", render.problem(f.attributes), [f.id])
-        for f in problems
-        if f not in past and f not in older
+        _problem_line(f, render, kidneys) for f in problems if f not in past and f not in older
     ]
     if older:
         text = render.older_problems([f.attributes for f in older])
@@ -212,6 +216,16 @@ def social_history_section(
         cited = [i for f, later in shown for i in (f.id, later.fact.id if later else None) if i]
         sentences.append(cited_sentence("social_history", text, cited))
     return sentences + _substance_use_quotes(state, render, social_table)
+
+
+def _problem_line(fact: Fact, render: Any, kidneys: KidneyFunction | None) -> Sentence:
+    """One active problem, with the current eGFR where it is outside the problem's kidney
+    stage (four readers found "Chronic kidney disease stage 2" beside an eGFR of 26)."""
+    problem = attributes_as(fact, DiagnosisAttributes)
+    if kidneys is not None and outside_stage(problem.display, kidneys):
+        text = render.problem(problem, kidneys.described)
+        return cited_sentence("active_problems", text, [fact.id, *(f.id for f in kidneys.facts)])
+    return cited_sentence("active_problems", render.problem(problem), [fact.id])
 
 
 def _substance_use_quotes(
