@@ -1,7 +1,8 @@
 """Clinical rules computed in code: medications and their reconciliation, results, diagnoses,
-what a clinical term says of itself and what the episode's diagnoses say the stay did,
-kidney function for dosing, conflicts between sources, a transplant's indication, the shipped clinical tables, the
-helpers the rules share to read what goes home, and the agent that runs the rules in order.
+what a clinical term says of itself and what the episode's diagnoses say the stay did, kidney
+function for dosing, conflicts between sources, a transplant's indication, the shipped clinical
+tables, the helpers the rules share to read what goes home, and the agent that runs the rules
+in order.
 """
 
 __all__ = [
