@@ -98,7 +98,10 @@ def _computed(state: EvidenceState, creatinine: Fact) -> KidneyFunction | None:
     result = attributes_as(creatinine, LabResultAttributes)
     aged, gender = state.patient_age(), state.patient_gender()
     unit = (result.unit or "").replace("μ", "µ").lower()
-    if result.value is None or aged is None or gender not in {"female", "male"}:
+    # A creatinine of zero or less is a recording error, never a kidney function.
+    if result.value is None or result.value <= 0 or aged is None:
+        return None
+    if gender not in {"female", "male"}:
         return None
     if unit == "mg/dl":
         mg_dl = float(result.value)

@@ -93,26 +93,22 @@ def last_prescribed(state: EvidenceState, name: str) -> Fact | None:
     return _latest_prescription(state.facts["prescription"], name)
 
 
-def office_treatment(facts: Iterable[Fact], drug: NotedDrug) -> bool:
-    """Whether the drug's latest ended prescription was given by a clinician at the visit that
-    wrote it (a dentist's fluoride gel): an office treatment that later notes' lists carry by
-    name, never a home drug to hold or stop."""
-    last = _latest_prescription((f for f in facts if f.category == "prescription"), drug.text)
-    return last is not None and attributes_as(last, PrescriptionAttributes).given_at_visit
-
-
-def finished_course(facts: Iterable[Fact], drug: NotedDrug) -> bool:
-    """Whether the drug's latest ended prescription was a course completed for an illness that
-    resolved before the stay (a cough syrup for a bronchitis): later notes' lists carry its name,
-    but it is no home drug to hold or stop (the best possible medication history)."""
-    last = _latest_prescription((f for f in facts if f.category == "prescription"), drug.text)
-    return last is not None and attributes_as(last, PrescriptionAttributes).course_for is not None
+def not_a_home_drug(prescription: PrescriptionAttributes) -> Literal["office", "finished"] | None:
+    """What a drug's latest ended prescription says it is when it is no home drug to hold or
+    stop, though later notes' lists carry its name: an office treatment a clinician gave at the
+    visit that wrote it (a dentist's fluoride gel), or a course completed for an illness that
+    resolved before the stay (a cough syrup for a bronchitis; the best possible medication
+    history). None for a home drug."""
+    if prescription.given_at_visit:
+        return "office"
+    return "finished" if prescription.course_for is not None else None
 
 
 def taken_at_home(facts: Iterable[Fact], drug: NotedDrug) -> bool:
-    """A drug of a note's home list that is neither an office treatment nor a finished course."""
-    listed = list(facts)
-    return not (office_treatment(listed, drug) or finished_course(listed, drug))
+    """A drug of a note's home list that its latest ended prescription does not call an office
+    treatment or a finished course."""
+    last = _latest_prescription((f for f in facts if f.category == "prescription"), drug.text)
+    return last is None or not_a_home_drug(attributes_as(last, PrescriptionAttributes)) is None
 
 
 def _latest_prescription(prescriptions: Iterable[Fact], name: str) -> Fact | None:

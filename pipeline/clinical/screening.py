@@ -79,6 +79,16 @@ def _named(short: str, recorded: str) -> str:
     return short if short.lower() in recorded.lower() else recorded
 
 
+def _cut_off(rule: dict[str, Any], gender: str | None) -> int:
+    """The score from which the instrument is positive, the patient's sex's where it differs."""
+    return int(rule.get(gender or "", rule["positive_at"]))
+
+
+def _score(result: LabResultAttributes) -> str:
+    assert result.value is not None
+    return result.shown_value or f"{result.value.normalize():f}"
+
+
 def _band(score: float, bands: Sequence[Sequence[Any]]) -> str | None:
     reached = [str(name) for lowest, name in bands if score >= lowest]
     return reached[-1] if reached else None
@@ -106,7 +116,7 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
             continue
         taken, fact = latest[code]
         result = attributes_as(fact, LabResultAttributes)
-        cut_off = int(rule.get(gender or "", rule["positive_at"]))
+        cut_off = _cut_off(rule, gender)
         if result.value is None or result.value < cut_off:
             continue
         positive.append(
@@ -114,7 +124,7 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
                 fact=fact,
                 instrument=_named(rule["name"], result.name),
                 screens_for=rule["screens_for"],
-                score=result.shown_value or f"{result.value.normalize():f}",
+                score=_score(result),
                 band=_band(float(result.value), rule["bands"]),
                 positive_at=cut_off,
                 sex=gender if gender in rule else None,
@@ -150,13 +160,12 @@ def latest_negative(
     for code, (taken, fact) in latest.items():
         rule = instruments[code]
         result = attributes_as(fact, LabResultAttributes)
-        cut_off = int(rule.get(gender or "", rule["positive_at"]))
-        if rule["screens_for"] != screens_for or result.value is None or result.value >= cut_off:
+        negative = result.value is not None and result.value < _cut_off(rule, gender)
+        if rule["screens_for"] != screens_for or not negative:
             continue
         if after is not None and taken <= aware(after):
             continue
-        score = result.shown_value or f"{result.value.normalize():f}"
-        found.append(NegativeScreen(fact, _named(rule["name"], result.name), score, taken))
+        found.append(NegativeScreen(fact, _named(rule["name"], result.name), _score(result), taken))
     return max(found, key=lambda screen: screen.taken, default=None)
 
 

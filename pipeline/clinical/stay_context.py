@@ -69,15 +69,11 @@ def stay_context(state: EvidenceState, renewal_window: timedelta = RENEWAL_WINDO
         if not document.other_patient
         for page in document.pages
     )
-    listed = [
-        fact.attributes
-        for fact in state.facts.get("medication_list", [])
-        if isinstance(fact.attributes, NarrativeAttributes)
-    ]
     # A drug the stay's plan prescribes is the stay's own order, not word that an old order of
     # its ingredient is still taken (new metoprolol tartrate beside an old succinate order).
-    for attributes in listed:
-        if attributes.list_kind == "prescribed":
+    for fact in state.facts.get("medication_list", []):
+        attributes = fact.attributes
+        if isinstance(attributes, NarrativeAttributes) and attributes.list_kind == "prescribed":
             notes = notes.replace(attributes.text, "")
     admitted = stay.start if stay is not None else None
     lines = [

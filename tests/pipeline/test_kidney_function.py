@@ -91,6 +91,8 @@ def test_a_creatinine_alone_is_estimated_in_either_unit() -> None:
     in_micromoles = renal_lines(drafted(creatinine(182, "µmol/L")))
     assert in_micromoles == [expected[0].replace("2.06 mg/dL", "182 µmol/L")]
     assert renal_lines(drafted(creatinine(0.9))) == []
+    # A creatinine recorded as zero is an error of the record: no estimate, and no failed draft.
+    assert drafted(creatinine(0)).facts["computed"] == []
 
 
 def test_a_kidney_stage_on_the_problem_list_that_the_current_egfr_contradicts_says_so() -> None:

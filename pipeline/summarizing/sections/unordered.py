@@ -10,17 +10,18 @@ from typing import Any
 
 from pipeline.clinical.note_medications import (
     NotedDrug,
-    finished_course,
     last_prescribed,
     lists_none,
+    not_a_home_drug,
     noted_drugs,
-    office_treatment,
 )
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     MedicationChange,
     NarrativeAttributes,
+    PrescriptionAttributes,
+    attributes_as,
 )
 from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import (
@@ -88,18 +89,16 @@ def _not_taken_at_home(state: EvidenceState, render: Any) -> list[Sentence]:
     list as a home drug silently dropped; a whole-round reader read the syrup asked about as a
     home drug as noise."""
     changes = state.medications.changes
-    prescriptions = state.facts["prescription"]
-    office: list[tuple[NotedDrug, Fact]] = []
-    finished: list[tuple[NotedDrug, Fact]] = []
+    found: dict[str, list[tuple[NotedDrug, Fact]]] = {"office": [], "finished": []}
     for drug in noted_drugs(state.facts["medication_list"], "home"):
         # The reconciliation's own test: a drug it left off the home list for this reason.
         if any(drug.matches(c.name) for c in changes):
             continue
         last = last_prescribed(state, drug.text)
-        if last is not None and office_treatment(prescriptions, drug):
-            office.append((drug, last))
-        elif last is not None and finished_course(prescriptions, drug):
-            finished.append((drug, last))
+        kind = not_a_home_drug(attributes_as(last, PrescriptionAttributes)) if last else None
+        if last is not None and kind is not None:
+            found[kind].append((drug, last))
+    office, finished = found["office"], found["finished"]
     return [
         cited_sentence(
             "medications",
