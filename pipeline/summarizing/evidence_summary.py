@@ -125,12 +125,17 @@ def _sections(
     implant_table = table("implants", settings)
     equipment = table("home_equipment", settings)
     organs = table("transplant_organs", settings)
+    relevant = table("relevant_history", settings)
     screens = positive_screens(state, table("screening_scores", settings))
     return {
         "stay": stay_section(state, render),
-        "diagnoses": diagnoses_section(state, render, (routine, implant_table, organs), stay),
+        "diagnoses": diagnoses_section(
+            state, render, (routine, implant_table, organs, relevant), stay
+        ),
         "active_problems": active_problems_section(
-            state, render, (table("chronic_conditions", settings), table("regimen_risks", settings))
+            state,
+            render,
+            (table("chronic_conditions", settings), table("regimen_risks", settings), relevant),
         ),
         "social_history": social_history_section(
             state, render, (table("social_findings", settings), table("screening_scores", settings))

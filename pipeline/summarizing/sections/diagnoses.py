@@ -4,6 +4,7 @@ that began in the episode, as a physician lists them (``pipeline.clinical.diagno
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.episode_diagnoses import (
@@ -13,6 +14,7 @@ from pipeline.clinical.episode_diagnoses import (
     listed,
     procedure_stems,
 )
+from pipeline.clinical.relevant_history import bearing_history, past_event_name
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -30,20 +32,26 @@ from pipeline.summarizing.sections.unnamed_principal import in_place_of_principa
 def diagnoses_section(
     state: EvidenceState,
     render: Any,
-    tables: tuple[CodeTable, CodeTable, CodeTable],
+    tables: tuple[CodeTable, CodeTable, CodeTable, CodeTable],
     stay: Fact | None,
 ) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
     record names no clinical problem for the stay, a flagged line says so first. A "History of
     X" recorded in the stay where X is the principal diagnosis ("History of myocardial
     infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
-    is cited on the principal diagnosis's line, not listed as a second diagnosis. ``tables``:
-    the routine procedures, the implants and the transplanted organs."""
+    is cited on the principal diagnosis's line, not listed as a second diagnosis; so is the past
+    history that bears on it (``pipeline.clinical.relevant_history``: "a previous coronary
+    artery bypass grafting" beside an infarction). ``tables``: the routine procedures, the
+    implants, the transplanted organs and the relevant history."""
+    routine, implants, organs, relevant = tables
     principal = listed(state, "principal")
+    history = bearing_history(state, relevant)
     done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
     after_done = coded_after_done(state, listed(state, "episode"), done)
-    in_place = [] if principal else in_place_of_principal(state, render, tables, stay)
+    in_place = (
+        [] if principal else in_place_of_principal(state, render, (routine, implants, organs), stay)
+    )
     lines = []
     for f in listed(state, "principal", "episode"):
         if f.id in folded_in or f.id in after_done:
@@ -51,9 +59,12 @@ def diagnoses_section(
         folded = folded_in if f in principal else []
         # A principal diagnosis made in the stay cites the coded reason it specifies.
         specified = [s.id for s in listed(state, "specified")] if f in principal else []
-        cited = [f.id, *_status_post_of(state, f), *folded, *specified]
+        bearing = history if principal and f == principal[0] else []
+        cited = [f.id, *_status_post_of(state, f), *folded, *specified, *(h.id for h in bearing)]
         if not is_implied_treatment(state, attributes_as(f, DiagnosisAttributes), done):
-            lines.append(cited_sentence("diagnoses", render.diagnosis(f.attributes), cited))
+            events = [_event(h) for h in bearing]
+            text = render.diagnosis(f.attributes, events)
+            lines.append(cited_sentence("diagnoses", text, cited))
             continue
         # Where the flagged principal-diagnosis line says it already, it is cited there, once.
         if any(f.id in line.citations for line in in_place):
@@ -65,6 +76,12 @@ def diagnoses_section(
         first = listing[0]
         listing[0] = first.model_copy(update={"citations": [*first.citations, *after_done]})
     return listing
+
+
+def _event(fact: Fact) -> tuple[str, datetime | None]:
+    """A past event as the line names it: what was done, and when it was recorded."""
+    diagnosis = attributes_as(fact, DiagnosisAttributes)
+    return past_event_name(diagnosis), diagnosis.onset
 
 
 def _status_post_of(state: EvidenceState, fact: Fact) -> list[str]:

@@ -7,9 +7,9 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from pipeline.clinical.clinical_terms import PAST_HISTORY
 from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.kidney_function import KidneyFunction, kidney_function, outside_stage
+from pipeline.clinical.relevant_history import bearing_history, is_past_event, past_event_name
 from pipeline.clinical.screening import NegativeScreen, latest_negative
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
@@ -98,7 +98,7 @@ def _complaints(render: Any, facts: list[Fact], repeated: bool) -> Sentence:
 
 
 def active_problems_section(
-    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable]
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable, CodeTable]
 ) -> list[Sentence]:
     """The problem list at discharge. A problem that is the stay's own coded reason and was
     resolved in it ("Sterilization requested", resolved the day of the ligation) is the
@@ -106,12 +106,13 @@ def active_problems_section(
     CT's past-history situations: "History of appendectomy", "Past pregnancy history of
     miscarriage") records a past event, not a problem under care: all of them share one
     past-history line at the end, where a physician keeps the surgical history, instead of a
-    line each among the active problems. An older entry that is none of the ``chronic``
-    conditions (:func:`_older_entry`) shares one line, named and dated, before it. A stage of
-    chronic kidney disease that the current eGFR (``regimen_risks``: recorded, or computed from
-    creatinine) puts outside its range says so, with that eGFR. ``tables``: chronic
-    conditions, regimen risks."""
-    chronic, risks = tables
+    line each among the active problems; one that bears on the principal diagnosis is said on
+    its line instead (``pipeline.clinical.relevant_history``). An older entry that is none of
+    the ``chronic`` conditions (:func:`_older_entry`) shares one line, named and dated, before
+    it. A stage of chronic kidney disease that the current eGFR (``regimen_risks``: recorded, or
+    computed from creatinine) puts outside its range says so, with that eGFR. ``tables``: chronic
+    conditions, regimen risks, relevant history."""
+    chronic, risks, relevant = tables
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
     reasons = {plain_term(reason).lower() for reason in coded}
@@ -123,7 +124,9 @@ def active_problems_section(
             and plain_term(attributes_as(f, DiagnosisAttributes).display).lower() in reasons
         )
     ]
-    past = [f for f in problems if _past_event(attributes_as(f, DiagnosisAttributes))]
+    bearing = bearing_history(state, relevant)
+    problems = [f for f in problems if f not in bearing]
+    past = [f for f in problems if is_past_event(attributes_as(f, DiagnosisAttributes))]
     older = [
         f
         for f in problems
@@ -138,23 +141,13 @@ def active_problems_section(
         sentences.append(cited_sentence("active_problems", text, [f.id for f in older]))
     if past:
         events = [
-            (PAST_HISTORY.sub("", plain_term(f.attributes.display)).strip(), f.attributes.onset)
+            (past_event_name(f.attributes), f.attributes.onset)
             for f in past
             if isinstance(f.attributes, DiagnosisAttributes)
         ]
         text = render.past_history(events)
         sentences.append(cited_sentence("active_problems", text, [f.id for f in past]))
     return sentences
-
-
-def _past_event(diagnosis: DiagnosisAttributes) -> bool:
-    """A "History of X" not written as this episode's "Status post X", and not resolved (a
-    resolved one keeps its own line, which says when)."""
-    return (
-        bool(PAST_HISTORY.match(plain_term(diagnosis.display)))
-        and not diagnosis.status_post
-        and not diagnosis.abatement
-    )
 
 
 def _older_entry(
