@@ -21,7 +21,12 @@ from fhir_mapping.codes import LOINC, as_datetime, concept_text, first_coding
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
-from pipeline.evidence.mapped import RECENT_RESULTS_DAYS, is_lasting_measure
+from pipeline.evidence.mapped import (
+    PROBLEM_MEASURE_DAYS,
+    RECENT_RESULTS_DAYS,
+    is_lasting_measure,
+    is_problem_measure,
+)
 from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
@@ -150,8 +155,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     for each test the stay never measured, its latest value of the ``RECENT_RESULTS_DAYS``
     before (still the current value: a potassium the week before a stay with no laboratory
     work; a questionnaire's score the week before, a screen nothing acted on); and for a lasting
-    measure (an ejection fraction), its latest value of any date.
-    Each a fact marked ``baseline``."""
+    measure (an ejection fraction), its latest value of any date; and for a measure that
+    defines a problem on the list (a body mass index), its latest value of the
+    ``PROBLEM_MEASURE_DAYS`` before. Each a fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
         for f in results
@@ -160,9 +166,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
         and "vital-signs" not in (f.attributes.observation_category or "")
         and "survey" not in (f.attributes.observation_category or "")
     }
-    recent_from = (
-        scope.measured_from - timedelta(days=RECENT_RESULTS_DAYS) if scope.measured_from else None
-    )
+    start = scope.measured_from
+    recent_from = start - timedelta(days=RECENT_RESULTS_DAYS) if start else None
+    measure_from = start - timedelta(days=PROBLEM_MEASURE_DAYS) if start else None
     latest: dict[str, tuple[Any, ParsedResource[Observation]]] = {}
     for item in scope.index.of_type(Observation):
         observation = item.model
@@ -182,6 +188,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
                 recent_from is not None
                 and when >= recent_from
                 and ("laboratory" in observation_categories(observation) or is_score(observation))
+            )
+            and not (
+                measure_from is not None and when >= measure_from and is_problem_measure(code.code)
             )
         ):
             continue

@@ -41,6 +41,19 @@ LASTING_MEASURE_CODES = frozenset({"10230-1", "8806-2", "18043-0", "8808-8", "88
 LASTING_MEASURE_WORDS = ("ejection fraction",)
 
 
+# Measures that define a problem on the list (a body mass index of 30 or more is obesity), read
+# for the year before admission (no wider than the pull's default look-back) so that a problem
+# the latest measure no longer bears out says so (``pipeline.clinical.problem_measures``). They
+# are not results of the stay and no results line shows them. LOINC codes.
+PROBLEM_MEASURE_CODES = frozenset({"39156-5"})
+PROBLEM_MEASURE_DAYS = 365
+
+
+def is_problem_measure(code: str | None) -> bool:
+    """Whether a result is a measure read only against the problem list it defines."""
+    return code in PROBLEM_MEASURE_CODES
+
+
 def is_lasting_measure(code: str | None, name: str | None) -> bool:
     """Whether a measure keeps its last value, of whatever date (``LASTING_MEASURE_CODES``)."""
     words = (name or "").lower()

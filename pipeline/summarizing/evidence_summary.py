@@ -135,7 +135,12 @@ def _sections(
         "active_problems": active_problems_section(
             state,
             render,
-            (table("chronic_conditions", settings), table("regimen_risks", settings), relevant),
+            (
+                table("chronic_conditions", settings),
+                table("regimen_risks", settings),
+                relevant,
+                table("problem_measures", settings),
+            ),
         ),
         "social_history": social_history_section(
             state, render, (table("social_findings", settings), table("screening_scores", settings))

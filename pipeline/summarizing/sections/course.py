@@ -157,8 +157,9 @@ def condition_at_discharge_section(
     state: EvidenceState, render: Any, stay: Fact | None
 ) -> list[Sentence]:
     """The Joint Commission's condition at discharge: disposition, the last vital signs, and
-    what the notes say of it, quoted. The disposition is said here only (the header and the
-    course once repeated it: three times in one draft)."""
+    what the notes say of it, quoted (a measure from before the stay is never its condition at
+    discharge). The disposition is said here only (the header and the course once repeated it:
+    three times in one draft)."""
     sentences = []
     if (
         stay is not None
@@ -172,6 +173,7 @@ def condition_at_discharge_section(
         for f in state.facts["lab_result"]
         if isinstance(f.attributes, LabResultAttributes)
         and is_vital_sign(f.attributes)
+        and not f.attributes.baseline
         and f.attributes.effective is not None
     ]
     if vitals:

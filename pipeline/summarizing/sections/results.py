@@ -13,7 +13,7 @@ from pipeline.clinical.results import is_minor, is_vital_sign
 from pipeline.clinical.screening import is_screening_score
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import unmeasured_grafts
-from pipeline.evidence.mapped import is_lasting_measure
+from pipeline.evidence.mapped import is_lasting_measure, is_problem_measure
 from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
@@ -112,7 +112,9 @@ def _worst_out_of_range(facts: Sequence[Fact]) -> list[Fact]:
 
 def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fact], list[Fact]]:
     """The stay's results by test (code, else name, and unit), the baseline before admission of
-    each test, and the vital signs; questionnaire scores are the screening lines'."""
+    each test, and the vital signs; questionnaire scores are the screening lines', and a
+    measure read before the stay for the problem it defines (a body mass index) is that
+    problem's line's (``pipeline.clinical.problem_measures``)."""
     by_test: dict[str, list[Fact]] = defaultdict(list)
     baselines: dict[str, Fact] = {}
     vitals: list[Fact] = []
@@ -123,6 +125,8 @@ def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fac
             f"{result.code.code if result.code and result.code.code else result.name}|{result.unit}"
         )
         if is_screening_score(result):
+            continue
+        if result.baseline and is_problem_measure(result.code.code if result.code else None):
             continue
         if result.baseline:
             baselines[key] = fact

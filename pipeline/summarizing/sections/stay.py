@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.clinical.episode_diagnoses import listed
 from pipeline.clinical.kidney_function import KidneyFunction, kidney_function, outside_stage
+from pipeline.clinical.problem_measures import measure_below
 from pipeline.clinical.relevant_history import bearing_history, is_past_event, past_event_name
 from pipeline.clinical.screening import NegativeScreen, latest_negative
 from pipeline.clinical.tables import CodeTable
@@ -98,7 +99,7 @@ def _complaints(render: Any, facts: list[Fact], repeated: bool) -> Sentence:
 
 
 def active_problems_section(
-    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable, CodeTable]
+    state: EvidenceState, render: Any, tables: tuple[CodeTable, CodeTable, CodeTable, CodeTable]
 ) -> list[Sentence]:
     """The problem list at discharge. A problem that is the stay's own coded reason and was
     resolved in it ("Sterilization requested", resolved the day of the ligation) is the
@@ -110,9 +111,11 @@ def active_problems_section(
     its line instead (``pipeline.clinical.relevant_history``). An older entry that is none of
     the ``chronic`` conditions (:func:`_older_entry`) shares one line, named and dated, before
     it. A stage of chronic kidney disease that the current eGFR (``regimen_risks``: recorded, or
-    computed from creatinine) puts outside its range says so, with that eGFR. ``tables``: chronic
-    conditions, regimen risks, relevant history."""
-    chronic, risks, relevant = tables
+    computed from creatinine) puts outside its range says so, with that eGFR; so does a problem
+    whose defining measure reads below it (``pipeline.clinical.problem_measures``: obesity
+    beside a body mass index of 27). ``tables``: chronic conditions, regimen risks, relevant
+    history, problem measures."""
+    chronic, risks, relevant, measures = tables
     stay = state.stay()
     coded = [*stay.reasons, *stay.arranged_reasons] if stay else []
     reasons = {plain_term(reason).lower() for reason in coded}
@@ -134,7 +137,9 @@ def active_problems_section(
     ]
     kidneys = kidney_function(state, risks)
     sentences = [
-        _problem_line(f, render, kidneys) for f in problems if f not in past and f not in older
+        _problem_line(state, f, render, (kidneys, measures))
+        for f in problems
+        if f not in past and f not in older
     ]
     if older:
         text = render.older_problems([f.attributes for f in older])
@@ -211,13 +216,24 @@ def social_history_section(
     return sentences + _substance_use_quotes(state, render, social_table)
 
 
-def _problem_line(fact: Fact, render: Any, kidneys: KidneyFunction | None) -> Sentence:
+def _problem_line(
+    state: EvidenceState, fact: Fact, render: Any, checks: tuple[KidneyFunction | None, CodeTable]
+) -> Sentence:
     """One active problem, with the current eGFR where it is outside the problem's kidney
-    stage (four readers found "Chronic kidney disease stage 2" beside an eGFR of 26)."""
+    stage (four readers found "Chronic kidney disease stage 2" beside an eGFR of 26), or with
+    its defining measure's latest value where that reads below it. ``checks``: the current
+    kidney function, the problem measures."""
+    kidneys, measures = checks
     problem = attributes_as(fact, DiagnosisAttributes)
     if kidneys is not None and outside_stage(problem.display, kidneys):
         text = render.problem(problem, kidneys.described)
         return cited_sentence("active_problems", text, [fact.id, *(f.id for f in kidneys.facts)])
+    below = measure_below(state, problem.display, measures)
+    if below is not None:
+        text = render.problem(
+            problem, measure=(below.measure, below.fact.attributes, below.at_least)
+        )
+        return cited_sentence("active_problems", text, [fact.id, below.fact.id])
     return cited_sentence("active_problems", render.problem(problem), [fact.id])
 
 
