@@ -1,7 +1,8 @@
 """Devices and supplies on hand-built records: an implant on record, whatever its age, is in
 Procedures and read as an indication; home equipment is not, and has a Follow-up line when it is
 new to the stay; what was supplied during the stay is shown in Procedures when it is an organ, a
-tissue or a blood product, never a consumable."""
+tissue or a blood product, in the course when it is home equipment or came in the same delivery
+as home equipment, never as a consumable on its own."""
 
 from __future__ import annotations
 
@@ -127,9 +128,9 @@ def test_home_equipment_new_to_the_stay_is_in_follow_up_and_what_it_supplied_in_
 ):
     """A CPAP unit recorded at the sleep study two weeks before is Follow-up's; the masks the
     stay supplied are a treatment begun, the course's (two readers read a sleep-apnoea stay
-    without them as one where nothing was started, and two more missed it in the course); a
-    nebulizer of 1990 is the patient's, not news of the stay, the sleep study's analyzer is no
-    home equipment, and an air filter is a consumable."""
+    without them as one where nothing was started, and two more missed it in the course), with
+    the air filter of the same delivery, its supply; a nebulizer of 1990 is the patient's, not
+    news of the stay, and the sleep study's analyzer is no home equipment."""
     lines = drafted(
         device(
             "cpap", "Home continuous positive airway pressure unit (physical object)", "2024-02-15"
@@ -144,8 +145,59 @@ def test_home_equipment_new_to_the_stay_is_in_follow_up_and_what_it_supplied_in_
         "2024-02-15)."
     ]
     assert (
-        "Supplied in the stay for use at home: CPAP/BPAP oral mask on 2024-03-02."
-        in (lines["hospital_course"])
+        "Supplied in the stay for use at home on 2024-03-02: CPAP/BPAP oral mask; Air filter, "
+        "device." in (lines["hospital_course"])
     )
     old = drafted(device("nebulizer", "Home nebulizer (physical object)", "1990-05-01"))
     assert old["follow_up"] == []
+
+
+def test_what_a_delivery_brings_with_the_equipment_is_its_supply_and_alone_a_consumable() -> None:
+    """Five readers missed the tubing and filter delivered with the CPAP masks (DMEPOS: the
+    devices and their supplies); a filter delivered on its own, with no equipment, is a
+    consumable of the ward, and items of two deliveries keep their dates."""
+    lines = drafted(
+        supplied("mask", "CPAP/BPAP oral mask (physical object)", "2024-03-02T10:00:00+00:00"),
+        supplied(
+            "tube", "Medical air low pressure tubing (physical object)", "2024-03-02T10:00:00+00:00"
+        ),
+        supplied("alone", "Air filter, device (physical object)", "2024-03-03T09:00:00+00:00"),
+        supplied(
+            "mask2",
+            "Continuous positive airway pressure/Bilevel positive airway pressure mask "
+            "(physical object)",
+            "2024-03-04T09:00:00+00:00",
+        ),
+    )
+    assert lines["hospital_course"][1] == (
+        "Supplied in the stay for use at home: CPAP/BPAP oral mask on 2024-03-02; Medical air low "
+        "pressure tubing on 2024-03-02; Continuous positive airway pressure/Bilevel positive "
+        "airway pressure mask on 2024-03-04."
+    )
+    alone = drafted(
+        supplied("alone", "Air filter, device (physical object)", "2024-03-03T09:00:00+00:00")
+    )
+    assert not any("Air filter" in line for line in alone["hospital_course"])
+
+
+def test_the_treatment_the_supplied_equipment_begins_leads_the_courses_line() -> None:
+    """Three readers found that the course never said CPAP was started: the stay's care plan
+    names it, and the equipment table's words tie its activity to the masks supplied."""
+    plan = fx.care_plan(
+        "apnoea",
+        "Care plan",
+        activity="Continuous positive airway pressure ventilation treatment (regime/therapy)",
+        period={"start": "2024-03-02T09:00:00+00:00"},
+    )
+    plan["activity"].append(
+        {"detail": {"status": "in-progress", "code": {"text": "Weight reduction regimen"}}}
+    )
+    lines = drafted(
+        plan,
+        supplied("mask", "CPAP/BPAP oral mask (physical object)", "2024-03-02T10:00:00+00:00"),
+    )
+    assert (
+        "Begun in the stay: Continuous positive airway pressure ventilation treatment (care plan "
+        "of 2024-03-02); supplied for use at home on 2024-03-02: CPAP/BPAP oral mask."
+        in lines["hospital_course"]
+    )

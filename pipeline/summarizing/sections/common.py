@@ -170,7 +170,10 @@ def home_equipment(state: EvidenceState, table: CodeTable) -> tuple[list[Fact], 
     """The home medical equipment new to this stay, as the ``home_equipment`` table names it:
     the devices recorded from the weeks before admission (``RECENT_ACUTE_CARE_DAYS``, the sleep
     study's CPAP unit) to discharge, and the items supplied during the stay, each in order of
-    time. A nebulizer recorded decades before is the patient's, not news of the stay."""
+    time. A nebulizer recorded decades before is the patient's, not news of the stay. What one
+    delivery brought with the equipment is its supplies (DMEPOS: "devices and their supplies"):
+    the air filter and tubing delivered with a CPAP mask, which five readers missed from the
+    line that named the masks alone."""
     stay = state.stay()
     if stay is None or stay.start is None:
         return [], []
@@ -189,7 +192,16 @@ def home_equipment(state: EvidenceState, table: CodeTable) -> tuple[list[Fact], 
 
     facts = state.facts["device"]
     on_record = by_time([f for f in facts if shown(f, "device")], _recorded)
-    return on_record, by_time([f for f in facts if shown(f, "supplied")], _recorded)
+    supplied = [f for f in facts if shown(f, "supplied")]
+    deliveries = {_recorded(f) for f in supplied}
+    with_it = [
+        f
+        for f in facts
+        if f not in supplied
+        and attributes_as(f, DeviceAttributes).kind == "supplied"
+        and _recorded(f) in deliveries
+    ]
+    return on_record, by_time(supplied + with_it, _recorded)
 
 
 def _recorded(fact: Fact) -> datetime | None:

@@ -14,6 +14,8 @@ from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
     AdministrationAttributes,
+    CarePlanAttributes,
+    DeviceAttributes,
     EncounterAttributes,
     EvidenceState,
     Fact,
@@ -91,8 +93,15 @@ def structured_course_section(
     # without it read to readers as one where nothing was started.
     supplied = home_equipment(state, equipment)[1]
     if supplied:
-        text = render.course_supplied([f.attributes for f in supplied])
-        sentences.append(cited_sentence("hospital_course", text, [f.id for f in supplied]))
+        plans = _treatment_planned(state, equipment)
+        begun = [(activity, attributes_as(f, CarePlanAttributes).when) for f, activity in plans]
+        when = [attributes_as(f, DeviceAttributes).when for f in supplied]
+        days = {aware(w).date() for w in when if w is not None}
+        # One delivery day is said once, not after each item.
+        on = when[0] if None not in when and len(days) == 1 else None
+        text = render.course_supplied([f.attributes for f in supplied], begun, on)
+        cited = [*(f.id for f in supplied), *dict.fromkeys(f.id for f, _ in plans)]
+        sentences.append(cited_sentence("hospital_course", text, cited))
     changes = state.medications.changes
     started = [c for c in changes if c.kind == "new" and c.discharge]
     stopped = [c for c in changes if c.kind == "stopped" and c.admission]
@@ -151,6 +160,25 @@ def _treatment_given(state: EvidenceState, render: Any) -> list[Sentence]:
         return []
     text = render.course_given(each_drug_once(doses))
     return [cited_sentence("hospital_course", text, [f.id for f in doses])]
+
+
+def _treatment_planned(state: EvidenceState, equipment: CodeTable) -> list[tuple[Fact, str]]:
+    """The activities of the stay's care plans that the home equipment serves ("Continuous
+    positive airway pressure ventilation treatment"), each with its plan: the treatment the
+    equipment supplied in the stay begins, which readers found the course never said."""
+    stay = state.stay()
+    if stay is None or stay.start is None:
+        return []
+    until = aware(stay.end or stay.start)
+    return [
+        (f, activity)
+        for f in state.facts["care_plan"]
+        if (plan := attributes_as(f, CarePlanAttributes)).kind == "care_plan"
+        and plan.when is not None
+        and aware(stay.start) <= aware(plan.when) <= until
+        for activity in plan.activities
+        if equipment.matches(None, activity)
+    ]
 
 
 def condition_at_discharge_section(
