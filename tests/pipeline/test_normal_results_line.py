@@ -64,3 +64,29 @@ def test_normal_results_are_named_by_their_analyte_once() -> None:
     assert lines == [
         "Other results within their reference ranges: Leukocytes; Sodium; Triglycerides."
     ]
+
+
+def test_the_iron_studies_urea_and_magnesium_have_their_ranges_and_fold_in_when_normal() -> None:
+    """A line each with no range ("Urea nitrogen: 14.58 → 14.58 mg/dL", "Ferritin: 53.43 →
+    111.2 ug/L") was noise to three readers of a heart-failure stay: each analyte is read
+    against its adult range, a normal one goes on the one line and one out of range says so. A
+    high-sensitivity troponin in pg/mL is the same quantity as in ng/L."""
+    day = "2024-03-02T08:00:00+00:00"
+    lines = results_of(
+        lab("bun", "Urea nitrogen [Mass/volume] in Serum or Plasma", 14.58, "mg/dL", "3094-0", day),
+        lab("ferritin", "Ferritin [Mass/volume] in Serum or Plasma", 111.2, "ug/L", "2276-4", day),
+        lab(
+            "tn",
+            "Troponin I.cardiac [Mass/volume] by High sensitivity method",
+            0.03,
+            "pg/mL",
+            "89579-7",
+            day,
+        ),
+        lab("fe", "Iron [Mass/volume] in Serum or Plasma", 58.75, "ug/dL", "2498-4", day),
+    )
+    assert lines[-1] == (
+        "Other results within their reference ranges: Urea nitrogen; Ferritin; Troponin I.cardiac."
+    )
+    (iron,) = [line for line in lines if line.startswith("Iron")]
+    assert "(L)" in iron and "reference 60 to 170" in iron

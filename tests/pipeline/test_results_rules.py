@@ -241,12 +241,12 @@ def test_an_ejection_fraction_measured_in_the_stay_is_its_own_result() -> None:
 
 
 def test_a_test_with_no_range_measured_twice_is_one_line() -> None:
-    """Two ferritins of one morning, no range on either: one line with both values, each cited."""
-    ferritin = "2276-4"
-    first = lab("f1", "Ferritin", 53.43, "ug/L", ferritin, "2024-03-02T08:00:00+00:00")
-    second = lab("f2", "Ferritin", 111.2, "ug/L", ferritin, "2024-03-02T11:00:00+00:00")
+    """Two globulins of one morning, no range on either: one line with both values, each cited."""
+    globulin = "10834-0"
+    first = lab("g1", "Globulin", 28.43, "g/L", globulin, "2024-03-02T08:00:00+00:00")
+    second = lab("g2", "Globulin", 31.2, "g/L", globulin, "2024-03-02T11:00:00+00:00")
     state = evidence_from_fhir(fx.stay(first, second), settings=PipelineSettings())
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    (line,) = [s for s in summary.section("results").sentences if "Ferritin" in s.text]
-    assert line.text == "Ferritin: 53.43 → 111.2 ug/L on 2024-03-02."
+    (line,) = [s for s in summary.section("results").sentences if "Globulin" in s.text]
+    assert line.text == "Globulin: 28.43 → 31.2 g/L on 2024-03-02."
     assert len(line.citations) == 2 and line.verdict == "supported", line.review_reasons()
