@@ -87,3 +87,30 @@ def test_after_a_kidney_transplant_the_line_names_how_the_graft_is_monitored() -
     )
     assert line.verdict == "supported"
     assert [line.text for line in follow_up(APPENDECTOMY)] == [NO_REVIEW]
+
+
+def test_an_operation_of_an_earlier_stay_of_the_episode_asks_for_the_review_too() -> None:
+    """The patient goes home from the stay after the operation's (a ward or nursing stay days
+    after a valve replacement): the review after that operation is still this discharge's to
+    arrange, as a reader of a nursing stay after knee surgery found missing."""
+    valve_stay = fx.encounter(
+        "valve-stay", "2024-02-20T08:00:00+00:00", "2024-02-26T12:00:00+00:00", "IMP"
+    ) | {"reasonCode": [{"text": "Aortic valve stenosis"}]}
+    valve = fx.procedure(
+        "avr", "Replacement of aortic valve", "valve-stay", "2024-02-21T09:00:00+00:00"
+    )
+    texts = [line.text for line in follow_up(valve_stay, valve)]
+    assert (
+        "Post-operative review: no appointment or referral is documented after Replacement of "
+        "aortic valve on 2024-02-21: arrange who reviews the patient, and when; give the wound, "
+        "activity and return advice." in texts
+    )
+
+
+def test_a_procedure_its_name_calls_surgical_is_an_operation() -> None:
+    """A surgical manipulation of the knee, done under anaesthesia, asks for the review as an
+    excision does."""
+    manipulation = fx.procedure(
+        "mua", "Surgical manipulation of joint of knee", when="2024-03-01T12:00:00+00:00"
+    )
+    assert any("Post-operative review" in line.text for line in follow_up(manipulation))

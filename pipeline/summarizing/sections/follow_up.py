@@ -18,7 +18,7 @@ from pipeline.evidence.model import (
 )
 from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import cited_sentence, home_equipment
-from pipeline.summarizing.sections.operations import operations_of_stay
+from pipeline.summarizing.sections.operations import operations_of_episode
 
 # What arranges a review after discharge; a care plan's instructions (rest, wound care) do not.
 _ARRANGED = frozenset({"appointment", "service_request"})
@@ -78,7 +78,7 @@ def _post_operative_review(
     measures the graft's function until then (a reader missed the transplant clinic's
     creatinine schedule). Like every "Not documented", it is no flag: the signer adds the
     review, and a flag would only ask to acknowledge the line."""
-    operations = operations_of_stay(state, routine)
+    operations = operations_of_episode(state, routine)
     if not operations:
         return []
     schedules = graft_follow_up([name for name, *_ in operations], organs)

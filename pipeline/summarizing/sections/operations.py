@@ -24,16 +24,16 @@ IMPLIED_TREATMENT = SentenceFlag(
 )
 
 
-def operations_of_stay(
+def operations_of_episode(
     state: EvidenceState, routine: CodeTable
 ) -> list[tuple[str, datetime | None, list[str]]]:
-    """This stay's operations and interventions (its index procedures, each once: the name,
-    the first day, the facts) or, where the episode records no significant procedure, the
-    treatments the record implies: what a post-operative review and a graft's function are
-    asked after."""
-    recorded = [
-        f for f in procedures_by_stay(state, routine)[1][1] if is_index_procedure(f, routine)
-    ]
+    """The episode's operations and interventions (its index procedures, each once: the name,
+    the first day, the facts), an earlier stay's of it too (a knee operation before the
+    skilled nursing stay the patient goes home from), or, where the episode records no
+    significant procedure, the treatments the record implies: what a post-operative review,
+    the pain relief at home and a graft's function are asked after."""
+    (_, earlier), (_, own) = procedures_by_stay(state, routine)
+    recorded = [f for f in [*earlier, *own] if is_index_procedure(f, routine)]
     operations = [
         (p.first.name, p.first.performed_start, p.fact_ids) for p in each_procedure_once(recorded)
     ]

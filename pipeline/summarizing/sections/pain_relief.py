@@ -22,7 +22,7 @@ from pipeline.evidence.model import (
 )
 from pipeline.evidence.summary import Sentence
 from pipeline.summarizing.sections.common import cited_sentence
-from pipeline.summarizing.sections.operations import operations_of_stay
+from pipeline.summarizing.sections.operations import operations_of_episode
 
 
 def post_operative_pain_relief(
@@ -33,7 +33,7 @@ def post_operative_pain_relief(
     pain. ``tables``: the routine procedures, the drug classes and the pain plan's."""
     routine, drug_table, pain = tables
     relieving = analgesic_ingredients(drug_table, pain, after_operation=True)
-    operations = operations_of_stay(state, routine)
+    operations = operations_of_episode(state, routine)
     if not operations:
         return []
     medications = state.medications

@@ -34,7 +34,7 @@ from pipeline.summarizing.sections.common import (
     effective,
     record_begins_after_stay,
 )
-from pipeline.summarizing.sections.operations import operations_of_stay
+from pipeline.summarizing.sections.operations import operations_of_episode
 from pipeline.text.rendering import analyte_name
 
 
@@ -210,13 +210,13 @@ def _graft_function(
     tables: tuple[CodeTable, CodeTable],
     any_result: bool,
 ) -> list[Sentence]:
-    """A transplant of the stay (``operations_of_stay``) whose graft no result of the stay
+    """A transplant of the stay (``operations_of_episode``) whose graft no result of the stay
     measured: said first, since a kidney recipient's Key results without a creatinine read as a
     graft known to work; with no laboratory result in the stay at all (``any_result``), whether
     the record kept any before discharge, since a record whose results begin later cannot tell
     a test not done from one not kept. ``tables``: routine procedures, transplant organs."""
     routine, organs = tables
-    done = [(name, fact_ids) for name, _, fact_ids in operations_of_stay(state, routine)]
+    done = [(name, fact_ids) for name, _, fact_ids in operations_of_episode(state, routine)]
     later = record_begins_after_stay(state, "lab_result")
     return [
         cited_sentence(
