@@ -209,3 +209,30 @@ def test_an_imaging_study_with_its_days_report_says_the_report_not_its_absence()
     assert "Imaging: Chest X-ray on 2024-03-01." in results
     assert "Imaging: Chest X-ray report on 2024-03-01: No acute cardiopulmonary process." in results
     assert not any("no report found" in line for line in results)
+
+
+def test_the_self_care_education_of_the_episode_is_said_once_in_follow_up() -> None:
+    """Education is routine care the Procedures section leaves out, but it is what the discharge
+    teaches the patient for home (heart failure self-care, class 1): three readers of a
+    heart-failure stay missed it. One line, each education once with its days; an assessment
+    stays out."""
+    follow_up = _follow_up_lines(
+        fx.procedure(
+            "hf1", "Heart failure education (procedure)", when="2024-03-02T10:00:00+00:00"
+        ),
+        fx.procedure(
+            "hf2", "Heart failure education (procedure)", when="2024-03-04T10:00:00+00:00"
+        ),
+        fx.procedure("check", "Assessment of health and social care needs (procedure)"),
+    )
+    assert follow_up == [
+        "Education given in the episode: Heart failure education on 2 days from 2024-03-02 to "
+        "2024-03-04."
+    ]
+    assert (
+        _follow_up_lines(fx.procedure("check", "Assessment of health and social care needs")) == []
+    )
+
+
+def _follow_up_lines(*resources: dict[str, Any]) -> list[str]:
+    return [s.text for s in drafted_from(fx.stay(*resources)).section("follow_up").sentences]

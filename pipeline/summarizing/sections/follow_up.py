@@ -17,7 +17,14 @@ from pipeline.evidence.model import (
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence
-from pipeline.summarizing.sections.common import cited_sentence, home_equipment
+from pipeline.summarizing.sections.common import (
+    by_time,
+    cited_sentence,
+    each_procedure_once,
+    home_equipment,
+    performed,
+    procedure_code_and_name,
+)
 from pipeline.summarizing.sections.operations import operations_of_episode
 
 # What arranges a review after discharge; a care plan's instructions (rest, wound care) do not.
@@ -48,6 +55,7 @@ def follow_up_section(
     if plans and ongoing_only and not state.facts["follow_up"]:
         text = render.no_new_follow_up()
         sentences.append(cited_sentence("follow_up", text, [f.id for f in plans]))
+    sentences += _education_given(state, render)
     if _review_arranged(state):
         return sentences + _equipment_line(state, render, equipment)
     return (
@@ -56,6 +64,24 @@ def follow_up_section(
         + _condition_reviews(state, render, reviews)
         + _equipment_line(state, render, equipment)
     )
+
+
+def _education_given(state: EvidenceState, render: Any) -> list[Sentence]:
+    """The self-care education the episode gave (a procedure named "… education": heart
+    failure education), on one line: the discharge teaches the patient to manage the condition
+    at home (42 CFR 482.43(b); 2022 AHA/ACC/HFSA heart failure guideline, self-care education,
+    class 1), and three readers missed it, which the routine-procedure table keeps out of
+    Procedures."""
+    taught = [
+        f
+        for f in by_time(state.facts["procedure"], performed)
+        if "education" in procedure_code_and_name(f)[1].lower()
+    ]
+    if not taught:
+        return []
+    given = each_procedure_once(taught)
+    cited = [fact_id for p in given for fact_id in p.fact_ids]
+    return [cited_sentence("follow_up", render.education_given(given), cited)]
 
 
 def _review_arranged(state: EvidenceState) -> bool:
