@@ -13,11 +13,12 @@ import re
 from collections import defaultdict
 
 from pipeline.clinical.abrupt_stop import abrupt_stop_flags
+from pipeline.clinical.avoided_therapy import stopped_on_purpose
 from pipeline.clinical.bleeding_risk import dual_antiplatelet_bleeding_risk
 from pipeline.clinical.duplications import classes_of, duplication_flags
 from pipeline.clinical.graft_drugs import kidney_graft_drugs
 from pipeline.clinical.inappropriate_drugs import inappropriate_drug_flags
-from pipeline.clinical.indicated_therapy import indicated_therapy_flags, stopped_on_purpose
+from pipeline.clinical.indicated_therapy import indicated_therapy_flags
 from pipeline.clinical.kidney_function import kidney_function
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.clinical.opioid_dose import opioid_dose_flags

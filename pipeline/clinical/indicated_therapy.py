@@ -12,10 +12,7 @@ line per finding, never a decision:
   transplant; medication for opioid use disorder after a drug use admission whose opioid only
   the notes name: ``only_with``'s ``notes``).
 - **Therapy to avoid**: a drug of an avoided group going home after an admission for what rules it
-  out (an opioid or benzodiazepine after a substance-use admission; a hormonal contraceptive
-  after a tubal ligation). A home drug with no discharge order (held or stopped?) counts: the
-  patient has it at home, so it may still be taken; so does a device's drug in place, where the
-  rule says ``in_place``.
+  out (:mod:`pipeline.clinical.avoided_therapy`).
 - **Required and expected procedures**: a drug whose indication is a procedure, and a condition
   whose treatment is one, with none recorded (:mod:`pipeline.clinical.indicated_procedures`).
 - **Age limits**: a drug the table limits by age (prasugrel from 75 years), in
@@ -28,29 +25,24 @@ combination counts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from pipeline.clinical.age_limits import age_limits
+from pipeline.clinical.avoided_therapy import avoided_therapy
 from pipeline.clinical.indicated_procedures import expected_procedures, required_procedures
 from pipeline.clinical.indications import (
     indication,
     named_terms,
     with_companion,
 )
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag
-from pipeline.clinical.tables import CodeTable, names_it
+from pipeline.clinical.risk_flags import drug_names, having, held_at_home, risk_flag
+from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
-    OrganHistoryAttributes,
     ReviewFlag,
-    attributes_as,
-    aware,
 )
-from pipeline.text.rendering import plain_term
 
 
 def expected_therapy(
@@ -80,7 +72,7 @@ def expected_therapy(
         at_home = {
             group: found
             for group, drugs in members.items()
-            if not drugs and (found := _held_at_home(state, groups[group]))
+            if not drugs and (found := held_at_home(state, groups[group]))
         }
         missing = [group for group, drugs in members.items() if not drugs and group not in at_home]
         if missing:
@@ -166,106 +158,6 @@ def _only_at_home(
         f"{'; '.join(drug for _, drug in drugs)}: confirm {ask}"
     )
     return risk_flag(f"home-{name}-{'-'.join(groups)}", reason, [*cited, *(f for f, _ in drugs)])
-
-
-# How a home drug with no discharge order is named on a rule's line, by where it stands.
-_AT_HOME = {
-    "held_or_stopped": "at home, held or stopped?",
-    "in_place": "in place from before the stay",
-}
-
-
-def _held_at_home(
-    state: EvidenceState, drugs: Sequence[str], in_place: bool = False
-) -> list[tuple[Fact, str]]:
-    """Home drugs with no discharge order (held or stopped?; with ``in_place``, a device's drug
-    in place too) that hold one of ``drugs`` as a word, each with the fact that names it (the
-    statement or the note's line)."""
-    wanted = set(drugs)
-    kinds = set(_AT_HOME) if in_place else {"held_or_stopped"}
-    found = []
-    for change in state.medications.changes:
-        cited = change.admission or change.noted
-        words = set(re.findall(r"[a-z]+", change.name.lower()))
-        if change.kind in kinds and cited and words & wanted:
-            found.append((state.fact(cited), f"{change.name} ({_AT_HOME[change.kind]})"))
-    return found
-
-
-def _care_visits(state: EvidenceState, visits: dict[str, Any] | None) -> list[tuple[Fact, str]]:
-    """The earlier visits whose reason names the care an admission ends (contraception care
-    before a sterilization: a quarterly injection that no drug order records), the latest within
-    the rule's days before the stay, each said with that visit's date."""
-    stay = state.stay()
-    if visits is None or stay is None or stay.start is None:
-        return []
-    since = aware(stay.start) - timedelta(days=visits["within_days"])
-    found = []
-    for fact in state.facts["organ_history"]:
-        visit = attributes_as(fact, OrganHistoryAttributes)
-        if visit.kind != "encounter_reason" or visit.when is None or aware(visit.when) < since:
-            continue
-        if names_it(visit.text, visits):
-            said = (
-                f"{plain_term(visit.text)} visits before the stay (the last on {visit.when.date()})"
-            )
-            found.append((fact, said))
-    return found
-
-
-def stopped_on_purpose(state: EvidenceState, therapy: CodeTable) -> set[str]:
-    """The home drugs held or stopped that an admission rules out (an opioid after withdrawal
-    management): their stop is the plan, which :func:`avoided_therapy` asks about, never a
-    withdrawal to prevent (a reader read "continue each, or plan how it stops" of tramadol
-    after a detoxification as advice to continue it)."""
-    return {
-        fact.id
-        for rule in therapy.extra["avoid"].values()
-        if indication(state, rule)
-        for drugs in rule["groups"].values()
-        for fact, _ in _held_at_home(state, drugs)
-    }
-
-
-def avoided_therapy(
-    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
-) -> list[ReviewFlag]:
-    """A drug an admission rules out (an opioid after one for substance use, a contraceptive
-    after a sterilization), going home or at home: its stop is proposed, for the physician to
-    confirm, with what the rule's ``ask`` says to settle if it is needed after all (the
-    indication, the supply and an overdose plan; the other reason a contraceptive is kept)."""
-    flags = []
-    for name, rule in therapy.extra["avoid"].items():
-        indications = indication(state, rule)
-        if not indications:
-            continue
-        # A home drug held or stopped is named as such below, never as going home too.
-        at_home = set(state.medications.held_at_home())
-        given = [
-            f
-            for drugs in rule["groups"].values()
-            for f in having(going_home, drugs)
-            if f.id not in at_home
-        ]
-        in_place = rule.get("in_place", False)
-        held = [
-            found
-            for drugs in rule["groups"].values()
-            for found in _held_at_home(state, drugs, in_place)
-        ]
-        held += _care_visits(state, rule.get("visits"))
-        if not (given or held):
-            continue
-        drugs = "; ".join(filter(None, [drug_names(given), "; ".join(text for _, text in held)]))
-        groups = " or ".join(rule["groups"])
-        article = "An" if groups[:1] in "aeiou" else "A"
-        reason = (
-            f"{article} {groups} after an admission for {name} ({named_terms(indications)}): "
-            f"{drugs}: {rule['ask']}"
-        )
-        cited = [*(f for f, _ in indications), *given, *(f for f, _ in held)]
-        flags.append(risk_flag(f"avoid-{name}", reason, cited, "stop_proposed"))
-    return flags
 
 
 def indicated_therapy_flags(

@@ -1,6 +1,6 @@
 """What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
-the diagnoses still active that a rule names, the stay's results under some codes, whether a
-moment falls in the stay, and the Needs
+the home drugs with no discharge order that hold one, the diagnoses still active that a rule
+names, the stay's results under some codes, whether a moment falls in the stay, and the Needs
 review flag one rule raises over its facts (whether a clinical term names a table rule's subject
 is the tables' ``names_it``)."""
 
@@ -92,3 +92,27 @@ def current_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     dated = _dated_results(state, codes)
     found = [f for f in dated if not attributes_as(f, LabResultAttributes).baseline]
     return found or dated
+
+
+# How a home drug with no discharge order is named on a rule's line, by where it stands.
+_AT_HOME = {
+    "held_or_stopped": "at home, held or stopped?",
+    "in_place": "in place from before the stay",
+}
+
+
+def held_at_home(
+    state: EvidenceState, drugs: Sequence[str], in_place: bool = False
+) -> list[tuple[Fact, str]]:
+    """Home drugs with no discharge order (held or stopped?; with ``in_place``, a device's drug
+    in place too) that hold one of ``drugs`` as a word, each with the fact that names it (the
+    statement or the note's line)."""
+    wanted = set(drugs)
+    kinds = set(_AT_HOME) if in_place else {"held_or_stopped"}
+    found = []
+    for change in state.medications.changes:
+        cited = change.admission or change.noted
+        words = set(re.findall(r"[a-z]+", change.name.lower()))
+        if change.kind in kinds and cited and words & wanted:
+            found.append((state.fact(cited), f"{change.name} ({_AT_HOME[change.kind]})"))
+    return found
