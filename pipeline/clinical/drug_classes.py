@@ -181,9 +181,12 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
 def _if_continued(flag: ReviewFlag, unsettled: frozenset[str], medications: set[str]) -> ReviewFlag:
     """A flag whose drugs are all orders to confirm or home drugs held or stopped says "if
     continued", not "at discharge": the list asks whether they are still taken, and a Needs
-    review line calling them discharge drugs contradicted it."""
+    review line calling them discharge drugs contradicted it. A missing drug's line is about
+    what discharge lacks: the alternative it names on the record changes nothing of that."""
     cited = [i for i in flag.fact_ids if i in medications or i in unsettled]
     if flag.raised_by != RAISED_BY or not cited or not set(cited) <= unsettled:
+        return flag
+    if flag.code == "expected_drug_missing":
         return flag
     return flag.model_copy(
         update={"reason": flag.reason.replace(" at discharge", " if continued", 1)}

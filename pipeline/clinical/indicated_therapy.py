@@ -37,11 +37,13 @@ from pipeline.clinical.indications import (
     with_companion,
 )
 from pipeline.clinical.risk_flags import drug_names, having, held_at_home, risk_flag
-from pipeline.clinical.tables import CodeTable
+from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
+    AllergyAttributes,
     EvidenceState,
     Fact,
     ReviewFlag,
+    attributes_as,
 )
 
 
@@ -79,11 +81,16 @@ def expected_therapy(
             *first, last = [f"no {group}" for group in missing]
             absent = f"{', '.join(first)} and {last}" if first else last
             related = _related(name, rule)
+            instead, standing_in = _alternatives(state, going_home, rule, missing)
             reason = (
                 f"{absent[:1].upper()}{absent[1:]} at discharge {related} ({named}): confirm "
-                f"{'each' if first else 'it'} was considered, or why it is not given"
+                f"{'each' if first else 'it'} was considered, or why it is not given{instead}"
             )
-            flags.append(risk_flag(f"expected-{name}", reason, cited, "expected_drug_missing"))
+            flags.append(
+                risk_flag(
+                    f"expected-{name}", reason, [*cited, *standing_in], "expected_drug_missing"
+                )
+            )
         if at_home:
             flags.append(_only_at_home((_related(name, rule), named), at_home, cited))
         confirm = {
@@ -94,6 +101,43 @@ def expected_therapy(
         if confirm:
             flags.append(_only_to_confirm(state, (_related(name, rule), named), confirm, cited))
     return flags
+
+
+def _alternatives(
+    state: EvidenceState, going_home: Sequence[Fact], rule: dict[str, Any], missing: list[str]
+) -> tuple[str, list[Fact]]:
+    """What the record holds in place of a missing group (``alternatives``: clopidogrel alone
+    where aspirin cannot be taken, 2011 ACCF/AHA CABG guideline), going home, to confirm or at
+    home, and the allergy or intolerance that would explain it, or that none is recorded: "no
+    aspirin" beside an active clopidogrel order read to a reader as a line that had not seen
+    it, and a line that called the alternative one "for a patient who cannot take" aspirin read
+    to two readers as a claim the allergy list did not bear out."""
+    said, facts = [], []
+    for group in missing:
+        alternative = rule.get("alternatives", {}).get(group)
+        if alternative is None:
+            continue
+        found = having(going_home, alternative["drugs"])
+        held = held_at_home(state, alternative["drugs"])
+        names = [drug_names(found)] if found else []
+        names += [drug for _, drug in held]
+        if not names:
+            continue
+        intolerance = {"keywords": alternative["intolerance"]}
+        allergies = [
+            f
+            for f in state.facts["allergy"]
+            if names_it(attributes_as(f, AllergyAttributes).substance, intolerance)
+        ]
+        substances = [attributes_as(f, AllergyAttributes).substance for f in allergies]
+        recorded = (
+            f"recorded: {'; '.join(substances)}"
+            if substances
+            else f"no {group} allergy or intolerance is recorded"
+        )
+        said.append(f"; on the record instead: {'; '.join(names)}; {recorded}")
+        facts += [*found, *(f for f, _ in held), *allergies]
+    return "".join(said), facts
 
 
 def _related(name: str, rule: dict[str, Any]) -> str:

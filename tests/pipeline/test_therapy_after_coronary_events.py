@@ -164,19 +164,26 @@ def test_a_p2y12_inhibitor_alone_after_a_bypass_asks_for_aspirin_by_name() -> No
     """Aspirin is the antiplatelet after coronary revascularization or an infarction (ACC/AHA
     2011 CABG, 2021 revascularization and 2025 ACS guidelines); clopidogrel alone is the
     alternative for a patient who cannot take it, which the physician says. A reader found a
-    draft that never said aspirin was missing. The line names the drug it finds absent, which
-    the checker lets pass in a sentence a rule wrote."""
+    draft that never said aspirin was missing, and another a line that did not name the
+    clopidogrel beside it. The line names the drug it finds absent, which the checker lets pass
+    in a sentence a rule wrote, the alternative it found, cited, and whether an allergy explains
+    it (a line that called clopidogrel the drug "for a patient who cannot take" aspirin read to
+    two readers as a claim of an intolerance the record does not hold)."""
     clopidogrel = going_home("c", "Clopidogrel 75 MG Oral Tablet")
     statin = going_home("s", "atorvastatin 80 MG Oral Tablet")
     beta = going_home("b", "metoprolol succinate 50 MG Extended Release Oral Tablet")
     state = state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, statin, beta)
     assert [r for r in risks(state) if r.startswith("No ")] == [
         "No aspirin at discharge after myocardial infarction or coronary revascularization "
-        "(coronary artery bypass grafting): confirm it was considered, or why it is not given"
+        "(coronary artery bypass grafting): confirm it was considered, or why it is not given; "
+        "on the record instead: Clopidogrel 75 MG Oral Tablet; no aspirin allergy or intolerance "
+        "is recorded"
     ]
     summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
     (line,) = [s for s in summary.section("needs_review").sentences if "No aspirin" in s.text]
     assert line.verdict == "supported"
+    cited = {ref.resource for i in line.citations for ref in state.fact(i).sources}
+    assert "MedicationRequest/c" in cited
     aspirin = going_home("a", "aspirin 81 MG Oral Tablet")
     answered = state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, aspirin)
     assert not any("aspirin" in r for r in risks(answered))
@@ -201,3 +208,25 @@ def test_expected_groups_that_are_only_orders_to_confirm_share_one_line() -> Non
         "Simvastatin 20 MG Oral Tablet: confirm that each continues, or why not"
     ]
     assert any(r.startswith("No beta blocker at discharge") for r in flagged)
+
+
+def test_an_old_clopidogrel_order_to_confirm_is_named_and_aspirin_stays_missing_at_discharge() -> (
+    None
+):
+    """The alternative may be an old order the stay's notes leave out: named as on the record,
+    and the line still says aspirin is missing at discharge, never "if continued" (that is said
+    of a line whose own subject is an order to confirm)."""
+    clopidogrel = fx.old_order("c", "Clopidogrel 75 MG Oral Tablet")
+    flagged = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel))
+    (line,) = [r for r in flagged if "aspirin" in r]
+    assert line.startswith("No aspirin, no statin and no beta blocker at discharge after")
+    assert "if continued" not in line
+    assert "on the record instead: Clopidogrel 75 MG Oral Tablet" in line
+
+
+def test_an_aspirin_allergy_on_record_is_named_beside_the_alternative() -> None:
+    clopidogrel = going_home("c", "Clopidogrel 75 MG Oral Tablet")
+    allergy = fx.allergy("asa", "Aspirin")
+    flagged = risks(state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, allergy))
+    (line,) = [r for r in flagged if r.startswith("No aspirin")]
+    assert line.endswith("on the record instead: Clopidogrel 75 MG Oral Tablet; recorded: Aspirin")
