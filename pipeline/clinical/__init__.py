@@ -10,6 +10,7 @@ __all__ = [
     "agent",
     "clinical_terms",
     "diagnoses",
+    "diagnosis_specifics",
     "drug_classes",
     "episode_diagnoses",
     "kidney_function",

@@ -26,17 +26,16 @@ from pipeline.text.rendering import plain_term
 _EPISODE_LISTINGS = frozenset({"principal", "episode"})
 
 
-def _note_terms(state: EvidenceState, companion: dict[str, Any]) -> list[tuple[Fact, str]]:
-    """The notes' statements of conditions and habits that name a ``companion`` keyword and none
-    of its ``notes`` words ("denies", "family history": a note's words are not a coded term),
-    each as the keyword it names ("opioid named in the notes"): the line names the finding,
-    not the sentence."""
+def note_mentions(state: EvidenceState, rule: dict[str, Any]) -> list[tuple[Fact, str]]:
+    """The notes' statements of conditions and habits that name one of a rule's ``keywords``
+    and none of its ``notes`` words ("denies", "family history": a note's words are not a coded
+    term), each with the keyword it names."""
     found = []
     for fact in [*state.facts["condition_statement"], *state.facts["social_statement"]]:
         said = f" {attributes_as(fact, NarrativeAttributes).text.lower()} "
-        named = next((k for k in companion["keywords"] if k in said), None)
-        if named and not any(word in said for word in companion["notes"]):
-            found.append((fact, f"{named} named in the notes"))
+        named = next((k for k in rule["keywords"] if k in said), None)
+        if named and not any(word in said for word in rule["notes"]):
+            found.append((fact, named))
     return found
 
 
@@ -88,5 +87,8 @@ def with_companion(
     from the problem list (and the notes' statements, with ``notes``), or none without it."""
     alongside = [(f, t) for f, t in indication_terms(state, True) if names_it(t, companion)]
     if "notes" in companion:
-        alongside += _note_terms(state, companion)
+        # The line names the finding ("opioid named in the notes"), not the sentence.
+        alongside += [
+            (f, f"{named} named in the notes") for f, named in note_mentions(state, companion)
+        ]
     return indications + alongside if alongside else []

@@ -130,7 +130,10 @@ def _sections(
     return {
         "stay": stay_section(state, render),
         "diagnoses": diagnoses_section(
-            state, render, (routine, implant_table, organs, relevant), stay
+            state,
+            render,
+            (routine, implant_table, organs, relevant, table("diagnosis_specifics", settings)),
+            stay,
         ),
         "active_problems": active_problems_section(
             state,

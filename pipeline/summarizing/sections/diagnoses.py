@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pipeline.clinical.diagnosis_specifics import Specified, specified_in_notes
 from pipeline.clinical.episode_diagnoses import (
     aftermath,
     coded_after_done,
@@ -32,7 +33,7 @@ from pipeline.summarizing.sections.unnamed_principal import in_place_of_principa
 def diagnoses_section(
     state: EvidenceState,
     render: Any,
-    tables: tuple[CodeTable, CodeTable, CodeTable, CodeTable],
+    tables: tuple[CodeTable, CodeTable, CodeTable, CodeTable, CodeTable],
     stay: Fact | None,
 ) -> list[Sentence]:
     """The principal diagnosis first, then the diagnoses that began in the episode; when the
@@ -41,11 +42,13 @@ def diagnoses_section(
     infarction" the day of the infarction) is the coded aftermath of this stay's own event: it
     is cited on the principal diagnosis's line, not listed as a second diagnosis; so is the past
     history that bears on it (``pipeline.clinical.relevant_history``: "a previous coronary
-    artery bypass grafting" beside an infarction). ``tables``: the routine procedures, the
-    implants, the transplanted organs and the relevant history."""
-    routine, implants, organs, relevant = tables
+    artery bypass grafting" beside an infarction), and what the notes say that its coded term
+    leaves unsaid (``pipeline.clinical.diagnosis_specifics``: the opioid of a "Dependent drug
+    abuse"). ``tables``: the routine procedures, the implants, the transplanted organs, the
+    relevant history and the diagnosis specifics."""
+    routine, implants, organs, relevant, specifics = tables
     principal = listed(state, "principal")
-    history = bearing_history(state, relevant)
+    history, said = _principal_context(state, principal, (relevant, specifics))
     done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
     after_done = coded_after_done(state, listed(state, "episode"), done)
@@ -59,11 +62,20 @@ def diagnoses_section(
         folded = folded_in if f in principal else []
         # A principal diagnosis made in the stay cites the coded reason it specifies.
         specified = [s.id for s in listed(state, "specified")] if f in principal else []
-        bearing = history if principal and f == principal[0] else []
-        cited = [f.id, *_status_post_of(state, f), *folded, *specified, *(h.id for h in bearing)]
+        is_first = bool(principal) and f == principal[0]
+        bearing = history if is_first else []
+        notes = said if is_first else []
+        cited = [
+            f.id,
+            *_status_post_of(state, f),
+            *folded,
+            *specified,
+            *(h.id for h in bearing),
+            *(s.fact.id for s in notes),
+        ]
         if not is_implied_treatment(state, attributes_as(f, DiagnosisAttributes), done):
             events = [_event(h) for h in bearing]
-            text = render.diagnosis(f.attributes, events)
+            text = render.diagnosis(f.attributes, events, notes)
             lines.append(cited_sentence("diagnoses", text, cited))
             continue
         # Where the flagged principal-diagnosis line says it already, it is cited there, once.
@@ -76,6 +88,19 @@ def diagnoses_section(
         first = listing[0]
         listing[0] = first.model_copy(update={"citations": [*first.citations, *after_done]})
     return listing
+
+
+def _principal_context(
+    state: EvidenceState, principal: list[Fact], tables: tuple[CodeTable, CodeTable]
+) -> tuple[list[Fact], list[Specified]]:
+    """What the first principal diagnosis's line says besides it: the past history that bears
+    on it and what the notes name that its term leaves unsaid. ``tables``: the relevant history,
+    the diagnosis specifics."""
+    if not principal:
+        return [], []
+    relevant, specifics = tables
+    display = attributes_as(principal[0], DiagnosisAttributes).display
+    return bearing_history(state, relevant), specified_in_notes(state, display, specifics)
 
 
 def _event(fact: Fact) -> tuple[str, datetime | None]:
