@@ -11,17 +11,22 @@ table (its header names the guidelines); one Needs review line per finding, neve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
 from pipeline.clinical.indications import indication, indication_terms, named_terms
 from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
+    DeviceAttributes,
     EvidenceState,
     Fact,
     ProcedureAttributes,
     ReviewFlag,
     attributes_as,
+    aware,
 )
+from pipeline.text.rendering import plain_term
 
 
 def required_procedures(
@@ -61,10 +66,42 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
         treated = {"keywords": rule["treatment_keywords"]}
         done = any(names_it(name, treated) for name in procedures)
         if indications and not done and not stay_results(state, rule.get("treatment_codes", [])):
-            reason = (
-                f"{rule['condition']} ({named_terms(indications)}) with no {rule['treatment']} "
-                f"recorded in this episode: {rule['why']}"
+            devices = _study_devices(state, rule.get("study_devices"))
+            missing = (
+                f"the equipment of a {rule['treatment']} recorded {_equipment(devices)} but no "
+                "study or result in the record"
+                if devices
+                else f"no {rule['treatment']} recorded in this episode"
             )
-            cited = [fact for fact, _ in indications]
+            named = named_terms(indications)
+            reason = f"{rule['condition']} ({named}) with {missing}: {rule['why']}"
+            cited = [*(fact for fact, _ in indications), *devices]
             flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
     return flags
+
+
+def _study_devices(state: EvidenceState, study: dict[str, Any] | None) -> list[Fact]:
+    """The equipment of the study a rule asks for, recorded in the days before admission (a
+    polysomnography analyzer three weeks before a sleep-apnoea stay): the study was done, its
+    result is what the record lacks; a reader read the line without it as saying no study was
+    done."""
+    stay = state.stay()
+    if study is None or stay is None or stay.start is None:
+        return []
+    since = aware(stay.start) - timedelta(days=study["within_days"])
+    return [
+        f
+        for f in state.facts["device"]
+        if (device := attributes_as(f, DeviceAttributes)).when is not None
+        and since <= aware(device.when) <= aware(stay.start)
+        and names_it(device.name, study)
+    ]
+
+
+def _equipment(devices: list[Fact]) -> str:
+    """The study's equipment as the line names it: the day it was recorded, and its names."""
+    named = "; ".join(plain_term(attributes_as(f, DeviceAttributes).name) for f in devices)
+    days = sorted(
+        {aware(w).date() for f in devices if (w := attributes_as(f, DeviceAttributes).when)}
+    )
+    return f"on {', '.join(str(day) for day in days)} ({named})"

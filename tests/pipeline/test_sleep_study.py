@@ -47,3 +47,29 @@ def test_sleep_apnoea_from_before_the_stay_asks_nothing() -> None:
         onset="2015-08-16T10:00:00+00:00",
     )
     assert not [r for r in risks(state_of(known)) if "sleep study" in r]
+
+
+def analyzer(made: str) -> dict[str, Any]:
+    return {
+        "resourceType": "Device",
+        "id": "psg-analyzer",
+        "status": "active",
+        "type": {"coding": [{"display": "Polysomnography analyzer (physical object)"}]},
+        "manufactureDate": made,
+        "patient": {"reference": f"Patient/{fx.PATIENT_ID}"},
+    }
+
+
+def test_the_study_equipment_recorded_weeks_before_says_the_study_was_done() -> None:
+    """A polysomnography analyzer recorded two weeks before admission: the study was done and
+    its result is what the record lacks (a reader read the line without it as saying no study
+    was done); equipment of years before says nothing of this diagnosis."""
+    apnoea = fx.condition("osa", "Obstructive sleep apnea syndrome (disorder)", code="78275009")
+    (line,) = [r for r in risks(state_of(apnoea, analyzer("2024-02-15"))) if "sleep study" in r]
+    assert line.startswith(
+        "Sleep apnoea diagnosed in this episode (Obstructive sleep apnea syndrome) with the "
+        "equipment of a sleep study (polysomnography or a home sleep apnoea test) recorded on "
+        "2024-02-15 (Polysomnography analyzer) but no study or result in the record:"
+    )
+    old = [r for r in risks(state_of(apnoea, analyzer("2019-02-15"))) if "sleep study" in r]
+    assert old == [STUDY_ASKED]
