@@ -97,12 +97,15 @@ def test_a_care_plan_for_the_addiction_is_its_continuing_treatment_but_no_cardia
 def test_sleep_apnea_asks_for_the_review_of_positive_airway_pressure_in_its_first_months() -> None:
     """CMS NCD 240.4 and AASM 2019: positive airway pressure is re-evaluated for use and benefit
     between its first and third month; readers of both sleep apnoea drafts found no such
-    review, and nothing asking for one. In words: a draft's digits are checked."""
+    review, and nothing asking for one; three more no word on drowsy driving, which the
+    patient is warned of until treatment works (ATS 2013). In words: a draft's digits are
+    checked."""
     apnea = fx.condition("osa", "Obstructive sleep apnea syndrome (disorder)")
     assert follow_up(apnea) == [
         "Follow-up for Obstructive sleep apnea syndrome: no appointment or referral is "
         "documented: arrange a review of positive airway pressure use and benefit between the "
-        "first and third month of treatment."
+        "first and third month of treatment, and advise on the risk of drowsy driving until "
+        "treatment works."
     ]
     booked = follow_up(apnea, fx.appointment("sleep", "Sleep clinic"))
     assert not any(line.startswith("Follow-up for Obstructive") for line in booked)
