@@ -55,7 +55,7 @@ def follow_up_section(
     if plans and ongoing_only and not state.facts["follow_up"]:
         text = render.no_new_follow_up()
         sentences.append(cited_sentence("follow_up", text, [f.id for f in plans]))
-    sentences += _education_given(state, render)
+    sentences += _education_given(state, render, routine)
     if _review_arranged(state):
         return sentences + _equipment_line(state, render, equipment)
     return (
@@ -66,16 +66,17 @@ def follow_up_section(
     )
 
 
-def _education_given(state: EvidenceState, render: Any) -> list[Sentence]:
-    """The self-care education the episode gave (a procedure named "… education": heart
-    failure education), on one line: the discharge teaches the patient to manage the condition
-    at home (42 CFR 482.43(b); 2022 AHA/ACC/HFSA heart failure guideline, self-care education,
-    class 1), and three readers missed it, which the routine-procedure table keeps out of
-    Procedures."""
+def _education_given(state: EvidenceState, render: Any, routine: CodeTable) -> list[Sentence]:
+    """The self-care education the episode gave (the routine table's ``education_keywords``:
+    heart failure education), on one line: the discharge teaches the patient to manage the
+    condition at home (42 CFR 482.43(b); 2022 AHA/ACC/HFSA heart failure guideline, self-care
+    education, class 1), and three readers missed it, which the routine-procedure table keeps
+    out of Procedures."""
+    words = routine.extra.get("education_keywords", [])
     taught = [
         f
         for f in by_time(state.facts["procedure"], performed)
-        if "education" in procedure_code_and_name(f)[1].lower()
+        if any(word in procedure_code_and_name(f)[1].lower() for word in words)
     ]
     if not taught:
         return []
