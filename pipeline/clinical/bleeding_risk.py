@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
+from pipeline.clinical.lab_risks import said_value
 from pipeline.clinical.risk_flags import (
     drug_names,
+    fact_of,
     having,
+    latest_of,
     risk_flag,
     stay_results,
     words,

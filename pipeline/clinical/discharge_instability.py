@@ -17,7 +17,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from pipeline.clinical.lab_risks import fact_of, latest_of, said_value
+from pipeline.clinical.lab_risks import said_value
+from pipeline.clinical.risk_flags import fact_of, latest_of
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import EvidenceState, Fact, LabResultAttributes, ReviewFlag, aware
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 
-from pipeline.clinical.risk_flags import current_results
+from pipeline.clinical.risk_flags import current_results, latest_fact
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
     ComputedAttributes,
@@ -24,7 +23,6 @@ from pipeline.evidence.model import (
     Fact,
     LabResultAttributes,
     attributes_as,
-    aware,
     stable_id,
 )
 
@@ -56,8 +54,8 @@ def estimated_gfr(creatinine_mg_dl: float, age: int, female: bool) -> float:
 def kidney_function(state: EvidenceState, risks: CodeTable) -> KidneyFunction | None:
     """The stay's current eGFR as recorded, or as computed from its latest creatinine where that
     is lower; None when the record has neither (or no age and sex to compute with)."""
-    recorded = _latest(current_results(state, risks.extra["egfr_codes"]))
-    creatinine = _latest(current_results(state, risks.extra["creatinine_codes"]))
+    recorded = latest_fact(current_results(state, risks.extra["egfr_codes"]))
+    creatinine = latest_fact(current_results(state, risks.extra["creatinine_codes"]))
     computed = _computed(state, creatinine) if creatinine is not None else None
     if recorded is None:
         return computed
@@ -126,15 +124,6 @@ def _computed(state: EvidenceState, creatinine: Fact) -> KidneyFunction | None:
         f"{result.shown_value or result.value}{_unit(result)} on {_day(result)} (CKD-EPI 2021)"
     )
     return KidneyFunction(estimate, (fact, creatinine), described, fact)
-
-
-def _latest(results: list[Fact]) -> Fact | None:
-    valued = [f for f in results if attributes_as(f, LabResultAttributes).value is not None]
-    return max(
-        valued,
-        key=lambda f: aware(attributes_as(f, LabResultAttributes).effective or datetime.min),
-        default=None,
-    )
 
 
 def _unit(result: LabResultAttributes) -> str:

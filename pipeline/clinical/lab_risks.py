@@ -12,7 +12,9 @@ from pipeline.clinical.kidney_function import kidney_function
 from pipeline.clinical.risk_flags import (
     current_results,
     drug_names,
+    fact_of,
     having,
+    latest_of,
     risk_flag,
     stay_results,
 )
@@ -40,21 +42,6 @@ def renal_dosing(
         return []
     reason = f"{kidneys.described}: review the dose of {drug_names(to_review)} for kidney function"
     return [risk_flag("renal", reason, [*kidneys.facts, *to_review])]
-
-
-def latest_of(results: Sequence[Fact]) -> LabResultAttributes | None:
-    """The latest of ``results`` that has a value and a date."""
-    dated = [
-        attributes_as(f, LabResultAttributes)
-        for f in results
-        if attributes_as(f, LabResultAttributes).value is not None
-    ]
-    dated = [result for result in dated if result.effective is not None]
-    return max(dated, key=lambda r: aware(r.effective or datetime.min)) if dated else None
-
-
-def fact_of(results: Sequence[Fact], result: LabResultAttributes) -> Fact:
-    return next(f for f in results if f.attributes is result)
 
 
 def said_value(result: LabResultAttributes, name: str) -> str:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from pipeline.clinical.risk_flags import current_results, latest_fact
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     LabResultAttributes,
     attributes_as,
-    aware,
 )
 
 
@@ -36,17 +36,8 @@ def measure_below(state: EvidenceState, problem: str, measures: CodeTable) -> Me
     rule = next((r for r in measures.extra["rules"] if names_it(problem, r["problem"])), None)
     if rule is None:
         return None
-    values = [
-        (aware(result.effective), result.value, f)
-        for f in state.facts["lab_result"]
-        if (result := attributes_as(f, LabResultAttributes)).code is not None
-        and result.code.code == rule["code"]
-        and result.value is not None
-        and result.effective is not None
-    ]
-    if not values:
-        return None
-    _, value, latest = max(values, key=lambda found: found[0])
-    if value >= rule["at_least"]:
+    latest = latest_fact(current_results(state, [rule["code"]]))
+    value = attributes_as(latest, LabResultAttributes).value if latest is not None else None
+    if latest is None or value is None or value >= rule["at_least"]:
         return None
     return MeasureBelow(latest, rule["measure"], rule["at_least"])

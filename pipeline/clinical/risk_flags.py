@@ -1,8 +1,8 @@
 """What the regimen rules share: the drugs that hold an ingredient, their names for a reason,
 the home drugs with no discharge order that hold one, the diagnoses still active that a rule
-names, the stay's results under some codes, whether a moment falls in the stay, and the Needs
-review flag one rule raises over its facts (whether a clinical term names a table rule's subject
-is the tables' ``names_it``)."""
+names, the stay's results under some codes and the latest of them, whether a moment falls in
+the stay, and the Needs review flag one rule raises over its facts (whether a clinical term
+names a table rule's subject is the tables' ``names_it``)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,27 @@ def current_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     dated = _dated_results(state, codes)
     found = [f for f in dated if not attributes_as(f, LabResultAttributes).baseline]
     return found or dated
+
+
+def latest_of(results: Sequence[Fact]) -> LabResultAttributes | None:
+    """The latest of ``results`` that has a value and a date."""
+    dated = [
+        attributes_as(f, LabResultAttributes)
+        for f in results
+        if attributes_as(f, LabResultAttributes).value is not None
+    ]
+    dated = [result for result in dated if result.effective is not None]
+    return max(dated, key=lambda r: aware(r.effective or datetime.min)) if dated else None
+
+
+def fact_of(results: Sequence[Fact], result: LabResultAttributes) -> Fact:
+    return next(f for f in results if f.attributes is result)
+
+
+def latest_fact(results: Sequence[Fact]) -> Fact | None:
+    """The fact of the latest of ``results`` that has a value and a date."""
+    latest = latest_of(results)
+    return fact_of(results, latest) if latest is not None else None
 
 
 # How a home drug with no discharge order is named on a rule's line, by where it stands.
