@@ -156,7 +156,7 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     before (still the current value: a potassium the week before a stay with no laboratory
     work; a questionnaire's score the week before, a screen nothing acted on); and for a lasting
     measure (an ejection fraction), its latest value of any date; and for a measure that
-    defines a problem on the list (a body mass index), its latest value of the
+    bears on a problem on the list (a body mass index, an HbA1c), its latest value of its
     ``PROBLEM_MEASURE_DAYS`` before. Each a fact marked ``baseline``."""
     codes = {
         f.attributes.code.code
@@ -168,7 +168,6 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
     }
     start = scope.measured_from
     recent_from = start - timedelta(days=RECENT_RESULTS_DAYS) if start else None
-    measure_from = start - timedelta(days=PROBLEM_MEASURE_DAYS) if start else None
     latest: dict[str, tuple[Any, ParsedResource[Observation]]] = {}
     for item in scope.index.of_type(Observation):
         observation = item.model
@@ -190,7 +189,9 @@ def _baselines(scope: Scope, results: list[Fact]) -> list[Fact]:
                 and ("laboratory" in observation_categories(observation) or is_score(observation))
             )
             and not (
-                measure_from is not None and when >= measure_from and is_problem_measure(code.code)
+                start is not None
+                and is_problem_measure(code.code)
+                and when >= start - timedelta(days=PROBLEM_MEASURE_DAYS[code.code or ""])
             )
         ):
             continue

@@ -14,8 +14,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from pipeline.clinical.indications import indication, indication_terms, named_terms
-from pipeline.clinical.risk_flags import drug_names, having, risk_flag, stay_results
+from pipeline.clinical.indications import indication, indication_terms
+from pipeline.clinical.risk_flags import (
+    drug_names,
+    having,
+    results_since,
+    risk_flag,
+    stay_results,
+)
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     DeviceAttributes,
@@ -60,24 +66,41 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
     for rule in therapy.extra.get("expected_procedures", []):
         indications = [
             (f, term)
-            for f, term in indication_terms(state, with_problem_list=False)
+            for f, term in indication_terms(state, rule.get("problem_list", False))
             if f.category != "procedure" and names_it(term, rule)
         ]
         treated = {"keywords": rule["treatment_keywords"]}
         done = any(names_it(name, treated) for name in procedures)
-        if indications and not done and not stay_results(state, rule.get("treatment_codes", [])):
+        if indications and not done and not _answering_results(state, rule):
             devices = _study_devices(state, rule.get("study_devices"))
             missing = (
                 f"the equipment of a {rule['treatment']} recorded {_equipment(devices)} but no "
                 "study or result in the record"
                 if devices
-                else f"no {rule['treatment']} recorded in this episode"
+                else f"no {rule['treatment']} recorded in {_when_recorded(rule)}"
             )
-            named = named_terms(indications)
+            # The most general of the condition's terms names it ("Diabetes mellitus type 2",
+            # not each of its complications); all of them are cited.
+            named = min((plain_term(term) for _, term in indications), key=len)
             reason = f"{rule['condition']} ({named}) with {missing}: {rule['why']}"
             cited = [*(fact for fact, _ in indications), *devices]
             flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
     return flags
+
+
+def _answering_results(state: EvidenceState, rule: dict[str, Any]) -> list[Fact]:
+    """The results that answer a rule: the episode's, and with ``treatment_within`` those of as
+    many days before admission too (an HbA1c of the three months before)."""
+    codes = rule.get("treatment_codes", [])
+    within = rule.get("treatment_within")
+    return results_since(state, codes, within["days"]) if within else stay_results(state, codes)
+
+
+def _when_recorded(rule: dict[str, Any]) -> str:
+    """Where the line says nothing was found; the window in words, which the checker does not
+    read as a figure the evidence must hold."""
+    within = rule.get("treatment_within")
+    return f"this episode or {within['said']}" if within else "this episode"
 
 
 def _study_devices(state: EvidenceState, study: dict[str, Any] | None) -> list[Fact]:

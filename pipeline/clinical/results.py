@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.clinical.discharge_instability import unstable_at_discharge
 from pipeline.clinical.tables import CodeTable, table
+from pipeline.evidence.mapped import RECENT_RESULTS_DAYS
 from pipeline.evidence.model import (
     EvidenceState,
     Fact,
@@ -153,6 +154,15 @@ def is_vital_sign(result: LabResultAttributes) -> bool:
     if "vital-signs" not in _categories(result):
         return False
     return result.code is None or result.code.code is None or result.code.code in VITAL_SIGN_CODES
+
+
+def read_as_recent(state: EvidenceState, result: LabResultAttributes) -> bool:
+    """A laboratory result of the days before admission in which any test is still the current
+    value (``RECENT_RESULTS_DAYS``): a results line's, whatever problem it bears on too."""
+    stay = state.stay()
+    if is_vital_sign(result) or stay is None or stay.start is None or result.effective is None:
+        return False
+    return aware(result.effective) >= aware(stay.start) - timedelta(days=RECENT_RESULTS_DAYS)
 
 
 def is_minor(result: LabResultAttributes, minor: dict[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pipeline.evidence.model import (
     DiagnosisAttributes,
@@ -92,6 +92,20 @@ def current_results(state: EvidenceState, codes: Sequence[str]) -> list[Fact]:
     dated = _dated_results(state, codes)
     found = [f for f in dated if not attributes_as(f, LabResultAttributes).baseline]
     return found or dated
+
+
+def results_since(state: EvidenceState, codes: Sequence[str], days_before: int) -> list[Fact]:
+    """The stay's results under ``codes`` and those of the ``days_before`` before admission (a
+    measure the mapping reads back that far: an HbA1c of the 3 months before)."""
+    stay = state.stay()
+    if stay is None or stay.start is None:
+        return stay_results(state, codes)
+    since = aware(stay.start) - timedelta(days=days_before)
+    return [
+        f
+        for f in _dated_results(state, codes)
+        if aware(attributes_as(f, LabResultAttributes).effective or datetime.min) >= since
+    ]
 
 
 def latest_of(results: Sequence[Fact]) -> LabResultAttributes | None:

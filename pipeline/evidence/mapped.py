@@ -41,17 +41,20 @@ LASTING_MEASURE_CODES = frozenset({"10230-1", "8806-2", "18043-0", "8808-8", "88
 LASTING_MEASURE_WORDS = ("ejection fraction",)
 
 
-# Measures that define a problem on the list (a body mass index of 30 or more is obesity), read
-# for the year before admission (no wider than the pull's default look-back) so that a problem
-# the latest measure no longer bears out says so (``pipeline.clinical.problem_measures``). They
-# are not results of the stay and no results line shows them. LOINC codes.
-PROBLEM_MEASURE_CODES = frozenset({"39156-5"})
-PROBLEM_MEASURE_DAYS = 365
+# Measures read before the stay for a problem on the list, by LOINC code, each with the days
+# before admission it is read for (no wider than the pull's default look-back): a body mass
+# index defines obesity, read for the year before, so that a problem the latest measure no
+# longer bears out says so (``pipeline.clinical.problem_measures``); an HbA1c is a diabetes's
+# glycaemic control, measured on admission where none of the 3 months before is on record (ADA
+# Standards of Care in Diabetes 2024, 16.1), so one of those months answers the rule that asks
+# for it (``pipeline.clinical.indicated_procedures``). They are not results of the stay and no
+# results line shows them.
+PROBLEM_MEASURE_DAYS: dict[str, int] = {"39156-5": 365, "4548-4": 90, "17856-6": 90}
 
 
 def is_problem_measure(code: str | None) -> bool:
-    """Whether a result is a measure read only against the problem list it defines."""
-    return code in PROBLEM_MEASURE_CODES
+    """Whether a result is a measure read only against the problem list it bears on."""
+    return code in PROBLEM_MEASURE_DAYS
 
 
 def is_lasting_measure(code: str | None, name: str | None) -> bool:

@@ -6,7 +6,7 @@ never a result of the stay nor its condition at discharge."""
 from __future__ import annotations
 
 from pipeline.clinical.tables import table
-from pipeline.evidence.mapped import PROBLEM_MEASURE_CODES
+from pipeline.evidence.mapped import PROBLEM_MEASURE_DAYS
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -102,4 +102,4 @@ def test_the_stays_own_measure_is_the_latest_and_each_class_has_its_own_threshol
 def test_every_measure_the_table_reads_is_one_the_mapping_pulls_before_the_stay() -> None:
     measures = table("problem_measures", PipelineSettings())
     assert measures.source and measures.date
-    assert {rule["code"] for rule in measures.extra["rules"]} <= PROBLEM_MEASURE_CODES
+    assert {rule["code"] for rule in measures.extra["rules"]} <= set(PROBLEM_MEASURE_DAYS)

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from pipeline.clinical.results import is_minor, is_vital_sign
+from pipeline.clinical.results import is_minor, is_vital_sign, read_as_recent
 from pipeline.clinical.screening import is_screening_score
 from pipeline.clinical.tables import CodeTable
 from pipeline.clinical.transplant import unmeasured_grafts
@@ -113,10 +113,11 @@ def _worst_out_of_range(facts: Sequence[Fact]) -> list[Fact]:
 def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fact], list[Fact]]:
     """The stay's results by test (code, else name, and unit), the baseline before admission of
     each test, and the vital signs; questionnaire scores are the screening lines', and a
-    measure read before the stay for the problem it defines (a body mass index) is that
-    problem's line's (``pipeline.clinical.problem_measures``)."""
+    measure read before the stay only for the problem it bears on (a body mass index, an HbA1c
+    of weeks before) is that problem's line's (``pipeline.clinical.problem_measures``)."""
     by_test: dict[str, list[Fact]] = defaultdict(list)
     baselines: dict[str, Fact] = {}
+    problem_measures: dict[str, Fact] = {}
     vitals: list[Fact] = []
     for fact in state.facts["lab_result"]:
         result = fact.attributes
@@ -127,13 +128,16 @@ def _grouped(state: EvidenceState) -> tuple[dict[str, list[Fact]], dict[str, Fac
         if is_screening_score(result):
             continue
         if result.baseline and is_problem_measure(result.code.code if result.code else None):
-            continue
-        if result.baseline:
+            problem_measures[key] = fact
+        elif result.baseline:
             baselines[key] = fact
         elif is_vital_sign(result):
             vitals.append(fact)
         else:
             by_test[key].append(fact)
+    for key, fact in problem_measures.items():
+        if key in by_test or read_as_recent(state, attributes_as(fact, LabResultAttributes)):
+            baselines[key] = fact
     return by_test, baselines, vitals
 
 
