@@ -50,6 +50,9 @@ class _Criteria:
     major: list[str] = field(default_factory=list)
     minor: list[str] = field(default_factory=list)
     cited: list[Fact] = field(default_factory=list)
+    # Anaemia on the problem list standing in for a haemoglobin the stay never measured: the
+    # value could be a major criterion on its own, so the line asks for it.
+    unmeasured_anaemia: str | None = None
 
     def add(self, major: bool, said: str, facts: Sequence[Fact]) -> None:
         (self.major if major else self.minor).append(said)
@@ -124,6 +127,7 @@ def _haemoglobin(state: EvidenceState, hbr: CodeTable, criteria: _Criteria) -> N
         anaemia = _standing_in(state, hbr.extra["anaemia_keywords"], "haemoglobin")
         if anaemia is not None:
             criteria.add(False, anaemia[1], [anaemia[0]])
+            criteria.unmeasured_anaemia = anaemia[1]
         return
     fact, value, said = found
     minor_below = hbr.extra["hemoglobin_minor_below"].get(state.patient_gender() or "", 13)
@@ -188,7 +192,7 @@ def dual_antiplatelet_bleeding_risk(
     if long_term:
         criteria.add(False, f"{drug_names(long_term)} (long-term NSAID or steroid)", long_term)
     if not criteria.high_risk:
-        return []
+        return _haemoglobin_asked(criteria, antiplatelets, count)
     said = "; ".join(
         [*(f"major: {c}" for c in criteria.major), *(f"minor: {c}" for c in criteria.minor)]
     )
@@ -197,9 +201,35 @@ def dual_antiplatelet_bleeding_risk(
         f"at discharge, "
         f"{drug_names(antiplatelets)}: {said}: confirm the combination and set its duration"
     )
+    if criteria.unmeasured_anaemia:
+        reason += f"; measure the haemoglobin: {_BELOW_ELEVEN}"
     if not having(going_home, risks.extra["gastroprotection"]):
         reason += (
             "; no proton pump inhibitor going home, which protects the stomach on dual "
             "antiplatelet therapy at high bleeding risk: add one, or say why not"
         )
+    return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]
+
+
+# The threshold in words: the checker reads figures against the evidence, and this one is the
+# criterion's, not the record's.
+_BELOW_ELEVEN = (
+    "below eleven g/dL it is a major criterion of high bleeding risk on its own (ARC-HBR)"
+)
+
+
+def _haemoglobin_asked(
+    criteria: _Criteria, antiplatelets: Sequence[Fact], count: int
+) -> list[ReviewFlag]:
+    """Below the criteria's count, anaemia on the problem list with no haemoglobin measured:
+    the value the stay never took could make the risk high by itself (ARC-HBR's major
+    haemoglobin criterion), so the line asks for it; two readers of infarction stays on two
+    antiplatelets with anaemia on the list asked for the haemoglobin the draft never named."""
+    if criteria.unmeasured_anaemia is None:
+        return []
+    reason = (
+        f"{_COUNTED.get(count, str(count)).capitalize()} antiplatelets at discharge, "
+        f"{drug_names(antiplatelets)}, with {criteria.unmeasured_anaemia}: measure the "
+        f"haemoglobin before the combination and its duration are set: {_BELOW_ELEVEN}"
+    )
     return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]

@@ -1,6 +1,7 @@
 """High bleeding risk on two antiplatelets or more, by the ARC-HBR criteria, on hand-built
 records: one major criterion or two minor ones make the line; one minor criterion alone does
-not."""
+not, unless it is anaemia standing in for a haemoglobin never measured, which the line asks
+for."""
 
 from __future__ import annotations
 
@@ -108,8 +109,24 @@ def test_anaemia_on_the_problem_list_stands_for_an_unmeasured_haemoglobin() -> N
     assert "minor: Anemia on the problem list (since 1978-11-09), no haemoglobin in this stay" in (
         line
     )
+    assert "; measure the haemoglobin: below eleven g/dL it is a major criterion" in line
     # Measured, the value decides: a normal haemoglobin leaves age as the only criterion.
     assert high_bleeding_risk(anaemia, *DUAL, haemoglobin(13.5), born="1944-01-01") == []
+
+
+def test_anaemia_with_no_haemoglobin_asks_for_it_below_the_criteria_count() -> None:
+    """Anaemia on the list is one minor criterion, too few for the line; but the haemoglobin the
+    stay never measured could be a major one on its own (ARC-HBR: below 11 g/dL), so the line
+    asks for it. Two readers of infarction stays asked for that haemoglobin."""
+    anaemia = fx.condition("an", "Anemia (disorder)", encounter_id=None, onset="1978-11-09")
+    assert high_bleeding_risk(anaemia, *DUAL) == [
+        "Two antiplatelets at discharge, aspirin 81 MG Oral Tablet; clopidogrel 75 MG Oral "
+        "Tablet, with Anemia on the problem list (since 1978-11-09), no haemoglobin in this "
+        "stay: measure the haemoglobin before the combination and its duration are set: below "
+        "eleven g/dL it is a major criterion of high bleeding risk on its own (ARC-HBR)"
+    ]
+    assert high_bleeding_risk(anaemia, *DUAL, haemoglobin(12.8)) == []
+    assert high_bleeding_risk(*DUAL) == []
 
 
 def test_advanced_kidney_disease_on_the_problem_list_stands_for_an_unmeasured_egfr() -> None:
