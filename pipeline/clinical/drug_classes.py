@@ -26,6 +26,7 @@ from pipeline.clinical.pain_plan import pain_plan_flags
 from pipeline.clinical.regimen_risks import regimen_risk_flags
 from pipeline.clinical.risk_flags import RAISED_BY
 from pipeline.clinical.statin_intensity import stronger_statin_kept
+from pipeline.clinical.statin_interactions import transplant_statin_flags
 from pipeline.clinical.strengths import strength_discrepancy_flags
 from pipeline.clinical.tables import CodeTable, table
 from pipeline.evidence.model import (
@@ -150,6 +151,9 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     # Indicated therapy reads the notes' home lists itself.
     therapy = table("indicated_therapy", settings)
     flags += indicated_therapy_flags(state, ordered, therapy)
+    flags += transplant_statin_flags(
+        state, discharge, therapy, table("statin_interactions", settings)
+    )
     # A drug a note of the stay prescribes, given in the stay and not yet ordered, may go home.
     prescribed = {i for c in state.medications.changes for i in c.stay_orders}
     maybe_home = [
