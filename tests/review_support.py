@@ -110,11 +110,11 @@ def _leave_one_flag(box: Sandbox, patient: str, admin: dict[str, str], discharge
     high bleeding risk) and its osteoarthritis (a pain plan), prasugrel with no PCI, its
     notes list no medications beside home orders (a discrepancy), and
     its cardiovascular drugs are ordered "as needed" (a regimen risk); the stay is coded only as
-    awaiting a kidney transplant (no principal diagnosis) and the recipient goes home with no
-    immunosuppressant. Here the events resolved a year after onset, the older drugs were
-    completed (prasugrel too), the others are taken on a schedule, the stay names its clinical
-    reason, tacrolimus is ordered and the notes list the orders, so one flag remains: the orders
-    without a complete dosage."""
+    awaiting a kidney transplant (no principal diagnosis), the recipient goes home with no
+    immunosuppressant, and its diabetes has no HbA1c. Here the events resolved a year after
+    onset, the older drugs were completed (prasugrel too), the others are taken on a schedule,
+    the stay names its clinical reason, tacrolimus is ordered, an HbA1c is measured and the
+    notes list the orders, so one flag remains: the orders without a complete dosage."""
 
     def update(kind: str, change) -> None:
         found = httpx.get(
@@ -181,8 +181,9 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     """The stay names end-stage renal disease as its reason, records the transplant itself (its
     "History of renal transplant" would otherwise be a treatment the record only implies),
     measures the graft's function (a creatinine and a potassium before discharge, without which
-    the lisinopril going home is asked about), and tacrolimus goes home, with the Pneumocystis
-    and cytomegalovirus prophylaxis of the months after a transplant."""
+    the lisinopril going home is asked about) and the diabetes's HbA1c (asked for where none of
+    the three months before admission is on record), and tacrolimus goes home, with the
+    Pneumocystis and cytomegalovirus prophylaxis of the months after a transplant."""
     with httpx.Client() as browser:
         stay_id = inpatient_encounter(browser, box, patient)
     stay = httpx.get(f"{box.fhir_base}/Encounter/{stay_id}", headers=admin).json()
@@ -227,6 +228,7 @@ def _treat_the_transplant(box: Sandbox, patient: str, admin: dict[str, str]) -> 
     for loinc, name, value, unit, normal in (
         ("2160-0", "Creatinine", 1.1, "mg/dL", (0.6, 1.3)),
         ("2823-3", "Potassium", 4.2, "mmol/L", (3.5, 5.1)),
+        ("4548-4", "Hemoglobin A1c/Hemoglobin.total in Blood", 7.2, "%", (4.0, 5.6)),
     ):
         measured = fx.observation(
             f"one-flag-{loinc}", name, value, unit, loinc=loinc, when=stay["period"]["end"]
