@@ -56,6 +56,7 @@ def follow_up_section(
         text = render.no_new_follow_up()
         sentences.append(cited_sentence("follow_up", text, [f.id for f in plans]))
     sentences += _education_given(state, render, routine)
+    sentences += _self_care(state, render, reviews)
     if _review_arranged(state):
         return sentences + _equipment_line(state, render, equipment)
     return (
@@ -134,6 +135,25 @@ def _condition_reviews(state: EvidenceState, render: Any, reviews: CodeTable) ->
         if showing and not (rule.get("answered_by_plan") and _planned_for(state, rule)):
             named = attributes_as(showing[0], DiagnosisAttributes).display
             text = render.no_condition_review(named, rule["review"])
+            sentences.append(cited_sentence("follow_up", text, [showing[0].id]))
+    return sentences
+
+
+def _self_care(state: EvidenceState, render: Any, reviews: CodeTable) -> list[Sentence]:
+    """A condition on the problem list, or of the episode, that limits self-care at home (the
+    ``condition_follow_up`` table's ``self_care``: dementia), one line each, whatever review is
+    arranged: the discharge plan weighs the patient's capacity for self-care (42 CFR 482.43(a)),
+    and two readers of a kidney recipient with Alzheimer's disease asked who would manage a
+    complex new regimen."""
+    diagnoses = listed(state, "principal", "specified", "episode", "active")
+    sentences = []
+    for rule in reviews.extra.get("self_care", {}).values():
+        showing = [
+            f for f in diagnoses if names_it(attributes_as(f, DiagnosisAttributes).display, rule)
+        ]
+        if showing:
+            named = attributes_as(showing[0], DiagnosisAttributes).display
+            text = render.self_care(named, rule["ask"])
             sentences.append(cited_sentence("follow_up", text, [showing[0].id]))
     return sentences
 
