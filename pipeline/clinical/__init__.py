@@ -23,6 +23,7 @@ __all__ = [
     "results",
     "risk_flags",
     "screening",
+    "strengths",
     "tables",
     "transplant",
     "validate",

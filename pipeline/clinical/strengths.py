@@ -10,7 +10,9 @@ the order, for the physician to say which strength is taken: never chosen.
 
 from __future__ import annotations
 
-from pipeline.clinical.medications import normalise_quantity, strength_of
+from fractions import Fraction
+
+from pipeline.clinical.medications import ingredients, normalise_quantity, strength_of
 from pipeline.clinical.note_medications import noted_drugs
 from pipeline.evidence.model import (
     EvidenceState,
@@ -43,6 +45,24 @@ def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
             continue
         flags += [_flag(order, drug.text, drug.line) for order in stated]
     return flags
+
+
+def strength_fall(before: str, after: str) -> tuple[str, str] | None:
+    """The strengths of two drugs of one ingredient when the second's is the lower ("24 HR
+    metoprolol succinate 100 MG …" and "metoprolol tartrate 25 MG …": 100 mg, 25 mg): a
+    duplicate proposed stopped in favour of a weaker tablet is a dose cut, a dose difference
+    reconciliation resolves (NPSG.03.06.01), which a reader found the line left unsaid."""
+    if len(ingredients(before)) != 1 or ingredients(before) != ingredients(after):
+        return None
+    old, new = strength(before), strength(after)
+    if old is None or new is None or "+" in old or "+" in new:
+        return None
+    (old_value, old_unit), (new_value, new_unit) = old.split(" ", 1), new.split(" ", 1)
+    try:
+        falls = old_unit == new_unit and Fraction(new_value) < Fraction(old_value)
+    except ValueError:
+        return None
+    return (old, new) if falls else None
 
 
 def _strength_of(fact: Fact) -> str | None:

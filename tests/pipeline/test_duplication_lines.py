@@ -91,3 +91,34 @@ def test_one_drug_at_two_strengths_is_not_a_duplication_of_its_class() -> None:
         fx.ordered_in_stay("b", "Clopidogrel 300 MG Oral Tablet"),
     )
     assert not [f for f in state.flags_for_review if f.code == "therapeutic_duplication"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        (
+            "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet",
+            "metoprolol tartrate 25 MG Oral Tablet",
+            "; the strength falls from 100 mg to 25 mg a tablet: confirm the dose is meant to "
+            "fall.",
+        ),
+        (
+            "metoprolol tartrate 25 MG Oral Tablet",
+            "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet",
+            ", ordered in this stay.",
+        ),
+    ],
+    ids=["a weaker tablet kept", "a stronger tablet kept"],
+)
+def test_an_old_order_proposed_stopped_for_a_weaker_tablet_of_its_drug_says_the_dose_falls(
+    old: str, new: str, said: str
+) -> None:
+    """Reconciliation resolves dose differences (NPSG.03.06.01): stopping a 100 mg metoprolol
+    for the stay's 25 mg tablet is a dose cut, which a reader found the line left unsaid. Only
+    a fall is said, and only within one drug (atenolol for metoprolol, above, says nothing)."""
+    _, sections = drafted(
+        fx.medication_request("old", old, authored="1997-12-09", **FULL),  # type: ignore[arg-type]
+        fx.ordered_in_stay("new", new, **FULL),
+    )
+    (line,) = [s for s in sections["medications"] if s.startswith("PROPOSED STOP")]
+    assert line.endswith(said)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.clinical.strengths import strength_fall
 from pipeline.evidence.model import (
     AllergyAttributes,
     EvidenceState,
@@ -88,7 +89,14 @@ def _superseded_lines(
         # "ordered in this stay" only for a drug the stay started or changed; a home drug the
         # notes confirm goes home CONTINUED, and is said so.
         going = [(state.fact(i).attributes, how.get(i) in ("new", "changed")) for i in newer]
-        text = render.superseded(state.fact(order).attributes, going)
+        stopped = attributes_as(state.fact(order), MedicationAttributes)
+        falls = [
+            fall
+            for kept, _ in going
+            if isinstance(kept, MedicationAttributes)
+            and (fall := strength_fall(stopped.name, kept.name))
+        ]
+        text = render.superseded(stopped, going, falls)
         line = cited_sentence("medications", text, [order, *newer])
         lines.append(line.model_copy(update={"flags": [*line.flags, *doubts_about(state, order)]}))
     return lines
