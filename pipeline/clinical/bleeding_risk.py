@@ -173,12 +173,48 @@ def _standing_in(
     return None
 
 
+def _counted(count: int) -> str:
+    return _COUNTED.get(count, str(count))
+
+
+def _on_antiplatelets(
+    antiplatelets: Sequence[Fact], count: int, unsettled: frozenset[str], risks: CodeTable
+) -> str:
+    """The antiplatelets as the line counts them: those going home, and apart from them an old
+    order to confirm or a home drug held or stopped, said conditionally (a reader read "three
+    antiplatelets at discharge" beside the list's proposed stop of one of them as a
+    contradiction). All of them unsettled, the line says "at discharge" and is read "if
+    continued" with the other regimen flags."""
+    settled = [f for f in antiplatelets if f.id not in unsettled]
+    pending = [f for f in antiplatelets if f.id in unsettled]
+    if not settled or not pending:
+        return f"{_counted(count)} antiplatelets at discharge, {drug_names(antiplatelets)}"
+    continues = "continue" if len(pending) > 1 else "continues"
+    going = _antiplatelets(settled, risks)[1]
+    if going >= 2:
+        return (
+            f"{_counted(going)} antiplatelets at discharge, {drug_names(settled)}, "
+            f"{_counted(count)} if {drug_names(pending)}, to confirm, {continues}"
+        )
+    return (
+        f"{_counted(count)} antiplatelets if {drug_names(pending)}, to confirm, {continues}, "
+        f"with {drug_names(settled)} at discharge"
+    )
+
+
 def dual_antiplatelet_bleeding_risk(
-    state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable, hbr: CodeTable
+    state: EvidenceState,
+    going_home: Sequence[Fact],
+    risks: CodeTable,
+    hbr: CodeTable,
+    unsettled: frozenset[str] = frozenset(),
 ) -> list[ReviewFlag]:
+    """ARC-HBR's criteria read beside two antiplatelets or more on the list (``unsettled``: the
+    orders to confirm and home drugs held or stopped among them, said conditionally)."""
     antiplatelets, count = _antiplatelets(going_home, risks)
     if not antiplatelets:
         return []
+    on = _on_antiplatelets(antiplatelets, count, unsettled, risks)
     criteria = _Criteria()
     _conditions(state, hbr, criteria)
     _laboratory(state, hbr, risks, criteria)
@@ -192,14 +228,13 @@ def dual_antiplatelet_bleeding_risk(
     if long_term:
         criteria.add(False, f"{drug_names(long_term)} (long-term NSAID or steroid)", long_term)
     if not criteria.high_risk:
-        return _haemoglobin_asked(criteria, antiplatelets, count)
+        return _haemoglobin_asked(criteria, antiplatelets, on)
     said = "; ".join(
         [*(f"major: {c}" for c in criteria.major), *(f"minor: {c}" for c in criteria.minor)]
     )
     reason = (
-        f"High bleeding risk (ARC-HBR) on {_COUNTED.get(count, str(count))} antiplatelets "
-        f"at discharge, "
-        f"{drug_names(antiplatelets)}: {said}: confirm the combination and set its duration"
+        f"High bleeding risk (ARC-HBR) on {on}: {said}: confirm the combination and set its "
+        "duration"
     )
     if criteria.unmeasured_anaemia:
         reason += f"; measure the haemoglobin: {_BELOW_ELEVEN}"
@@ -219,7 +254,7 @@ _BELOW_ELEVEN = (
 
 
 def _haemoglobin_asked(
-    criteria: _Criteria, antiplatelets: Sequence[Fact], count: int
+    criteria: _Criteria, antiplatelets: Sequence[Fact], on: str
 ) -> list[ReviewFlag]:
     """Below the criteria's count, anaemia on the problem list with no haemoglobin measured:
     the value the stay never took could make the risk high by itself (ARC-HBR's major
@@ -228,8 +263,7 @@ def _haemoglobin_asked(
     if criteria.unmeasured_anaemia is None:
         return []
     reason = (
-        f"{_COUNTED.get(count, str(count)).capitalize()} antiplatelets at discharge, "
-        f"{drug_names(antiplatelets)}, with {criteria.unmeasured_anaemia}: measure the "
+        f"{on[0].upper()}{on[1:]}, with {criteria.unmeasured_anaemia}: measure the "
         f"haemoglobin before the combination and its duration are set: {_BELOW_ELEVEN}"
     )
     return [risk_flag("high-bleeding-risk", reason, [*criteria.cited, *antiplatelets])]

@@ -146,7 +146,7 @@ def medication_safety(state: EvidenceState, settings: PipelineSettings) -> Evide
     flags += regimen_risk_flags(state, discharge, risks)
     flags += kidney_graft_drugs(state, discharge, risks, table("transplant_organs", settings))
     flags += dual_antiplatelet_bleeding_risk(
-        state, discharge, risks, table("bleeding_risk", settings)
+        state, discharge, risks, table("bleeding_risk", settings), unconfirmed | held
     )
     # Indicated therapy reads the notes' home lists itself.
     therapy = table("indicated_therapy", settings)

@@ -139,3 +139,25 @@ def test_advanced_kidney_disease_on_the_problem_list_stands_for_an_unmeasured_eg
     measured = fx.observation("egfr", "eGFR", 45, "mL/min/{1.73_m2}", loinc="33914-3")
     (line,) = high_bleeding_risk(ckd, *DUAL, measured, born="1944-01-01")
     assert "minor: eGFR 45 mL/min/{1.73_m2} on 2024-03-02; minor: age 80" in line
+
+
+def test_an_antiplatelet_to_confirm_is_counted_apart_from_those_going_home() -> None:
+    """A 1997 clopidogrel order to confirm beside aspirin and prasugrel started in the stay: the
+    list proposes the old order stopped, so "three antiplatelets at discharge" contradicted it
+    (a reader's finding); the line counts the two going home and the third conditionally."""
+    old = fx.medication_request(
+        "c",
+        "Clopidogrel 75 MG Oral Tablet",
+        authored="1997-12-09",
+        **FULL,  # type: ignore[arg-type]
+    )
+    started = (
+        going_home("a", "aspirin 81 MG Oral Tablet"),
+        going_home("p", "prasugrel 10 MG Oral Tablet"),
+    )
+    (line,) = high_bleeding_risk(old, *started, haemoglobin(11.5), born="1944-01-01")
+    assert line.startswith(
+        "High bleeding risk (ARC-HBR) on two antiplatelets at discharge, aspirin 81 MG Oral "
+        "Tablet; prasugrel 10 MG Oral Tablet, three if Clopidogrel 75 MG Oral Tablet, to "
+        "confirm, continues: "
+    )
