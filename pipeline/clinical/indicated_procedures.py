@@ -5,7 +5,10 @@ table (its header names the guidelines); one Needs review line per finding, neve
   procedure in the episode.
 - **Expected procedures**: a condition of the episode whose treatment is a procedure (an acute
   myocardial infarction: angiography, PCI, bypass or fibrinolysis) with none recorded: how it
-  was treated is asked, since the drugs at discharge depend on it.
+  was treated is asked, since the drugs at discharge depend on it. A result answers a rule as
+  a procedure does (an infarction's troponin); a lifelong condition counts on the problem list
+  too, and a result of the months before admission answers it (a diabetes's HbA1c of the three
+  months before).
 """
 
 from __future__ import annotations
