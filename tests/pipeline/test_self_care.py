@@ -24,33 +24,23 @@ def follow_up(*resources: dict[str, Any]) -> list[str]:
     return sections(state_of(*resources)).get("follow_up", [])
 
 
+def alzheimer(**changes: Any) -> dict[str, Any]:
+    """Alzheimer's disease on the problem list since 2015, years before the stay."""
+    since: dict[str, Any] = {"encounter_id": None, "onset": "2015-12-22T10:00:00+00:00"}
+    return fx.condition("ad", "Alzheimer's disease (disorder)", code="26929004", **since | changes)
+
+
 def test_dementia_on_the_problem_list_asks_who_manages_the_medicines() -> None:
-    alzheimer = fx.condition(
-        "ad",
-        "Alzheimer's disease (disorder)",
-        code="26929004",
-        encounter_id=None,
-        onset="2015-12-22T10:00:00+00:00",
-    )
-    assert ASKED in follow_up(alzheimer)
+    assert ASKED in follow_up(alzheimer())
 
 
 def test_an_appointment_arranged_does_not_answer_it() -> None:
-    alzheimer = fx.condition("ad", "Alzheimer's disease (disorder)", code="26929004")
     booked = fx.appointment("visit", "Memory clinic", end="2024-03-19T09:30:00+00:00")
-    assert ASKED in follow_up(alzheimer, booked)
+    assert ASKED in follow_up(alzheimer(), booked)
 
 
 def test_no_such_condition_or_a_resolved_one_asks_nothing() -> None:
-    resolved = fx.condition(
-        "ad",
-        "Alzheimer's disease (disorder)",
-        code="26929004",
-        encounter_id=None,
-        onset="2015-12-22T10:00:00+00:00",
-        clinical="resolved",
-        abatement="2016-01-01",
-    )
+    resolved = alzheimer(clinical="resolved", abatement="2016-01-01")
     assert not [line for line in follow_up(resolved) if line.startswith("Care at home")]
     assert not [line for line in follow_up() if line.startswith("Care at home")]
 
