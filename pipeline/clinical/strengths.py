@@ -47,14 +47,18 @@ def strength_discrepancy_flags(state: EvidenceState) -> list[ReviewFlag]:
     return flags
 
 
-def strength_fall(before: str, after: str) -> tuple[str, str] | None:
+def strength_fall(
+    before: MedicationAttributes, after: MedicationAttributes
+) -> tuple[str, str] | None:
     """The strengths of two drugs of one ingredient when the second's is the lower ("24 HR
     metoprolol succinate 100 MG …" and "metoprolol tartrate 25 MG …": 100 mg, 25 mg): a
     duplicate proposed stopped in favour of a weaker tablet is a dose cut, a dose difference
-    reconciliation resolves (NPSG.03.06.01), which a reader found the line left unsaid."""
-    if len(ingredients(before)) != 1 or ingredients(before) != ingredients(after):
+    reconciliation resolves (NPSG.03.06.01), which a reader found the line left unsaid. Where
+    both instructions give their tablets a day and the weaker one's make up the daily dose (50
+    mg twice a day for 100 mg once), nothing falls."""
+    if len(ingredients(before.name)) != 1 or ingredients(before.name) != ingredients(after.name):
         return None
-    old, new = strength(before), strength(after)
+    old, new = strength(before.name), strength(after.name)
     if old is None or new is None or "+" in old or "+" in new:
         return None
     (old_value, old_unit), (new_value, new_unit) = old.split(" ", 1), new.split(" ", 1)
@@ -62,6 +66,9 @@ def strength_fall(before: str, after: str) -> tuple[str, str] | None:
         falls = old_unit == new_unit and Fraction(new_value) < Fraction(old_value)
     except ValueError:
         return None
+    if falls and before.units_per_day and after.units_per_day:
+        daily_before = Fraction(old_value) * Fraction(before.units_per_day)
+        falls = Fraction(new_value) * Fraction(after.units_per_day) < daily_before
     return (old, new) if falls else None
 
 

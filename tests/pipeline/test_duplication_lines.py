@@ -122,3 +122,20 @@ def test_an_old_order_proposed_stopped_for_a_weaker_tablet_of_its_drug_says_the_
     )
     (line,) = [s for s in sections["medications"] if s.startswith("PROPOSED STOP")]
     assert line.endswith(said)
+
+
+def test_a_weaker_tablet_taken_often_enough_to_keep_the_daily_dose_says_nothing() -> None:
+    """Metoprolol tartrate 50 mg twice a day for a 100 mg succinate once a day: the tablet is
+    weaker, the day's dose is not; the line says nothing of a fall."""
+    twice = FULL | {"frequency": (2, 1, "d")}
+    _, sections = drafted(
+        fx.medication_request(
+            "old",
+            "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet",
+            authored="1997-12-09",
+            **FULL,  # type: ignore[arg-type]
+        ),
+        fx.ordered_in_stay("new", "metoprolol tartrate 50 MG Oral Tablet", **twice),
+    )
+    (line,) = [s for s in sections["medications"] if s.startswith("PROPOSED STOP")]
+    assert line.endswith(", ordered in this stay.")

@@ -93,8 +93,7 @@ def _superseded_lines(
         falls = [
             fall
             for kept, _ in going
-            if isinstance(kept, MedicationAttributes)
-            and (fall := strength_fall(stopped.name, kept.name))
+            if isinstance(kept, MedicationAttributes) and (fall := strength_fall(stopped, kept))
         ]
         text = render.superseded(stopped, going, falls)
         line = cited_sentence("medications", text, [order, *newer])
