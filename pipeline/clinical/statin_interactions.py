@@ -32,7 +32,13 @@ def transplant_statin_flags(
     """One line over the statins on the list after a transplant, with cyclosporine going home
     or with no immunosuppressant on the list."""
     name = interactions.extra["recipients"]
-    rule = therapy.extra["expected"][name]
+    rule = therapy.extra["expected"].get(name)
+    if rule is None or "immunosuppressant" not in rule.get("groups", {}):
+        # A deployment's tables that disagree are a configuration error, named as such.
+        raise ValueError(
+            f"statin_interactions: its recipients rule {name!r} is no rule of the "
+            "indicated_therapy table with an immunosuppressant group"
+        )
     labels: dict[str, str] = interactions.extra["statins"]
     statins = having(drugs, list(labels))
     recipients = indication(state, rule) if statins else []

@@ -7,10 +7,12 @@ word on the immunosuppression to come."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from pipeline.clinical.statin_interactions import transplant_statin_flags
 from pipeline.clinical.tables import table
 from pipeline.settings import PipelineSettings
 from tests import fhir_fixtures as fx
@@ -87,3 +89,15 @@ def test_the_tables_statins_and_recipients_are_those_the_therapy_table_names() -
     statins = expected["myocardial infarction or coronary revascularization"]["groups"]["statin"]
     assert set(interactions.extra["statins"]) <= set(statins)
     assert set(interactions.extra["interacting"]) <= set(recipients["groups"]["immunosuppressant"])
+
+
+def test_a_deployments_tables_that_disagree_are_a_clear_error() -> None:
+    """A deployment may replace either table; a recipients rule the therapy table lacks is named,
+    not a KeyError deep in a draft."""
+    settings = PipelineSettings()
+    interactions = table("statin_interactions", settings)
+    renamed = replace(interactions, extra=interactions.extra | {"recipients": "organ graft"})
+    with pytest.raises(ValueError, match="'organ graft' is no rule of the indicated_therapy"):
+        transplant_statin_flags(
+            state_of(RECIPIENT), [], table("indicated_therapy", settings), renamed
+        )

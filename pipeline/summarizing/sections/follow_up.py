@@ -14,6 +14,7 @@ from pipeline.evidence.model import (
     CarePlanAttributes,
     DiagnosisAttributes,
     EvidenceState,
+    Fact,
     attributes_as,
 )
 from pipeline.evidence.summary import Sentence
@@ -129,13 +130,11 @@ def _condition_reviews(state: EvidenceState, render: Any, reviews: CodeTable) ->
     diagnoses = listed(state, "principal", "specified", "episode")
     sentences = []
     for rule in reviews.extra["conditions"].values():
-        showing = [
-            f for f in diagnoses if names_it(attributes_as(f, DiagnosisAttributes).display, rule)
-        ]
+        showing = _first_named(diagnoses, rule)
         if showing and not (rule.get("answered_by_plan") and _planned_for(state, rule)):
-            named = attributes_as(showing[0], DiagnosisAttributes).display
+            named = attributes_as(showing, DiagnosisAttributes).display
             text = render.no_condition_review(named, rule["review"])
-            sentences.append(cited_sentence("follow_up", text, [showing[0].id]))
+            sentences.append(cited_sentence("follow_up", text, [showing.id]))
     return sentences
 
 
@@ -148,14 +147,20 @@ def _self_care(state: EvidenceState, render: Any, reviews: CodeTable) -> list[Se
     diagnoses = listed(state, "principal", "specified", "episode", "active")
     sentences = []
     for rule in reviews.extra.get("self_care", {}).values():
-        showing = [
-            f for f in diagnoses if names_it(attributes_as(f, DiagnosisAttributes).display, rule)
-        ]
+        showing = _first_named(diagnoses, rule)
         if showing:
-            named = attributes_as(showing[0], DiagnosisAttributes).display
+            named = attributes_as(showing, DiagnosisAttributes).display
             text = render.self_care(named, rule["ask"])
-            sentences.append(cited_sentence("follow_up", text, [showing[0].id]))
+            sentences.append(cited_sentence("follow_up", text, [showing.id]))
     return sentences
+
+
+def _first_named(diagnoses: list[Fact], rule: dict[str, Any]) -> Fact | None:
+    """The first of ``diagnoses`` whose term the rule names: the one its line names and cites."""
+    return next(
+        (f for f in diagnoses if names_it(attributes_as(f, DiagnosisAttributes).display, rule)),
+        None,
+    )
 
 
 def _planned_for(state: EvidenceState, rule: dict[str, Any]) -> bool:
