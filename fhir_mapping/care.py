@@ -1,6 +1,7 @@
 """Care after discharge and care given in the episode: CarePlans (``fhir_mapping.care_plans``),
 ServiceRequests, Appointments, Immunizations, MedicationAdministrations and ImagingStudies (with
-imaging report conclusions).
+imaging report conclusions). A test ordered in the stay and not answered yet is a pending result
+(``fhir_mapping.test_orders``).
 
 A service request or an appointment belongs to the follow-up when it is active and falls after
 discharge. Vaccines, medications given and imaging studies belong to the episode by its
@@ -24,6 +25,7 @@ from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
+from fhir_mapping.test_orders import open_test_orders
 from pipeline.evidence.model import (
     AdministrationAttributes,
     CarePlanAttributes,
@@ -57,6 +59,10 @@ def _appointment(scope: Scope, model: Appointment) -> Planned:
 
 
 def _requests(scope: Scope, mapped: Mapped) -> None:
+    pending_keys = set()
+    for order, pending in open_test_orders(scope):
+        mapped.add("pending", order, pending, "status")
+        pending_keys.add(order.key)
     planned: list[tuple[str, ParsedResource[ServiceRequest | Appointment], Planned]] = [
         *(
             ("service_request", item, _service_request(scope, item.model))
@@ -68,7 +74,7 @@ def _requests(scope: Scope, mapped: Mapped) -> None:
         ),
     ]
     for kind, item, plan in planned:
-        if plan is None:
+        if plan is None or item.key in pending_keys:
             continue
         when, title = plan
         status = item.model.status

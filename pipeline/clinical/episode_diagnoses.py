@@ -82,12 +82,17 @@ def aftermath(episode: list[Fact], principal: list[Fact]) -> list[str]:
 def coded_after_done(state: EvidenceState, episode: list[Fact], done: set[str]) -> list[str]:
     """The episode's "History of X" coded during the stay where a procedure of the episode names
     part of X ("History of tubal ligation" the day of the ligation): the procedure's coded
-    after-state, cited on the first line rather than listed as a diagnosis of the stay."""
-    return [
-        fact.id
-        for fact in episode
-        if history_in_stay(state, attributes_as(fact, DiagnosisAttributes)) & done
-    ]
+    after-state, cited on the first line rather than listed as a diagnosis of the stay. So is a
+    "Status post X" coded during the stay (one whose X a procedure of the episode names whole):
+    the Procedures section lists the procedure, and a line "Status post Excision of appendix:
+    diagnosis of this stay" beside the appendicitis read as the operation said twice."""
+    found = []
+    for fact in episode:
+        diagnosis = attributes_as(fact, DiagnosisAttributes)
+        coded_in_stay = diagnosis.status_post and during_stay(state, diagnosis.onset)
+        if coded_in_stay or history_in_stay(state, diagnosis) & done:
+            found.append(fact.id)
+    return found
 
 
 def is_implied_treatment(

@@ -62,6 +62,16 @@ def _simple(
     return [cited_sentence(section, macro(f.attributes), [f.id]) for f in state.facts[category]]
 
 
+def _pending_results(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
+    """Each result still awaited, or that the record holds none: its reports and test orders
+    were read (``fhir_mapping.results``, ``fhir_mapping.test_orders``), so an empty list says no
+    test awaits its result, which "Not documented" did not (readers asked for it)."""
+    pending = _simple(state, "pending_result", "pending_results", render.pending)
+    if pending or stay is None:
+        return pending
+    return [cited_sentence("pending_results", render.none_pending(), [stay.id])]
+
+
 # Sections whose facts the record dates: empty because the record starts later, it says so.
 _DATED_SECTIONS: dict[SectionKey, tuple[str, str]] = {
     "procedures": ("procedure", "procedures"),
@@ -79,6 +89,10 @@ def _empty_reason(
         # The record holds social history, none of it bearing on discharge: "Not documented"
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
+    if key == "needs_review":
+        # Every section documented and nothing flagged: "Not documented" here read as if the
+        # review itself were missing.
+        return str(render.nothing_flagged())
     own = listed(state, "principal") or listed(state, "episode")
     if key == "active_problems" and own:
         # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
@@ -163,7 +177,7 @@ def _sections(
             stay,
             screening_results(screens, render),
         ),
-        "pending_results": _simple(state, "pending_result", "pending_results", render.pending),
+        "pending_results": _pending_results(state, render, stay),
         "follow_up": follow_up_section(
             state, render, (equipment, routine, table("condition_follow_up", settings), organs)
         )

@@ -199,7 +199,8 @@ def test_what_the_notes_say_of_substance_use_is_quoted_once_under_social_history
 def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_record_implies() -> None:
     """ "History of coronary artery bypass grafting" coded on the day of admission, and no
     bypass in the record: the bypass is implied, said so and flagged; a history coded before the
-    stay is a plain diagnosis, and one whose procedure is recorded is "Status post"."""
+    stay is a plain diagnosis, and one whose procedure is recorded is that procedure's coded
+    after-state: cited on the principal diagnosis's line, the bypass named under Procedures."""
     during = history_of("coronary artery bypass grafting")
     summary = summary_of(during, reason="Coronary arteriosclerosis (disorder)")
     (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
@@ -210,8 +211,11 @@ def test_a_history_of_a_procedure_coded_during_the_stay_is_a_treatment_the_recor
     assert [flag.code for flag in line.flags] == ["implied_treatment"]
     done = fx.procedure("cabg", "Coronary artery bypass grafting (procedure)")
     summary = summary_of(during, done, reason="Coronary arteriosclerosis (disorder)")
-    (line,) = [s for s in summary.section("diagnoses").sentences if "bypass" in s.text]
-    assert line.text.startswith("Status post Coronary artery bypass grafting") and not line.flags
+    (line,) = summary.section("diagnoses").sentences
+    assert line.text.startswith("Coronary arteriosclerosis: principal diagnosis") and not line.flags
+    assert len(line.citations) == 2
+    (procedure,) = summary.section("procedures").sentences
+    assert procedure.text.startswith("Coronary artery bypass grafting (completed)")
 
 
 def test_a_procedure_that_may_be_the_history_never_lets_the_line_say_none_is_recorded() -> None:

@@ -4,7 +4,7 @@ stay's own procedure, "History of X" beside the stay's disorder, a transfer code
 
 from __future__ import annotations
 
-from pipeline.evidence.model import DiagnosisAttributes
+from pipeline.evidence.model import DiagnosisAttributes, attributes_as
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -12,9 +12,11 @@ from tests import fhir_fixtures as fx
 from tests.pipeline.diagnoses_support import sections
 
 
-def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
+def test_history_of_a_procedure_done_in_the_stay_is_the_procedure_said_once() -> None:
     """The issue's example: "History of coronary artery bypass grafting" quoted for a patient
-    whose bypass was done during this stay."""
+    whose bypass was done during this stay. It is the bypass's coded after-state: the
+    Procedures section names the bypass, and the principal diagnosis's line cites the status
+    (a "Status post" line of its own read as the operation said twice)."""
     stay = fx.encounter() | {"reasonReference": [{"reference": "Condition/cad"}]}
     state = evidence_from_fhir(
         fx.bundle(
@@ -31,19 +33,19 @@ def test_history_of_a_procedure_done_in_the_episode_reads_status_post() -> None:
         ),
         settings=PipelineSettings(),
     )
-    drafted = sections(state)
-    assert (
-        "Status post Coronary artery bypass grafting on 2024-03-01: diagnosis of this stay, "
-        "onset 2024-03-01, active." in drafted["diagnoses"]
-    )
-    assert drafted["diagnoses"][0].startswith("Coronary arteriosclerosis: principal diagnosis")
-    (status_post,) = [
-        s
-        for s in summarize_evidence(state, settings=PipelineSettings()).sentences()
-        if s.text.startswith("Status post")
+    (status,) = [
+        f for f in state.facts["diagnosis"] if attributes_as(f, DiagnosisAttributes).status_post
     ]
-    cited = {ref.resource for i in status_post.citations for ref in state.fact(i).sources}
-    assert cited == {"Condition/hx", "Procedure/cabg"} and not status_post.flagged
+    drafted = sections(state)
+    assert drafted["diagnoses"] == [
+        "Coronary arteriosclerosis: principal diagnosis, the reason for the stay, onset "
+        "2024-03-01, active."
+    ]
+    assert drafted["procedures"] == ["Coronary artery bypass grafting (completed) on 2024-03-01."]
+    (principal,) = (
+        summarize_evidence(state, settings=PipelineSettings()).section("diagnoses").sentences
+    )
+    assert status.id in principal.citations and not principal.flagged
     # No appendectomy in this episode: its history stays a history, on the past-history line.
     assert drafted["active_problems"] == ["Past history: appendectomy (recorded 2006-08-03)."]
 
