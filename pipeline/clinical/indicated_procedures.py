@@ -8,7 +8,8 @@ table (its header names the guidelines); one Needs review line per finding, neve
   was treated is asked, since the drugs at discharge depend on it. A result answers a rule as
   a procedure does (an infarction's troponin); a lifelong condition counts on the problem list
   too, and a result of the months before admission answers it (a diabetes's HbA1c of the three
-  months before).
+  months before); where the drugs of the plan that result sets are absent too (no
+  glucose-lowering drug going home or at home), the line says so and asks for the plan.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pipeline.clinical.indications import indication, indication_terms
 from pipeline.clinical.risk_flags import (
     drug_names,
     having,
+    held_at_home,
     results_since,
     risk_flag,
     stay_results,
@@ -59,11 +61,17 @@ def required_procedures(
     return flags
 
 
-def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[ReviewFlag]:
+def expected_procedures(
+    state: EvidenceState, going_home: Sequence[Fact], therapy: CodeTable
+) -> list[ReviewFlag]:
     """A condition of the episode treated by a procedure, with no such procedure recorded in the
     episode: the record lacks the treatment, or the treatment was medical; the physician says
     which (a STEMI discharged on prasugrel with nothing of its reperfusion on record). A rule's
-    ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin)."""
+    ``treatment_codes`` let a result of the episode answer it too (an infarction's troponin).
+    A rule's ``plan_drugs`` are the drugs the plan that the result sets would name: with none
+    going home or at home either, the line says so, and asks for the plan as well (a diabetes
+    with neither an HbA1c nor a glucose-lowering drug: whether it is diet alone or untreated
+    is for the physician to say)."""
     procedures = [attributes_as(f, ProcedureAttributes).name for f in state.facts["procedure"]]
     flags = []
     for rule in therapy.extra.get("expected_procedures", []):
@@ -82,13 +90,28 @@ def expected_procedures(state: EvidenceState, therapy: CodeTable) -> list[Review
                 if devices
                 else f"no {rule['treatment']} recorded in {_when_recorded(rule)}"
             )
+            missing, why = _without_plan_drugs(state, going_home, rule, missing)
             # The most general of the condition's terms names it ("Diabetes mellitus type 2",
             # not each of its complications); all of them are cited.
             named = min((plain_term(term) for _, term in indications), key=len)
-            reason = f"{rule['condition']} ({named}) with {missing}: {rule['why']}"
+            reason = f"{rule['condition']} ({named}) with {missing}: {why}"
             cited = [*(fact for fact, _ in indications), *devices]
             flags.append(risk_flag(f"treated-{rule['condition']}", reason, cited))
     return flags
+
+
+def _without_plan_drugs(
+    state: EvidenceState, going_home: Sequence[Fact], rule: dict[str, Any], missing: str
+) -> tuple[str, str]:
+    """What the line finds missing and what it asks: with the rule's ``plan_drugs`` neither going
+    home nor at home, their absence too, and the plan's question in place of the result's."""
+    plan = rule.get("plan_drugs")
+    if plan is None:
+        return missing, str(rule["why"])
+    ingredients = plan["ingredients"]
+    if having(going_home, ingredients) or held_at_home(state, ingredients):
+        return missing, str(rule["why"])
+    return f"{missing}, and no {plan['name']} going home or at home", str(plan["why"])
 
 
 def _answering_results(state: EvidenceState, rule: dict[str, Any]) -> list[Fact]:

@@ -213,6 +213,6 @@ def indicated_therapy_flags(
         *avoided_therapy(state, going_home, therapy),
         *expected_therapy(state, going_home, therapy),
         *required_procedures(state, going_home, therapy),
-        *expected_procedures(state, therapy),
+        *expected_procedures(state, going_home, therapy),
         *age_limits(state, going_home, therapy),
     ]

@@ -3,7 +3,10 @@ is measured on admission where none of the three months before is on record (ADA
 Care in Diabetes 2024, 16.1). Readers of transplant and infarction stays found type 2 diabetes on
 the problem list with no HbA1c, no glucose and no word on its plan. An HbA1c of the stay or of
 the three months before answers it; prediabetes asks nothing. The HbA1c of weeks before is read
-for the problem only, not as a result of the stay."""
+for the problem only, not as a result of the stay. With no glucose-lowering drug going home or
+at home either, the line asks for the plan too (ADA 2024, 16.9): two readers of transplant stays
+found it asked for an HbA1c "but never flags that the discharge list has no diabetes therapy at
+all"."""
 
 from __future__ import annotations
 
@@ -19,6 +22,15 @@ ASKED = (
     "Diabetes (Diabetes mellitus type 2) with no HbA1c recorded in this episode or the three "
     "months before: the glycaemic control that the diabetes plan at discharge (its drugs and "
     "monitoring) rests on is not documented: add it, or say where it is"
+)
+ASKED_WITH_PLAN = (
+    "Diabetes (Diabetes mellitus type 2) with no HbA1c recorded in this episode or the three "
+    "months before, and no glucose-lowering drug going home or at home: neither the glycaemic "
+    "control nor the diabetes plan at discharge (diet alone, or which drugs, and the monitoring) "
+    "is documented: add them, or say where they are"
+)
+METFORMIN = fx.ordered_in_stay(
+    "met", "metformin hydrochloride 500 MG Oral Tablet", dose="1 tablet", frequency=(2, 1, "d")
 )
 # Years before the stay, at no encounter of it: a problem on the list.
 ON_THE_LIST: dict[str, Any] = {"encounter_id": None, "onset": "2010-05-01T10:00:00+00:00"}
@@ -54,7 +66,26 @@ def asked(*resources: dict[str, Any]) -> list[str]:
 def test_a_diabetes_on_the_problem_list_asks_for_its_hba1c(
     measured: list[dict[str, Any]], is_asked: bool
 ) -> None:
-    assert asked(diabetes(), *measured) == [ASKED] * is_asked
+    assert asked(diabetes(), METFORMIN, *measured) == [ASKED] * is_asked
+
+
+@pytest.mark.parametrize(
+    ("regimen", "line"),
+    [
+        ([], ASKED_WITH_PLAN),
+        ([METFORMIN], ASKED),
+        (
+            [fx.medication_statement("ins", "insulin glargine 100 UNT/ML Injectable Solution")],
+            ASKED,
+        ),
+        ([fx.ordered_in_stay("ato", "atorvastatin 40 MG Oral Tablet")], ASKED_WITH_PLAN),
+    ],
+    ids=["no drug at all", "metformin going home", "insulin at home", "no glucose-lowering drug"],
+)
+def test_with_no_glucose_lowering_drug_either_the_line_asks_for_the_plan(
+    regimen: list[dict[str, Any]], line: str
+) -> None:
+    assert asked(diabetes(), *regimen) == [line]
 
 
 def test_the_line_names_the_diabetes_not_each_complication_and_cites_all() -> None:
@@ -66,7 +97,7 @@ def test_the_line_names_the_diabetes_not_each_complication_and_cites_all() -> No
     )
     state = state_of(diabetes(), kidney)
     (flag,) = [f for f in state.flags_for_review if "HbA1c" in f.reason]
-    assert flag.reason == ASKED
+    assert flag.reason == ASKED_WITH_PLAN
     cited = {source.resource for i in flag.fact_ids for source in state.fact(i).sources}
     assert {"Condition/dm", "Condition/dkd"} <= cited
 
