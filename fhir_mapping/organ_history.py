@@ -1,6 +1,6 @@
 """The earlier record of a stay coded as a transplant ("Awaiting transplantation of kidney") or
 a sterilization ("Sterilization requested"): the reasons of the patient's earlier encounters and
-the care plans still active, each once.
+the care plans still active, each once; an encounter reason with what its latest visit did.
 
 A transplant stay's own codes name a status, not the disease the graft treats. The indication
 (chronic kidney disease stage 4, a dialysis care plan) is often only on an earlier visit's
@@ -19,6 +19,7 @@ from datetime import datetime
 from fhir.resources.R4B.careplan import CarePlan
 from fhir.resources.R4B.codeableconcept import CodeableConcept
 from fhir.resources.R4B.encounter import Encounter
+from fhir.resources.R4B.procedure import Procedure
 
 from fhir_mapping.care_plans import ACTIVE_PLAN, plan_title
 from fhir_mapping.codes import as_datetime, concept_text
@@ -38,6 +39,12 @@ def reads_earlier_record(reasons: Iterable[str]) -> bool:
     the one test for the mapping and for the pull, which then reads every encounter of the
     patient."""
     return any(_TRANSPLANT.search(text) or _STERILIZATION.search(text) for text in reasons)
+
+
+def reads_earlier_care(reasons: Iterable[str]) -> bool:
+    """Whether a stay's reason texts name a sterilization: the care it ends is earlier visits'
+    (and what they did), which the mapping and the pull both read."""
+    return any(_STERILIZATION.search(text) for text in reasons)
 
 
 def _own_reasons(scope: Scope) -> list[str]:
@@ -65,9 +72,26 @@ def _earlier_reasons(
             text = concept_text(reason) or ""
             if text.lower() not in latest or latest[text.lower()][0] < start:
                 latest[text.lower()] = (start, text, item)
+    done = _procedures_by_encounter(scope)
     for start, text, item in latest.values():
-        attributes = OrganHistoryAttributes(kind="encounter_reason", text=text, when=start)
+        attributes = OrganHistoryAttributes(
+            kind="encounter_reason", text=text, when=start, done=done.get(item.key, [])
+        )
         mapped.add("organhistory", item, attributes, "reasonCode")
+
+
+def _procedures_by_encounter(scope: Scope) -> dict[str, list[str]]:
+    """The names of the procedures each encounter of the patient holds, each once."""
+    done: dict[str, list[str]] = {}
+    for item in scope.of_patient(Procedure):
+        procedure = item.model
+        key = scope.index.resolve_key(
+            procedure.encounter.reference if procedure.encounter else None
+        )
+        name = concept_text(procedure.code)
+        if key is not None and name and name not in done.setdefault(key, []):
+            done[key].append(name)
+    return done
 
 
 def _active_plans(scope: Scope, mapped: Mapped) -> None:
@@ -89,7 +113,7 @@ def map_organ_history(scope: Scope) -> Mapped:
     if not reads_earlier_record(own):
         return mapped
     # A transplant's indication is a clinical reason; the care a sterilization ends is not one.
-    sterilization = any(_STERILIZATION.search(text) for text in own)
+    sterilization = reads_earlier_care(own)
     _earlier_reasons(scope, mapped, _every_reason if sterilization else clinical_reasons)
     _active_plans(scope, mapped)
     return mapped

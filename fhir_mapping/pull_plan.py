@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from fhir_mapping.json_values import JsonObject, string_at, strings_at
-from fhir_mapping.organ_history import reads_earlier_record
+from fhir_mapping.organ_history import reads_earlier_care, reads_earlier_record
 from pipeline.evidence.mapped import READMISSION_WINDOW_DAYS, RECENT_ACUTE_CARE_DAYS
 
 # Statuses whose resources are kept whatever their date: what is still true at admission.
@@ -162,18 +162,24 @@ def stay_searches(patient: str, window: StayWindow) -> list[Search]:
     ]
 
 
-def earlier_record_searches(patient: str, stay: JsonObject) -> list[Search]:
+def earlier_record_searches(patient: str, stay: JsonObject, window: StayWindow) -> list[Search]:
     """For a stay coded as a transplant or a sterilization, every encounter of the patient: a
     transplant's indication is often only an earlier visit's reason, decades back, and the
     contraception care a sterilization ends only earlier visits'
-    (``fhir_mapping.organ_history``)."""
+    (``fhir_mapping.organ_history``); for a sterilization, the procedures of the look-back too,
+    what those visits did (a quarterly injection, with no drug order)."""
     reasons = [
         *strings_at(stay, "reasonCode", "text"),
         *strings_at(stay, "reasonCode", "coding", "display"),
     ]
     if not reads_earlier_record(reasons):
         return []
-    return [Search("Encounter", {"patient": f"Patient/{patient}"})]
+    who = {"patient": f"Patient/{patient}"}
+    searches = [Search("Encounter", who)]
+    if reads_earlier_care(reasons):
+        lookback = [f"ge{window.lookback_from}", f"le{window.until}"]
+        searches.append(Search("Procedure", who | {"date": lookback}))
+    return searches
 
 
 # What the mapping keeps when it references an encounter of the episode: searched by those

@@ -29,7 +29,7 @@ from pipeline.text.rendering import plain_term
 def _care_visits(state: EvidenceState, visits: dict[str, Any] | None) -> list[tuple[Fact, str]]:
     """The earlier visits whose reason names the care an admission ends (contraception care
     before a sterilization: a quarterly injection that no drug order records), the latest within
-    the rule's days before the stay, each said with that visit's date."""
+    the rule's days before the stay, each said with that visit's date and what it did."""
     stay = state.stay()
     if visits is None or stay is None or stay.start is None:
         return []
@@ -40,10 +40,11 @@ def _care_visits(state: EvidenceState, visits: dict[str, Any] | None) -> list[tu
         if visit.kind != "encounter_reason" or visit.when is None or aware(visit.when) < since:
             continue
         if names_it(visit.text, visits):
-            said = (
-                f"{plain_term(visit.text)} visits before the stay (the last on {visit.when.date()})"
-            )
-            found.append((fact, said))
+            # What the last visit did names the care ("an intramuscular injection"): two readers
+            # read "Contraception care visits" alone as hiding a quarterly injection.
+            did = "; ".join(plain_term(name).lower() for name in visit.done)
+            last = f"the last on {visit.when.date()}" + (f": {did}" if did else "")
+            found.append((fact, f"{plain_term(visit.text)} visits before the stay ({last})"))
     return found
 
 

@@ -224,6 +224,9 @@ class OrganHistoryAttributes(StrictModel):
     kind: Literal["encounter_reason", "care_plan"]
     text: str
     when: datetime | None = None
+    # What the latest such visit did, its procedures ("Intramuscular injection" at a
+    # contraception care visit): the care itself, where no drug order records it.
+    done: list[str] = Field(default_factory=list)
 
 
 class ComputedAttributes(StrictModel):

@@ -136,7 +136,7 @@ async def _stay_searches(
         patient = start(client.read("Patient", patient_id))
         searches = [
             *stay_searches(patient_id, window),
-            *earlier_record_searches(patient_id, stay),
+            *earlier_record_searches(patient_id, stay, window),
         ]
         dated = [start(_search(client, search)) for search in with_includes(searches, includes)]
         first_pages = [*record_start_searches(patient_id), latest_note_search(patient_id, window)]

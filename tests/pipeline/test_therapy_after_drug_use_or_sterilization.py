@@ -13,6 +13,7 @@ from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
+from tests.pipeline.diagnoses_support import sections
 from tests.pipeline.test_indicated_therapy import going_home, risks, state_of
 
 
@@ -159,6 +160,26 @@ def contraception_visit(visit_id: str, when: str) -> dict[str, Any]:
     }
 
 
+def test_what_the_last_contraception_care_visit_did_is_said() -> None:
+    """ "Contraception care visits" alone read to two readers as hiding the quarterly injection
+    given at them: the line names what the last visit did."""
+    stay = fx.encounter() | {"reasonCode": [{"text": "Sterilization requested (situation)"}]}
+    visit = contraception_visit("v2", "2024-01-15T09:00:00+00:00")
+    injection = fx.procedure(
+        "im", "Intramuscular injection (procedure)", encounter_id="v2", when="2024-01-15T09:05:00Z"
+    )
+    state = evidence_from_fhir(
+        fx.bundle(fx.patient(), stay, LIGATION, visit, injection), settings=PipelineSettings()
+    )
+    (line,) = [r for r in risks(state) if "contracept" in r]
+    said = (
+        "Contraception care visits before the stay (the last on 2024-01-15: intramuscular "
+        "injection): no longer needed"
+    )
+    assert said in line
+    assert "Intramuscular" not in " ".join(sections(state)["procedures"])
+
+
 def test_contraception_care_visits_of_the_year_before_a_sterilization_are_asked_about() -> None:
     """A stay coded as a sterilization ends the contraception care of earlier visits too (ACOG
     2019): the line names the visits with the last one's date, beside any contraceptive drug.
@@ -183,7 +204,16 @@ def test_contraception_care_visits_of_the_year_before_a_sterilization_are_asked_
 
 
 def test_the_pull_reads_the_earlier_visits_of_a_sterilization_stay() -> None:
-    from fhir_mapping.pull_plan import Search, earlier_record_searches
+    from fhir_mapping.pull_plan import Search, earlier_record_searches, stay_window
 
-    stay = {"reasonCode": [{"text": "Sterilization requested (situation)"}]}
-    assert earlier_record_searches("p", stay) == [Search("Encounter", {"patient": "Patient/p"})]
+    stay = {
+        "reasonCode": [{"text": "Sterilization requested (situation)"}],
+        "period": {"start": "2024-03-01T10:00:00+00:00", "end": "2024-03-02T10:00:00+00:00"},
+    }
+    window = stay_window(stay, 48, 365)
+    assert window is not None
+    # What the visits did (a quarterly injection) is a procedure of the look-back.
+    assert earlier_record_searches("p", stay, window) == [
+        Search("Encounter", {"patient": "Patient/p"}),
+        Search("Procedure", {"patient": "Patient/p", "date": ["ge2023-03-02", "le2024-03-03"]}),
+    ]

@@ -103,10 +103,16 @@ def test_the_pull_reads_every_encounter_for_a_transplant_stay() -> None:
     test_therapy_after_drug_use_or_sterilization), whatever their age (the stay-bounded pull of
     a sandbox transplant stay yields the whole record's evidence:
     tests/smartapp/test_fhir_client.py)."""
-    from fhir_mapping.pull_plan import Search, earlier_record_searches
+    from fhir_mapping.pull_plan import Search, earlier_record_searches, stay_window
 
-    transplant = {"reasonCode": [{"coding": [{"display": "Awaiting transplantation of kidney"}]}]}
-    assert earlier_record_searches("p", transplant) == [
+    transplant = {
+        "reasonCode": [{"coding": [{"display": "Awaiting transplantation of kidney"}]}],
+        "period": {"start": "2024-03-01T10:00:00+00:00", "end": "2024-03-05T10:00:00+00:00"},
+    }
+    window = stay_window(transplant, 48, 365)
+    assert window is not None
+    assert earlier_record_searches("p", transplant, window) == [
         Search("Encounter", {"patient": "Patient/p"})
     ]
-    assert earlier_record_searches("p", {"reasonCode": [{"text": "Heart failure"}]}) == []
+    other = transplant | {"reasonCode": [{"text": "Heart failure"}]}
+    assert earlier_record_searches("p", other, window) == []
