@@ -20,12 +20,14 @@ Phase rules, applied in order (``phase_rule`` on every fact says which one place
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from fhir.resources.R4B.condition import Condition
 from fhir.resources.R4B.dosage import Dosage
+from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationrequest import MedicationRequest
 from fhir.resources.R4B.medicationstatement import MedicationStatement
@@ -38,6 +40,7 @@ from fhir_mapping.codes import (
     concept_text,
     first_coding,
 )
+from fhir_mapping.demographics import clinical_reasons
 from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.mapped import Mapped, ref
 from fhir_mapping.resources import ParsedResource
@@ -113,6 +116,36 @@ def _end_date(request: MedicationRequest) -> datetime | None:
             if end is not None:
                 return end
     return None
+
+
+# Visits for a problem or a symptom (SNOMED CT 185347001, 185345009): the one drug such a visit
+# orders treats what it was for; a check-up's reason (an injury seen the same day) says nothing
+# of the drugs it renews, nor does a problem visit's of the three heart drugs it wrote at once.
+_PROBLEM_VISITS = frozenset({"185347001", "185345009"})
+
+
+def _orders_by_visit(scope: Scope) -> Counter[str]:
+    """How many of the patient's orders each encounter wrote."""
+    return Counter(
+        key
+        for item in scope.of_patient(MedicationRequest)
+        if item.model.encounter is not None
+        and (key := scope.index.resolve_key(item.model.encounter.reference)) is not None
+    )
+
+
+def _visit_reason(request: MedicationRequest, scope: Scope, orders: Counter[str]) -> str | None:
+    """What the visit that wrote an order before the episode was for, where that visit was for
+    a problem or a symptom, names one, and wrote this order alone."""
+    if request.encounter is None or scope.is_encounter(request.encounter):
+        return None
+    key = scope.index.resolve_key(request.encounter.reference)
+    visit = scope.index.resolve(request.encounter.reference, Encounter)
+    if visit is None or key is None or orders[key] != 1:
+        return None
+    types = {coding.code for kind in visit.type or [] for coding in kind.coding or []}
+    reasons = clinical_reasons(visit) if types & _PROBLEM_VISITS else []
+    return concept_text(reasons[0]) if reasons else None
 
 
 def _reason(request: MedicationRequest, scope: Scope) -> str | None:
@@ -200,6 +233,7 @@ def _earlier_orders(scope: Scope) -> dict[str, datetime]:
 def map_medications(scope: Scope) -> Mapped:
     mapped = Mapped()
     earlier = _earlier_orders(scope)
+    orders = _orders_by_visit(scope)
     for item in scope.of_patient(MedicationRequest):
         request = item.model
         categories = {
@@ -232,6 +266,7 @@ def map_medications(scope: Scope) -> Mapped:
             phase=decision.phase,
             phase_rule=decision.rule,
             reason=_reason(request, scope),
+            ordered_at_visit_for=_visit_reason(request, scope, orders),
             prescriber=request.requester.display if request.requester else None,
             last_ordered_before=(
                 earlier.get(rxnorm.code or "")

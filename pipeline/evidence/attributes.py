@@ -64,6 +64,9 @@ class MedicationAttributes(StrictModel):
     phase: MedicationPhase
     phase_rule: str
     reason: str | None = None
+    # What the visit that wrote the order was for, where that visit was for a problem or a
+    # symptom and the order names no reason of its own (a vitamin B12 at a visit for anaemia).
+    ordered_at_visit_for: str | None = None
     # Who ordered it, as the order names them (``requester.display``).
     prescriber: str | None = None
     # An order of the stay: when the same drug (RxNorm code) was last ordered before the
