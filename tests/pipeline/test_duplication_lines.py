@@ -56,8 +56,9 @@ def test_a_drugs_line_names_its_question_and_needs_review_says_it_whole() -> Non
     ]
     (line,) = lines
     assert line.text.startswith("ONE OF THESE, TO CONFIRM")
-    assert [f.reason for f in line.flags] == [
-        "Therapeutic duplication at discharge (ACE inhibitor or ARB)"
+    # The line names the class already: its flag says what is left, not the line again.
+    assert [(f.code, f.reason) for f in line.flags] == [
+        ("therapeutic_duplication", "not both: the prescriber chooses which one continues")
     ]
     review = [s.text for s in summary.section("needs_review").sentences]
     assert (

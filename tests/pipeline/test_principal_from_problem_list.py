@@ -69,3 +69,20 @@ def test_two_problems_a_status_term_names_are_listed_for_the_physician_to_choose
     assert "Chronic kidney disease stage 4 (since 2015-01-01)" in first.text
     assert "Polycystic kidney disease (since 2001-01-01)" in first.text
     assert [flag.code for flag in first.flags] == ["principal_not_documented"]
+
+
+def test_with_nothing_done_or_implied_the_flag_does_not_repeat_its_line() -> None:
+    """ "History of aortic valve replacement" coded with no procedure and no implied one (its
+    history was recorded before the stay): the line says "no procedure of the episode
+    documented", and its flag asks to confirm the diagnosis without saying it again."""
+    stenosis = fx.condition(
+        "as", "Aortic valve stenosis (disorder)", encounter_id=None, onset="2006-10-19"
+    )
+    summary = summary_of(stenosis, reason="History of aortic valve replacement (situation)")
+    first = summary.section("diagnoses").sentences[0]
+    assert "no procedure of the episode documented" in first.text
+    (flag,) = first.flags
+    assert flag.reason == (
+        "the principal diagnosis is taken from the problem list, the one problem that the "
+        "stay's coding names: confirm the diagnosis"
+    )

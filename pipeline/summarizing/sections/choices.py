@@ -16,6 +16,7 @@ from pipeline.evidence.model import EvidenceState, MedicationChange
 from pipeline.evidence.summary import Sentence, SentenceFlag
 from pipeline.summarizing.sections.common import cited_sentence
 
+CHOICE_LEFT = "not both: the prescriber chooses which one continues"
 # The changes whose drug goes home on a line of its own.
 _GOING = frozenset({"new", "continued", "changed"})
 
@@ -40,8 +41,14 @@ def choice_line(render: Any, headline: str, lines: list[Sentence]) -> Sentence:
     kind = headline.rsplit("(", 1)[-1].removesuffix(")") if "(" in headline else headline
     said = [line.text.removesuffix(".") for line in lines]
     text = render.one_of(kind, said)
+    # The line says the duplication already ("two of one class at discharge"): its flag says
+    # what is left to do, never the line again (a flag that repeats its sentence is noise).
+    chosen = SentenceFlag(code="therapeutic_duplication", reason=CHOICE_LEFT)
     flags: list[SentenceFlag] = []
     for line in lines:
-        flags += [flag for flag in line.flags if flag not in flags]
+        for flag in line.flags:
+            kept = chosen if flag.reason == headline else flag
+            if kept not in flags:
+                flags.append(kept)
     line = cited_sentence("medications", text, [i for line in lines for i in line.citations])
     return line.model_copy(update={"flags": flags})

@@ -171,12 +171,14 @@ def _not_documented_flag(done: bool, implied: bool) -> SentenceFlag:
 
 def _from_problem_flag(done: bool, implied: bool) -> SentenceFlag:
     """The flag on a line led by the one problem the coded status names: the principal
-    diagnosis is the problem list's, not coded for the stay, and what else to confirm."""
+    diagnosis is the problem list's, not coded for the stay, and what else to confirm. With
+    neither a procedure nor an implied one, the line itself says "no procedure of the episode
+    documented", and the flag does not say it again."""
     return SentenceFlag(
         code="principal_from_problem_list",
         reason="the principal diagnosis is taken from the problem list, the one problem that "
         "the stay's coding names"
-        + ("" if done else "; no procedure of the episode is recorded")
+        + ("; no procedure of the episode is recorded" if implied and not done else "")
         + (
             ": confirm the diagnosis, the treatment the record implies and its date"
             if implied
