@@ -137,11 +137,14 @@ def patient_fact(scope: Scope) -> Fact:
     deceased = patient.deceasedBoolean
     if deceased is None and patient.deceasedDateTime is not None:
         deceased = True
+    age = _age(birth, start.date() if start else None)
+    at_discharge = _age(birth, scope.as_of.date())
     attributes = PatientInfoAttributes(
         name=_display_name(patient),
         gender=patient.gender,
         birth_date=birth,
-        age_at_encounter=_age(birth, start.date() if start else None),
+        age_at_encounter=age,
+        age_at_discharge=at_discharge if at_discharge != age else None,
         deceased=deceased,
         mrn=_mrn(patient),
         names=_names(patient),

@@ -27,6 +27,8 @@ class PatientInfoAttributes(StrictModel):
     gender: str | None = None
     birth_date: date | None = None
     age_at_encounter: int | None = None
+    # At discharge (or now, for an open stay), where a birthday falls within the stay.
+    age_at_discharge: int | None = None
     deceased: bool | None = None
     # Patient.identifier of type MR (the hospital's medical record number).
     mrn: str | None = None

@@ -111,6 +111,16 @@ def test_the_header_names_the_patient_their_record_number_and_the_attending() ->
     assert not any("disposition" in line for line in stay)  # said once, at discharge
 
 
+def test_a_birthday_within_the_stay_gives_the_age_at_discharge_too() -> None:
+    """Born 1950-03-03, admitted 2024-03-01 at 73 and discharged on 2024-03-05 at 74: a reader
+    read the age at admission alone as wrong against the discharge date."""
+    born = fx.patient() | {"birthDate": "1950-03-03"}
+    summary = drafted_from(fx.bundle(born, fx.encounter()))
+    (header, *_) = summary.section("stay").sentences
+    assert header.text.startswith("Ada Lovelace, 73-year-old female (74 at discharge), born")
+    assert header.verdict == "supported"
+
+
 def test_significant_procedures_are_listed_and_routine_care_is_left_out() -> None:
     assert sections()["procedures"] == ["Aortic valve replacement (completed) on 2024-03-02."]
 
