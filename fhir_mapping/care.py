@@ -1,7 +1,7 @@
 """Care after discharge and care given in the episode: CarePlans (``fhir_mapping.care_plans``),
 ServiceRequests, Appointments, Immunizations, MedicationAdministrations and ImagingStudies (with
 imaging report conclusions). A test ordered in the stay and not answered yet is a pending result
-(``fhir_mapping.test_orders``).
+(``fhir_mapping.awaited_tests``).
 
 A service request or an appointment belongs to the follow-up when it is active and falls after
 discharge. Vaccines, medications given and imaging studies belong to the episode by its
@@ -20,12 +20,12 @@ from fhir.resources.R4B.medication import Medication
 from fhir.resources.R4B.medicationadministration import MedicationAdministration
 from fhir.resources.R4B.servicerequest import ServiceRequest
 
+from fhir_mapping.awaited_tests import open_test_orders
 from fhir_mapping.care_plans import map_care_plans
 from fhir_mapping.codes import as_datetime, concept_text
 from fhir_mapping.mapped import Mapped
 from fhir_mapping.resources import ParsedResource
 from fhir_mapping.scope import Scope
-from fhir_mapping.test_orders import open_test_orders
 from pipeline.evidence.model import (
     AdministrationAttributes,
     CarePlanAttributes,

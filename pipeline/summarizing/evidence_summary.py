@@ -64,7 +64,7 @@ def _simple(
 
 def _pending_results(state: EvidenceState, render: Any, stay: Fact | None) -> list[Sentence]:
     """Each result still awaited, or that the record holds none: its reports and test orders
-    were read (``fhir_mapping.results``, ``fhir_mapping.test_orders``), so an empty list says no
+    were read (``fhir_mapping.results``, ``fhir_mapping.awaited_tests``), so an empty list says no
     test awaits its result, which "Not documented" did not (readers asked for it)."""
     pending = _simple(state, "pending_result", "pending_results", render.pending)
     if pending or stay is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fhir_mapping.test_orders import OPEN_ORDER
+from fhir_mapping.awaited_tests import OPEN_ORDER
 from pipeline.evidence.model import PendingResultAttributes, attributes_as
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence

@@ -5,9 +5,9 @@ A discharge summary names the tests whose results are still awaited, and who fol
 2005;143:121-8: results that return after discharge, and how many go unseen). An EHR shows such a
 test in one of two ways: a report still registered or preliminary (``fhir_mapping.results``), or
 an order still active that no report or observation is based on yet. This module reads the
-second: a ServiceRequest of the stay, an order (not a plan or a proposal) for a test (a
-laboratory, imaging or other diagnostic category, or a request a report already answers
-elsewhere), active, and answered by nothing the record holds.
+second: a ServiceRequest of the stay, an order (not a plan or a proposal) for a test (its
+category a laboratory, imaging or other diagnostic one), active, and answered by nothing the
+record holds.
 """
 
 from __future__ import annotations
