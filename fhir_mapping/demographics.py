@@ -138,7 +138,8 @@ def patient_fact(scope: Scope) -> Fact:
     if deceased is None and patient.deceasedDateTime is not None:
         deceased = True
     age = _age(birth, start.date() if start else None)
-    at_discharge = _age(birth, scope.as_of.date())
+    # An open stay has no discharge yet: its draft gives the age at admission alone.
+    at_discharge = _age(birth, scope.end.date() if scope.end else None)
     attributes = PatientInfoAttributes(
         name=_display_name(patient),
         gender=patient.gender,

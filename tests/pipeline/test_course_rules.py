@@ -119,6 +119,10 @@ def test_a_birthday_within_the_stay_gives_the_age_at_discharge_too() -> None:
     (header, *_) = summary.section("stay").sentences
     assert header.text.startswith("Ada Lovelace, 73-year-old female (74 at discharge), born")
     assert header.verdict == "supported"
+    # Still in hospital (no discharge yet): the age at admission alone.
+    open_stay = drafted_from(fx.bundle(born, fx.encounter(end=None)))
+    (header, *_) = open_stay.section("stay").sentences
+    assert header.text.startswith("Ada Lovelace, 73-year-old female, born")
 
 
 def test_significant_procedures_are_listed_and_routine_care_is_left_out() -> None:
