@@ -43,7 +43,7 @@ from fhir_mapping.codes import (
 from fhir_mapping.demographics import clinical_reasons
 from fhir_mapping.dosage import dosage_attributes
 from fhir_mapping.mapped import Mapped, ref
-from fhir_mapping.resources import ParsedResource
+from fhir_mapping.resources import ParsedResource, as_type
 from fhir_mapping.scope import Scope
 from pipeline.evidence.model import (
     Coding,
@@ -140,11 +140,11 @@ def _visit_reason(request: MedicationRequest, scope: Scope, orders: Counter[str]
     if request.encounter is None or scope.is_encounter(request.encounter):
         return None
     key = scope.index.resolve_key(request.encounter.reference)
-    visit = scope.index.resolve(request.encounter.reference, Encounter)
-    if visit is None or key is None or orders[key] != 1:
+    visit = as_type(scope.index.by_key[key], Encounter) if key is not None else None
+    if visit is None or orders[visit.key] != 1:
         return None
-    types = {coding.code for kind in visit.type or [] for coding in kind.coding or []}
-    reasons = clinical_reasons(visit) if types & _PROBLEM_VISITS else []
+    types = {coding.code for kind in visit.model.type or [] for coding in kind.coding or []}
+    reasons = clinical_reasons(visit.model) if types & _PROBLEM_VISITS else []
     return concept_text(reasons[0]) if reasons else None
 
 

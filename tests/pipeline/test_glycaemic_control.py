@@ -32,6 +32,10 @@ ASKED_WITH_PLAN = (
 METFORMIN = fx.ordered_in_stay(
     "met", "metformin hydrochloride 500 MG Oral Tablet", dose="1 tablet", frequency=(2, 1, "d")
 )
+# A home drug the admission note lists with no order behind it: at home, held or stopped.
+HP_LISTING_INSULIN = fx.document_reference(
+    "hp", fx.attachment("# Medications\ninsulin glargine 100 unt/ml injectable solution\n")
+)
 # Years before the stay, at no encounter of it: a problem on the list.
 ON_THE_LIST: dict[str, Any] = {"encounter_id": None, "onset": "2010-05-01T10:00:00+00:00"}
 
@@ -78,9 +82,16 @@ def test_a_diabetes_on_the_problem_list_asks_for_its_hba1c(
             [fx.medication_statement("ins", "insulin glargine 100 UNT/ML Injectable Solution")],
             ASKED,
         ),
+        ([HP_LISTING_INSULIN], ASKED),
         ([fx.ordered_in_stay("ato", "atorvastatin 40 MG Oral Tablet")], ASKED_WITH_PLAN),
     ],
-    ids=["no drug at all", "metformin going home", "insulin at home", "no glucose-lowering drug"],
+    ids=[
+        "no drug at all",
+        "metformin going home",
+        "insulin continued from the home list",
+        "insulin at home with no discharge order",
+        "no glucose-lowering drug",
+    ],
 )
 def test_with_no_glucose_lowering_drug_either_the_line_asks_for_the_plan(
     regimen: list[dict[str, Any]], line: str
