@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.evidence.model import EvidenceState
+from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
@@ -105,19 +106,29 @@ def test_an_ace_inhibitor_or_arb_is_expected_after_an_infarction_with_hypertensi
 
 def test_a_drug_the_record_calls_for_is_said_missing_in_the_list_itself() -> None:
     """The list is what is copied: the missing immunosuppressant is said there too, after the
-    drugs going home, not only in Needs review; a list that has one says nothing."""
+    drugs going home, its flag asking for the decision, so that the line reads whole once Needs
+    review (which says it first) is cleared at signing; a list that has one says nothing."""
     recipient = fx.condition("t", "History of renal transplant (situation)", **RECIPIENT_SINCE)
 
     def medications(*resources: dict[str, Any]) -> list[str]:
-        state = state_of(recipient, *resources)
-        summary = summarize_evidence(
-            state, salience=lambda t: ([], []), settings=PipelineSettings()
-        )
-        return [s.text for s in summary.section("medications").sentences]
+        return [s.text for s in drafted(*resources).section("medications").sentences]
 
-    assert medications(going_home("a", "amlodipine 5 MG Oral Tablet"))[1:] == [
-        "For this list, from Needs review: no immunosuppressant at discharge after solid-organ "
-        "transplant (History of renal transplant); confirm before signing."
+    def drafted(*resources: dict[str, Any]) -> Summary:
+        state = state_of(recipient, *resources)
+        return summarize_evidence(state, salience=lambda t: ([], []), settings=PipelineSettings())
+
+    summary = drafted(going_home("a", "amlodipine 5 MG Oral Tablet"))
+    missing = summary.section("medications").sentences[1:]
+    assert [(line.text, line.review_reasons()) for line in missing] == [
+        (
+            "No immunosuppressant at discharge after solid-organ transplant (History of renal "
+            "transplant).",
+            "confirm it was considered, or why it is not given",
+        )
+    ]
+    assert [line.text for line in summary.section("needs_review").sentences][:1] == [
+        "No immunosuppressant at discharge after solid-organ transplant (History of renal "
+        "transplant): confirm it was considered, or why it is not given."
     ]
     assert not any(
         "immunosuppressant" in line

@@ -32,8 +32,8 @@ def test_a_home_nsaid_from_the_notes_list_is_proposed_stopped_and_the_rest_stay_
     assert [line.text for line in lines] == [
         "PROPOSED STOP, TO CONFIRM: ibuprofen 400 mg oral tablet (at home, with no discharge "
         "order): an NSAID with coronary heart disease (Ischemic heart disease (disorder)).",
-        "For this list, from Needs review: no statin at discharge with chronic coronary disease "
-        "on the problem list (Ischemic heart disease); confirm before signing.",
+        "No statin at discharge with chronic coronary disease on the problem list (Ischemic "
+        "heart disease).",
         "Home medications with no discharge order (held or stopped? confirm): lisinopril 10 mg "
         "oral tablet.",
     ]

@@ -184,6 +184,15 @@ def test_a_p2y12_inhibitor_alone_after_a_bypass_asks_for_aspirin_by_name() -> No
     assert line.verdict == "supported"
     cited = {ref.resource for i in line.citations for ref in state.fact(i).sources}
     assert "MedicationRequest/c" in cited
+    # The list's line says it too, whole: what is missing, and on its flag what is on record.
+    (line,) = [s for s in summary.section("medications").sentences if "No aspirin" in s.text]
+    assert line.verdict == "supported"
+    assert line.review_reasons().endswith(
+        "on the record instead: Clopidogrel 75 MG Oral Tablet; no aspirin allergy or intolerance "
+        "is recorded"
+    )
+    cited = {ref.resource for i in line.citations for ref in state.fact(i).sources}
+    assert "MedicationRequest/c" in cited
     aspirin = going_home("a", "aspirin 81 MG Oral Tablet")
     answered = state_of(bypass_history("2024-03-01T12:00:00+00:00"), clopidogrel, aspirin)
     assert not any("aspirin" in r for r in risks(answered))

@@ -29,6 +29,7 @@ LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt", "strength_discrepa
 # list is copied, since one of the two is likely to stop. A choice in doubt (two statins, the
 # stronger one the order to confirm) is shared the same way, but proposes no stop.
 SHARED_DOUBTS = frozenset({"therapeutic_duplication", "choice_in_doubt"})
+EXPECTED_DRUG_MISSING = "expected_drug_missing"
 
 
 def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
@@ -155,15 +156,18 @@ def _going_lines(state: EvidenceState, render: Any) -> list[Sentence]:
 
 def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
     """A drug the record calls for that no line carries (an immunosuppressant after a
-    transplant) is said in the list too, where it is copied from: a warning only in Needs review
-    left the list reading as complete."""
-    return [
-        cited_sentence(
-            "medications", render.expected_missing(flag.reason.split(": ", 1)[0]), flag.fact_ids
-        )
-        for flag in state.flags_for_review
-        if flag.code == "expected_drug_missing"
-    ]
+    transplant) is said in the list too, where it is copied from (a warning only in Needs review
+    left the list reading as complete): the line states what is missing and its flag asks for
+    the decision, so that it reads whole once Needs review is cleared at signing."""
+    lines = []
+    for flag in state.flags_for_review:
+        if flag.code != EXPECTED_DRUG_MISSING:
+            continue
+        missing, ask = (*flag.reason.split(": ", 1), "decide before signing")[:2]
+        line = cited_sentence("medications", render.expected_missing(missing), flag.fact_ids)
+        doubt = SentenceFlag(code=flag.code, reason=ask)
+        lines.append(line.model_copy(update={"flags": [*line.flags, doubt]}))
+    return lines
 
 
 def _change_line(
