@@ -89,10 +89,6 @@ def _empty_reason(
         # The record holds social history, none of it bearing on discharge: "Not documented"
         # was read as contradicting the note's Social History section.
         return str(render.no_social_history_bearing())
-    if key == "needs_review":
-        # Every section documented and nothing flagged: "Not documented" here read as if the
-        # review itself were missing.
-        return str(render.nothing_flagged())
     own = listed(state, "principal") or listed(state, "episode")
     if key == "active_problems" and own:
         # The list holds only this stay's own diagnoses (a ligation's "History of", coded that
@@ -105,6 +101,18 @@ def _empty_reason(
     if not record_begins_after_stay(state, kind):
         return NOT_DOCUMENTED
     return str(render.record_starts_later(what))
+
+
+def _nothing_to_review(checked: dict[SectionKey, list[Sentence]], render: Any) -> str:
+    """An empty Needs review says so, but never that nothing is flagged beside a line flagged
+    on its own (a treatment the record implies, on the principal diagnosis's line): two readers
+    read "No line of this draft is flagged for review" above such a line as the draft
+    contradicting itself. "Not documented" here had read as if the review itself were missing."""
+    flagged = [(spec.title, sum(s.flagged for s in checked[spec.key])) for spec in SECTIONS]
+    titles = [title for title, count in flagged if count]
+    if not titles:
+        return str(render.nothing_flagged())
+    return str(render.flagged_on_lines(titles, sum(count for _, count in flagged)))
 
 
 def _empty_reasons(
@@ -202,13 +210,14 @@ def summarize_evidence(
     empty = _empty_reasons(built, state, render)
     undocumented = [spec.key for spec in SECTIONS if empty.get(spec.key) == NOT_DOCUMENTED]
     built["needs_review"] = needs_review_section(state, render, stay_fact, undocumented)
-    if not built["needs_review"]:
-        empty["needs_review"] = _empty_reason("needs_review", state, render)
+    checked = {spec.key: check_summary_sentences(built[spec.key], state) for spec in SECTIONS}
+    if not checked["needs_review"]:
+        empty["needs_review"] = _nothing_to_review(checked, render)
     folded = set(undocumented) if stay_fact else set()
     sections = [
         SummarySection(
             key=spec.key,
-            sentences=check_summary_sentences(built[spec.key], state),
+            sentences=checked[spec.key],
             empty_reason=empty.get(spec.key),
             named_in_needs_review=spec.key in folded,
         )
