@@ -245,36 +245,3 @@ def test_every_section_key_has_one_spec_and_every_summary_holds_them_all_in_orde
     state = evidence_from_fhir(fx.stay(), settings=PipelineSettings())
     summary = summarize_evidence(state, settings=PipelineSettings())
     assert [section.key for section in summary.sections] == keys
-
-
-def test_a_draft_with_every_section_documented_and_nothing_flagged_says_so() -> None:
-    """Needs review over "Not documented" read as if the review itself were missing."""
-    stay = fx.encounter() | {
-        "reasonReference": [{"reference": "Condition/pn"}],
-        "hospitalization": {"dischargeDisposition": {"text": "Discharged home"}},
-    }
-    amoxicillin = fx.ordered_in_stay(
-        "amox", "amoxicillin 500 MG Capsule", dose="1 capsule", frequency=(3, 1, "d"), route="oral"
-    )
-    note = fx.document_reference(
-        "note", fx.attachment("# Social History\nPatient has never smoked.\n")
-    )
-    record = fx.bundle(
-        fx.patient(),
-        stay,
-        fx.condition("pn", "Pneumonia (disorder)", code="233604007"),
-        fx.observation("o1", "Glucose", 98, "mg/dL"),
-        fx.procedure("xr", "Chest X-ray (procedure)"),
-        fx.allergy("a1", "Peanut"),
-        fx.appointment("visit", "Clinic review"),
-        amoxicillin,
-        note,
-    )
-    state = evidence_from_fhir(record, settings=PipelineSettings())
-    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
-    review = summary.section("needs_review")
-    assert review.sentences == []
-    assert review.empty_reason == "No line of this draft is flagged for review."
-    assert "## Needs review\n\nNo line of this draft is flagged for review.\n" in render_markdown(
-        summary, state
-    )

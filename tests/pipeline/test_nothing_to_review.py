@@ -5,14 +5,20 @@ itself (hand-built FHIR)."""
 
 from __future__ import annotations
 
+from pipeline.evidence.model import EvidenceState
 from pipeline.evidence.summary import Summary
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.evidence_summary import summarize_evidence
+from pipeline.summarizing.summary_text import render_markdown
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
 
 def drafted(*conditions: dict) -> Summary:
+    return drafted_with_state(*conditions)[0]
+
+
+def drafted_with_state(*conditions: dict) -> tuple[Summary, EvidenceState]:
     """A stay with every section documented, the conditions given its only diagnoses."""
     stay = fx.encounter() | {
         "reasonReference": [{"reference": "Condition/pn"}],
@@ -36,7 +42,8 @@ def drafted(*conditions: dict) -> Summary:
         note,
     )
     state = evidence_from_fhir(record, settings=PipelineSettings())
-    return summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    summary = summarize_evidence(state, salience=lambda text: ([], []), settings=PipelineSettings())
+    return summary, state
 
 
 PNEUMONIA = fx.condition("pn", "Pneumonia (disorder)", code="233604007")
@@ -55,7 +62,12 @@ def test_a_draft_with_a_line_flagged_on_its_own_says_where_it_is() -> None:
     assert review.empty_reason == "Nothing beyond the line marked ⚠ below, in Discharge diagnoses."
 
 
-def test_a_draft_with_no_flagged_line_says_so() -> None:
-    review = drafted(PNEUMONIA).section("needs_review")
+def test_a_draft_with_every_section_documented_and_nothing_flagged_says_so() -> None:
+    """Needs review over "Not documented" read as if the review itself were missing."""
+    summary, state = drafted_with_state(PNEUMONIA)
+    review = summary.section("needs_review")
     assert review.sentences == []
     assert review.empty_reason == "No line of this draft is flagged for review."
+    assert "## Needs review\n\nNo line of this draft is flagged for review.\n" in render_markdown(
+        summary, state
+    )
