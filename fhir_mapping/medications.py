@@ -257,6 +257,7 @@ def map_medications(scope: Scope) -> Mapped:
         if drug is None:
             continue
         rxnorm = drug.rxnorm
+        reason = _reason(request, scope)
         attributes = MedicationAttributes(
             **drug.fields,
             status=request.status,
@@ -265,8 +266,9 @@ def map_medications(scope: Scope) -> Mapped:
             authored_on=authored,
             phase=decision.phase,
             phase_rule=decision.rule,
-            reason=_reason(request, scope),
-            ordered_at_visit_for=_visit_reason(request, scope, orders),
+            reason=reason,
+            # An order's own reason is said; the visit's only stands in where it names none.
+            ordered_at_visit_for=None if reason else _visit_reason(request, scope, orders),
             prescriber=request.requester.display if request.requester else None,
             last_ordered_before=(
                 earlier.get(rxnorm.code or "")

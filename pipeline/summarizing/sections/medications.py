@@ -29,7 +29,6 @@ LINE_DOUBTS = frozenset({"regimen_risk", "schedule_in_doubt", "strength_discrepa
 # list is copied, since one of the two is likely to stop. A choice in doubt (two statins, the
 # stronger one the order to confirm) is shared the same way, but proposes no stop.
 SHARED_DOUBTS = frozenset({"therapeutic_duplication", "choice_in_doubt"})
-EXPECTED_DRUG_MISSING = "expected_drug_missing"
 
 
 def doubts_about(state: EvidenceState, fact_id: str | None) -> list[SentenceFlag]:
@@ -161,9 +160,9 @@ def _expected_missing(state: EvidenceState, render: Any) -> list[Sentence]:
     the decision, so that it reads whole once Needs review is cleared at signing."""
     lines = []
     for flag in state.flags_for_review:
-        if flag.code != EXPECTED_DRUG_MISSING:
+        if flag.code != "expected_drug_missing":
             continue
-        missing, ask = (*flag.reason.split(": ", 1), "decide before signing")[:2]
+        missing, _, ask = flag.reason.partition(": ")
         line = cited_sentence("medications", render.expected_missing(missing), flag.fact_ids)
         doubt = SentenceFlag(code=flag.code, reason=ask)
         lines.append(line.model_copy(update={"flags": [*line.flags, doubt]}))
