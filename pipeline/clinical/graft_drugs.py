@@ -3,11 +3,12 @@ transplanted it with no renal function or no electrolytes measured in it.
 
 A kidney transplanted in this stay changes the renal function every dose was set for: KDIGO's
 transplant guideline measures creatinine daily until discharge (recommendation 13.1.1), and the
-drugs that raise potassium or are dosed by renal function (``regimen_risks``: potassium_raising,
-renal_review) are checked against it, as ``lab_risks.potassium_monitoring`` checks a drug started
-in the stay. The graft is read as the draft reads it: a procedure of the stay, or a "History of
-renal transplant" recorded during it (``transplant_organs`` names the organ). Flagged, never
-decided: the flag names the drugs and what the stay did not measure.
+drugs that raise potassium or that kidney function rules out or doses (``regimen_risks``:
+potassium_raising, renal_avoid, renal_reduce) are checked against it, as
+``lab_risks.potassium_monitoring`` checks a drug started in the stay. The graft is read as the
+draft reads it: a procedure of the stay, or a "History of renal transplant" recorded during it
+(``transplant_organs`` names the organ). Flagged, never decided: the flag names the drugs and
+what the stay did not measure.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def kidney_graft_drugs(
     grafts = _kidney_grafts(state, organs)
     if not grafts:
         return []
-    drugs = having(going_home, [*risks.extra["potassium_raising"], *risks.extra["renal_review"]])
+    kidney_decides = [*risks.extra["renal_avoid"], *risks.extra["renal_reduce"]]
+    drugs = having(going_home, [*risks.extra["potassium_raising"], *kidney_decides])
     if not drugs:
         return []
     renal = [*risks.extra["creatinine_codes"], *risks.extra["egfr_codes"]]

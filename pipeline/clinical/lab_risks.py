@@ -32,16 +32,28 @@ from pipeline.evidence.model import (
 def renal_dosing(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
-    """Drugs to avoid or dose-adjust below the table's eGFR limit, against the recorded eGFR or
-    the one the latest creatinine gives, whichever is lower (``kidney_function``)."""
+    """Drugs to avoid or to reduce in dose below the table's eGFR limit, against the recorded
+    eGFR or the one the latest creatinine gives, whichever is lower (``kidney_function``). A drug
+    to avoid is asked to be held or stopped: three readers found "review the dose" of
+    alendronate at an eGFR of 26 the wrong instruction, since no dose of it suits that kidney."""
     kidneys = kidney_function(state, risks)
     if kidneys is None or kidneys.value >= risks.extra["renal_limit"]:
         return []
-    to_review = having(going_home, risks.extra["renal_review"])
-    if not to_review:
+    to_avoid = having(going_home, risks.extra["renal_avoid"])
+    to_reduce = [f for f in having(going_home, risks.extra["renal_reduce"]) if f not in to_avoid]
+    if not to_avoid and not to_reduce:
         return []
-    reason = f"{kidneys.described}: review the dose of {drug_names(to_review)} for kidney function"
-    return [risk_flag("renal", reason, [*kidneys.facts, *to_review])]
+    asks = []
+    if to_avoid:
+        each = "it" if len(to_avoid) == 1 else "each"
+        asks.append(
+            f"{drug_names(to_avoid)}, avoided at this kidney function: hold or stop {each}, "
+            f"or say why {each} continues"
+        )
+    if to_reduce:
+        asks.append(f"review the dose of {drug_names(to_reduce)} for kidney function")
+    reason = f"{kidneys.described}: {'; '.join(asks)}"
+    return [risk_flag("renal", reason, [*kidneys.facts, *to_avoid, *to_reduce])]
 
 
 def said_value(result: LabResultAttributes, name: str) -> str:

@@ -207,10 +207,15 @@ def test_old_orders_to_confirm_as_needed_share_a_line_that_says_if_continued() -
     ]
 
 
-def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
+def test_drugs_the_kidneys_rule_out_or_dose_are_flagged_at_a_low_egfr_only() -> None:
+    """Below the limit, a drug to avoid (metformin: contraindicated below an eGFR of 30) is
+    asked to be held or stopped, and a drug whose dose is reduced (gabapentin) has its dose
+    reviewed: "review the dose" of a drug no dose of which suits the kidney is the wrong ask."""
+
     def record(egfr: float) -> dict:
         return fx.stay(
             going_home("m", "metformin hydrochloride 500 MG Oral Tablet"),
+            going_home("g", "gabapentin 300 MG Oral Capsule"),
             going_home("s", "simvastatin 20 MG Oral Tablet"),
             fx.observation(
                 "e", "eGFR", egfr, "mL/min", loinc="33914-3", when="2024-03-04T08:00:00+00:00"
@@ -218,8 +223,9 @@ def test_drugs_to_dose_for_the_kidneys_are_flagged_at_a_low_egfr_only() -> None:
         )
 
     assert risks_in(record(13)) == [
-        "eGFR 13 mL/min on 2024-03-04: review the dose of metformin hydrochloride 500 MG Oral "
-        "Tablet for kidney function"
+        "eGFR 13 mL/min on 2024-03-04: metformin hydrochloride 500 MG Oral Tablet, avoided at "
+        "this kidney function: hold or stop it, or say why it continues; review the dose of "
+        "gabapentin 300 MG Oral Capsule for kidney function"
     ]
     assert risks_in(record(62)) == []
 

@@ -13,12 +13,13 @@ from pipeline.summarizing.evidence_summary import summarize_evidence
 from smartapp.jobs.evidence import evidence_from_fhir
 from tests import fhir_fixtures as fx
 
-PHQ9, PHQ2, AUDIT_C = "44261-6", "55758-7", "75626-2"
+PHQ9, PHQ2, AUDIT_C, MORSE = "44261-6", "55758-7", "75626-2", "59460-6"
 # As LOINC names them (and the record's Observation.code.text with them).
 NAMES = {
     PHQ9: "Patient Health Questionnaire 9 item (PHQ-9) total score [Reported]",
     PHQ2: "Patient Health Questionnaire 2 item (PHQ-2) total score [Reported]",
     AUDIT_C: "Total score [AUDIT-C]",
+    MORSE: "Fall risk total [Morse Fall Scale]",
 }
 WEEK_BEFORE = "2024-02-23T10:00:00+00:00"
 HAND_OVER = (
@@ -141,3 +142,24 @@ def test_a_record_that_names_the_questionnaire_otherwise_is_said_in_its_own_word
     (line,) = summary_of(renamed).section("results").sentences
     assert line.text.startswith("Positive screen: Depression questionnaire total 16 on")
     assert line.verdict == "supported"
+
+
+def test_a_fall_risk_the_record_calls_moderate_is_said_and_handed_over() -> None:
+    """A Morse Fall Scale of 42 the week before a nursing-home discharge is a risk the discharge
+    plans for (the record's own level calls 25 to 45 moderate, 45 or more high); 24 or less
+    says nothing. A care plan for falls answers the hand-over."""
+    moderate = summary_of(score("morse", MORSE, 42))
+    assert texts(moderate, "results") == [
+        "Positive screen: Morse Fall Scale 42 on 2024-02-23, before admission (risk of falling, "
+        "moderate)."
+    ]
+    assert texts(moderate, "follow_up") == [
+        "Positive screen for risk of falling (Morse Fall Scale): no assessment or plan is "
+        "documented: hand it over for assessment after discharge."
+    ]
+    (high,) = summary_of(score("morse", MORSE, 55)).section("results").sentences
+    assert high.text.endswith("(risk of falling, high).") and high.verdict == "supported"
+    low = summary_of(score("morse", MORSE, 24))
+    assert not [text for text in texts(low, "results") if "screen" in text]
+    planned = summary_of(score("morse", MORSE, 42), fx.care_plan("falls", "Fall prevention"))
+    assert not [text for text in texts(planned, "follow_up") if "screen" in text]
