@@ -15,6 +15,7 @@ from pipeline.clinical.episode_diagnoses import (
     listed,
     procedure_stems,
 )
+from pipeline.clinical.heart_failure import HeartFailureKind, heart_failure_kind
 from pipeline.clinical.relevant_history import bearing_history, past_event_name
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.model import (
@@ -48,7 +49,7 @@ def diagnoses_section(
     relevant history and the diagnosis specifics."""
     routine, implants, organs, relevant, specifics = tables
     principal = listed(state, "principal")
-    history, said = _principal_context(state, principal, (relevant, specifics))
+    history, said, kind = _principal_context(state, principal, (relevant, specifics))
     done = procedure_stems(state)
     folded_in = aftermath(listed(state, "episode"), principal)
     after_done = coded_after_done(state, listed(state, "episode"), done)
@@ -65,6 +66,7 @@ def diagnoses_section(
         is_first = bool(principal) and f == principal[0]
         bearing = history if is_first else []
         notes = said if is_first else []
+        named_kind = kind if is_first else None
         cited = [
             f.id,
             *_status_post_of(state, f),
@@ -72,10 +74,11 @@ def diagnoses_section(
             *specified,
             *(h.id for h in bearing),
             *(s.fact.id for s in notes),
+            *_kind_cited(named_kind, stay),
         ]
         if not is_implied_treatment(state, attributes_as(f, DiagnosisAttributes), done):
             events = [_event(h) for h in bearing]
-            text = render.diagnosis(f.attributes, events, notes)
+            text = render.diagnosis(f.attributes, events, notes, named_kind)
             lines.append(cited_sentence("diagnoses", text, cited))
             continue
         # Where the flagged principal-diagnosis line says it already, it is cited there, once.
@@ -92,15 +95,29 @@ def diagnoses_section(
 
 def _principal_context(
     state: EvidenceState, principal: list[Fact], tables: tuple[CodeTable, CodeTable]
-) -> tuple[list[Fact], list[Specified]]:
+) -> tuple[list[Fact], list[Specified], HeartFailureKind | None]:
     """What the first principal diagnosis's line says besides it: the past history that bears
-    on it and what the notes name that its term leaves unsaid. ``tables``: the relevant history,
-    the diagnosis specifics."""
+    on it, what the notes name that its term leaves unsaid, and, for heart failure, its kind
+    (``pipeline.clinical.heart_failure``). ``tables``: the relevant history, the diagnosis
+    specifics."""
     if not principal:
-        return [], []
+        return [], [], None
     relevant, specifics = tables
     display = attributes_as(principal[0], DiagnosisAttributes).display
-    return bearing_history(state, relevant), specified_in_notes(state, display, specifics)
+    return (
+        bearing_history(state, relevant),
+        specified_in_notes(state, display, specifics),
+        heart_failure_kind(state, display, specifics),
+    )
+
+
+def _kind_cited(kind: HeartFailureKind | None, stay: Fact | None) -> list[str]:
+    """What a heart failure's kind is read from: the stay, whose episode joined the emergency
+    visit, and the ejection fraction."""
+    if kind is None:
+        return []
+    cited = [stay.id] if kind.emergency is not None and stay is not None else []
+    return cited + ([kind.ejection_fraction.id] if kind.ejection_fraction is not None else [])
 
 
 def _event(fact: Fact) -> tuple[str, datetime | None]:
