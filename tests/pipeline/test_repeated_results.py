@@ -5,7 +5,8 @@ repeated when another lies between them (hand-written FHIR)."""
 
 from __future__ import annotations
 
-from tests.pipeline.results_support import CREATININE, lab, results_of
+from tests import fhir_fixtures as fx
+from tests.pipeline.results_support import CREATININE, POTASSIUM, lab, results_of
 
 MORNING, EVENING = "2024-03-02T08:00:00+00:00", "2024-03-02T20:00:00+00:00"
 
@@ -34,3 +35,22 @@ def test_a_first_and_last_value_that_agree_are_not_one_value_repeated() -> None:
         lab("cr3", "Creatinine", 2.63, "mg/dL", CREATININE, "2024-03-04T08:00:00+00:00"),
     )
     assert line.startswith("Creatinine (H): 2.63 → 2.63 mg/dL (2024-03-02 to 2024-03-04)")
+
+
+def test_a_value_a_flag_cites_is_read_against_its_value_before_admission() -> None:
+    """A potassium of 5.05 twice, in range but above the level at which lisinopril is reviewed,
+    has its own line; the 4.0 of the week before is what shows it rose (a reader found "5.1 → 5.1"
+    with no rise said)."""
+    last_week = "2024-02-23T08:00:00+00:00"
+    before = lab("k0", "Potassium", 4.0, "mmol/L", POTASSIUM, last_week)
+    del before["encounter"]
+    lines = results_of(
+        fx.medication_request("l", "lisinopril 10 MG Oral Tablet", encounter_id=fx.ENCOUNTER_ID),
+        before,
+        lab("k1", "Potassium", 5.05, "mmol/L", POTASSIUM, MORNING),
+        lab("k2", "Potassium", 5.05, "mmol/L", POTASSIUM, EVENING),
+    )
+    assert (
+        "Potassium: 5.1 mmol/L, twice on 2024-03-02; before admission 4.0 mmol/L on 2024-02-23."
+        in lines
+    )

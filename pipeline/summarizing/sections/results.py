@@ -176,12 +176,13 @@ def _sorted_tests(
     flagged: set[str],
     minor: dict[str, Any],
     render: Any,
-) -> tuple[list[tuple[int, str, Sentence]], list[Fact], list[list[Fact]]]:
+) -> tuple[list[tuple[int, str, Sentence]], list[Fact], list[tuple[list[Fact], Fact | None]]]:
     """Each test of the stay as an abnormal line (with its rank), among the normal ones, or as
-    a test with no range (or one a flag cites) for a line of its own."""
+    a test with no range (or one a flag cites) for a line of its own, with the latest value
+    before admission to read it against."""
     abnormal: list[tuple[int, str, Sentence]] = []
     normal: list[Fact] = []
-    unranged: list[list[Fact]] = []
+    unranged: list[tuple[list[Fact], Fact | None]] = []
     for key, facts in by_test.items():
         facts[:] = by_time(facts, effective)
         results = [attributes_as(f, LabResultAttributes) for f in facts]
@@ -193,7 +194,7 @@ def _sorted_tests(
                 if any(r.flag == "normal" for r in results) and not flagged & {f.id for f in facts}:
                     normal.extend(facts)
                 else:
-                    unranged.append(list(facts))
+                    unranged.append((list(facts), baselines.get(key)))
             continue
         before = baselines.get(key)
         cited = [f.id for f in facts] + ([before.id] if before else [])
@@ -262,16 +263,15 @@ def results_section(
         sentences.append(
             cited_sentence("results", render.normal_results(names), [f.id for f in normal])
         )
-    # A test with no range, measured twice that day, is one line: its values, not two lines.
+    # A test with no range, measured twice that day, is one line: its values, not two lines;
+    # beside the value before admission (a potassium of 4.0 the week before is the rise).
     sentences += [
         cited_sentence(
             "results",
-            render.result(facts[0].attributes)
-            if len(facts) == 1
-            else render.unranged_trend([f.attributes for f in facts]),
-            [f.id for f in facts],
+            render.unranged_trend([f.attributes for f in facts], before and before.attributes),
+            [f.id for f in facts] + ([before.id] if before else []),
         )
-        for facts in unranged
+        for facts, before in unranged
     ]
     imaging = [
         cited_sentence("results", render.imaging(f.attributes, unreported), [f.id])
