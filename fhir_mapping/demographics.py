@@ -10,7 +10,7 @@ from fhir.resources.R4B.encounter import Encounter
 from fhir.resources.R4B.patient import Patient
 
 from fhir_mapping.codes import as_datetime, concept_text
-from fhir_mapping.episode import encounter_start
+from fhir_mapping.episode import encounter_period, encounter_start
 from fhir_mapping.json_values import JsonObject, objects_at, string_at, strings_at
 from fhir_mapping.mapped import ref
 from fhir_mapping.resources import ParsedResource, as_type
@@ -122,10 +122,17 @@ def _admitted_from(scope: Scope) -> str | None:
     source = concept_text(hospitalization.admitSource) if hospitalization else None
     if source:
         return source
+    admitted = encounter_period(scope.encounter)[0]
     for key, why in scope.episode.items():
         encounter = as_type(scope.index.by_key[key], Encounter)
         kind = encounter.model.class_fhir if encounter is not None else None
-        if kind is not None and kind.code == "EMER" and "before" in why:
+        if kind is None or kind.code != "EMER" or encounter is None:
+            continue
+        # An emergency visit that began by the stay's start and runs into it is the way in as
+        # much as one that ended before it (a record opens both at the same minute).
+        began = encounter_period(encounter)[0]
+        entered = "overlaps" in why and began is not None and admitted is not None
+        if "before" in why or (entered and began <= admitted):
             return "the emergency department"
     return None
 
