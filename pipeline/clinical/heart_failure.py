@@ -48,12 +48,16 @@ def heart_failure_kind(
         return None
     encounter = state.stay()
     emergency = None
-    if encounter is not None:
+    if encounter is not None and encounter.start is not None:
+        admitted = aware(encounter.start)
+        # The visit that began the stay: by its start, never one later in it.
         emergency = next(
             (
                 other
                 for other in encounter.joined
                 if other.class_code == "EMER"
+                and other.start is not None
+                and aware(other.start) <= admitted
                 and any(names_it(reason, rules["principal"]) for reason in other.reasons)
             ),
             None,

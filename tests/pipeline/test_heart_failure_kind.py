@@ -82,6 +82,11 @@ def test_a_stay_the_record_says_neither_of_or_another_diagnosis_reads_as_before(
     )
     assert pneumonia.text.startswith("Pneumonia: principal diagnosis")
     assert "ejection fraction" not in pneumonia.text
-    # An emergency visit for something else does not make the heart failure acute.
+    # An emergency visit for something else, or one later in the stay, does not make the heart
+    # failure acute.
     other_visit = principal_line(emergency_visit("Fall"))
     assert "acute decompensation" not in other_visit.text
+    later = emergency_visit() | {
+        "period": {"start": fx.IN_STAY, "end": "2024-03-02T12:00:00+00:00"}
+    }
+    assert "acute decompensation" not in principal_line(later).text
