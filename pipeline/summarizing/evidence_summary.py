@@ -32,8 +32,8 @@ from pipeline.evidence.summary import (
 from pipeline.settings import PipelineSettings
 from pipeline.summarizing.focus import TokenSalience
 from pipeline.summarizing.sections.common import cited_sentence, record_begins_after_stay
+from pipeline.summarizing.sections.condition_at_discharge import condition_at_discharge_section
 from pipeline.summarizing.sections.course import (
-    condition_at_discharge_section,
     hospital_course_section,
     structured_course_section,
 )

@@ -1,5 +1,5 @@
-"""The hospital course (as the structured record tells it, then the note sentences FOCUS keeps)
-and the condition at discharge."""
+"""The hospital course: as the structured record tells it, then the note sentences FOCUS
+keeps."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 from pipeline.clinical.clinical_terms import STATUS_TERM
 from pipeline.clinical.episode_diagnoses import implied_treatments
-from pipeline.clinical.results import is_vital_sign
 from pipeline.clinical.tables import CodeTable
 from pipeline.evidence.mapped import INPATIENT_CLASSES
 from pipeline.evidence.model import (
@@ -19,7 +18,6 @@ from pipeline.evidence.model import (
     EncounterAttributes,
     EvidenceState,
     Fact,
-    LabResultAttributes,
     NarrativeAttributes,
     attributes_as,
     aware,
@@ -35,13 +33,10 @@ from pipeline.summarizing.focus import (
     sentence_scores,
 )
 from pipeline.summarizing.sections.common import (
-    NEVER,
     cited_sentence,
     each_procedure_once,
-    effective,
     home_equipment,
     is_index_procedure,
-    last_moment,
     procedures_by_stay,
     significant_procedures,
 )
@@ -179,76 +174,6 @@ def _treatment_planned(state: EvidenceState, equipment: CodeTable) -> list[tuple
         for activity in plan.activities
         if equipment.matches(None, activity)
     ]
-
-
-def condition_at_discharge_section(
-    state: EvidenceState, render: Any, stay: Fact | None
-) -> list[Sentence]:
-    """The Joint Commission's condition at discharge: disposition, the last vital signs, and
-    what the notes say of it, quoted (a measure from before the stay is never its condition at
-    discharge). The disposition is said here only (the header and the course once repeated it:
-    three times in one draft)."""
-    sentences = []
-    if (
-        stay is not None
-        and isinstance(stay.attributes, EncounterAttributes)
-        and stay.attributes.discharge_disposition
-    ):
-        text = render.disposition(stay.attributes)
-        sentences.append(cited_sentence("condition_at_discharge", text, [stay.id]))
-    vitals = [
-        f
-        for f in state.facts["lab_result"]
-        if isinstance(f.attributes, LabResultAttributes)
-        and is_vital_sign(f.attributes)
-        and not f.attributes.baseline
-        and f.attributes.effective is not None
-    ]
-    if vitals:
-        last = max(effective(f) or NEVER for f in vitals)
-        latest = [f for f in vitals if effective(f) == last]
-        moment = last_moment(last, stay, first=min(effective(f) or NEVER for f in vitals))
-        text = render.vital_signs(moment, last, [f.attributes for f in latest])
-        sentences.append(cited_sentence("condition_at_discharge", text, [f.id for f in latest]))
-        sentences += _signs_last_taken_earlier(vitals, latest, stay, render)
-    sentences += [
-        cited_sentence("condition_at_discharge", render.quote(f.attributes), [f.id])
-        for f in state.facts["condition_statement"]
-    ]
-    return sentences
-
-
-def _signs_last_taken_earlier(
-    vitals: list[Fact], latest: list[Fact], stay: Fact | None, render: Any
-) -> list[Sentence]:
-    """The vital signs of the stay that the last set does not hold: a last set of one body
-    weight said nothing of the saturation of 88 % that morning, nor that no saturation, blood
-    pressure or heart rate was taken after it. A sign last taken in the admission's set (its
-    value shown under Key results) is named only; one taken later is given at its last reading."""
-    encounter = stay.attributes if stay else None
-    if not isinstance(encounter, EncounterAttributes) or encounter.start is None:
-        return []
-    shown = {attributes_as(f, LabResultAttributes).name for f in latest}
-    in_stay = sorted(
-        (f for f in vitals if aware(effective(f) or NEVER) >= aware(encounter.start)),
-        key=lambda f: aware(effective(f) or NEVER),
-    )
-    if not in_stay:
-        return []
-    admission_set = effective(in_stay[0])
-    last_of: dict[str, Fact] = {}
-    for fact in in_stay:
-        name = attributes_as(fact, LabResultAttributes).name
-        if name not in shown:
-            last_of[name] = fact
-    if not last_of:
-        return []
-    at_admission = [f for f in last_of.values() if effective(f) == admission_set]
-    later = [f for f in last_of.values() if effective(f) != admission_set]
-    text = render.vital_signs_last_taken(
-        [f.attributes for f in at_admission], [f.attributes for f in later]
-    )
-    return [cited_sentence("condition_at_discharge", text, [f.id for f in last_of.values()])]
 
 
 def hospital_course_section(
