@@ -131,8 +131,9 @@ def _admitted_from(scope: Scope) -> str | None:
         # An emergency visit that began by the stay's start and runs into it is the way in as
         # much as one that ended before it (a record opens both at the same minute).
         began = encounter_period(encounter)[0]
-        entered = "overlaps" in why and began is not None and admitted is not None
-        if "before" in why or (entered and began <= admitted):
+        if "before" in why:
+            return "the emergency department"
+        if "overlaps" in why and began is not None and admitted is not None and began <= admitted:
             return "the emergency department"
     return None
 
