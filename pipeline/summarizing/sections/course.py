@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 from pipeline.clinical.clinical_terms import STATUS_TERM
@@ -19,6 +20,7 @@ from pipeline.evidence.model import (
     EvidenceState,
     Fact,
     NarrativeAttributes,
+    ProcedureAttributes,
     attributes_as,
     aware,
 )
@@ -33,12 +35,16 @@ from pipeline.summarizing.focus import (
     sentence_scores,
 )
 from pipeline.summarizing.sections.common import (
+    NEVER,
     cited_sentence,
     each_procedure_once,
+    earlier_stay_end,
     home_equipment,
     is_index_procedure,
+    performed,
     procedures_by_stay,
     significant_procedures,
+    split_at,
 )
 from pipeline.summarizing.sections.given import each_drug_once, given_in_periods
 from pipeline.summarizing.sections.stay import DEMOGRAPHIC_LINE
@@ -76,12 +82,18 @@ def structured_course_section(
         return []
     routine, equipment = tables
     sentences = [_admitted(state, render, routine, stay)]
-    for in_earlier, facts in procedures_by_stay(state, routine):
+    recoveries = split_at(earlier_stay_end(state), _recovery_care(state, routine), performed)
+    by_stay = procedures_by_stay(state, routine)
+    for (in_earlier, facts), recovered in zip(by_stay, recoveries, strict=True):
         operations = [f for f in facts if is_index_procedure(f, routine)]
         main = each_procedure_once(operations or facts)
         if main:
-            text = render.course_procedures(main, in_earlier)
+            first = min((performed(f) or NEVER for f in operations), default=None)
+            recovery = [f for f in recovered if first and (performed(f) or NEVER) >= first]
+            until = max((_ended(f) for f in recovery), default=None)
+            text = render.course_procedures(main, in_earlier, until)
             cited = [fact_id for p in main for fact_id in p.fact_ids]
+            cited += [f.id for f in recovery]
             sentences.append(cited_sentence("hospital_course", text, cited))
     sentences += _treatment_given(state, render)
     # Home equipment supplied in the stay is a treatment begun (CPAP for sleep apnoea): a course
@@ -109,6 +121,23 @@ def structured_course_section(
             cited_sentence("hospital_course", render.discharged(stay.attributes), [stay.id])
         )
     return sentences
+
+
+def _recovery_care(state: EvidenceState, routine: CodeTable) -> list[Fact]:
+    """The post-operative care the record holds (``recovery_keywords``: routine care, left out of
+    the Procedures section), which the course dates after its operation: ten readers of the last
+    rounds found the course silent on the recovery the record dates."""
+    words = routine.extra["recovery_keywords"]
+    return [
+        f
+        for f in state.facts["procedure"]
+        if any(word in attributes_as(f, ProcedureAttributes).name.lower() for word in words)
+    ]
+
+
+def _ended(fact: Fact) -> datetime:
+    care = attributes_as(fact, ProcedureAttributes)
+    return care.performed_end or care.performed_start or NEVER
 
 
 # An encounter type that names a treatment (SNOMED CT's "regime/therapy" tag: "Drug
