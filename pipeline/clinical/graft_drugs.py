@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pipeline.clinical.lab_risks import renal_lists
 from pipeline.clinical.risk_flags import (
     drug_names,
     during_stay,
@@ -46,8 +47,8 @@ def kidney_graft_drugs(
     grafts = _kidney_grafts(state, organs)
     if not grafts:
         return []
-    kidney_decides = [*risks.extra["renal_avoid"], *risks.extra["renal_reduce"]]
-    drugs = having(going_home, [*risks.extra["potassium_raising"], *kidney_decides])
+    avoid, reduce = renal_lists(risks)
+    drugs = having(going_home, [*risks.extra["potassium_raising"], *avoid, *reduce])
     if not drugs:
         return []
     renal = [*risks.extra["creatinine_codes"], *risks.extra["egfr_codes"]]

@@ -43,8 +43,8 @@ def heart_failure_kind(
 ) -> HeartFailureKind | None:
     """For a principal diagnosis of heart failure, what the record says of its kind; None for
     any other diagnosis, or where the record says neither."""
-    rules = specifics.extra["heart_failure"]
-    if not names_it(principal, rules["principal"]):
+    rules = specifics.extra.get("heart_failure")
+    if rules is None or not names_it(principal, rules["principal"]):
         return None
     encounter = state.stay()
     emergency = None

@@ -29,6 +29,13 @@ from pipeline.evidence.model import (
 )
 
 
+def renal_lists(risks: CodeTable) -> tuple[list[str], list[str]]:
+    """The drugs kidney function rules out and those it doses. A deployment's table written
+    before the two lists has one, ``renal_review``: its drugs keep their dose reviewed."""
+    reduce = risks.extra.get("renal_reduce", risks.extra.get("renal_review", []))
+    return risks.extra.get("renal_avoid", []), reduce
+
+
 def renal_dosing(
     state: EvidenceState, going_home: Sequence[Fact], risks: CodeTable
 ) -> list[ReviewFlag]:
@@ -39,8 +46,9 @@ def renal_dosing(
     kidneys = kidney_function(state, risks)
     if kidneys is None or kidneys.value >= risks.extra["renal_limit"]:
         return []
-    to_avoid = having(going_home, risks.extra["renal_avoid"])
-    to_reduce = [f for f in having(going_home, risks.extra["renal_reduce"]) if f not in to_avoid]
+    avoid, reduce = renal_lists(risks)
+    to_avoid = having(going_home, avoid)
+    to_reduce = [f for f in having(going_home, reduce) if f not in to_avoid]
     if not to_avoid and not to_reduce:
         return []
     asks = []

@@ -127,7 +127,8 @@ def _recovery_care(state: EvidenceState, routine: CodeTable) -> list[Fact]:
     """The post-operative care the record holds (``recovery_keywords``: routine care, left out of
     the Procedures section), which the course dates after its operation: ten readers of the last
     rounds found the course silent on the recovery the record dates."""
-    words = routine.extra["recovery_keywords"]
+    # A deployment's own table may predate the key: no recovery is said, nothing fails.
+    words = routine.extra.get("recovery_keywords", [])
     return [
         f
         for f in state.facts["procedure"]
