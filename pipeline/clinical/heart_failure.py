@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pipeline.clinical.risk_flags import current_results, latest_fact
+from pipeline.clinical.screening import band_reached
 from pipeline.clinical.tables import CodeTable, names_it
 from pipeline.evidence.model import (
     EvidenceState,
@@ -62,32 +64,10 @@ def heart_failure_kind(
             ),
             None,
         )
-    measured = _latest_ejection_fraction(state, rules["ejection_fraction_codes"])
-    ejection_class = _class_of(measured, rules["classes"]) if measured is not None else None
+    # The stay's ejection fraction, else the latest before it (a lasting measure).
+    measured = latest_fact(current_results(state, rules["ejection_fraction_codes"]))
+    value = attributes_as(measured, LabResultAttributes).value if measured else None
+    ejection_class = band_reached(float(value), rules["classes"]) if value is not None else None
     if emergency is None and ejection_class is None:
         return None
     return HeartFailureKind(emergency, measured, ejection_class)
-
-
-def _latest_ejection_fraction(state: EvidenceState, codes: list[str]) -> Fact | None:
-    """The latest left ventricular ejection fraction on record by the stay's discharge."""
-    stay = state.stay()
-    until = aware(stay.end) if stay is not None and stay.end is not None else None
-    found = []
-    for fact in state.facts["lab_result"]:
-        result = attributes_as(fact, LabResultAttributes)
-        if result.code is None or result.code.code not in codes or result.value is None:
-            continue
-        if result.effective is None or (until is not None and aware(result.effective) > until):
-            continue
-        found.append((aware(result.effective), fact))
-    return max(found, key=lambda taken: taken[0])[1] if found else None
-
-
-def _class_of(fact: Fact, classes: list[list[object]]) -> str | None:
-    """The class whose lowest value the ejection fraction reaches (the table's ``classes``,
-    each [lowest %, name], in order)."""
-    value = attributes_as(fact, LabResultAttributes).value
-    assert value is not None
-    reached = [str(name) for lowest, name in classes if value >= float(str(lowest))]
-    return reached[-1] if reached else None

@@ -89,7 +89,8 @@ def _score(result: LabResultAttributes) -> str:
     return result.shown_value or f"{result.value.normalize():f}"
 
 
-def _band(score: float, bands: Sequence[Sequence[Any]]) -> str | None:
+def band_reached(score: float, bands: Sequence[Sequence[Any]]) -> str | None:
+    """The last band whose lowest value ``score`` reaches (``bands``: [lowest, name], in order)."""
     reached = [str(name) for lowest, name in bands if score >= lowest]
     return reached[-1] if reached else None
 
@@ -125,7 +126,7 @@ def positive_screens(state: EvidenceState, screening: CodeTable) -> list[Positiv
                 instrument=_named(rule["name"], result.name),
                 screens_for=rule["screens_for"],
                 score=_score(result),
-                band=_band(float(result.value), rule["bands"]),
+                band=band_reached(float(result.value), rule["bands"]),
                 positive_at=cut_off,
                 sex=gender if gender in rule else None,
                 taken=taken,
